@@ -1,0 +1,74 @@
+"""The ``commsim`` command.  Commands are thin: the work is in the library, every report
+has a ``--json`` form, and bad input exits 2 with a one-line reason."""
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from .. import __version__
+from ..errors import InputError
+from .common import emit_json, err_console
+
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+
+@click.group(context_settings=CONTEXT)
+@click.version_option(__version__, "--version", prog_name="commsim")
+def cli():
+    """commsim: turn a neural sequence model into a two-party communication protocol and
+    check it against the lower bounds of the papers.
+
+    \b
+    Examples:
+      commsim list
+      commsim cc index --n 16 --protocol one-way --instances all
+      commsim run index-idxl --model memorize:capacity=7 --n 8
+    """
+
+
+# command modules attach themselves to the group
+from . import cc, listing  # noqa: E402,F401
+for _optional in ("run", "budget", "fooling", "automaton", "teach", "separate"):
+    try:
+        __import__(f"{__name__}.{_optional}")
+    except ModuleNotFoundError as _exc:  # a command that has not been written yet
+        if _exc.name != f"{__name__}.{_optional}":
+            raise
+
+
+def _wants_json(argv: list[str]) -> bool:
+    return "--json" in argv
+
+
+def _fail(message: str, argv: list[str], code: int) -> None:
+    line = " ".join(str(message).split())
+    if _wants_json(argv):
+        emit_json({"error": line, "exit_code": code})
+    err_console.print(f"Error: {line}", markup=False, soft_wrap=True)
+    sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: exit 0 on success, 2 on bad input (one line on stderr), 1 on an internal error."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        cli.main(args=argv, prog_name="commsim", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        _fail("aborted", argv, 1)
+    except click.UsageError as exc:
+        where = f" ({exc.ctx.command_path})" if getattr(exc, "ctx", None) else ""
+        _fail(f"{exc.format_message()}{where}", argv, 2)
+    except click.ClickException as exc:
+        _fail(exc.format_message(), argv, exc.exit_code if exc.exit_code else 1)
+    except InputError as exc:
+        _fail(str(exc), argv, 2)
+    except (KeyboardInterrupt, BrokenPipeError):
+        sys.exit(130)
+    except Exception as exc:  # an internal error: one line, the traceback only on request
+        if os.environ.get("COMMSIM_DEBUG"):
+            raise
+        _fail(f"internal error: {type(exc).__name__}: {exc} (set COMMSIM_DEBUG=1 for the traceback)", argv, 1)

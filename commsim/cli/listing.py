@@ -1,0 +1,44 @@
+"""``commsim list``: everything registered."""
+from __future__ import annotations
+
+from rich.table import Table
+
+from ..plugins import KINDS, load_plugins
+from ..problems import PROBLEM_NAMES, make_problem
+from . import cli
+from .common import console, emit_json, json_option, plugin_option
+
+
+def registered(plugins=()) -> dict:
+    reg = load_plugins(plugins)
+    out = {"problems": [{"name": p, "description": make_problem(p, 2).description} for p in PROBLEM_NAMES]}
+    for kind in KINDS:
+        out[kind.replace("-", "_") + "s"] = [{"name": e.name, "description": e.description, "plugin": e.plugin}
+                                              for e in reg.entries(kind)]
+    return out
+
+
+@cli.command("list")
+@plugin_option
+@json_option
+def list_command(plugins, as_json):
+    """List problems, protocols, reductions, models and teaching topics.
+
+    \b
+    Examples:
+      commsim list
+      commsim list --json
+    """
+    data = registered(plugins)
+    if as_json:
+        emit_json(data)
+        return
+    for section, items in data.items():
+        if not items:
+            continue
+        table = Table(title=section.replace("_", " "), title_justify="left", show_header=False)
+        table.add_column(style="bold cyan")
+        table.add_column()
+        for item in items:
+            table.add_row(item["name"], item["description"])
+        console.print(table)

@@ -1,0 +1,1 @@
+"""commsim's plugins: the papers' protocols, reductions, models and constructions."""
