@@ -1,0 +1,99 @@
+"""``commsim run``: a reduction end to end — bits used against the lower bound, with a certificate."""
+from __future__ import annotations
+
+import click
+from rich.panel import Panel
+from rich.table import Table
+
+from ..reduction import run_reduction
+from . import cli
+from .common import console, emit_json, json_option, parse_instances, plugin_option, render_transcript
+from ..plugins import load_plugins
+
+
+def _bar(used: int, bound: int | None, width: int = 40) -> str:
+    if not bound:
+        return f"{used} bits"
+    scale = max(used, bound)
+    fill = round(width * used / scale)
+    mark = min(round(width * bound / scale), width - 1)
+    cells = ["█" if i < fill else "·" for i in range(width)]
+    cells[mark] = "┃"
+    colour = "green" if used >= bound else "red"
+    return f"[{colour}]{''.join(cells)}[/]  {used} used / {bound} needed"
+
+
+def render_report(report) -> None:
+    d = report.to_dict()
+    table = Table(show_header=False, box=None, pad_edge=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    table.add_row("reduction", f"{d['reduction']}  ({d['problem']} → {d['task']}, n = {d['n']}, "
+                               f"sequence length {d['seq_len']})")
+    table.add_row("model", d["model"])
+    table.add_row("protocol", f"{d['protocol']}  ({d['bits_formula_text']})")
+    table.add_row("instances", f"{d['instances_run']} ({d['instances']}); {d['runner_checked']} re-run through "
+                               f"the runner{' in separate processes' if d['audited'] else ''}")
+    table.add_row("bits used", _bar(d["bits_used"], d["lower_bound_bits"] if d["bound_applies"] else None))
+    table.add_row("", f"Alice→Bob {d['bits_by_direction']['alice_to_bob']}, "
+                      f"Bob→Alice {d['bits_by_direction']['bob_to_alice']}, rounds {d['rounds']}")
+    if d["bound_applies"]:
+        verdict = "[green]within budget[/]" if d["budget_ok"] else "[red]below the lower bound: the model must fail[/]"
+        table.add_row("lower bound", f"{d['lower_bound_bits']} bits — {d['bound_note']}")
+        table.add_row("verdict", verdict)
+    else:
+        table.add_row("lower bound", f"[yellow]does not apply[/]: {d['bound_note']}")
+    table.add_row("model correct", ("[green]yes[/]" if d["model_correct"] else "[red]no[/]") +
+                  f" (accuracy {d['model_accuracy']:.4f})")
+    table.add_row("protocol = model", "[green]yes, bit for bit[/]" if d["protocol_matches_model"] else "[red]NO[/]")
+    console.print(Panel(table, title="commsim run", expand=False))
+    cert = d["certificate"]
+    if cert:
+        c = Table(title=f"certificate ({cert['kind']}, {'verified' if cert['verified'] else 'NOT verified'})",
+                  show_header=True)
+        c.add_column("Alice holds")
+        c.add_column("Bob holds")
+        c.add_column("expected")
+        c.add_column("model says")
+        c.add_row(str(cert["alice_input"]), str(cert["bob_input"]), str(cert["expected"]), str(cert["model_output"]))
+        console.print(c)
+        console.print(cert["explanation"])
+    elif d["certificate_search"]:
+        console.print(f"certificate search: {d['certificate_search']}")
+
+
+@cli.command("run")
+@click.argument("reduction")
+@click.option("--model", "model_spec", default=None, metavar="SPEC",
+              help="Model spec KIND[:key=value,...] (default: the reduction's own default model).")
+@click.option("--n", "n", type=int, default=None, help="Size of the source problem (default: the reduction's).")
+@click.option("--instances", default="all", show_default=True, help="'all' (exhaustive) or a number of samples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for sampled instances and searches.")
+@click.option("--audit", is_flag=True, help="Re-run the checked instances with each party in its own process.")
+@click.option("--transcript", "show_transcript", is_flag=True, help="Draw the costliest transcript.")
+@click.option("--no-certificate", is_flag=True, help="Skip the certificate search.")
+@plugin_option
+@json_option
+def run_command(reduction, model_spec, n, instances, seed, audit, show_transcript, no_certificate, plugins, as_json):
+    """Run REDUCTION with a model: bits used against the lower bound, correctness, exactness,
+    and (below the bound) the input on which the model must fail.
+
+    \b
+    Examples:
+      commsim run index-idxl
+      commsim run index-idxl --model memorize:capacity=7 --n 8 --json
+      commsim run eq-ineq --model lstm:width=2,precision=8 --n 6 --transcript
+    """
+    load_plugins(plugins)
+    count = parse_instances(instances)
+    from .common import progress_bar
+    with progress_bar("running", enabled=not as_json) as update:
+        report = run_reduction(reduction, model_spec, n, instances=count, seed=seed, audit=audit,
+                               certify=not no_certificate,
+                               progress=lambda stage, done, total: update(done, total))
+    if as_json:
+        emit_json(report)
+        return
+    render_report(report)
+    if show_transcript and report.transcript is not None:
+        console.print(render_transcript(report.transcript, "costliest transcript"))
