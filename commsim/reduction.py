@@ -233,6 +233,11 @@ class ModelProtocol:
     name: str = ""
     source: str = ""
 
+    def direction(self, model, encoded: Encoded) -> str:
+        """``"one-way"`` when only Alice speaks, once, on this split; else ``"two-way"``.
+        Reductions use it to pick the bound that applies."""
+        return "two-way"
+
     def accepts(self, model) -> bool:
         raise NotImplementedError
 

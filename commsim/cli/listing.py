@@ -1,6 +1,7 @@
 """``commsim list``: everything registered."""
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from ..plugins import KINDS, load_plugins
@@ -40,5 +41,5 @@ def list_command(plugins, as_json):
         table.add_column(style="bold cyan")
         table.add_column()
         for item in items:
-            table.add_row(item["name"], item["description"])
+            table.add_row(escape(item["name"]), escape(item["description"]))
         console.print(table)
