@@ -1,0 +1,175 @@
+"""Benchmark: exact fixed-point encode + decode with commsim versus raw numpy bit packing.
+
+Times ``FixedPoint.encode`` followed by ``FixedPoint.decode`` of 10^7 numbers (10^6 with
+``--quick``) at p = 16 bits (a whole number of bytes) and p = 12 bits (not a byte multiple),
+against ``numpy.packbits`` + ``numpy.unpackbits`` of the same total number of bits.  The
+headline ``ratio`` is (commsim time at p = 16) / (numpy time for 16 * count bits); the goal is
+a ratio of at most 2.
+
+It also measures the runner's overhead per message: a ping-pong exchange of 10^4 one-bit
+messages (10^3 with ``--quick``) through :func:`commsim.runner.run_protocol`.
+
+Usage::
+
+    python benchmarks/bits.py            # readable summary
+    python benchmarks/bits.py --json     # one JSON object, headline key "ratio"
+    python benchmarks/bits.py --quick    # smaller sizes, for a smoke run
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+from commsim.bits import Bits
+from commsim.party import Protocol, Receive, Send
+from commsim.precision import FixedPoint
+from commsim.runner import run_protocol
+
+RATIO_GOAL = 2.0
+
+
+def best_time(fn, repeats: int) -> float:
+    """The fastest of ``repeats`` timed calls (seconds)."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def fixed_point_roundtrip(count: int, bits: int, repeats: int, rng: np.random.Generator) -> dict:
+    """Time encode + decode of ``count`` values on the ``fixed{bits}`` grid; check exactness once."""
+    fmt = FixedPoint.with_bits(bits)
+    codes = rng.integers(fmt.min_code, fmt.max_code + 1, size=count)
+    values = fmt.from_codes(codes)
+
+    def roundtrip():
+        return fmt.decode(fmt.encode(values))
+
+    decoded = roundtrip()
+    if not np.array_equal(decoded, values):
+        raise SystemExit(f"benchmark: fixed{bits} encode/decode did not round-trip exactly")
+    encoded = fmt.encode(values)
+    encode_s = best_time(lambda: fmt.encode(values), repeats)
+    decode_s = best_time(lambda: fmt.decode(encoded), repeats)
+    total_s = best_time(roundtrip, repeats)
+    return {"format": fmt.name, "count": count, "bits_per_value": bits, "total_bits": len(encoded),
+            "encode_seconds": encode_s, "decode_seconds": decode_s, "roundtrip_seconds": total_s}
+
+
+def numpy_roundtrip(total_bits: int, repeats: int, rng: np.random.Generator) -> dict:
+    """Time numpy.packbits + numpy.unpackbits of ``total_bits`` bits (one uint8 per bit)."""
+    raw = rng.integers(0, 2, size=total_bits, dtype=np.uint8)
+
+    def roundtrip():
+        return np.unpackbits(np.packbits(raw), count=total_bits)
+
+    if not np.array_equal(roundtrip(), raw):
+        raise SystemExit("benchmark: numpy packbits/unpackbits did not round-trip")
+    return {"total_bits": total_bits, "roundtrip_seconds": best_time(roundtrip, repeats)}
+
+
+class PingPong(Protocol):
+    """Alice and Bob alternate one-bit messages, ``messages`` in all."""
+
+    name = "ping-pong"
+
+    def __init__(self, messages: int):
+        self.messages = messages
+
+    def _play(self, me: int):
+        bit = Bits.from_str("1")
+        received = 0
+        for i in range(self.messages):
+            if i % 2 == me:
+                yield Send("ping", bit)
+            else:
+                received += len((yield Receive("ping")))
+        return received
+
+    def alice(self, share):
+        return self._play(0)
+
+    def bob(self, share):
+        return self._play(1)
+
+
+def runner_overhead(messages: int, repeats: int) -> dict:
+    protocol = PingPong(messages)
+    result = run_protocol(protocol, None, None)
+    t = result.transcript
+    if len(t) != messages or t.total_bits != messages or t.rounds != messages:
+        raise SystemExit("benchmark: ping-pong transcript is not what it should be")
+    seconds = best_time(lambda: run_protocol(protocol, None, None), repeats)
+    return {"messages": messages, "seconds": seconds, "seconds_per_message": seconds / messages}
+
+
+def run(quick: bool) -> dict:
+    rng = np.random.default_rng(0)
+    count = 10 ** 6 if quick else 10 ** 7
+    repeats = 3
+    p16 = fixed_point_roundtrip(count, 16, repeats, rng)
+    p12 = fixed_point_roundtrip(count, 12, repeats, rng)
+    np16 = numpy_roundtrip(16 * count, repeats, rng)
+    np12 = numpy_roundtrip(12 * count, repeats, rng)
+    ratio16 = p16["roundtrip_seconds"] / np16["roundtrip_seconds"]
+    ratio12 = p12["roundtrip_seconds"] / np12["roundtrip_seconds"]
+    overhead = runner_overhead(10 ** 3 if quick else 10 ** 4, repeats)
+    return {
+        "benchmark": "bits",
+        "quick": quick,
+        "count": count,
+        "ratio": ratio16,
+        "ratio_goal": RATIO_GOAL,
+        "ratio_ok": ratio16 <= RATIO_GOAL,
+        "ratio_p12": ratio12,
+        "commsim_p16": p16,
+        "commsim_p12": p12,
+        "numpy_p16_bits": np16,
+        "numpy_p12_bits": np12,
+        "runner_messages": overhead["messages"],
+        "runner_seconds": overhead["seconds"],
+        "runner_seconds_per_message": overhead["seconds_per_message"],
+        "numpy_version": np.__version__,
+        "python_version": sys.version.split()[0],
+    }
+
+
+def summary(r: dict) -> str:
+    p16, p12 = r["commsim_p16"], r["commsim_p12"]
+    lines = [
+        f"commsim bits benchmark ({r['count']:,} numbers{', quick' if r['quick'] else ''})",
+        f"  fixed16 encode+decode  {p16['roundtrip_seconds'] * 1e3:8.1f} ms "
+        f"(encode {p16['encode_seconds'] * 1e3:.1f} ms, decode {p16['decode_seconds'] * 1e3:.1f} ms)",
+        f"  numpy pack+unpack      {r['numpy_p16_bits']['roundtrip_seconds'] * 1e3:8.1f} ms "
+        f"({r['numpy_p16_bits']['total_bits']:,} bits)",
+        f"  ratio (headline)       {r['ratio']:8.2f}   goal <= {r['ratio_goal']:g}: "
+        f"{'met' if r['ratio_ok'] else 'MISSED'}",
+        f"  fixed12 encode+decode  {p12['roundtrip_seconds'] * 1e3:8.1f} ms "
+        f"(encode {p12['encode_seconds'] * 1e3:.1f} ms, decode {p12['decode_seconds'] * 1e3:.1f} ms)",
+        f"  numpy pack+unpack      {r['numpy_p12_bits']['roundtrip_seconds'] * 1e3:8.1f} ms "
+        f"({r['numpy_p12_bits']['total_bits']:,} bits)",
+        f"  ratio at p = 12        {r['ratio_p12']:8.2f}",
+        f"  runner overhead        {r['runner_seconds_per_message'] * 1e6:8.2f} us per message "
+        f"({r['runner_messages']:,}-message ping-pong in {r['runner_seconds'] * 1e3:.1f} ms)",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="10^6 numbers and 10^3 messages instead of 10^7 and 10^4")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (headline key: ratio)")
+    args = parser.parse_args(argv)
+    result = run(args.quick)
+    print(json.dumps(result, indent=2) if args.json else summary(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
