@@ -213,6 +213,12 @@ class Reduction:
     def lower_bound(self, model, wrapper: "ModelProtocol", problem: Problem, encoded: Encoded) -> LowerBound:
         raise NotImplementedError
 
+    def length_bound(self, arch: str, seq_len: int) -> LowerBound:
+        """The bound in the theorem's own form, as a function of the model's sequence length N,
+        for an architecture ``"rnn"`` (hidden-state handoff) or ``"attention"`` (one layer).
+        Used by ``commsim budget``; a bound that does not apply says so."""
+        raise NotImplementedError(f"{self.id} gives no bound as a function of the sequence length")
+
     def check(self, model, wrapper: "ModelProtocol", problem: Problem) -> None:
         """Raise :class:`NotApplicable` (with the paper's reason) when this reduction cannot use the model."""
 

@@ -1,0 +1,111 @@
+"""Bit budgets: how many bits an architecture's protocol carries, against a task's lower bound,
+and the largest sequence length N the bound does not rule out.
+
+* recurrent model, hidden-state handoff (Theorem 2 of [BHBK24]): m·p bits, whatever N;
+* one-layer attention, max-logit / partial-softmax exchange (Theorem 4 of [BHBK24]):
+  3·m·(p + ceil(log2 N))·H bits.
+
+The bound as a function of N comes from the reduction (:meth:`Reduction.length_bound`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .bounds import LowerBound, ceil_log2
+from .errors import InputError
+from .plugins import load_plugins
+
+__all__ = ["ARCHES", "protocol_bits", "protocol_formula", "BudgetReport", "budget", "max_length"]
+
+ARCHES = ("rnn", "attention")
+MAX_SEARCH = 1 << 62
+
+
+def protocol_bits(arch: str, width: int, precision: int, heads: int, seq_len: int) -> int:
+    if arch == "rnn":
+        return width * precision
+    return 3 * width * (precision + ceil_log2(max(seq_len, 1))) * heads
+
+
+def protocol_formula(arch: str, width: int, precision: int, heads: int) -> str:
+    if arch == "rnn":
+        return f"m·p = {width}·{precision} = {width * precision} (Theorem 2)"
+    return f"3·m·(p + ceil(log2 N))·H = 3·{width}·({precision} + ceil(log2 N))·{heads} (Theorem 4)"
+
+
+@dataclass
+class BudgetReport:
+    arch: str
+    task: str
+    width: int
+    precision: int
+    heads: int
+    n: int
+    bits: int
+    bits_text: str
+    bound: LowerBound
+    max_n: int | None
+    verdict: str
+    table: list[dict] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return {"arch": self.arch, "task": self.task, "width": self.width, "precision": self.precision,
+                "heads": self.heads, "n": self.n, "bits_formula": self.bits, "bits_formula_text": self.bits_text,
+                "lower_bound_bits": self.bound.bits if self.bound.applies else None,
+                "lower_bound_source": self.bound.source, "bound_applies": self.bound.applies,
+                "bound_note": self.bound.note, "max_n": self.max_n, "verdict": self.verdict, "table": self.table}
+
+
+def _fits(reduction, arch, width, precision, heads, N) -> bool:
+    bound = reduction.length_bound(arch, N)
+    return not bound.applies or bound.bits is None or protocol_bits(arch, width, precision, heads, N) >= bound.bits
+
+
+def max_length(reduction, arch: str, width: int, precision: int, heads: int) -> int | None:
+    """Largest N whose bound the protocol's bits still meet (None: no N is ruled out).
+
+    The bounds grow linearly in N and the protocol bits at most logarithmically, so the set of
+    N that fit is an initial segment; found by doubling then bisection."""
+    if _fits(reduction, arch, width, precision, heads, MAX_SEARCH):
+        return None
+    if not _fits(reduction, arch, width, precision, heads, 1):
+        return 0
+    lo, hi = 1, 2
+    while _fits(reduction, arch, width, precision, heads, hi):
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _fits(reduction, arch, width, precision, heads, mid) else (lo, mid)
+    return lo
+
+
+def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, n: int | None = None,
+           n_range: list[int] | None = None) -> BudgetReport:
+    if arch not in ARCHES:
+        raise InputError(f"--arch must be one of {', '.join(ARCHES)}, got {arch!r}", "--arch")
+    for value, name in ((width, "--width"), (precision, "--precision"), (heads, "--heads")):
+        if value < 1:
+            raise InputError(f"{name} must be at least 1, got {value}", name)
+    if arch == "rnn" and heads != 1:
+        raise InputError("--heads applies to --arch attention only", "--heads")
+    reduction = load_plugins().get("reduction", task, param="--task")
+    limit = max_length(reduction, arch, width, precision, heads)
+    N = n if n is not None else (limit if limit else 1)
+    if N < 1:
+        raise InputError(f"--n must be at least 1, got {N}", "--n")
+    bound = reduction.length_bound(arch, N)
+    bits = protocol_bits(arch, width, precision, heads, N)
+    if not bound.applies:
+        verdict = f"the bound does not apply: {bound.reason}"
+    elif bits >= bound.bits:
+        verdict = f"not ruled out at N = {N}: {bits} protocol bits >= {bound.bits} needed"
+    else:
+        verdict = f"ruled out at N = {N}: {bits} protocol bits < {bound.bits} needed; the model must fail on some input"
+    rows = []
+    for length in (n_range or []):
+        b = reduction.length_bound(arch, length)
+        used = protocol_bits(arch, width, precision, heads, length)
+        rows.append({"n": length, "bits": used, "lower_bound_bits": b.bits if b.applies else None,
+                     "ok": (used >= b.bits) if b.applies and b.bits is not None else None})
+    return BudgetReport(arch, task, width, precision, heads, N, bits, protocol_formula(arch, width, precision, heads),
+                        bound, limit, verdict, rows)

@@ -1,0 +1,122 @@
+"""``commsim budget``: an architecture's protocol bits against a task's lower bound."""
+from __future__ import annotations
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from ..budget import ARCHES, budget
+from ..errors import InputError
+from ..plugins import load_plugins
+from . import cli
+from .common import console, emit_json, json_option, plugin_option
+
+
+def parse_range(text: str | None) -> list[int]:
+    """``A:B`` (powers of two from A to B), ``A:B:S`` (step S) or ``a,b,c``."""
+    if not text:
+        return []
+    try:
+        if "," in text:
+            values = [int(v) for v in text.split(",") if v.strip()]
+        else:
+            parts = [int(v) for v in text.split(":")]
+            if len(parts) == 2:
+                values, v = [], parts[0]
+                while v <= parts[1]:
+                    values.append(v)
+                    v *= 2
+            elif len(parts) == 3 and parts[2] > 0:
+                values = list(range(parts[0], parts[1] + 1, parts[2]))
+            else:
+                raise ValueError
+    except ValueError:
+        raise InputError(f"--n-range must be A:B (doublings), A:B:STEP or a comma list, got {text!r}",
+                         "--n-range") from None
+    if not values or min(values) < 1 or len(values) > 10_000:
+        raise InputError(f"--n-range {text!r} must give 1..10000 positive lengths", "--n-range")
+    return values
+
+
+def plot_budget(report, path: str) -> None:
+    """Protocol bits and the lower bound against N, the crossing (max_n) marked."""
+    if not path.lower().endswith((".png", ".svg")):
+        raise InputError(f"--plot must name a .png or .svg file, got {path!r}", "--plot")
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputError("--plot needs matplotlib: pip install 'commsim[plot]'", "--plot") from None
+    rows = report.table
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    ax.plot([r["n"] for r in rows], [r["bits"] for r in rows], marker="o", label=f"{report.arch} protocol bits")
+    bounded = [r for r in rows if r["lower_bound_bits"] is not None]
+    if bounded:
+        ax.plot([r["n"] for r in bounded], [r["lower_bound_bits"] for r in bounded], marker="s",
+                label=f"lower bound ({report.bound.source})")
+    if report.max_n:
+        ax.axvline(report.max_n, color="grey", linestyle="--", label=f"max N = {report.max_n}")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("sequence length N")
+    ax.set_ylabel("bits")
+    ax.set_title(f"{report.task}: {report.arch}, width {report.width}, p = {report.precision}, H = {report.heads}")
+    ax.legend()
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+@cli.command("budget")
+@click.option("--arch", type=click.Choice(ARCHES), required=True, help="rnn (hidden-state handoff) or attention.")
+@click.option("--width", type=int, required=True, help="m: hidden units (rnn) or query/key/value width per head.")
+@click.option("--precision", type=int, required=True, help="p: bits per number.")
+@click.option("--heads", type=int, default=1, show_default=True, help="H: attention heads.")
+@click.option("--task", required=True, help="A reduction id, e.g. index-idxl, eq-ineq, dyck22-fooling.")
+@click.option("--n", "n", type=int, default=None, help="Sequence length N to judge (default: max_n).")
+@click.option("--n-range", default=None, help="Table over N: A:B (doublings), A:B:STEP or a,b,c.")
+@click.option("--plot", "plot_path", default=None, metavar="FILE", help="Plot bits vs bound over --n-range (.png/.svg).")
+@plugin_option
+@json_option
+def budget_command(arch, width, precision, heads, task, n, n_range, plot_path, plugins, as_json):
+    """Protocol bits of an architecture against TASK's lower bound, and the largest N not ruled out.
+
+    \b
+    Examples:
+      commsim budget --arch rnn --width 128 --precision 64 --task index-idxl
+      commsim budget --arch attention --width 8 --precision 16 --heads 2 --task dyck22-fooling --n-range 16:4096
+      commsim budget --arch rnn --width 16 --precision 8 --task eq-ineq --n 512 --json
+    """
+    load_plugins(plugins)
+    lengths = parse_range(n_range)
+    if plot_path and not lengths:
+        lengths = parse_range("2:65536")
+    report = budget(arch, width, precision, task, heads=heads, n=n, n_range=lengths)
+    if plot_path:
+        plot_budget(report, plot_path)
+    if as_json:
+        emit_json(report)
+        return
+    d = report.to_dict()
+    table = Table(show_header=False, title=f"budget: {task}, {arch}")
+    table.add_column(style="bold")
+    table.add_column()
+    table.add_row("protocol bits", escape(f"{d['bits_formula']} at N = {d['n']}  ({d['bits_formula_text']})"))
+    table.add_row("lower bound", escape(f"{d['lower_bound_bits']} bits — {d['bound_note']}") if d["bound_applies"]
+                  else escape(f"does not apply: {d['bound_note']}"))
+    table.add_row("max N", "unbounded" if d["max_n"] is None else str(d["max_n"]))
+    table.add_row("verdict", escape(d["verdict"]))
+    console.print(table)
+    if report.table:
+        t = Table(title="over N")
+        for col in ("N", "protocol bits", "lower bound", "ok"):
+            t.add_column(col, justify="right")
+        for r in report.table:
+            ok = "—" if r["ok"] is None else ("[green]yes[/]" if r["ok"] else "[red]no[/]")
+            t.add_row(str(r["n"]), str(r["bits"]), "—" if r["lower_bound_bits"] is None else str(r["lower_bound_bits"]),
+                      ok)
+        console.print(t)
+    if plot_path:
+        console.print(f"plot written to {plot_path}")

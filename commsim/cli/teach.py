@@ -1,0 +1,67 @@
+"""``commsim teach``: narrated lower-bound proofs with real numbers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import InputError
+from ..plugins import load_plugins
+from ..teach import render_markdown, render_text
+from . import cli
+from .common import console, emit_json, json_option, plugin_option
+
+
+@cli.command("teach")
+@click.argument("topic", required=False)
+@click.option("--list", "list_topics", is_flag=True, help="List the topics.")
+@click.option("--n", "n", type=int, default=None, help="Instance size (each topic has a small default).")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
+              help="Terminal text, or Markdown lecture notes with LaTeX math.")
+@click.option("--out", "out", default=None, metavar="FILE", help="Write the output to FILE instead of stdout.")
+@plugin_option
+@json_option
+def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
+    """Walk through the proof of a lower bound step by step, with a concrete instance.
+
+    Every step states the claim, the instance, what each party holds, the messages with
+    their bits, the inequality, and where the paper proves it.
+
+    \b
+    Examples:
+      commsim teach --list
+      commsim teach rnn-index
+      commsim teach attention-dyck --n 8 --format markdown --out dyck-lecture.md
+    """
+    reg = load_plugins(plugins)
+    if list_topics or not topic:
+        entries = reg.entries("topic")
+        if as_json:
+            emit_json({"topics": [{"name": e.name, "description": e.description} for e in entries]})
+        else:
+            for e in entries:
+                console.print(f"[bold cyan]{e.name:20}[/] {e.description}")
+        if not list_topics and not topic:
+            raise InputError("give a TOPIC (see `commsim teach --list`)", "TOPIC")
+        return
+    if n is not None and n < 1:
+        raise InputError(f"--n must be at least 1, got {n}", "--n")
+    lesson = reg.get("topic", topic, param="TOPIC")(n)
+    if as_json:
+        emit_json(lesson)
+        return
+    if fmt == "markdown":
+        text = render_markdown(lesson)
+        if out:
+            Path(out).write_text(text)
+            console.print(f"lecture notes written to {out}")
+        else:
+            click.echo(text, nl=False)
+        return
+    if out:
+        from rich.console import Console
+        with open(out, "w") as fh:
+            render_text(lesson, Console(file=fh, width=100, highlight=False))
+        console.print(f"walkthrough written to {out}")
+    else:
+        render_text(lesson, console)
