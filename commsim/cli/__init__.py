@@ -30,7 +30,7 @@ def cli():
 
 # command modules attach themselves to the group
 from . import cc, listing  # noqa: E402,F401
-for _optional in ("run", "budget", "fooling", "automaton", "teach", "separate"):
+for _optional in ("run", "budget", "fooling", "automaton", "matrix", "tree", "teach", "separate"):
     try:
         __import__(f"{__name__}.{_optional}")
     except ModuleNotFoundError as _exc:  # a command that has not been written yet

@@ -1,0 +1,113 @@
+"""``commsim tree``: a registered protocol run on every input, as a protocol tree."""
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+
+import click
+from rich.table import Table
+
+from ..errors import InputError
+from ..plugins import load_plugins
+from ..problems import PROBLEM_NAMES
+from . import cli
+from .common import console, emit_json, json_option, plugin_option
+
+
+@contextlib.contextmanager
+def naming_the_argument():
+    """Bad input raised inside the block names its argument (``--protocol: unknown ...``) when the
+    library's message does not already."""
+    try:
+        yield
+    except InputError as exc:
+        if exc.param and exc.param not in str(exc):
+            raise InputError(f"{exc.param}: {exc}", exc.param) from None
+        raise
+
+
+def write_text_file(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` atomically (a temporary file renamed into place): never half-written."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        raise InputError(f"--dot: directory {directory!r} does not exist", "--dot")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".commsim-", suffix=".tmp")
+    except OSError as exc:
+        raise InputError(f"--dot: cannot write in {directory!r}: {exc.strerror}", "--dot") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)                     # mkstemp makes 0600; give the usual permissions
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+@cli.command("tree")
+@click.argument("problem", metavar="PROBLEM", type=click.Choice(PROBLEM_NAMES))
+@click.option("--n", "n", type=int, required=True, help="Problem size (small: every input pair is run).")
+@click.option("--protocol", "protocol_name", required=True, help="A registered protocol (see `commsim list`).")
+@click.option("--dot", "dot_file", type=click.Path(dir_okay=False), default=None,
+              help="Write the tree as Graphviz DOT to this file.")
+@plugin_option
+@json_option
+def tree_command(problem, n, protocol_name, dot_file, plugins, as_json):
+    """Run a registered protocol on every input pair of PROBLEM and draw its protocol tree: nodes are
+    transcript prefixes, edges messages; each leaf's inputs must form a rectangle, each answer leaf a
+    monochromatic rectangle; depth = worst-case bits.
+
+    \b
+    Examples:
+      commsim tree index --n 3 --protocol two-way
+      commsim tree eq --n 3 --protocol one-way --dot eq3.dot
+      commsim tree disj --n 2 --protocol one-way --json
+    """
+    from ..protocol_tree import build_protocol_tree
+
+    with naming_the_argument():
+        protocol_cls = load_plugins(plugins).get("cc-protocol", protocol_name, param="--protocol")
+        tree = build_protocol_tree(problem, n, protocol_cls)
+    if dot_file:
+        write_text_file(dot_file, tree.to_dot())
+    d = tree.to_dict()
+    if as_json:
+        emit_json(d)
+        return
+    table = Table(title=f"protocol tree: {protocol_name} for {problem} (n = {n})", show_header=False)
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column()
+    yes = lambda ok: "[green]yes[/]" if ok else "[red]NO[/]"  # noqa: E731
+    table.add_row("input pairs run", str(d["pairs_run"]))
+    table.add_row("nodes", f"{d['nodes']} ({d['transcript_leaves']} transcript leaves, "
+                           f"{d['output_leaves']} answer leaves)")
+    table.add_row("depth (worst-case bits)", str(d["depth"]))
+    table.add_row("rounds", str(d["rounds"]))
+    table.add_row("leaves are rectangles", yes(d["all_rectangles"]))
+    table.add_row("answer leaves monochromatic", yes(d["all_monochromatic"]))
+    table.add_row("correct on every input", yes(d["correct"]))
+    table.add_row("well formed", yes(d["well_formed"]) + " (next speaker and end determined by the transcript)")
+    fc = d["fooling_check"]
+    if fc and fc.get("applies"):
+        table.add_row("fooling set separated", f"{yes(fc['separated'])}: {fc['members']} members in "
+                                               f"{fc['distinct_leaves']} distinct leaves (bound {fc['bound_bits']} bits)")
+    elif fc:
+        table.add_row("fooling set", f"[yellow]not applicable[/]: {fc['reason']}")
+    if dot_file:
+        table.add_row("DOT", dot_file)
+    console.print(table)
+    leaves = Table(title="transcript leaves", show_header=True)
+    for col in ("transcript", "inputs", "rectangle", "f values", "answers"):
+        leaves.add_column(col)
+    for leaf in d["leaves"][:16]:
+        leaves.add_row(leaf["transcript"], str(leaf["inputs"]),
+                       leaf["rectangle"] + ("" if leaf["is_rectangle"] else " [red]not a rectangle[/]"),
+                       ",".join(map(str, leaf["true_values"])), ",".join(map(str, leaf["outputs"])))
+    if len(d["leaves"]) > 16:
+        leaves.add_row(f"… {d['transcript_leaves'] - 16} more", "", "", "", "")
+    console.print(leaves)
