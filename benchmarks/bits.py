@@ -4,7 +4,8 @@ Times ``FixedPoint.encode`` followed by ``FixedPoint.decode`` of 10^7 numbers (1
 ``--quick``) at p = 16 bits (a whole number of bytes) and p = 12 bits (not a byte multiple),
 against ``numpy.packbits`` + ``numpy.unpackbits`` of the same total number of bits.  The
 headline ``ratio`` is (commsim time at p = 16) / (numpy time for 16 * count bits); the goal is
-a ratio of at most 2.
+a ratio of at most 2.  Each figure is the best of several repeats, with the commsim and numpy
+runs interleaved so that both see the same machine load.
 
 It also measures the runner's overhead per message: a ping-pong exchange of 10^4 one-bit
 messages (10^3 with ``--quick``) through :func:`commsim.runner.run_protocol`.
@@ -42,36 +43,37 @@ def best_time(fn, repeats: int) -> float:
     return best
 
 
-def fixed_point_roundtrip(count: int, bits: int, repeats: int, rng: np.random.Generator) -> dict:
-    """Time encode + decode of ``count`` values on the ``fixed{bits}`` grid; check exactness once."""
+def best_times(fns: dict, repeats: int) -> dict:
+    """Best-of-``repeats`` for several calls, interleaved so that all of them see the same machine load."""
+    best = {name: float("inf") for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
+def compare(count: int, bits: int, repeats: int, rng: np.random.Generator) -> tuple[dict, dict]:
+    """commsim ``fixed{bits}`` encode + decode of ``count`` values vs numpy pack + unpack of the same bits."""
     fmt = FixedPoint.with_bits(bits)
-    codes = rng.integers(fmt.min_code, fmt.max_code + 1, size=count)
-    values = fmt.from_codes(codes)
-
-    def roundtrip():
-        return fmt.decode(fmt.encode(values))
-
-    decoded = roundtrip()
-    if not np.array_equal(decoded, values):
-        raise SystemExit(f"benchmark: fixed{bits} encode/decode did not round-trip exactly")
+    values = fmt.from_codes(rng.integers(fmt.min_code, fmt.max_code, size=count, endpoint=True))
     encoded = fmt.encode(values)
-    encode_s = best_time(lambda: fmt.encode(values), repeats)
-    decode_s = best_time(lambda: fmt.decode(encoded), repeats)
-    total_s = best_time(roundtrip, repeats)
-    return {"format": fmt.name, "count": count, "bits_per_value": bits, "total_bits": len(encoded),
-            "encode_seconds": encode_s, "decode_seconds": decode_s, "roundtrip_seconds": total_s}
-
-
-def numpy_roundtrip(total_bits: int, repeats: int, rng: np.random.Generator) -> dict:
-    """Time numpy.packbits + numpy.unpackbits of ``total_bits`` bits (one uint8 per bit)."""
+    if not np.array_equal(fmt.decode(encoded), values):
+        raise SystemExit(f"benchmark: fixed{bits} encode/decode did not round-trip exactly")
+    total_bits = len(encoded)
     raw = rng.integers(0, 2, size=total_bits, dtype=np.uint8)
-
-    def roundtrip():
-        return np.unpackbits(np.packbits(raw), count=total_bits)
-
-    if not np.array_equal(roundtrip(), raw):
+    if not np.array_equal(np.unpackbits(np.packbits(raw), count=total_bits), raw):
         raise SystemExit("benchmark: numpy packbits/unpackbits did not round-trip")
-    return {"total_bits": total_bits, "roundtrip_seconds": best_time(roundtrip, repeats)}
+    t = best_times({
+        "numpy": lambda: np.unpackbits(np.packbits(raw), count=total_bits),
+        "roundtrip": lambda: fmt.decode(fmt.encode(values)),
+        "encode": lambda: fmt.encode(values),
+        "decode": lambda: fmt.decode(encoded),
+    }, repeats)
+    ours = {"format": fmt.name, "count": count, "bits_per_value": bits, "total_bits": total_bits,
+            "encode_seconds": t["encode"], "decode_seconds": t["decode"], "roundtrip_seconds": t["roundtrip"]}
+    return ours, {"total_bits": total_bits, "roundtrip_seconds": t["numpy"]}
 
 
 class PingPong(Protocol):
@@ -112,11 +114,9 @@ def runner_overhead(messages: int, repeats: int) -> dict:
 def run(quick: bool) -> dict:
     rng = np.random.default_rng(0)
     count = 10 ** 6 if quick else 10 ** 7
-    repeats = 3
-    p16 = fixed_point_roundtrip(count, 16, repeats, rng)
-    p12 = fixed_point_roundtrip(count, 12, repeats, rng)
-    np16 = numpy_roundtrip(16 * count, repeats, rng)
-    np12 = numpy_roundtrip(12 * count, repeats, rng)
+    repeats = 5 if quick else 7
+    p16, np16 = compare(count, 16, repeats, rng)
+    p12, np12 = compare(count, 12, repeats, rng)
     ratio16 = p16["roundtrip_seconds"] / np16["roundtrip_seconds"]
     ratio12 = p12["roundtrip_seconds"] / np12["roundtrip_seconds"]
     overhead = runner_overhead(10 ** 3 if quick else 10 ** 4, repeats)

@@ -21,7 +21,7 @@ import numpy as np
 
 from .errors import InputError
 
-from .bits import Bits, BitsError, pack_uints, unpack_uints
+from .bits import Bits, _pack_valid, _span, pack_uints, unpack_uints
 
 __all__ = [
     "NumberFormat", "FixedPoint", "FloatFormat", "FormatError", "SaturationWarning",
@@ -38,19 +38,39 @@ class SaturationWarning(UserWarning):
 
 
 # ---- wide two's-complement integers --------------------------------------
+_BYTE_SIGNED = {8: ">i1", 16: ">i2", 32: ">i4", 64: ">i8"}
+
+
 def pack_signed(values: np.ndarray | Iterable[int], width: int) -> Bits:
     """Two's-complement integers in exactly ``width`` bits each (any width >= 1)."""
+    if width < 1:
+        raise FormatError(f"two's-complement width must be at least 1, got {width}")
     arr = np.asarray(values, dtype=object if width > 64 else None).reshape(-1)
+    if arr.dtype.kind == "f" and not isinstance(values, np.ndarray):
+        arr = np.asarray(values, dtype=object).reshape(-1)  # Python ints beyond int64 stay exact
+    if arr.dtype.kind == "f":
+        if not (np.isfinite(arr).all() and np.array_equal(np.floor(arr), arr)):
+            raise FormatError("two's-complement encoding needs integer values")
+    elif arr.dtype == object:
+        try:
+            if any(int(v) != v for v in arr):
+                raise FormatError("two's-complement encoding needs integer values")
+        except (TypeError, ValueError, OverflowError):
+            raise FormatError("two's-complement encoding needs integer values") from None
+    elif arr.dtype.kind not in "iub":
+        raise FormatError(f"two's-complement encoding needs integer values, got {arr.dtype}")
     lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
     if arr.size:
         mn, mx = int(arr.min()), int(arr.max())
         if mn < lo or mx > hi:
             raise FormatError(f"value {mn if mn < lo else mx} does not fit in {width}-bit two's complement")
-    if width <= 63:
-        a = arr.astype(np.int64)
-        return pack_uints((a + (a < 0) * np.int64(1 << width)).astype(np.uint64), width)
-    if width == 64:
-        return pack_uints(arr.astype(np.int64).view(np.uint64), 64)
+    if arr.dtype.kind == "f" and width <= 64:
+        arr = arr.astype(np.int64)
+    if width in _BYTE_SIGNED:
+        return Bits._own(arr.astype(_BYTE_SIGNED[width]).view(np.uint8), arr.size * width)
+    if width < 64:
+        # the low ``width`` bits of the 64-bit two's complement are the width-bit two's complement
+        return _pack_valid(arr.astype(np.int64, copy=False), width)  # keeps the low ``width`` bits
     nbytes = (width + 7) // 8
     raw = b"".join(int(v).to_bytes(nbytes, "big", signed=True) for v in arr)
     rows = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(arr.size, nbytes), axis=1)
@@ -59,19 +79,17 @@ def pack_signed(values: np.ndarray | Iterable[int], width: int) -> Bits:
 
 def unpack_signed(bits: Bits, width: int, count: int | None = None, offset: int = 0) -> np.ndarray:
     """Inverse of :func:`pack_signed`: int64 for width <= 64, Python ints (object array) beyond."""
-    if width <= 64:
-        u = unpack_uints(bits, width, count, offset).astype(np.uint64)
-        if width == 64:
-            return u.view(np.int64)
-        s = u.astype(np.int64)
-        return s - (s >= (1 << (width - 1))) * np.int64(1 << width) if width < 64 else s
-    available = len(bits) - offset
-    if count is None:
-        if available % width:
-            raise BitsError(f"{available} bits are not a whole number of {width}-bit integers")
-        count = available // width
-    if count * width > available:
-        raise BitsError(f"need {count * width} bits at offset {offset}, have {len(bits)}")
+    if width in _BYTE_SIGNED and offset % 8 == 0:
+        count = _span(bits, width, count, offset)
+        return np.frombuffer(bits.packed, dtype=_BYTE_SIGNED[width], count=count,
+                             offset=offset // 8).astype(np.int64)
+    if width < 64:
+        s = unpack_uints(bits, width, count, offset).astype(np.int64)
+        sign = np.int64(1 << (width - 1))
+        return (s ^ sign) - sign  # sign-extend
+    if width == 64:
+        return unpack_uints(bits, 64, count, offset).view(np.int64)
+    count = _span(bits, width, count, offset)
     flat = bits.to_array()[offset:offset + count * width].reshape(count, width)
     nbytes = (width + 7) // 8
     padded = np.concatenate([np.repeat(flat[:, :1], 8 * nbytes - width, axis=1), flat], axis=1)
@@ -214,23 +232,45 @@ class FixedPoint(NumberFormat):
         were clipped), ``"raise"`` or ``"ignore"``.
         """
         a = np.asarray(x, dtype=np.float64)
-        if np.isnan(a).any():
+        return self._codes(a.reshape(-1), np.dtype(np.int64), on_saturate).reshape(a.shape)
+
+    def _codes(self, a: np.ndarray, dtype: np.dtype, on_saturate: str, stacklevel: int = 3) -> np.ndarray:
+        """floor(a * 2**frac), saturated, as ``dtype`` (1-D).  Scaling by a power of two is exact."""
+        if not a.size:
+            return np.empty(0, dtype=dtype)
+        scale = 2.0 ** self.frac
+        lo, hi = a.min(), a.max()  # NaN propagates through min and max
+        if np.isnan(lo) or np.isnan(hi):
             raise FormatError("NaN has no fixed-point representation")
-        scaled = np.floor(np.ldexp(a, self.frac))
-        low, high = scaled < self.min_code, scaled > self.max_code
-        clipped = int(low.sum() + high.sum())
-        if clipped:
+        with np.errstate(over="ignore"):
+            saturates = math.floor(lo * scale) < self.min_code if math.isfinite(lo * scale) else True
+            saturates |= math.floor(hi * scale) > self.max_code if math.isfinite(hi * scale) else True
+        if saturates:
+            with np.errstate(over="ignore"):
+                scaled = np.floor(a * scale)
+            clipped = int(np.count_nonzero(scaled < self.min_code) + np.count_nonzero(scaled > self.max_code))
             msg = (f"{clipped} value(s) saturated to the {self.name} range "
                    f"[{self.min_value}, {self.max_value}]")
             if on_saturate == "raise":
                 raise FormatError(msg)
             if on_saturate == "warn":
-                warnings.warn(msg, SaturationWarning, stacklevel=3)
-            scaled = np.clip(scaled, self.min_code, self.max_code)
-        return scaled.astype(np.int64)
+                warnings.warn(msg, SaturationWarning, stacklevel=stacklevel)
+            np.clip(scaled, self.min_code, self.max_code, out=scaled)
+            return scaled.astype(dtype)
+        # in range: floor in cache-sized chunks straight into the output (no full-size temporaries)
+        out = np.empty(a.size, dtype=dtype)
+        chunk = 1 << 16
+        tmp = np.empty(min(chunk, a.size))
+        for start in range(0, a.size, chunk):
+            t = tmp[:min(chunk, a.size - start)]
+            np.multiply(a[start:start + chunk], scale, out=t)
+            np.floor(t, out=t)
+            out[start:start + chunk] = t
+        return out
 
     def from_codes(self, codes) -> np.ndarray:
-        return np.ldexp(np.asarray(codes, dtype=np.float64), -self.frac)
+        # |code| < 2**52 and frac <= 52: the product is exact (no rounding, no underflow)
+        return np.multiply(np.asarray(codes, dtype=np.float64), 2.0 ** -self.frac)
 
     def quantize(self, x, on_saturate: str = "ignore") -> np.ndarray:
         return self.from_codes(self.to_codes(x, on_saturate))
@@ -243,11 +283,26 @@ class FixedPoint(NumberFormat):
         return codes
 
     def encode(self, x, on_saturate: str = "warn") -> Bits:
-        codes = self.to_codes(np.asarray(x, dtype=np.float64).reshape(-1), on_saturate)
-        return pack_signed(codes, self.bits)
+        a = np.asarray(x, dtype=np.float64).reshape(-1)
+        if self.bits in _BYTE_SIGNED:  # the big-endian two's-complement bytes are the encoding
+            codes = self._codes(a, np.dtype(_BYTE_SIGNED[self.bits]), on_saturate)
+            return Bits._own(codes.view(np.uint8), a.size * self.bits)
+        codes = self._codes(a, np.dtype(np.int64), on_saturate)  # in range by construction
+        return _pack_valid(codes, self.bits)  # two's complement: the low ``bits`` bits of each code
 
     def decode(self, bits: Bits, count: int | None = None, offset: int = 0) -> np.ndarray:
-        return self.from_codes(unpack_signed(bits, self.bits, count, offset))
+        if self.bits in _BYTE_SIGNED and offset % 8 == 0:
+            count = _span(bits, self.bits, count, offset)
+            codes = np.frombuffer(bits.packed, dtype=_BYTE_SIGNED[self.bits], count=count, offset=offset // 8)
+            return np.multiply(codes, 2.0 ** -self.frac, dtype=np.float64)  # exact: a power-of-two scale
+        count = _span(bits, self.bits, count, offset)
+        out = np.empty(count, dtype=np.float64)
+        chunk = 1 << 16  # a multiple of 8: every chunk starts on the same bit phase
+        for start in range(0, count, chunk):
+            m = min(chunk, count - start)
+            codes = unpack_signed(bits, self.bits, m, offset + start * self.bits)
+            np.multiply(codes, 2.0 ** -self.frac, out=out[start:start + m])
+        return out
 
     def round_units(self, units) -> np.ndarray:
         """A sum in units is already on the grid; saturate it to the range."""
@@ -323,7 +378,8 @@ class FloatFormat(NumberFormat):
         if self.dtype == "float64":
             return a.astype(np.float64).view(np.uint64)
         if self.dtype == "float32":
-            return a.astype(np.float32).view(np.uint32)
+            with np.errstate(over="ignore"):
+                return a.astype(np.float32).view(np.uint32)
         if self.dtype == "float16":
             with np.errstate(over="ignore"):
                 return a.astype(np.float16).view(np.uint16)
@@ -397,8 +453,11 @@ class FloatFormat(NumberFormat):
             if r > half or (r == half and q & 1):
                 q += 1
             mag = q << drop
-        value = math.ldexp(float(mag >> drop), drop + self.unit_exponent) if drop else \
-            math.ldexp(float(mag), self.unit_exponent)
+        try:
+            value = math.ldexp(float(mag >> drop), drop + self.unit_exponent) if drop else \
+                math.ldexp(float(mag), self.unit_exponent)
+        except OverflowError:  # beyond float64 itself (float64 sums): overflows to infinity
+            return sign * math.inf
         if value > self.max_value:
             return sign * math.inf
         return sign * value

@@ -80,8 +80,9 @@ def _schedule(parties: dict, output_party: str, max_rounds: int) -> RunResult:
                         rounds, last_sender = rounds + 1, p
                         if rounds > max_rounds:
                             raise ProtocolError(f"more than {max_rounds} rounds; stopped")
-                    items.append((p, act.label, act.bits))
-                    queues[other_party(p)].append((act.label, act.bits))
+                    sent = _copy_bits(act.bits)  # a snapshot: later changes to the sender's object count for nothing
+                    items.append((p, act.label, sent))
+                    queues[other_party(p)].append((act.label, sent))
                     action[p] = parties[p].step(None)
                 elif isinstance(act, Receive) and queues[p]:
                     label, bits = queues[p].pop(0)
