@@ -274,12 +274,16 @@ class ModelProtocol:
 
 
 def protocol_for(model) -> ModelProtocol:
-    """The registered model protocol that accepts this model (the model's kind selects it)."""
+    """The registered model protocol that accepts this model (the model's kind selects it).
+
+    When none does, a model may say why in ``no_protocol_reason`` (e.g. a two-layer transformer,
+    which no protocol of the one-layer kind can simulate); that reason is the refusal."""
     reg = load_plugins()
     for entry in reg.entries("model-protocol"):
         if entry.obj.accepts(model):
             return entry.obj
-    raise NotApplicable(f"no registered protocol wraps a model of type {type(model).__name__}", "--model")
+    reason = getattr(model, "no_protocol_reason", None)
+    raise NotApplicable(reason or f"no registered protocol wraps a model of type {type(model).__name__}", "--model")
 
 
 def error_certificate(reduction: Reduction, problem: Problem, wrapper: ModelProtocol, model, A, B, expected,
@@ -322,6 +326,10 @@ def _runner_check(wrapper: ModelProtocol, model, encoded: Encoded, sweep: Sweep,
             session.close()
 
 
+#: the most instances ``--instances all`` enumerates (beyond: sample with ``--instances K``)
+MAX_EXHAUSTIVE_INSTANCES = 1 << 24
+
+
 def run_reduction(reduction_id: str, model_spec: str | Any | None = None, n: int | None = None, *,
                   instances: int | None = None, seed: int = 0, audit: bool = False, certify: bool = True,
                   progress: Callable[[str, int, int], None] | None = None) -> Report:
@@ -341,6 +349,9 @@ def run_reduction(reduction_id: str, model_spec: str | Any | None = None, n: int
     wrapper = protocol_for(model)
     reduction.check(model, wrapper, problem)
 
+    if instances is None and problem.input_pairs > MAX_EXHAUSTIVE_INSTANCES:
+        raise InputError(f"--instances all would run all {problem.input_pairs} instances of {problem.name} at "
+                         f"n = {n} (at most {MAX_EXHAUSTIVE_INSTANCES}); use --instances K to sample", "--instances")
     A, B, described = select_instances(problem, instances, seed)
     expected = problem.evaluate_batch(A, B)
     encoded = reduction.encode(problem, A, B)
@@ -363,12 +374,15 @@ def run_reduction(reduction_id: str, model_spec: str | Any | None = None, n: int
 
     certificate, searched = None, ""
     wrong = np.flatnonzero(~correct)
-    if wrong.size:
-        certificate = error_certificate(reduction, problem, wrapper, model, A, B, expected, answers, int(wrong[0]))
-        searched = f"the model is wrong on {wrong.size} of {len(A)} instances; the first is the certificate"
-    elif certify and bound.applies and bound.bits is not None and int(totals.max()) < bound.bits:
+    # below the bound, the protocol's own certificate (it says *why* the model must fail) comes first;
+    # a plain wrong instance is the certificate when that search finds nothing verified
+    if certify and bound.applies and bound.bits is not None and int(totals.max()) < bound.bits:
         certificate, searched = wrapper.certificate(model, reduction, problem, bound, seed=seed,
                                                     progress=stage("certificate search"))
+    if wrong.size and (certificate is None or not certificate.verified):
+        certificate = error_certificate(reduction, problem, wrapper, model, A, B, expected, answers, int(wrong[0]))
+        searched = (f"{searched}; " if searched else "") + \
+            f"the model is wrong on {wrong.size} of {len(A)} instances; the first is the certificate"
     return Report(
         reduction=reduction.id, problem=problem.name, task=reduction.task, protocol=wrapper.name,
         model=getattr(model, "spec", spec if isinstance(spec, str) else type(model).__name__), n=n,

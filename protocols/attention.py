@@ -1,5 +1,816 @@
-"""Placeholder until the attention plugin lands; registers nothing."""
+"""One-layer attention with exact finite-precision semantics (the model of Theorem 4 of [BHBK24]).
+
+The layer
+---------
+Token embeddings ``E_tok`` (a table V x d, or a function of the token ids) and position
+embeddings ``E_pos`` (a table P x d, a function of the positions, or none); H heads, each with
+``W_Q, W_K, W_V`` (m x d); an output projection ``W_O`` (d_out x H m); an output map ``psi`` (an
+MLP given by its weights, ReLU between layers, or any Python callable); the decision is read at
+one query position (default: the last) as the argmax of psi's output (ties go to the lowest
+class; with a single output, the label is 1 when it is > 0).  The attention at the query position
+ranges over every position, the query's own included (``attend_self=False`` leaves it out).
+
+Finite-precision semantics (REFERENCE section 3; Appendix B.2 and D of [BHBK24])
+--------------------------------------------------------------------------------
+Every parameter is rounded to the number format ``fmt`` once, at construction.  Writing ``[t]``
+for rounding to the format — fixed point: round **down** to the grid 2^-F, saturate at both
+ends; IEEE formats: round to nearest even, overflow saturates to the largest finite value — the
+forward pass at query position N is::
+
+    x_i   = [E_tok(s_i) + E_pos(i)]                 (each embedding rounded, then their sum)
+    q     = [W_Q x_N],  k_i = [W_K x_i],  v_i = [W_V x_i]          (per head)
+    A_i   = [<q, k_i>]                              the logits, rounded
+    M     = max_i A_i                               exact
+    e_i   = [exp(A_i - M)]                          in [0, 1]; e = [1] at the maximum, so Z > 0
+    Z     = sum_i e_i                               exact (an integer number of units)
+    U     = sum_i [e_i * v_i]                       each product rounded, the sum exact
+    o     = [U / Z]                                 one division per value, rounded
+    y     = [W_O (o_1, ..., o_H)],  output = psi(y) (each MLP layer [W h + b], ReLU between)
+
+Linear maps and dot products are evaluated *exactly* and rounded once: under fixed point the
+operands are integer codes, so the sum of products is an exact integer (float64 when it stays
+below 2^53, int64 or Python integers beyond); under IEEE formats they are accumulated in float64
+in index order (a fixed order, so every position's value is a pure function of that position).
+``exp`` is numpy's float64 ``exp``; ``[U / Z]`` is floor division of integers (fixed point) or
+Python's correctly rounded integer division followed by rounding to the format (IEEE).
+
+Sums are carried in units of the format's smallest step (``fmt.unit_exponent``), so Z and U are
+exact integers and any split of the positions into partial sums gives the same totals: the
+property that makes the partial-softmax exchange of :mod:`protocols.attention_exchange` produce
+*bit-identical* outputs for every partition.  Dividing once at the end (rather than summing
+``e_i / Z * v_i``) is what keeps the result split-invariant; this is the semantics of the direct
+forward here as well, so protocol and model are compared under one definition.
+
+Float mode and a plain float forward
+------------------------------------
+:meth:`AttentionLayer.float_forward` runs the same (rounded) parameters through an ordinary
+float64 forward (no intermediate rounding, softmax normalized per term).  The reference float
+semantics above differ from it only by the roundings; the tests hold float32 layers of unit-scale
+weights to ``|difference| <= 1e-4 * (1 + |output|)`` and float16/bfloat16 layers to ``5e-2`` and
+``1e-1`` relative-plus-absolute (:data:`FLOAT_TOLERANCE`).
+
+Spec (``commsim run ... --model attention:...``)
+------------------------------------------------
+``attention[:probe][:key=value,...]`` with keys ``heads=H, width=M (m), dim=d, precision=P[,frac=F]``
+or ``dtype=float16|bfloat16|float32|float64``, ``seed=S``, ``vocab=V``, ``classes=C``,
+``positions=P`` (rows of the position table), ``weights=FILE.npz``, ``query=POS`` (0-based;
+negative counts from the end), ``self=0|1`` (whether the query attends to its own position).
+A random layer defaults to the task's vocabulary and sequence length.  ``attention:probe`` is a
+small exact construction (see :func:`probe_layer`) with keys ``at=I/J/...`` (``n`` stands for
+the source problem's size), ``accept=T/...`` or ``reject=T/...`` and ``rule=all|any|differ``.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from commsim.bits import Bits, pack_uints, unpack_uints
+from commsim.errors import InputError
+from commsim.precision import FixedPoint, FloatFormat, FormatError, NumberFormat, pack_signed, unpack_signed
+
+__all__ = ["AttentionLayer", "FixedArithmetic", "FloatArithmetic", "arithmetic_for", "random_layer",
+           "probe_layer", "make_attention", "register", "FLOAT_TOLERANCE"]
+
+#: (relative + absolute) tolerance of the reference float semantics against a plain float64 forward
+FLOAT_TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 5e-2, "bfloat16": 1e-1}
+
+#: elements of the largest temporary (batch x positions x heads x width) built at once
+BLOCK_ELEMENTS = 1 << 21
+
+
+def _signed_width(magnitude: int) -> int:
+    """Bits of two's complement holding every integer in [-magnitude, magnitude]."""
+    return max(int(magnitude), 1).bit_length() + 1
+
+
+def _store_dtype(bits: int) -> np.dtype:
+    for width, dt in ((8, np.int8), (16, np.int16), (32, np.int32)):
+        if bits <= width:
+            return np.dtype(dt)
+    return np.dtype(np.int64)
+
+
+# ---- arithmetic: fixed point (integer codes) ------------------------------------------------
+class FixedArithmetic:
+    """Fixed-point semantics on int64 codes (value = code * 2^-F): round down, saturate."""
+
+    is_fixed = True
+
+    def __init__(self, fmt: FixedPoint):
+        self.fmt = fmt
+        self.p, self.F = fmt.bits, fmt.frac
+        self.lo, self.hi = fmt.min_code, fmt.max_code
+        self.dtype = np.dtype(np.int64)
+        self.store = _store_dtype(fmt.bits)
+        #: units of the largest attention weight e (the rounding of 1)
+        self.one_units = min(1 << self.F, self.hi)
+        #: largest |rounded product e * v| in units
+        self.value_units = 1 << (self.p - 1)
+
+    # conversions
+    def from_values(self, x) -> np.ndarray:
+        """Codes of x rounded down and saturated, in the narrowest integer type of the format."""
+        return self.fmt.to_codes(np.asarray(x, dtype=np.float64), on_saturate="ignore").astype(self.store)
+
+    def to_values(self, r) -> np.ndarray:
+        return self.fmt.from_codes(np.asarray(r, dtype=np.int64))
+
+    def _clip(self, acc) -> np.ndarray:
+        return np.clip(acc, self.lo, self.hi).astype(np.int64)
+
+    def add(self, a, b) -> np.ndarray:
+        wide = np.int32 if self.p <= 30 else np.int64
+        total = np.asarray(a).astype(wide) + np.asarray(b).astype(wide)
+        return np.clip(total, self.lo, self.hi, out=total).astype(self.store)
+
+    # exact linear algebra, rounded once
+    def _round_products(self, acc) -> np.ndarray:
+        """Exact integer sums of products (units 2^-2F) rounded down to the grid, saturated; the
+        codes come back in the narrowest integer type of the format (in place where possible)."""
+        if acc.dtype == np.float64:  # exact integers below 2^53: scaling and floor are exact
+            acc *= 2.0 ** -self.F
+            np.floor(acc, out=acc)
+            np.clip(acc, self.lo, self.hi, out=acc)
+            return acc.astype(self.store)
+        return np.clip(acc >> self.F, self.lo, self.hi).astype(self.store)
+
+    def linear(self, X, W, bias=None) -> np.ndarray:
+        """[W x + b] for each row x of X (..., K); W (out, K) and b (out,) are codes."""
+        X = np.asarray(X)
+        shape = X.shape[:-1]
+        X2 = X.reshape(-1, X.shape[-1])
+        wmax = int(np.abs(W.astype(np.int64)).max()) if W.size else 0
+        bmax = (int(np.abs(bias.astype(np.int64)).max()) << self.F) if bias is not None and bias.size else 0
+        bound = X.shape[-1] * wmax * self.value_units + bmax
+        if bound < (1 << 53):
+            acc = X2.astype(np.float64) @ W.T.astype(np.float64)
+            if bias is not None:
+                acc += bias.astype(np.float64) * float(1 << self.F)
+        elif bound < (1 << 62):
+            acc = X2.astype(np.int64) @ W.T.astype(np.int64)
+            if bias is not None:
+                acc += bias.astype(np.int64) << self.F
+        else:
+            acc = X2.astype(object) @ W.T.astype(object)
+            if bias is not None:
+                acc = acc + np.array([int(b) << self.F for b in bias], dtype=object)
+        return self._round_products(acc).reshape(shape + (W.shape[0],))
+
+    def logits(self, q, k) -> np.ndarray:
+        """A[b, h, i] = [<q[b, h], k[b, i, h]>] for q (B, H, m), k (B, n, H, m)."""
+        B, n, H, m = k.shape
+        bound = m * self.value_units * self.value_units
+        if bound < (1 << 53) and B <= 16:  # exact in float64 whatever the order: BLAS per row and head
+            acc = np.empty((B, n, H))
+            kf, qf = k.astype(np.float64), q.astype(np.float64)
+            for b in range(B):
+                for h in range(H):
+                    acc[b, :, h] = kf[b, :, h] @ qf[b, h]
+        elif bound < (1 << 53):
+            acc = (k.astype(np.float64) * q.astype(np.float64)[:, None]).sum(axis=-1)
+        elif bound < (1 << 62):
+            acc = (k.astype(np.int64) * q.astype(np.int64)[:, None]).sum(axis=-1)
+        else:
+            acc = (k.astype(object) * q.astype(object)[:, None]).sum(axis=-1)
+        return self._round_products(acc).transpose(0, 2, 1)
+
+    def exp_weights(self, A, M) -> np.ndarray:
+        """e = [exp(A - M)] (A - M <= 0): floor(exp(delta) * 2^F), at most the rounding of 1."""
+        delta = (np.asarray(A, dtype=np.int64) - np.asarray(M, dtype=np.int64)[..., None]).astype(np.float64)
+        e = np.floor(np.exp(delta * (2.0 ** -self.F)) * (2.0 ** self.F))
+        return np.minimum(e, self.hi).astype(np.int64)
+
+    def sum_weights(self, e) -> np.ndarray:
+        return np.asarray(e, dtype=np.int64).sum(axis=-1)
+
+    def sum_products(self, e, v) -> np.ndarray:
+        """sum_i [e_i v_i] for e (B, H, n) and v (B, n, H, m): exact integers (B, H, m)."""
+        vt = np.asarray(v).transpose(0, 2, 1, 3)
+        if 2 * self.p - 2 < 62:
+            prod = np.asarray(e, dtype=np.int64)[..., None] * vt.astype(np.int64)
+            return (prod >> self.F).sum(axis=2)
+        prod = np.asarray(e).astype(object)[..., None] * vt.astype(object)
+        return (prod >> self.F).sum(axis=2)
+
+    def divide(self, U, Z) -> np.ndarray:
+        """o = [U / Z] = floor(U * 2^F / Z), saturated (U, Z exact sums in units 2^-F; Z > 0)."""
+        U = np.asarray(U)
+        Zc = np.asarray(Z)[..., None]
+        big = U.dtype == object or Zc.dtype == object or \
+            (int(np.abs(U).max(initial=0)) << self.F) >= (1 << 62)
+        if big:
+            out = (U.astype(object) * (1 << self.F)) // Zc.astype(object)
+        else:
+            out = np.floor_divide(U.astype(np.int64) << self.F, Zc.astype(np.int64))
+        return self._clip(out)
+
+    def relu(self, r) -> np.ndarray:
+        return np.maximum(r, 0)
+
+    def sum_range(self, n_terms: int) -> tuple[int, int]:
+        """The range of an exact sum of n rounded products [e v] (e <= 1), in units."""
+        return -n_terms * self.value_units, n_terms * (self.value_units - 1)
+
+    # messages
+    def encode(self, r) -> Bits:
+        return pack_signed(np.asarray(r, dtype=np.int64).reshape(-1), self.p)
+
+    def decode(self, bits: Bits, count: int) -> np.ndarray:
+        return unpack_signed(bits, self.p, count).astype(np.int64)
+
+    def key(self, r) -> np.ndarray:
+        return np.asarray(r, dtype=np.int64)
+
+
+# ---- arithmetic: IEEE formats ---------------------------------------------------------------
+class FloatArithmetic:
+    """IEEE semantics on float64 arrays holding format values: round to nearest even; overflow
+    saturates to the largest finite value; dot products accumulate in float64 in index order."""
+
+    is_fixed = False
+
+    def __init__(self, fmt: FloatFormat):
+        self.fmt = fmt
+        self.p = fmt.bits
+        self.max = fmt.max_value
+        self.dtype = np.dtype(np.float64)
+        self.store = np.dtype(np.float64)
+        self.one_units = 1 << (-fmt.unit_exponent)
+        bias = (1 << (fmt.exponent_bits - 1)) - 1
+        mant = fmt.mantissa_bits
+        self.value_units = ((1 << (mant + 1)) - 1) << (bias - mant - fmt.unit_exponent)  # max_value, in units
+
+    def from_values(self, x) -> np.ndarray:
+        a = np.asarray(x, dtype=np.float64)
+        if np.isnan(a).any():
+            raise FormatError(f"NaN in a {self.fmt.name} computation (commsim refuses NaN)")
+        q = self.fmt.quantize(a)
+        return np.clip(q, -self.max, self.max)
+
+    def to_values(self, r) -> np.ndarray:
+        return np.asarray(r, dtype=np.float64)
+
+    def add(self, a, b) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            return self.from_values(np.asarray(a) + np.asarray(b))
+
+    @staticmethod
+    def _ordered_dot(X, W) -> np.ndarray:
+        """sum_k X[..., k] W[:, k], accumulated in float64 in index order k = 0, 1, ..."""
+        acc = np.zeros(X.shape[:-1] + (W.shape[0],))
+        with np.errstate(over="ignore", invalid="ignore"):
+            for j in range(X.shape[-1]):
+                acc += X[..., j:j + 1] * W[:, j]
+        return acc
+
+    def linear(self, X, W, bias=None) -> np.ndarray:
+        acc = self._ordered_dot(np.asarray(X, dtype=np.float64), W)
+        if bias is not None:
+            with np.errstate(over="ignore"):
+                acc = acc + bias
+        return self.from_values(acc)
+
+    def logits(self, q, k) -> np.ndarray:
+        acc = np.zeros(k.shape[:-1])
+        qq = q[:, None]
+        with np.errstate(over="ignore", invalid="ignore"):
+            for j in range(k.shape[-1]):
+                acc += k[..., j] * qq[..., j]
+        return self.from_values(acc).transpose(0, 2, 1)
+
+    def exp_weights(self, A, M) -> np.ndarray:
+        return self.from_values(np.exp(np.asarray(A) - np.asarray(M)[..., None]))
+
+    def exact_sum(self, x, axis: int) -> np.ndarray:
+        """The exact sum along ``axis`` in units of the smallest subnormal, as ``fmt.exact_sum`` —
+        vectorized for formats of at most 24 significant bits (bfloat16, float32): each value is
+        m * 2^s units with |m| < 2^24, split as (m << (s mod 16)) into 16-bit-aligned limbs that
+        are summed in int64 and joined into Python integers."""
+        if self.fmt.dtype not in ("bfloat16", "float32"):
+            return self.fmt.exact_sum(x, axis=axis)
+        x = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
+        if x.shape[-1] >= (1 << 22):
+            return self.fmt.exact_sum(x, axis=-1)
+        mant, ex = np.frexp(x)
+        M = (mant * float(1 << 24)).astype(np.int64)                  # exact: <= 24 significant bits
+        shift = ex.astype(np.int64) - 24 - self.fmt.unit_exponent
+        low = shift < 0                                                # subnormals: trailing zeros
+        M = np.where(low, M >> np.where(low, -shift, 0), M)
+        shift = np.where(low, 0, shift)
+        limb, rest = shift >> 4, shift & 15
+        term = M << rest                                               # |term| < 2^40
+        total = np.zeros(x.shape[:-1], dtype=object)
+        for j in np.unique(limb):
+            part = np.where(limb == j, term, 0).sum(axis=-1)          # < n 2^40: fits in int64
+            total = total + part.astype(object) * (1 << (16 * int(j)))
+        return total
+
+    def sum_weights(self, e) -> np.ndarray:
+        return self.exact_sum(e, axis=-1)
+
+    def sum_products(self, e, v) -> np.ndarray:
+        vt = np.asarray(v).transpose(0, 2, 1, 3)
+        prod = self.from_values(np.asarray(e)[..., None] * vt)
+        return self.exact_sum(prod, axis=2)
+
+    def divide(self, U, Z) -> np.ndarray:
+        U = np.asarray(U).astype(object)
+        Zc = np.broadcast_to(np.asarray(Z).astype(object)[..., None], U.shape)
+        ratio = np.frompyfunc(lambda u, z: int(u) / int(z), 2, 1)(U, Zc).astype(np.float64)
+        return self.from_values(ratio)
+
+    def relu(self, r) -> np.ndarray:
+        return np.maximum(r, 0.0)
+
+    def sum_range(self, n_terms: int) -> tuple[int, int]:
+        return -n_terms * self.value_units, n_terms * self.value_units
+
+    def encode(self, r) -> Bits:
+        return self.fmt.encode(np.asarray(r, dtype=np.float64).reshape(-1))
+
+    def decode(self, bits: Bits, count: int) -> np.ndarray:
+        return self.fmt.decode(bits, count)
+
+    def key(self, r) -> np.ndarray:
+        return np.ascontiguousarray(np.asarray(r, dtype=np.float64)).view(np.int64)
+
+
+def arithmetic_for(fmt: NumberFormat):
+    return FixedArithmetic(fmt) if isinstance(fmt, FixedPoint) else FloatArithmetic(fmt)
+
+
+# ---- exact sums as message payloads -----------------------------------------------------------
+def pack_sum(values, width: int) -> Bits:
+    """Exact signed sums (Python or numpy ints) in ``width``-bit two's complement each."""
+    return pack_signed(np.array([int(v) for v in np.asarray(values).reshape(-1)], dtype=object), width)
+
+
+def unpack_sum(bits: Bits, width: int, count: int) -> np.ndarray:
+    out = unpack_signed(bits, width, count)
+    return out if out.dtype == object else out.astype(np.int64)
+
+
+def pack_count(value, width: int) -> Bits:
+    """A non-negative exact sum in ``width`` bits, unsigned."""
+    v = int(value)
+    if v < 0 or v >> width:
+        raise FormatError(f"{v} does not fit in {width} unsigned bits")
+    if width <= 64:
+        return pack_uints(np.array([v], dtype=np.uint64), width)
+    return Bits.from_array([(v >> (width - 1 - i)) & 1 for i in range(width)])
+
+
+def unpack_count(bits: Bits, width: int) -> int:
+    if width <= 64:
+        return int(unpack_uints(bits, width, 1)[0])
+    return int(str(bits), 2)
+
+
+# ---- the layer ----------------------------------------------------------------------------------
+Embedding = "np.ndarray | Callable[[np.ndarray], np.ndarray] | None"
+
+
+class AttentionLayer:
+    """A one-layer attention model under a number format (module docstring: the exact semantics).
+
+    ``token_embedding``: (V, d) array or a function of an int array returning (..., d);
+    ``position_embedding``: (P, d) array, a function of positions, or None; ``W_Q``, ``W_K``,
+    ``W_V``: (H, m, d); ``W_O``: (d_out, H m); ``psi``: a list of (W, b) MLP layers, a callable
+    (float64 (B, d_out) -> (B, C)), or None (the output is y itself).  Functions must be pure
+    (the same value for the same token/position, whatever the batch).
+    """
+
+    def __init__(self, fmt: NumberFormat, token_embedding, position_embedding, W_Q, W_K, W_V, W_O,
+                 psi=None, *, query: int | None = None, attend_self: bool = True, spec: str = ""):
+        self.fmt = fmt
+        self.ar = arithmetic_for(fmt)
+        W_Q, W_K, W_V = (np.asarray(w, dtype=np.float64) for w in (W_Q, W_K, W_V))
+        if W_Q.ndim != 3 or W_Q.shape != W_K.shape or W_Q.shape != W_V.shape:
+            raise InputError(f"W_Q, W_K, W_V must all be (heads, width, dim); got {W_Q.shape}, {W_K.shape}, "
+                             f"{W_V.shape}")
+        self.heads, self.width, self.dim = (int(s) for s in W_Q.shape)
+        if min(self.heads, self.width, self.dim) < 1:
+            raise InputError("heads, width and dim must be at least 1")
+        W_O = np.asarray(W_O, dtype=np.float64)
+        if W_O.ndim != 2 or W_O.shape[1] != self.heads * self.width:
+            raise InputError(f"W_O must be (d_out, heads*width = {self.heads * self.width}); got {W_O.shape}")
+        self.out_dim = int(W_O.shape[0])
+        r = self.ar.from_values
+        self.W_Q, self.W_K, self.W_V, self.W_O = r(W_Q), r(W_K), r(W_V), r(W_O)
+        self._W_KV = np.concatenate([self.W_K.reshape(-1, self.dim), self.W_V.reshape(-1, self.dim)])
+        self._W_Q = self.W_Q.reshape(-1, self.dim)
+        # embeddings
+        if callable(token_embedding):
+            self.token_table, self.token_fn, self.vocab_size = None, token_embedding, None
+        else:
+            t = np.asarray(token_embedding, dtype=np.float64)
+            if t.ndim != 2 or t.shape[1] != self.dim:
+                raise InputError(f"token embedding must be (vocab, dim = {self.dim}); got {t.shape}")
+            self.token_table, self.token_fn, self.vocab_size = r(t), None, int(t.shape[0])
+        if position_embedding is None:
+            self.position_table, self.position_fn, self.max_positions = None, None, None
+        elif callable(position_embedding):
+            self.position_table, self.position_fn, self.max_positions = None, position_embedding, None
+        else:
+            pe = np.asarray(position_embedding, dtype=np.float64)
+            if pe.ndim != 2 or pe.shape[1] != self.dim:
+                raise InputError(f"position embedding must be (positions, dim = {self.dim}); got {pe.shape}")
+            self.position_table, self.position_fn, self.max_positions = r(pe), None, int(pe.shape[0])
+        # psi
+        self.psi_fn, self.psi_layers = None, []
+        if callable(psi):
+            self.psi_fn = psi
+            self.classes = None
+        elif psi is None:
+            self.classes = self.out_dim
+        else:
+            width = self.out_dim
+            for i, (W, b) in enumerate(psi):
+                W, b = np.asarray(W, dtype=np.float64), np.asarray(b, dtype=np.float64).reshape(-1)
+                if W.ndim != 2 or W.shape[1] != width or b.shape != (W.shape[0],):
+                    raise InputError(f"psi layer {i}: W must be (out, {width}) and b (out,); got {W.shape}, {b.shape}")
+                self.psi_layers.append((r(W), r(b)))
+                width = W.shape[0]
+            self.classes = width
+        self.query = None if query is None else int(query)
+        self.attend_self = bool(attend_self)
+        self.spec = spec or f"attention:heads={self.heads},width={self.width},dim={self.dim}," \
+                            f"{'dtype=' + fmt.name if not self.ar.is_fixed else f'precision={fmt.bits},frac={fmt.frac}'}"
+
+    # ---- descriptors
+    @property
+    def precision(self) -> int:
+        """p: bits per number."""
+        return self.fmt.bits
+
+    def __repr__(self) -> str:
+        return f"<AttentionLayer {self.spec}>"
+
+    def query_position(self, seq_len: int) -> int:
+        """The position the decision is read at (the model's ``query``, default the last)."""
+        if self.query is None:
+            return seq_len - 1
+        pos = self.query if self.query >= 0 else seq_len + self.query
+        if not 0 <= pos < seq_len:
+            raise InputError(f"query position {self.query} is outside a sequence of length {seq_len}", "--model")
+        return pos
+
+    def check_input(self, seq_len: int, tokens: np.ndarray | None = None) -> None:
+        if seq_len < 1:
+            raise InputError("the sequence is empty")
+        if self.max_positions is not None and seq_len > self.max_positions:
+            raise InputError(f"the model has position embeddings for {self.max_positions} positions; the input "
+                             f"has {seq_len} (use positions=N or a task of that length)", "--model")
+        if tokens is not None and self.vocab_size is not None and tokens.size:
+            lo, hi = int(tokens.min()), int(tokens.max())
+            if lo < 0 or hi >= self.vocab_size:
+                raise InputError(f"token {lo if lo < 0 else hi} is outside the model's vocabulary "
+                                 f"0..{self.vocab_size - 1}", "--model")
+        if not self.attend_self and seq_len == 1:
+            raise InputError("with self=0 a sequence of length 1 leaves nothing to attend to", "--model")
+
+    # ---- stage 1: embeddings and projections (pure functions of (position, token))
+    def _token_rep(self, tokens: np.ndarray) -> np.ndarray:
+        if self.token_table is not None:
+            return self.token_table[tokens]
+        return self.ar.from_values(self.token_fn(np.asarray(tokens)))
+
+    def _position_rep(self, positions: np.ndarray) -> np.ndarray | None:
+        if self.position_table is not None:
+            return self.position_table[positions]
+        if self.position_fn is not None:
+            return self.ar.from_values(self.position_fn(np.asarray(positions)))
+        return None
+
+    def embed(self, tokens: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """x = [E_tok(s) + E_pos(i)] for tokens (B, n) at positions (n,): (B, n, d)."""
+        tok = self._token_rep(np.asarray(tokens))
+        pos = self._position_rep(np.asarray(positions))
+        return tok if pos is None else self.ar.add(tok, pos)  # broadcasts positions over the rows
+
+    def keys_values(self, tokens: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """k_i, v_i of tokens (B, n) at positions (n,): two (B, n, H, m) arrays.
+
+        With many rows and a token table, the (position, token) table is projected once and
+        gathered (the same values: each k_i, v_i depends only on position i and token s_i)."""
+        B, n = tokens.shape
+        H, m = self.heads, self.width
+        if self.vocab_size is not None and B > 2 * self.vocab_size:
+            grid = np.broadcast_to(np.arange(self.vocab_size)[None, :], (n, self.vocab_size))
+            x = self.embed(grid, np.asarray(positions)[:, None])       # (n, V, d)
+            kv = self.ar.linear(x, self._W_KV).reshape(n, self.vocab_size, 2, H, m)
+            kv = kv[np.arange(n)[None, :], tokens]                      # (B, n, 2, H, m)
+        else:
+            x = self.embed(tokens, positions)
+            kv = self.ar.linear(x, self._W_KV).reshape(B, n, 2, H, m)
+        return kv[:, :, 0], kv[:, :, 1]
+
+    def query_vectors(self, query_tokens: np.ndarray, position: int) -> np.ndarray:
+        """q = [W_Q x_N] per head for the query tokens (B,): (B, H, m)."""
+        t = np.asarray(query_tokens).reshape(-1, 1)
+        x = self.embed(t, np.array([position]))[:, 0]
+        return self.ar.linear(x, self._W_Q).reshape(len(t), self.heads, self.width)
+
+    # ---- stage 2: logits (and values kept for the sums), over a set of positions
+    def scan(self, tokens: np.ndarray, positions: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Logits A (B, H, n) and values v (B, n, H, m) of the given positions for queries q (B, H, m)."""
+        tokens = np.asarray(tokens)
+        positions = np.asarray(positions, dtype=np.int64)
+        B, n = tokens.shape
+        H, m = self.heads, self.width
+        A = np.empty((B, H, n), dtype=self.ar.dtype)
+        V = np.empty((B, n, H, m), dtype=self.ar.store)
+        block = max(1, BLOCK_ELEMENTS // max(1, B * H * m))
+        for s in range(0, n, block):
+            k, v = self.keys_values(tokens[:, s:s + block], positions[s:s + block])
+            A[:, :, s:s + block] = self.ar.logits(q, k)
+            V[:, s:s + block] = v
+        return A, V
+
+    # ---- stage 3: exact partial sums given the global maximum
+    def aggregate(self, A: np.ndarray, V: np.ndarray, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Z = sum e_i (B, H) and U = sum [e_i v_i] (B, H, m), exact integers in units, for the
+        positions of (A, V) and the maximum logit M (B, H)."""
+        B, H, n = A.shape
+        m = self.width
+        Z = np.zeros((B, H), dtype=np.int64)
+        U = np.zeros((B, H, m), dtype=np.int64)
+        block = max(1, BLOCK_ELEMENTS // max(1, B * H * m))
+        for s in range(0, n, block):
+            e = self.ar.exp_weights(A[:, :, s:s + block], M)
+            Z = Z + self.ar.sum_weights(e)
+            U = U + self.ar.sum_products(e, V[:, s:s + block])
+        return Z, U
+
+    # ---- stage 4: the division and the readout
+    def finish(self, U: np.ndarray, Z: np.ndarray) -> np.ndarray:
+        """Raw outputs (B, C) in the arithmetic's representation from the exact sums."""
+        o = self.ar.divide(U, Z)
+        y = self.ar.linear(o.reshape(o.shape[0], -1), self.W_O)
+        if self.psi_fn is not None:
+            return self.ar.from_values(np.asarray(self.psi_fn(self.ar.to_values(y)), dtype=np.float64)
+                                       .reshape(y.shape[0], -1))
+        for i, (W, b) in enumerate(self.psi_layers):
+            y = self.ar.linear(y, W, b)
+            if i < len(self.psi_layers) - 1:
+                y = self.ar.relu(y)
+        return y
+
+    def labels(self, raw: np.ndarray) -> np.ndarray:
+        """Decisions: argmax of psi's output (ties to the lowest class); one output: 1 iff > 0."""
+        raw = np.asarray(raw)
+        if raw.shape[1] == 1:
+            return (raw[:, 0] > 0).astype(np.int64)
+        return np.argmax(raw, axis=1).astype(np.int64)
+
+    # ---- the direct forward
+    def attended(self, seq_len: int, query: int) -> np.ndarray:
+        pos = np.arange(seq_len)
+        return pos if self.attend_self else pos[pos != query]
+
+    def forward_rep(self, tokens: np.ndarray, query: int | None = None) -> np.ndarray:
+        """Raw outputs (B, C) in the internal representation (codes for fixed point)."""
+        tokens = np.atleast_2d(np.asarray(tokens))
+        N = tokens.shape[1]
+        self.check_input(N, tokens)
+        qpos = self.query_position(N) if query is None else int(query)
+        keep = self.attended(N, qpos)
+        per_row = max(1, N * self.heads * self.width)
+        chunk = max(1, (4 * BLOCK_ELEMENTS) // per_row)
+        out = []
+        for s in range(0, tokens.shape[0], chunk):
+            T = tokens[s:s + chunk]
+            q = self.query_vectors(T[:, qpos], qpos)
+            A, V = self.scan(T[:, keep], keep, q)
+            Z, U = self.aggregate(A, V, A.max(axis=-1))
+            out.append(self.finish(U, Z))
+        return np.concatenate(out) if out else np.zeros((0, self.classes or 1), dtype=self.ar.dtype)
+
+    def forward(self, tokens, query: int | None = None) -> np.ndarray:
+        """The outputs psi(y) at the query position, as float64 values (B, C)."""
+        return self.ar.to_values(self.forward_rep(tokens, query))
+
+    def decide(self, tokens, query: int | None = None) -> np.ndarray:
+        """The model's decisions (B,) at the query position."""
+        return self.labels(self.forward_rep(tokens, query))
+
+    def float_forward(self, tokens, query: int | None = None) -> np.ndarray:
+        """A plain float64 forward with the same (rounded) parameters: no intermediate rounding."""
+        tokens = np.atleast_2d(np.asarray(tokens))
+        N = tokens.shape[1]
+        qpos = self.query_position(N) if query is None else int(query)
+        val = self.ar.to_values
+        tok = val(self._token_rep(tokens))
+        pos = self._position_rep(np.arange(N))
+        x = tok if pos is None else tok + val(pos)[None]
+        keep = self.attended(N, qpos)
+        Wq, Wk, Wv = val(self.W_Q), val(self.W_K), val(self.W_V)
+        q = np.einsum("hmd,bd->bhm", Wq, x[:, qpos])
+        k = np.einsum("hmd,bnd->bnhm", Wk, x[:, keep])
+        v = np.einsum("hmd,bnd->bnhm", Wv, x[:, keep])
+        A = np.einsum("bhm,bnhm->bhn", q, k)
+        w = np.exp(A - A.max(axis=-1, keepdims=True))
+        w = w / w.sum(axis=-1, keepdims=True)
+        o = np.einsum("bhn,bnhm->bhm", w, v).reshape(len(tokens), -1)
+        y = o @ val(self.W_O).T
+        if self.psi_fn is not None:
+            return np.asarray(self.psi_fn(y), dtype=np.float64).reshape(len(tokens), -1)
+        for i, (W, b) in enumerate(self.psi_layers):
+            y = y @ val(W).T + val(b)
+            if i < len(self.psi_layers) - 1:
+                y = np.maximum(y, 0.0)
+        return y
+
+    # ---- save / load
+    def save(self, path) -> None:
+        """Save to ``.npz`` (tables only: callable embeddings or psi cannot be saved)."""
+        if self.token_table is None or self.position_fn is not None or self.psi_fn is not None:
+            raise InputError("a layer with callable embeddings or psi cannot be saved to .npz")
+        val = self.ar.to_values
+        arrays = {"format": np.array(self.fmt.name), "token_embedding": val(self.token_table),
+                  "W_Q": val(self.W_Q), "W_K": val(self.W_K), "W_V": val(self.W_V), "W_O": val(self.W_O),
+                  "attend_self": np.array(self.attend_self), "psi_layers": np.array(len(self.psi_layers))}
+        if self.position_table is not None:
+            arrays["position_embedding"] = val(self.position_table)
+        if self.query is not None:
+            arrays["query"] = np.array(self.query)
+        for i, (W, b) in enumerate(self.psi_layers):
+            arrays[f"psi_W{i}"], arrays[f"psi_b{i}"] = val(W), val(b)
+        np.savez(path, **arrays)
+
+    @classmethod
+    def load(cls, path, fmt: NumberFormat | None = None, *, spec: str = "") -> "AttentionLayer":
+        """Load a layer saved by :meth:`save`; ``fmt`` re-rounds the weights to another format."""
+        from commsim.precision import parse_format
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read attention weights {str(path)!r}: {exc}", "--model") from None
+        missing = [k for k in ("format", "token_embedding", "W_Q", "W_K", "W_V", "W_O") if k not in arrays]
+        if missing:
+            raise InputError(f"attention weights {str(path)!r} lack {', '.join(missing)}", "--model")
+        fmt = fmt or parse_format(str(arrays["format"]))
+        layers = int(arrays.get("psi_layers", np.array(0)))
+        psi = [(arrays[f"psi_W{i}"], arrays[f"psi_b{i}"]) for i in range(layers)] or None
+        return cls(fmt, arrays["token_embedding"], arrays.get("position_embedding"), arrays["W_Q"], arrays["W_K"],
+                   arrays["W_V"], arrays["W_O"], psi,
+                   query=int(arrays["query"]) if "query" in arrays else None,
+                   attend_self=bool(arrays.get("attend_self", np.array(True))), spec=spec)
+
+
+# ---- factories ------------------------------------------------------------------------------------
+def random_layer(fmt: NumberFormat, *, vocab: int, positions: int | None, heads: int = 1, width: int = 4,
+                 dim: int = 8, classes: int = 2, seed: int = 0, query: int | None = None,
+                 attend_self: bool = True, spec: str = "") -> AttentionLayer:
+    """A seeded random layer: unit-variance embeddings, weights of variance 1/fan-in, a linear psi."""
+    rng = np.random.default_rng(seed)
+    tok = rng.normal(size=(vocab, dim))
+    pos = None if positions is None else rng.normal(scale=0.5, size=(positions, dim))
+    W_Q, W_K, W_V = (rng.normal(scale=dim ** -0.5, size=(heads, width, dim)) for _ in range(3))
+    W_O = rng.normal(scale=(heads * width) ** -0.5, size=(dim, heads * width))
+    psi = [(rng.normal(scale=dim ** -0.5, size=(classes, dim)), rng.normal(scale=0.1, size=classes))]
+    return AttentionLayer(fmt, tok, pos, W_Q, W_K, W_V, W_O, psi, query=query, attend_self=attend_self, spec=spec)
+
+
+PROBE_RULES = ("all", "any", "differ")
+
+
+def probe_layer(seq_len: int, vocab: int, at: Sequence[int], accepted: Sequence[int], rule: str = "all",
+                fmt: NumberFormat | None = None, spec: str = "") -> AttentionLayer:
+    """An exact small layer that looks at fixed positions ``at`` and tests their tokens.
+
+    With fixed point and F = 0 the attention is hard: the key is 1 at the probed positions and 0
+    elsewhere, the query is 1, so exp(0 - 1) rounds down to 0 and the weights are 1 on the probed
+    positions only.  A head whose value is 1 on an accepted token computes floor(count / k) = 1
+    iff all k probed tokens are accepted.  ``rule``: ``all`` (class 1 iff every probed token is
+    accepted; one head), ``any`` (iff some is; one head), ``differ`` (iff they are not all alike;
+    two heads).  Width 1, dimension 3, default precision 2 bits — a deliberately tiny layer.
+    """
+    fmt = fmt or FixedPoint(2, 0)
+    if not isinstance(fmt, FixedPoint) or fmt.frac != 0:
+        raise InputError("probe layers are exact in fixed point with frac=0 (e.g. precision=2,frac=0)", "--model")
+    if rule not in PROBE_RULES:
+        raise InputError(f"probe rule must be one of {', '.join(PROBE_RULES)}, got {rule!r}", "--model")
+    flags = np.zeros(seq_len)
+    for a in at:
+        pos = a if a >= 0 else seq_len + a
+        if not 0 <= pos < seq_len:
+            raise InputError(f"probe position {a} is outside a sequence of length {seq_len}", "--model")
+        flags[pos] = 1
+    acc = np.zeros(vocab)
+    for t in accepted:
+        if not 0 <= t < vocab:
+            raise InputError(f"probe token {t} is outside the vocabulary 0..{vocab - 1}", "--model")
+        acc[t] = 1
+    tok = np.stack([np.ones(vocab), acc, np.zeros(vocab)], axis=1)        # [1, accepted(s), 0]
+    pos = np.stack([np.zeros(seq_len), np.zeros(seq_len), flags], axis=1)  # [0, 0, probed(i)]
+    heads = {"all": [[0, 1, 0]], "any": [[1, -1, 0]], "differ": [[0, 1, 0], [1, -1, 0]]}[rule]
+    H = len(heads)
+    W_Q = np.tile(np.array([[[1.0, 0, 0]]]), (H, 1, 1))
+    W_K = np.tile(np.array([[[0, 0, 1.0]]]), (H, 1, 1))
+    W_V = np.array(heads, dtype=np.float64)[:, None, :]
+    W_O = np.eye(H)
+    if rule == "all":        # o = 1 iff all accepted: logits (0, o)
+        psi = [(np.array([[0.0], [1.0]]), np.zeros(2))]
+    elif rule == "any":      # o' = 1 iff none accepted: logits (o', 1 - o')
+        psi = [(np.array([[1.0], [-1.0]]), np.array([0.0, 1.0]))]
+    else:                    # logits (o1 + o2, 1 - o1 - o2)
+        psi = [(np.array([[1.0, 1.0], [-1.0, -1.0]]), np.array([0.0, 1.0]))]
+    return AttentionLayer(fmt, tok, pos, W_Q, W_K, W_V, W_O, psi, spec=spec)
+
+
+def _int_list(spec, key: str, text: str, n: int | None) -> list[int]:
+    out = []
+    for item in text.split("/"):
+        item = item.strip()
+        try:
+            if item == "n" or item.startswith("n+") or item.startswith("n-"):
+                if n is None:
+                    raise InputError(f"model spec {spec.text!r}: {key}= uses n, but no problem size is known",
+                                     "--model")
+                out.append(n + (int(item[1:]) if len(item) > 1 else 0))
+            else:
+                out.append(int(item))
+        except ValueError:
+            raise InputError(f"model spec {spec.text!r}: {key}={text!r} is not a /-separated list of integers",
+                             "--model") from None
+    return out
+
+
+def make_attention(spec, vocab_size: int | None = None, seq_len: int | None = None, n: int | None = None,
+                   task: str | None = None, reduction: str | None = None, **_) -> AttentionLayer:
+    """Model factory for ``attention[:probe][:key=value,...]`` (module docstring)."""
+    target = spec.target
+    if target not in ("", "probe"):
+        raise InputError(f"model spec {spec.text!r}: unknown attention construction {target!r}; known: probe",
+                         "--model")
+    query = spec.int("query")
+    attend_self = bool(spec.int("self", 1, minimum=0, maximum=1))
+    if target == "probe":
+        for key in ("heads", "width", "dim", "classes", "weights", "seed", "positions", "query", "self"):
+            if spec.has(key):
+                raise InputError(f"model spec {spec.text!r}: {key}= is fixed by the probe construction", "--model")
+        fmt = spec.format(default=FixedPoint(2, 0))
+        vocab = spec.int("vocab", vocab_size, minimum=1)
+        if vocab is None or seq_len is None:
+            raise InputError("attention:probe needs a task (vocabulary and sequence length): use it with "
+                             "`commsim run`", "--model")
+        at_text = spec.str("at")
+        if at_text is None:
+            raise InputError(f"model spec {spec.text!r}: probe needs at=POSITION[/POSITION...]", "--model")
+        at = _int_list(spec, "at", at_text, n)
+        accept, reject = spec.str("accept"), spec.str("reject")
+        if (accept is None) == (reject is None):
+            raise InputError(f"model spec {spec.text!r}: probe needs exactly one of accept=TOKENS or reject=TOKENS",
+                             "--model")
+        if accept is not None:
+            accepted = _int_list(spec, "accept", accept, n)
+        else:
+            rejected = set(_int_list(spec, "reject", reject, n))
+            accepted = [t for t in range(vocab) if t not in rejected]
+        rule = spec.str("rule", "all", PROBE_RULES)
+        return probe_layer(seq_len, vocab, at, accepted, rule, fmt, spec=spec.text)
+    weights = spec.str("weights")
+    heads = spec.int("heads", minimum=1)
+    width = spec.int("width", minimum=1)
+    dim = spec.int("dim", minimum=1)
+    classes = spec.int("classes", minimum=1)
+    vocab = spec.int("vocab", minimum=1)
+    positions = spec.int("positions", minimum=1)
+    if weights is not None:
+        if spec.has("seed"):
+            raise InputError(f"model spec {spec.text!r}: seed= does not apply to loaded weights", "--model")
+        given = spec.has("precision") or spec.has("dtype")
+        fmt = spec.format() if given else None
+        model = AttentionLayer.load(Path(weights).expanduser(), fmt, spec=spec.text)
+        for key, value, have in (("heads", heads, model.heads), ("width", width, model.width),
+                                 ("dim", dim, model.dim), ("classes", classes, model.classes),
+                                 ("vocab", vocab, model.vocab_size), ("positions", positions, model.max_positions)):
+            if value is not None and value != have:
+                raise InputError(f"model spec {spec.text!r}: {key}={value} but the weights have {have}", "--model")
+        if query is not None:
+            model.query = query
+        if spec.has("self"):
+            model.attend_self = attend_self
+        return model
+    fmt = spec.format(default=FixedPoint.with_bits(16))
+    seed = spec.int("seed", 0)
+    vocab = vocab if vocab is not None else (vocab_size or 4)
+    positions = positions if positions is not None else (seq_len or 64)
+    return random_layer(fmt, vocab=vocab, positions=positions, heads=heads or 1, width=width or 4,
+                        dim=dim or 8, classes=classes or 2, seed=seed, query=query, attend_self=attend_self,
+                        spec=spec.text)
 
 
 def register(registry) -> None:
-    return None
+    from .attention_exchange import ATTENTION_EXCHANGE
+    registry.register("model", "attention", make_attention,
+                      "one-layer attention (heads=H,width=M,dim=d,precision=P|dtype=...,seed=S,weights=FILE.npz; "
+                      "attention:probe,...)")
+    registry.register("model-protocol", ATTENTION_EXCHANGE.name, ATTENTION_EXCHANGE,
+                      "one-layer attention: max-logit / partial-softmax exchange (Theorem 4 of [BHBK24])")
