@@ -53,6 +53,8 @@ def _fail(message: str, argv: list[str], code: int) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Entry point: exit 0 on success, 2 on bad input (one line on stderr), 1 on an internal error."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(0)  # exact sizes such as 2^99999 are printed in full
     try:
         cli.main(args=argv, prog_name="commsim", standalone_mode=False)
     except click.exceptions.Exit as exc:

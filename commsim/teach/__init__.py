@@ -42,6 +42,25 @@ class Lesson:
                 "steps": [s.to_dict() for s in self.steps]}
 
 
+_LATEX_WORDS = {r"\ge": "≥", r"\le": "≤", r"\cdot": "·", r"\lceil": "⌈", r"\rceil": "⌉", r"\log_2": "log2",
+                r"\ne": "≠", r"\quad": "   ", r"\ ": " ", r"\lt": "<", r"\gt": ">", r"\times": "×",
+                r"\mathbb{R}": "R", r"\implies": "⇒", r"\sum": "Σ", r"\max": "max", r"\in": "∈"}
+
+
+def latex_to_text(latex: str) -> str:
+    """A readable terminal form of the simple LaTeX the lessons use."""
+    import re
+    text = latex
+    for word, sym in sorted(_LATEX_WORDS.items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(word, sym)
+    text = re.sub(r"\\(?:mathrm|text|mathbf|operatorname)\{([^{}]*)\}", r"\1", text)
+    text = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", text)
+    text = re.sub(r"([_^])\{([^{}]*)\}", lambda m: ("^" if m.group(1) == "^" else "_") + m.group(2)
+                  if len(m.group(2)) == 1 else ("^" if m.group(1) == "^" else "_") + "(" + m.group(2) + ")", text)
+    text = text.replace("{", "").replace("}", "").replace("\\", "")
+    return re.sub(r" {4,}", "   ", text)
+
+
 def _message_line(sender: str, label: str, bits: str) -> str:
     arrow = "Alice → Bob" if sender == "alice" else "Bob → Alice"
     shown = bits if len(bits) <= 64 else bits[:64] + "…"
@@ -91,7 +110,7 @@ def render_text(lesson: Lesson, console) -> None:
         for m in step.messages:
             body.add_row("message", escape(_message_line(*m)))
         if step.inequality:
-            body.add_row("so", escape(step.inequality))
+            body.add_row("so", escape(latex_to_text(step.inequality)))
         if step.notes:
             body.add_row("note", escape(step.notes))
         if step.reference:
