@@ -61,10 +61,8 @@ the source problem's size), ``accept=T/...`` or ``reject=T/...`` and ``rule=all|
 """
 from __future__ import annotations
 
-import math
-import operator
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -371,9 +369,6 @@ def unpack_count(bits: Bits, width: int) -> int:
 
 
 # ---- the layer ----------------------------------------------------------------------------------
-Embedding = "np.ndarray | Callable[[np.ndarray], np.ndarray] | None"
-
-
 class AttentionLayer:
     """A one-layer attention model under a number format (module docstring: the exact semantics).
 

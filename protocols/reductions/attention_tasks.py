@@ -1,0 +1,170 @@
+"""DISJ into the [SHT23] tasks that one-layer attention finds hard: Match3 and q-sparse averaging.
+
+``disj-match3`` (REFERENCE section 6).  Match3 at position i: 1 iff there are distinct j, k, both
+different from i, with z_i + z_j + z_k = 0 (mod M).  With N = 2n + 1 tokens and M = 2n + 3 > 2n + 2:
+Alice's z_i = 1 if a_i = 0 else i + 1 (i = 1..n), Bob's z_(n+i) = 1 if b_i = 0 else M - (i + 1), and
+a public z_N = 0 (Bob's).  At position N the only triples summing to 0 mod M are (0, i + 1, M - (i + 1))
+with a_i = b_i = 1, so Match3 there is DISJ(a, b) (1 when the sets intersect).  A one-layer attention
+computing Match3 thus gives a protocol for DISJ_n: its bits, about 3m(p + log N)H, are at least n.
+
+``disj-qsa``.  q-sparse averaging: output_i = mean of z_j over j in the set y_i.  With N = 2q + 1,
+Alice owns only the query position N, whose set y holds 2i - 1 if a_i = 1 and 2i otherwise; Bob owns
+the values z_j = e_1 if j is odd and b_((j+1)/2) = 1, else -e_1.  The average is -e_1 exactly when the
+sets are disjoint, and otherwise at least 2/q above, so any 1/(2q)-approximation decides DISJ_q.  Alice
+holds only the query, so the attention protocol is one-way (she sends each head's q_N): m p H >= q.
+
+Tokens: Match3 uses z itself (vocabulary 0..M-1); qSA uses 0 = "+e1", 1 = "-e1" and 2 + code(a) for
+the query's set (code(a) = a read as a binary number, a_1 most significant; vocabulary 2 + 2^q).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from commsim.bounds import Conditions, LowerBound
+from commsim.errors import InputError
+from commsim.problems import make_problem
+from commsim.reduction import Encoded, Reduction
+
+__all__ = ["DisjMatch3", "DisjQSA", "match3", "match3_modulus", "qsa_first_coordinate", "REDUCTIONS",
+           "QSA_MAX_Q"]
+
+#: the qSA query token ranges over 2^q sets
+QSA_MAX_Q = 16
+
+
+def match3_modulus(n: int) -> int:
+    """M = 2n + 3, the smallest modulus above 2n + 2."""
+    return 2 * n + 3
+
+
+def match3(tokens: np.ndarray, modulus: int, position: int) -> np.ndarray:
+    """Match3 at ``position`` for each row: 1 iff distinct j, k != position have
+    z_position + z_j + z_k = 0 (mod M).  Vectorized over rows (residue counts)."""
+    T = np.atleast_2d(np.asarray(tokens, dtype=np.int64)) % modulus
+    B, N = T.shape
+    others = np.delete(T, position, axis=1)
+    counts = np.zeros((B, modulus), dtype=np.int64)
+    np.add.at(counts, (np.repeat(np.arange(B), N - 1), others.reshape(-1)), 1)
+    target = (-T[:, position]) % modulus
+    found = np.zeros(B, dtype=bool)
+    rows = np.arange(B)
+    for r in range(modulus):
+        partner = (target - r) % modulus
+        have = (counts[:, r] > 0) & (counts[rows, partner] > 0)
+        found |= have & ((partner != r) | (counts[:, r] >= 2))
+    return found.astype(np.uint8)
+
+
+def qsa_first_coordinate(tokens: np.ndarray, q: int) -> list[Fraction]:
+    """The exact first coordinate of the qSA output at the query position (N = 2q + 1) per row."""
+    T = np.atleast_2d(np.asarray(tokens, dtype=np.int64))
+    out = []
+    for row in T:
+        code = int(row[2 * q]) - 2
+        a = [(code >> (q - 1 - i)) & 1 for i in range(q)]
+        members = [2 * i if a[i] else 2 * i + 1 for i in range(q)]  # 0-based positions of y
+        values = [1 if row[j] == 0 else -1 for j in members]
+        out.append(Fraction(sum(values), q))
+    return out
+
+
+class DisjMatch3(Reduction):
+    """DISJ_n into Match3 at the last of N = 2n + 1 positions ([SHT23]): one-layer attention needs n bits."""
+
+    id = "disj-match3"
+    problem_name = "disj"
+    task = "Match3 (mod M = 2n + 3), read at the last position"
+    source = "[SHT23] (Match3 lower bound for one-layer attention), REFERENCE section 6"
+    description = "DISJ_n into Match3 on 2n + 1 tokens: a one-layer attention needs n bits, Hm(p + log N) = Omega(N)"
+    default_model = "attention:heads=1,width=2,dim=8,precision=8,seed=0"
+    default_n = 8
+
+    def problem(self, n: int):
+        return make_problem("disj", n)
+
+    def vocabulary(self, n: int) -> list[str]:
+        return [str(z) for z in range(match3_modulus(n))]
+
+    def encode(self, problem, A, B) -> Encoded:
+        A, B = np.atleast_2d(A), np.atleast_2d(B)
+        n = problem.n
+        M = match3_modulus(n)
+        idx = np.arange(n)
+        tokens = np.zeros((A.shape[0], 2 * n + 1), dtype=np.int64)
+        tokens[:, :n] = np.where(A == 1, idx + 2, 1)
+        tokens[:, n:2 * n] = np.where(B == 1, M - (idx + 2), 1)
+        return Encoded(tokens, np.arange(n), (2 * n,))
+
+    def decode(self, labels, B) -> np.ndarray:
+        return (np.asarray(labels)[:, 0] == 1).astype(np.uint8)
+
+    def lower_bound(self, model, wrapper, problem, encoded) -> LowerBound:
+        n = problem.n
+        extra = ""
+        if hasattr(model, "heads") and hasattr(model, "width"):
+            extra = f"; for this one-layer attention that asks 3·m·(p + log N)·H >= n, with m = {model.width}, " \
+                    f"H = {model.heads}, p = {model.precision}"
+        return LowerBound(n, "DISJ_n fooling set (REFERENCE section 2), as used for Match3 in [SHT23]",
+                          Conditions("two-way", "Alice z_1..z_n, Bob z_(n+1)..z_(2n) and the query"),
+                          f"every deterministic protocol for DISJ_{n} sends >= n = {n} bits, so a model computing "
+                          f"Match3 on N = {2 * n + 1} tokens carries >= {n} bits{extra}")
+
+    def length_bound(self, arch: str, seq_len: int) -> LowerBound:
+        n = max((seq_len - 1) // 2, 0)
+        return LowerBound(n, "[SHT23] via DISJ_n (REFERENCE section 6)",
+                          Conditions("two-way", "halves: Alice z_1..z_n, Bob the rest"),
+                          "Match3 on N = 2n + 1 tokens decides DISJ_n: n bits")
+
+
+class DisjQSA(Reduction):
+    """DISJ_q into q-sparse averaging ([SHT23]): Alice holds only the query, one-way, m p H >= q."""
+
+    id = "disj-qsa"
+    problem_name = "disj"
+    task = "q-sparse averaging (qSA), read at the query position 2q + 1"
+    source = "[SHT23] (qSA lower bound), REFERENCE section 6"
+    description = "DISJ_q into qSA: Alice owns only the query, so one-way; a one-layer attention needs m p H >= q"
+    default_model = "attention:heads=1,width=2,dim=8,precision=4,self=0,seed=0"
+    default_n = 8
+
+    def problem(self, n: int):
+        if n > QSA_MAX_Q:
+            raise InputError(f"--n is q for disj-qsa; the query token ranges over 2^q sets, so q <= {QSA_MAX_Q}, "
+                             f"got {n}", "--n")
+        return make_problem("disj", n)
+
+    def vocabulary(self, n: int) -> list[str]:
+        return ["+e1", "-e1"] + [f"y={code:0{n}b}" for code in range(1 << n)]
+
+    def encode(self, problem, A, B) -> Encoded:
+        A, B = np.atleast_2d(A), np.atleast_2d(B)
+        q = problem.n
+        tokens = np.ones((A.shape[0], 2 * q + 1), dtype=np.int64)       # "-e1" everywhere ...
+        tokens[:, 0:2 * q:2] = np.where(B == 1, 0, 1)                    # ... but "+e1" at odd j with b = 1
+        weights = 1 << np.arange(q - 1, -1, -1, dtype=np.int64)
+        tokens[:, 2 * q] = 2 + (A.astype(np.int64) * weights).sum(axis=1)
+        return Encoded(tokens, np.array([2 * q]), (2 * q,))
+
+    def decode(self, labels, B) -> np.ndarray:
+        return (np.asarray(labels)[:, 0] == 1).astype(np.uint8)
+
+    def lower_bound(self, model, wrapper, problem, encoded) -> LowerBound:
+        q = problem.n
+        direction = wrapper.direction(model, encoded)
+        if direction == "one-way":
+            statement = (f"a one-way protocol for DISJ_{q} sends >= q = {q} bits; Alice's message is each head's "
+                         f"q_N, so m·p·H >= q ([SHT23])")
+        else:
+            statement = f"every deterministic protocol for DISJ_{q} sends >= q = {q} bits (fooling set {{(x, ~x)}})"
+        return LowerBound(q, "[SHT23] (qSA) via DISJ_q, REFERENCE section 6",
+                          Conditions(direction, "Alice: the query position only"), statement)
+
+    def length_bound(self, arch: str, seq_len: int) -> LowerBound:
+        q = max((seq_len - 1) // 2, 0)
+        return LowerBound(q, "[SHT23] (qSA) via DISJ_q", Conditions("two-way", "Alice: the query position only"),
+                          "qSA with N >= 2q + 1 decides DISJ_q: q bits")
+
+
+REDUCTIONS = [DisjMatch3, DisjQSA]

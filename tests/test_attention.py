@@ -1,0 +1,199 @@
+"""The one-layer attention model: its finite-precision semantics, float mode, specs, save/load."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from commsim.errors import InputError
+from commsim.plugins import make_model
+from commsim.precision import FixedPoint, FloatFormat
+from commsim.problems import DyckLanguage
+from protocols.attention import FLOAT_TOLERANCE, AttentionLayer, probe_layer, random_layer
+
+
+# ---- an independent, slow reference of the documented fixed-point semantics (Python integers) ----
+def reference_codes(model: AttentionLayer, tokens) -> list[int]:
+    fmt = model.fmt
+    F, lo, hi = fmt.frac, fmt.min_code, fmt.max_code
+    code = lambda v: int(round(float(v) * 2 ** F))          # parameters are on the grid already
+    clip = lambda c: max(lo, min(hi, c))
+    rnd = lambda units: clip(units >> F)                      # exact sum in 2^-2F units, floor, saturate
+    val = model.ar.to_values
+    tok, pos = val(model.token_table), None if model.position_table is None else val(model.position_table)
+    N = len(tokens)
+    qpos = model.query_position(N)
+    x = [[clip(code(tok[t][k]) + (code(pos[i][k]) if pos is not None else 0)) for k in range(model.dim)]
+         for i, t in enumerate(tokens)]
+    WQ, WK, WV = val(model.W_Q), val(model.W_K), val(model.W_V)
+    lin = lambda W, vec: [rnd(sum(code(W[j][k]) * vec[k] for k in range(len(vec)))) for j in range(len(W))]
+    attended = [i for i in range(N) if model.attend_self or i != qpos]
+    o = []
+    for h in range(model.heads):
+        q = lin(WQ[h], x[qpos])
+        keys = {i: lin(WK[h], x[i]) for i in attended}
+        vals = {i: lin(WV[h], x[i]) for i in attended}
+        A = {i: rnd(sum(a * b for a, b in zip(q, keys[i]))) for i in attended}
+        M = max(A.values())
+        e = {i: min(math.floor(math.exp((A[i] - M) * 2.0 ** -F) * 2.0 ** F), hi) for i in attended}
+        Z = sum(e.values())
+        for j in range(model.width):
+            U = sum((e[i] * vals[i][j]) >> F for i in attended)
+            o.append(clip((U << F) // Z))
+    y = lin(val(model.W_O), o)
+    for li, (W, b) in enumerate(model.psi_layers):
+        Wv, bv = val(W), val(b)
+        y = [rnd(sum(code(Wv[j][k]) * y[k] for k in range(len(y))) + (code(bv[j]) << F)) for j in range(len(Wv))]
+        if li < len(model.psi_layers) - 1:
+            y = [max(0, v) for v in y]
+    return y
+
+
+layer_params = st.fixed_dictionaries({
+    "bits": st.integers(2, 24), "frac_share": st.floats(0, 0.99), "N": st.integers(1, 9), "V": st.integers(1, 5),
+    "heads": st.integers(1, 3), "width": st.integers(1, 4), "dim": st.integers(1, 5), "classes": st.integers(1, 3),
+    "seed": st.integers(0, 10 ** 6), "self": st.booleans()})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(layer_params)
+def test_fixed_point_forward_is_the_documented_semantics(p):
+    fmt = FixedPoint(p["bits"], min(int(p["frac_share"] * p["bits"]), p["bits"] - 1))
+    model = random_layer(fmt, vocab=p["V"], positions=p["N"], heads=p["heads"], width=p["width"], dim=p["dim"],
+                         classes=p["classes"], seed=p["seed"], attend_self=p["self"] or p["N"] == 1)
+    rng = np.random.default_rng(p["seed"])
+    tokens = rng.integers(0, p["V"], size=(3, p["N"]))
+    got = model.forward_rep(tokens)
+    for row, want in zip(got, (reference_codes(model, t) for t in tokens)):
+        assert row.tolist() == want
+
+
+def test_parameters_are_rounded_down_and_saturated():
+    fmt = FixedPoint(4, 2)  # grid 0.25, range [-2, 1.75]
+    model = AttentionLayer(fmt, [[0.3, -0.3, 5.0]], None, [[[0.99, 0, 0]]], [[[0, 0, 0]]], [[[0, 0, 0]]], [[1.0]])
+    assert model.ar.to_values(model.token_table).tolist() == [[0.25, -0.5, 1.75]]
+    assert model.ar.to_values(model.W_Q).tolist() == [[[0.75, 0, 0]]]
+
+
+def test_batch_paths_agree_row_by_row():
+    """The (position, token) table path used for big batches gives the per-row values."""
+    model = random_layer(FixedPoint.with_bits(12), vocab=3, positions=7, heads=2, width=3, dim=4, seed=3)
+    tokens = np.random.default_rng(0).integers(0, 3, size=(50, 7))
+    whole = model.forward_rep(tokens)
+    rows = np.concatenate([model.forward_rep(t[None]) for t in tokens])
+    assert np.array_equal(whole, rows)
+
+
+def test_wide_formats_use_exact_integers():
+    for bits in (30, 40, 53):
+        model = random_layer(FixedPoint.with_bits(bits), vocab=3, positions=5, heads=2, width=2, dim=3, seed=bits)
+        tokens = np.random.default_rng(bits).integers(0, 3, size=(2, 5))
+        for row, t in zip(model.forward_rep(tokens), tokens):
+            assert row.tolist() == reference_codes(model, t)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["float64", "float32", "float16", "bfloat16"]), st.integers(1, 24), st.integers(1, 3),
+       st.integers(1, 4), st.integers(0, 10 ** 6))
+def test_float_semantics_stay_close_to_a_plain_float_forward(dtype, N, heads, width, seed):
+    model = random_layer(FloatFormat(dtype), vocab=5, positions=N, heads=heads, width=width, dim=6, seed=seed)
+    tokens = np.random.default_rng(seed).integers(0, 5, size=(8, N))
+    ref, plain = model.forward(tokens), model.float_forward(tokens)
+    assert np.all(np.abs(ref - plain) <= FLOAT_TOLERANCE[dtype] * (1 + np.abs(plain)))
+
+
+def test_float64_layer_matches_plain_forward_closely():
+    model = random_layer(FloatFormat("float64"), vocab=4, positions=30, heads=3, width=4, dim=8, seed=1)
+    tokens = np.random.default_rng(1).integers(0, 4, size=(20, 30))
+    assert np.allclose(model.forward(tokens), model.float_forward(tokens), rtol=1e-12, atol=1e-12)
+
+
+def test_labels_break_ties_to_the_lowest_class_and_single_outputs_threshold():
+    model = random_layer(FixedPoint.with_bits(8), vocab=2, positions=3, seed=0)
+    assert model.labels(np.array([[3, 3, 1], [0, 5, 5]])).tolist() == [0, 1]
+    assert model.labels(np.array([[0], [1], [-2]])).tolist() == [0, 1, 0]
+
+
+def test_callable_embeddings_and_psi_equal_their_tables():
+    fmt = FixedPoint.with_bits(10)
+    base = random_layer(fmt, vocab=4, positions=6, heads=2, width=2, dim=3, seed=5)
+    val = base.ar.to_values
+    tok, pos = val(base.token_table), val(base.position_table)
+    (W, b), = base.psi_layers
+    Wv, bv = val(W), val(b)
+    fn = AttentionLayer(fmt, lambda t: tok[t], lambda i: pos[i], val(base.W_Q), val(base.W_K), val(base.W_V),
+                        val(base.W_O), lambda y: y @ Wv.T + bv)
+    tokens = np.random.default_rng(0).integers(0, 4, size=(9, 6))
+    # grid values at 10 bits: the float64 products and sums of the callable psi are exact, so it
+    # rounds to the same codes as the exact MLP layer
+    assert np.array_equal(base.forward_rep(tokens), fn.forward_rep(tokens))
+    with pytest.raises(InputError):
+        fn.save("/tmp/never.npz")
+
+
+def test_save_and_load_round_trip(tmp_path):
+    model = random_layer(FixedPoint.with_bits(12, 5), vocab=5, positions=8, heads=2, width=3, dim=4, classes=3,
+                         seed=9, query=-2, attend_self=False)
+    path = tmp_path / "layer.npz"
+    model.save(path)
+    again = AttentionLayer.load(path)
+    tokens = np.random.default_rng(2).integers(0, 5, size=(10, 8))
+    assert again.fmt == model.fmt and again.query == -2 and not again.attend_self
+    assert np.array_equal(model.forward_rep(tokens), again.forward_rep(tokens))
+    spec = make_model(f"attention:weights={path}", vocab_size=5, seq_len=8)
+    assert np.array_equal(spec.forward_rep(tokens), model.forward_rep(tokens))
+    requant = make_model(f"attention:weights={path},precision=8,frac=3", vocab_size=5, seq_len=8)
+    assert requant.fmt == FixedPoint(8, 3)
+    with pytest.raises(InputError, match="heads=3 but the weights have 2"):
+        make_model(f"attention:weights={path},heads=3")
+    with pytest.raises(InputError, match="cannot read"):
+        make_model(f"attention:weights={tmp_path / 'missing.npz'}")
+
+
+def test_spec_factory_defaults_to_the_task_and_refuses_unknown_keys():
+    model = make_model("attention:heads=2,width=3,dim=5,precision=10,frac=4,seed=1", vocab_size=7, seq_len=11)
+    assert (model.heads, model.width, model.dim, model.vocab_size, model.max_positions) == (2, 3, 5, 7, 11)
+    assert model.fmt == FixedPoint(10, 4)
+    assert make_model("attention:dtype=bfloat16", vocab_size=3, seq_len=4).fmt == FloatFormat("bfloat16")
+    with pytest.raises(InputError, match="unknown key"):
+        make_model("attention:heads=2,colour=blue", vocab_size=3, seq_len=4)
+    with pytest.raises(InputError, match="unknown attention construction"):
+        make_model("attention:wizard:heads=1", vocab_size=3, seq_len=4)
+    with pytest.raises(InputError):
+        make_model("attention:heads=0", vocab_size=3, seq_len=4)
+    with pytest.raises(InputError, match="fixed by the probe"):
+        make_model("attention:probe:at=0,accept=0,heads=2", vocab_size=4, seq_len=4)
+
+
+def test_query_position_and_inputs_are_checked():
+    model = random_layer(FixedPoint.with_bits(8), vocab=3, positions=6, query=2, seed=0)
+    tokens = np.random.default_rng(0).integers(0, 3, size=(4, 6))
+    assert np.array_equal(model.forward_rep(tokens), model.forward_rep(tokens, 2))
+    moved = tokens.copy()
+    moved[:, 5] = (moved[:, 5] + 1) % 3   # the query attends to position 5 but reads its query at 2
+    assert np.array_equal(model.query_vectors(tokens[:, 2], 2), model.query_vectors(moved[:, 2], 2))
+    with pytest.raises(InputError, match="position embeddings for 6"):
+        model.forward_rep(np.zeros((1, 7), dtype=int))
+    with pytest.raises(InputError, match="outside the model's vocabulary"):
+        model.forward_rep(np.full((1, 6), 3))
+
+
+def test_probe_layer_accepts_every_dyck_member_and_reads_the_first_symbol():
+    N = 10
+    model = probe_layer(N, 4, at=[0], accepted=[0, 2])
+    members = DyckLanguage().members(N)
+    assert model.decide(members).all()
+    strings = np.random.default_rng(0).integers(0, 4, size=(500, N))
+    assert np.array_equal(model.decide(strings), np.isin(strings[:, 0], [0, 2]).astype(int))
+
+
+@pytest.mark.parametrize("rule", ["all", "any", "differ"])
+def test_probe_rules(rule):
+    model = probe_layer(6, 3, at=[1, 4], accepted=[2], rule=rule)
+    tokens = np.random.default_rng(1).integers(0, 3, size=(300, 6))
+    acc = (tokens[:, [1, 4]] == 2)
+    want = {"all": acc.all(axis=1), "any": acc.any(axis=1), "differ": acc.any(axis=1) & ~acc.all(axis=1)}[rule]
+    assert np.array_equal(model.decide(tokens), want.astype(int))
