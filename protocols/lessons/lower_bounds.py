@@ -1,36 +1,18 @@
-"""The teaching topics: each lower-bound proof narrated with concrete numbers from engine calls.
-
-Every function here builds a :class:`~commsim.teach.Lesson` by running the same library calls a
-user makes (``run_reduction``, ``fooling_set``, ``analyze_matrix``, ``automaton_report``,
-``run_protocol``), so the numbers in a lesson are computed, never typed in.
-"""
+"""Lesson ``fooling-sets``: the rectangle property and the fooling sets of EQ, DISJ, INDEX, Dyck-(2,2)."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..bounds import ceil_log2
-from ..errors import InputError
-from . import Lesson, Step
+from commsim.bounds import ceil_log2
+from commsim.teach import Lesson, Step
 
-__all__ = ["register", "TOPICS"]
-
-
-def _bits(a) -> str:
-    return "".join(str(int(v)) for v in np.asarray(a).reshape(-1))
-
-
-def _size(n: int | None, default: int, minimum: int, maximum: int, name: str, even: bool = False) -> int:
-    n = default if n is None else int(n)
-    if n < minimum or n > maximum or (even and n % 2):
-        parity = "an even number " if even else ""
-        raise InputError(f"--n for {name} must be {parity}in {minimum}..{maximum}, got {n}", "--n")
-    return n
+from .common import bits_text as _bits, size_arg as _size
 
 
 # ---- fooling sets --------------------------------------------------------------------
 def fooling_sets(n: int | None = None) -> Lesson:
-    from ..commmatrix import analyze_matrix
-    from ..fooling import cross, fooling_set
+    from commsim.commmatrix import analyze_matrix
+    from commsim.fooling import cross, fooling_set
 
     n = _size(n, 4, 2, 8, "fooling-sets")
     N = 2 * n
@@ -61,7 +43,7 @@ def fooling_sets(n: int | None = None) -> Lesson:
         f"One-way: INDEX_{n} needs {n} bits from Alice",
         "In a one-way protocol Bob's answer depends only on Alice's message and b. Two Alice inputs a != a' "
         "differ at some index b, so they must get different messages: 2^n inputs, 2^n distinct messages.",
-        instance=f"all {fs.size} Alice inputs; e.g. {_bits(fs.member(5)[0])} vs {_bits(fs.member(6)[0])}",
+        instance=f"all {fs.size} Alice inputs; e.g. {_bits(fs.member(1)[0])} vs {_bits(fs.member(2)[0])}",
         inequality=rf"\text{{one-way }}\mathrm{{CC}}(\mathrm{{INDEX}}_{{{n}}}) \ge \log_2 2^{{{n}}} = {n}"
                    rf"\quad\text{{but two-way}} \le \lceil\log_2 {n}\rceil + 1 = {ceil_log2(n) + 1}",
         notes=f"verified: {ver.ok} ({ver.method})",
@@ -94,13 +76,3 @@ def fooling_sets(n: int | None = None) -> Lesson:
     return Lesson("fooling-sets", "Fooling sets and the rectangle argument",
                   "Why a protocol that uses too few bits must confuse two inputs, shown on EQ, DISJ, INDEX and "
                   "Dyck-(2,2) with exhaustive checks.", steps, n)
-
-
-TOPICS = {
-    "fooling-sets": (fooling_sets, "fooling sets for EQ, DISJ, INDEX and Dyck-(2,2); the rectangle property"),
-}
-
-
-def register(registry) -> None:
-    for name, (build, description) in TOPICS.items():
-        registry.register("topic", name, build, description)
