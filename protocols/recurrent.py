@@ -3,7 +3,8 @@
 A recurrent model has a state of ``state_units`` numbers in a :class:`~commsim.precision.NumberFormat`
 (so ``state_units * p`` state bits), an initial state, a step ``h_t = g_t(x_t, h_{t-1})`` and a readout
 ``y_t = f(h_t)``.  The step computes in float64 and the state is quantized to the format after every
-step; the readout is quantized too.  The model therefore *is* a finite-precision RNN, and the
+step (fixed point: round down, saturate; IEEE formats: round to nearest even, saturating at the largest
+finite value, so a state is never inf or NaN); the readout is quantized too, and so are the weights.  The model therefore *is* a finite-precision RNN, and the
 hidden-state handoff (``protocols.rnn_handoff``) reproduces its outputs bit for bit.
 
 Built-in kinds (registry kind ``model``; spec keys in brackets):

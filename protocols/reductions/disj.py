@@ -1,0 +1,84 @@
+"""DISJ_n -> multi-query associative recall (REFERENCE section 6; Theorem 8 of [BHBK24]).
+
+Alice feeds the labelled pairs (v_i, a_i) for public distinct unit vectors v_i; Bob feeds every v_i
+as a query, reads all of a from the outputs, and computes DISJ(a, b) himself (b never enters the
+model).  A recurrent model doing MQAR therefore gives a one-way DISJ protocol of m*p bits:
+m*p >= N/2 = n.  DISJ_n needs n bits two-way too (fooling set {(x, complement of x)}).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from commsim.bounds import Conditions, LowerBound, ceil_log2
+from commsim.problems import Disjointness, Problem
+from commsim.reduction import Encoded
+
+from protocols.recurrent import MemoryProgram, StoreAndRecall
+
+from .index import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype
+
+__all__ = ["MultiQueryRecall", "REDUCTIONS", "key_vectors"]
+
+
+def key_vectors(n: int) -> np.ndarray:
+    """The public keys v_1..v_n: distinct corners of the hypercube {-1/sqrt(d), 1/sqrt(d)}^d, d = ceil(log2 n)
+    (at least 1) -- unit vectors, as Theorem 8's proof picks them.  Token ``v{i}`` stands for row i-1."""
+    d = max(1, ceil_log2(n))
+    signs = ((np.arange(n)[:, None] >> np.arange(d - 1, -1, -1)) & 1) * 2.0 - 1.0
+    return signs / np.sqrt(d)
+
+
+class MultiQueryRecall(SourceReduction):
+    """DISJ_n -> MQAR: v_1 a_1 .. v_n a_n, then the queries v_1 .. v_n; output at query i is a_i."""
+
+    id = "disj-mqar"
+    problem_name = "disj"
+    task = "mqar"
+    source = "Theorem 8 of [BHBK24]"
+    description = ("DISJ -> multi-query associative recall: Alice labels public unit vectors with her bits, Bob "
+                   "queries them all; m*p >= N/2 = n")
+
+    def problem(self, n: int) -> Disjointness:
+        return Disjointness(int(n))
+
+    def vocabulary(self, n: int) -> list[str]:
+        return ["0", "1"] + [f"v{i}" for i in range(1, n + 1)]
+
+    def encode(self, problem: Problem, A, B) -> Encoded:
+        n = problem.n
+        keys = np.arange(2, n + 2)
+        tokens = np.empty((len(A), 3 * n), dtype=token_dtype(n + 2))
+        tokens[:, 0:2 * n:2] = keys           # v_1 .. v_n (public)
+        tokens[:, 1:2 * n:2] = np.asarray(A)  # their labels a_1 .. a_n (Alice)
+        tokens[:, 2 * n:] = keys              # Bob's queries, in order; b itself stays with Bob
+        return Encoded(tokens, np.arange(2 * n), tuple(range(2 * n, 3 * n)))
+
+    def decode(self, labels: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """Bob reads a_i at query i and answers DISJ: 1 iff some i has a_i = b_i = 1."""
+        recovered = np.asarray(labels) == 1
+        return np.any(recovered & (np.asarray(B) == 1), axis=1).astype(np.uint8)
+
+    def memory_program(self, n: int) -> MemoryProgram:
+        vocab = n + 2
+        token_bit = np.full(vocab, -1)
+        token_bit[:2] = (0, 1)
+        store = np.full(3 * n, -1)
+        store[1:2 * n:2] = np.arange(n)
+        query = np.full(vocab, -1)
+        query[2:] = np.arange(n)
+        return StoreAndRecall(n, store, token_bit, query, query_start=2 * n)
+
+    def one_way_bound(self, n: int) -> LowerBound:
+        return LowerBound(
+            n, "Theorem 8 of [BHBK24] (DISJ_n: n bits, Fact 1)", ONE_WAY_CONTIGUOUS,
+            f"m*p >= N/2 = {n}: a recurrent model doing MQAR over n = N/2 labelled keys gives a one-way DISJ_n "
+            f"protocol of m*p bits (Theorem 2)")
+
+    def two_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:
+        return LowerBound(
+            n, "DISJ_n deterministic bound (fooling set {(x, complement of x)}; Fact 1 of [BHBK24])",
+            Conditions(direction="two-way", partition="any", deterministic=True),
+            f"bits exchanged >= n = {n}: DISJ_n needs n bits even with two-way communication")
+
+
+REDUCTIONS = [MultiQueryRecall]

@@ -1,0 +1,66 @@
+"""EQ_n -> INEQ on {0,1}^(2n) (REFERENCE section 6; Theorems 11 and 12 of [BHBK24]).
+
+INEQ(x) = 1 iff the first half of x differs from the second.  Alice's a is the first half, Bob's b
+the second (a contiguous split), the answer is read at the last position and EQ = 1 - INEQ.  EQ_n
+needs n bits even two-way (fooling set {(x, x)}), so the bound holds for recurrent models (one-way
+handoff: m*p >= N/2) and for the one-layer attention exchange (3m(p + log N)H >= n).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from commsim.bounds import Conditions, LowerBound
+from commsim.problems import Equality, Problem
+from commsim.reduction import Encoded
+
+from protocols.recurrent import MemoryProgram, StoreAndCompare
+
+from .index import ONE_WAY_CONTIGUOUS, SourceReduction
+
+__all__ = ["Inequality", "REDUCTIONS"]
+
+
+class Inequality(SourceReduction):
+    """EQ_n -> INEQ: tokens a_1..a_n b_1..b_n; the output at the last position is 1 iff a != b."""
+
+    id = "eq-ineq"
+    problem_name = "eq"
+    task = "ineq"
+    source = "Theorems 11 and 12 of [BHBK24]"
+    description = "EQ -> INEQ on {0,1}^2n: Alice the first half, Bob the second; RNN m*p >= N/2, attention 3m(p+log N)H >= n"
+
+    def problem(self, n: int) -> Equality:
+        return Equality(int(n))
+
+    def vocabulary(self, n: int) -> list[str]:
+        return ["0", "1"]
+
+    def encode(self, problem: Problem, A, B) -> Encoded:
+        n = problem.n
+        tokens = np.empty((len(A), 2 * n), dtype=np.uint8)
+        tokens[:, :n] = np.asarray(A)
+        tokens[:, n:] = np.asarray(B)
+        return Encoded(tokens, np.arange(n), (2 * n - 1,))
+
+    def decode(self, labels: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """The model outputs INEQ; the EQ answer is its complement."""
+        return 1 - np.asarray(labels)[:, 0].astype(np.int16)
+
+    def memory_program(self, n: int) -> MemoryProgram:
+        return StoreAndCompare(n)
+
+    def one_way_bound(self, n: int) -> LowerBound:
+        return LowerBound(
+            n, "Theorem 11 of [BHBK24] (EQ_n: n bits, Fact 2; also Lemma 4)", ONE_WAY_CONTIGUOUS,
+            f"m*p >= N/2 = {n}: a recurrent model computing INEQ on {{0,1}}^{2 * n} gives a one-way EQ_{n} protocol "
+            f"of m*p bits (Theorem 2); equivalently a DFA agreeing with INEQ needs 2^(N/2) states (Lemma 4)")
+
+    def two_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:
+        return LowerBound(
+            n, "Theorem 12 of [BHBK24] (EQ_n: n bits two-way, fooling set {(x, x)})",
+            Conditions(direction="two-way", partition="any", deterministic=True),
+            f"3m(p + log N)H >= n = {n}: EQ_n needs n bits even with two-way communication, so the one-layer "
+            f"attention exchange (Theorem 4) must carry them")
+
+
+REDUCTIONS = [Inequality]
