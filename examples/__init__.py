@@ -1,0 +1,1 @@
+"""Examples: model factories (python:examples.factories:FUNCTION) and a training script."""
