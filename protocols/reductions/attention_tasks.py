@@ -114,7 +114,7 @@ class DisjMatch3(Reduction):
     def length_bound(self, arch: str, seq_len: int) -> LowerBound:
         n = max((seq_len - 1) // 2, 0)
         return LowerBound(n, "[SHT23] via DISJ_n (REFERENCE section 6)",
-                          Conditions("two-way", "halves: Alice z_1..z_n, Bob the rest"),
+                          Conditions("one-way" if arch == "rnn" else "two-way", "halves: Alice z_1..z_n, Bob the rest"),
                           "Match3 on N = 2n + 1 tokens decides DISJ_n: n bits")
 
 
@@ -163,8 +163,13 @@ class DisjQSA(Reduction):
 
     def length_bound(self, arch: str, seq_len: int) -> LowerBound:
         q = max((seq_len - 1) // 2, 0)
-        return LowerBound(q, "[SHT23] (qSA) via DISJ_q", Conditions("two-way", "Alice: the query position only"),
-                          "qSA with N >= 2q + 1 decides DISJ_q: q bits")
+        bound = LowerBound(q, "[SHT23] (qSA) via DISJ_q", Conditions("one-way", "Alice: the query position only"),
+                           "qSA with N >= 2q + 1 decides DISJ_q: q bits")
+        if arch == "rnn":
+            return bound.not_applicable("in this reduction Alice owns only the last (query) position, which is not a "
+                                        "prefix, so the hidden-state handoff does not apply; index-qsa gives the "
+                                        "recurrent bound for qSA")
+        return bound
 
 
 REDUCTIONS = [DisjMatch3, DisjQSA]

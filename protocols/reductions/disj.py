@@ -68,6 +68,9 @@ class MultiQueryRecall(SourceReduction):
         query[2:] = np.arange(n)
         return StoreAndRecall(n, store, token_bit, query, query_start=2 * n)
 
+    def size_for_length(self, seq_len: int) -> int:
+        return seq_len // 2  # N = 2n
+
     def one_way_bound(self, n: int) -> LowerBound:
         return LowerBound(
             n, "Theorem 8 of [BHBK24] (DISJ_n: n bits, Fact 1)", ONE_WAY_CONTIGUOUS,

@@ -49,6 +49,9 @@ class Inequality(SourceReduction):
     def memory_program(self, n: int) -> MemoryProgram:
         return StoreAndCompare(n)
 
+    def size_for_length(self, seq_len: int) -> int:
+        return seq_len // 2  # N = 2n
+
     def one_way_bound(self, n: int) -> LowerBound:
         return LowerBound(
             n, "Theorem 11 of [BHBK24] (EQ_n: n bits, Fact 2; also Lemma 4)", ONE_WAY_CONTIGUOUS,

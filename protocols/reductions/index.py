@@ -62,6 +62,17 @@ class SourceReduction(Reduction):
             return one_way
         return self.two_way_bound(problem.n, one_way)
 
+    def size_for_length(self, seq_len: int) -> int:  # pragma: no cover - abstract
+        """The source problem's n for a model sequence length N, as the theorem states it."""
+        raise NotImplementedError
+
+    def length_bound(self, arch: str, seq_len: int) -> LowerBound:
+        """The theorem's bound at sequence length N: the recurrent handoff is one-way, the attention
+        exchange two-way (``commsim budget``)."""
+        n = max(self.size_for_length(seq_len), 0)
+        one_way = self.one_way_bound(n)
+        return one_way if arch == "rnn" else self.two_way_bound(n, one_way)
+
 
 class _IndexFamily(SourceReduction):
     problem_name = "index"
@@ -108,6 +119,9 @@ class IndexLookup(_IndexFamily):
         query[2:] = np.arange(n)
         return StoreAndLookup(n, np.arange(n), token_bit, query, query_position=n)
 
+    def size_for_length(self, seq_len: int) -> int:
+        return seq_len  # Theorem 3 states m*p >= N, N the string length (the index token aside)
+
     def one_way_bound(self, n: int) -> LowerBound:
         return LowerBound(
             n, "Theorem 3 of [BHBK24] (INDEX one-way: n bits, Fact 3)", ONE_WAY_CONTIGUOUS,
@@ -146,6 +160,9 @@ class AssociativeRecall(_IndexFamily):
         query[2:] = np.arange(n)
         return StoreAndLookup(n, store, token_bit, query, query_position=2 * n)
 
+    def size_for_length(self, seq_len: int) -> int:
+        return (seq_len - 1) // 2  # n pairs and the query key
+
     def one_way_bound(self, n: int) -> LowerBound:
         return LowerBound(
             n, "Proposition 9 of [BHBK24] (INDEX one-way: n bits)", ONE_WAY_CONTIGUOUS,
@@ -179,6 +196,9 @@ class SparseAveraging(_IndexFamily):
         query = np.full(3 * n, -1)
         query[2 * n:] = np.arange(n)
         return StoreAndLookup(n, np.arange(n), token_bit, query, query_position=n)
+
+    def size_for_length(self, seq_len: int) -> int:
+        return seq_len - 1  # n data positions and the query
 
     def one_way_bound(self, n: int) -> LowerBound:
         return LowerBound(

@@ -1,0 +1,68 @@
+"""commsim budget: protocol bits against the bound as a function of N, and max_n."""
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from commsim.budget import budget, max_length, protocol_bits
+from commsim.cli import cli
+from commsim.plugins import load_plugins
+
+
+def test_rnn_width_128_precision_64_index_lookup_max_n_is_8192():
+    """REFERENCE section 8: m p = 8192 bits, IdxL needs N bits, so N > 8192 is ruled out."""
+    report = budget("rnn", 128, 64, "index-idxl")
+    assert report.max_n == 8192
+    assert report.bits == 8192
+    assert report.bound.bits == 8192
+
+
+@pytest.mark.parametrize("task, expected", [("eq-ineq", 2 * 64 + 1), ("disj-mqar", 2 * 64 + 1),
+                                            ("index-assoc", 2 * 64 + 2), ("index-qsa", 65)])
+def test_rnn_max_n_follows_each_theorem_form(task, expected):
+    # width 8 at 8 bits = 64 state bits; eq/mqar bound N/2, assoc (N-1)/2, qsa N-1
+    assert budget("rnn", 8, 8, task).max_n == expected
+
+
+def test_max_n_is_the_exact_crossing_for_attention():
+    red = load_plugins().get("reduction", "dyck22-fooling")
+    limit = max_length(red, "attention", 8, 16, 2)
+    assert protocol_bits("attention", 8, 16, 2, limit) >= red.length_bound("attention", limit).bits
+    assert protocol_bits("attention", 8, 16, 2, limit + 1) < red.length_bound("attention", limit + 1).bits
+
+
+def test_bounds_that_do_not_apply_leave_n_unbounded():
+    assert budget("rnn", 1, 1, "dyck22-fooling").max_n is None          # a 7-state automaton suffices
+    assert budget("attention", 1, 1, "index-idxl").max_n is None        # two-way: only log n + 1
+
+
+def test_budget_json_and_table_and_plot(tmp_path):
+    runner = CliRunner()
+    out = runner.invoke(cli, ["budget", "--arch", "rnn", "--width", "128", "--precision", "64",
+                              "--task", "index-idxl", "--json"])
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    for key in ("arch", "task", "width", "precision", "heads", "bits_formula", "lower_bound_bits", "max_n", "verdict"):
+        assert key in data
+    assert data["max_n"] == 8192
+    plot = tmp_path / "b.png"
+    out = runner.invoke(cli, ["budget", "--arch", "attention", "--width", "4", "--precision", "8", "--heads", "2",
+                              "--task", "eq-ineq", "--n-range", "8:1024", "--plot", str(plot)])
+    assert out.exit_code == 0, out.output
+    assert plot.stat().st_size > 1000
+    assert "over N" in out.output
+
+
+@pytest.mark.parametrize("args", [["--arch", "rnn", "--width", "0", "--precision", "8", "--task", "eq-ineq"],
+                                  ["--arch", "rnn", "--width", "2", "--precision", "8", "--task", "nope"],
+                                  ["--arch", "rnn", "--width", "2", "--precision", "8", "--task", "eq-ineq",
+                                   "--n-range", "x:y"],
+                                  ["--arch", "rnn", "--width", "2", "--precision", "8", "--heads", "2",
+                                   "--task", "eq-ineq"],
+                                  ["--arch", "gru", "--width", "2", "--precision", "8", "--task", "eq-ineq"]])
+def test_budget_bad_arguments_exit_2(args, capsys):
+    from commsim.cli import main
+    with pytest.raises(SystemExit) as exc:
+        main(["budget", *args])
+    assert exc.value.code == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
