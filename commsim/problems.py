@@ -86,8 +86,17 @@ class Problem:
         return all_bit_strings(self.n)
 
     @property
+    def alice_input_count(self) -> int:
+        """How many Alice inputs there are (counted, not enumerated)."""
+        return 1 << self.n
+
+    @property
+    def bob_input_count(self) -> int:
+        return 1 << self.n
+
+    @property
     def input_pairs(self) -> int:
-        return len(self.alice_inputs()) * len(self.bob_inputs())
+        return self.alice_input_count * self.bob_input_count
 
     def all_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Every (alice, bob) pair, as two aligned arrays."""
@@ -118,6 +127,10 @@ class Index(Problem):
 
     def bob_inputs(self) -> np.ndarray:
         return np.arange(self.n, dtype=np.int64)
+
+    @property
+    def bob_input_count(self) -> int:
+        return self.n
 
     def evaluate_batch(self, A, B) -> np.ndarray:
         A, B = np.asarray(A), np.asarray(B, dtype=np.int64)
@@ -350,6 +363,14 @@ class DyckProblem(Problem):
             raise ProblemInputError(f"{k}^{half} half-strings are too many to enumerate")
         codes = np.arange(k ** half)
         return np.stack([(codes // k ** (half - 1 - i)) % k for i in range(half)], axis=1).astype(np.uint8)
+
+    @property
+    def alice_input_count(self) -> int:
+        return (2 * self.types) ** (self.n // 2)
+
+    @property
+    def bob_input_count(self) -> int:
+        return (2 * self.types) ** (self.n // 2)
 
     def alice_inputs(self) -> np.ndarray:
         return self._all_halves()

@@ -2,16 +2,18 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
 from ..reduction import run_reduction
 from . import cli
-from .common import console, emit_json, json_option, parse_instances, plugin_option, render_transcript
+from .common import (console, emit_json, json_option, parse_instances, plugin_option, progress_bar, render_certificate,
+                     render_exchange)
 from ..plugins import load_plugins
 
 
-def _bar(used: int, bound: int | None, width: int = 40) -> str:
+def _bar(used: int, bound: int | None, width: int = 30) -> str:
     if not bound:
         return f"{used} bits"
     scale = max(used, bound)
@@ -24,42 +26,35 @@ def _bar(used: int, bound: int | None, width: int = 40) -> str:
 
 
 def render_report(report) -> None:
+    """The summary panel, then the certificate (Alice's and Bob's inputs side by side)."""
     d = report.to_dict()
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    table.add_row("reduction", f"{d['reduction']}  ({d['problem']} → {d['task']}, n = {d['n']}, "
-                               f"sequence length {d['seq_len']})")
-    table.add_row("model", d["model"])
-    table.add_row("protocol", f"{d['protocol']}  ({d['bits_formula_text']})")
-    table.add_row("instances", f"{d['instances_run']} ({d['instances']}); {d['runner_checked']} re-run through "
-                               f"the runner{' in separate processes' if d['audited'] else ''}")
+    table.add_row("reduction", escape(f"{d['reduction']}  ({d['problem']} → {d['task']}, n = {d['n']}, "
+                                      f"sequence length {d['seq_len']})"))
+    table.add_row("model", escape(str(d["model"])))
+    table.add_row("protocol", escape(f"{d['protocol']}  ({d['bits_formula_text']})"))
+    table.add_row("instances", escape(f"{d['instances_run']} ({d['instances']}); {d['runner_checked']} re-run "
+                                      f"through the runner{' in separate processes' if d['audited'] else ''}"))
     table.add_row("bits used", _bar(d["bits_used"], d["lower_bound_bits"] if d["bound_applies"] else None))
     table.add_row("", f"Alice→Bob {d['bits_by_direction']['alice_to_bob']}, "
                       f"Bob→Alice {d['bits_by_direction']['bob_to_alice']}, rounds {d['rounds']}")
     if d["bound_applies"]:
         verdict = "[green]within budget[/]" if d["budget_ok"] else "[red]below the lower bound: the model must fail[/]"
-        table.add_row("lower bound", f"{d['lower_bound_bits']} bits — {d['bound_note']}")
+        table.add_row("lower bound", escape(f"{d['lower_bound_bits']} bits — {d['bound_note']}"))
         table.add_row("verdict", verdict)
     else:
-        table.add_row("lower bound", f"[yellow]does not apply[/]: {d['bound_note']}")
+        table.add_row("lower bound", f"[yellow]does not apply[/]: {escape(str(d['bound_note']))}")
     table.add_row("model correct", ("[green]yes[/]" if d["model_correct"] else "[red]no[/]") +
                   f" (accuracy {d['model_accuracy']:.4f})")
-    table.add_row("protocol = model", "[green]yes, bit for bit[/]" if d["protocol_matches_model"] else "[red]NO[/]")
+    table.add_row("protocol = model", "[green]yes, bit for bit[/]" if d["protocol_matches_model"] else
+                  "[red]NO: the protocol's output differs from the direct forward[/]")
     console.print(Panel(table, title="commsim run", expand=False))
-    cert = d["certificate"]
-    if cert:
-        c = Table(title=f"certificate ({cert['kind']}, {'verified' if cert['verified'] else 'NOT verified'})",
-                  show_header=True)
-        c.add_column("Alice holds")
-        c.add_column("Bob holds")
-        c.add_column("expected")
-        c.add_column("model says")
-        c.add_row(str(cert["alice_input"]), str(cert["bob_input"]), str(cert["expected"]), str(cert["model_output"]))
-        console.print(c)
-        console.print(cert["explanation"])
+    if d["certificate"]:
+        console.print(render_certificate(d["certificate"], d["problem"]))
     elif d["certificate_search"]:
-        console.print(f"certificate search: {d['certificate_search']}")
+        console.print(f"certificate search: {escape(d['certificate_search'])}")
 
 
 @cli.command("run")
@@ -86,14 +81,17 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
     """
     load_plugins(plugins)
     count = parse_instances(instances)
-    from .common import progress_bar
-    with progress_bar("running", enabled=not as_json) as update:
+    with progress_bar(reduction, enabled=not as_json) as update:
         report = run_reduction(reduction, model_spec, n, instances=count, seed=seed, audit=audit,
                                certify=not no_certificate,
-                               progress=lambda stage, done, total: update(done, total))
+                               progress=lambda stage, done, total: update(done, total, f"{reduction}: {stage}"))
     if as_json:
         emit_json(report)
         return
     render_report(report)
-    if show_transcript and report.transcript is not None:
-        console.print(render_transcript(report.transcript, "costliest transcript"))
+    if show_transcript:
+        if report.transcript is None:
+            console.print("no transcript was recorded for this run")
+        else:
+            console.print(render_exchange(report.transcript, report.details,
+                                          f"costliest transcript ({report.protocol}, {report.transcript.total_bits} bits)"))

@@ -10,8 +10,23 @@ import importlib
 
 #: topic name -> (module, function, one-line description)
 TOPICS = {
+    "rnn-index": ("rnn", "rnn_index",
+                  "recurrent models and index lookup: the hidden-state handoff, m*p >= N (Theorems 2 and 3)"),
+    "rnn-eq": ("rnn", "rnn_eq",
+               "recurrent models and equality, m*p >= N/2: by communication and by automata (Theorem 11, Lemma 4)"),
+    "rnn-disj": ("rnn", "rnn_disj",
+                 "recurrent models and multi-query recall: DISJ one-way, m*p >= N/2 (Theorem 8)"),
+    "attention-protocol": ("attention", "attention_protocol",
+                           "one attention layer as a protocol: logits, maximum, Z_A and Z_B, exact output (Theorem 4)"),
+    "attention-dyck": ("attention", "attention_dyck",
+                       "Dyck-(2,2) against one-layer attention: fooling set, transcript collision, crossing "
+                       "(Lemma 1, Theorem 5)"),
+    "attention-disj": ("attention", "attention_disj",
+                       "DISJ into Match3 and q-sparse averaging: what one attention layer cannot carry ([SHT23])"),
     "fooling-sets": ("lower_bounds", "fooling_sets",
                      "fooling sets for EQ, DISJ, INDEX and Dyck-(2,2); the rectangle property"),
+    "two-layers": ("two_layers", "two_layers",
+                   "why the method stops at one layer: a two-layer model needs N/2 bits (Lemma 5)"),
 }
 
 
