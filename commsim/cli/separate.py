@@ -1,0 +1,177 @@
+"""``commsim separate``: both halves of a separation side by side.
+
+The command only renders.  Each task is a plugin of registry kind ``separation``: an object with
+``run(n, *, seed, instances, progress) -> result`` whose ``to_dict()`` has the keys ``task``, ``title``,
+``claim``, ``n``, ``upper`` and ``lower`` (each ``arch``, ``model``, ``source``, ``formula``), ``columns``
+(``key``, ``label``), ``rows`` (one per sequence length N), ``plot`` (``x``, ``series`` of ``key`` and
+``label``, ``ylabel``), ``all_verified`` and ``verdict``; optionally ``check_n(n)`` refuses a bad N
+before any work is done.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import click
+from rich import box
+from rich.console import Console
+from rich.markup import escape
+from rich.text import Text
+from rich.panel import Panel
+from rich.table import Table
+
+from ..errors import InputError
+from ..plugins import load_plugins
+from . import cli
+from .common import check_positive, console, emit_json, json_option, parse_instances, plugin_option, progress_bar
+
+PLOT_SUFFIXES = (".png", ".svg")
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "[green]yes[/]" if value else "[red]NO[/]"
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) < 1e15:
+            return str(int(value))
+        return f"{value:.3g}"
+    return escape(str(value))
+
+
+def render_separation(data: dict) -> None:
+    head = Table(show_header=False, box=None, pad_edge=False)
+    head.add_column(style="bold", no_wrap=True)
+    head.add_column()
+    head.add_row("claim", escape(data["claim"]))
+    for side, label in (("upper", "construction"), ("lower", "lower bound")):
+        part = data[side]
+        model = f" — {escape(part['model'])}" if part.get("model") else ""
+        head.add_row(label, f"{escape(part['arch'])}{model}: {escape(part['formula'])}  ({escape(part['source'])})")
+    console.print(Panel(head, title=f"commsim separate {escape(data['task'])}: {escape(data['title'])}", expand=False))
+    table = Table(box=box.SIMPLE_HEAD)
+    cells = [[_cell(row.get(col["key"])) for col in data["columns"]] for row in data["rows"]]
+    for col in data["columns"]:
+        table.add_column(escape(col["label"]), justify="right", no_wrap=True)
+    for row in cells:
+        table.add_row(*row)
+    # never squeeze numbers: a table wider than the terminal is printed at its natural width
+    plain = [[Text.from_markup(c).plain for c in row] for row in cells]
+    widths = [max([len(col["label"])] + [len(r[i]) for r in plain]) for i, col in enumerate(data["columns"])]
+    needed = sum(w + 3 for w in widths) + 2
+    target = console if needed <= console.width else \
+        Console(highlight=False, width=needed, no_color=console.no_color, force_terminal=console.is_terminal)
+    target.print(table)
+    colour = "green" if data["all_verified"] else "red"
+    console.print(f"[{colour}]{escape(data['verdict'])}[/]")
+    for note in data.get("notes", []):
+        console.print(f"• {escape(note)}")
+
+
+def write_plot(data: dict, path: Path) -> None:
+    """Both sides against N on log-log axes; the format follows the suffix (PNG or SVG)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - depends on the installation
+        raise InputError(f"--plot needs matplotlib (pip install 'commsim[plot]'): {exc}", "--plot") from None
+    plot = data["plot"]
+    xs = [row[plot["x"]] for row in data["rows"]]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for series in plot["series"]:
+        pts = [(x, row.get(series["key"])) for x, row in zip(xs, data["rows"]) if row.get(series["key"]) is not None]
+        if not pts:
+            continue
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle=series.get("style", "-"),
+                label=series["label"])
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel(plot.get("xlabel", "sequence length N"))
+    ax.set_ylabel(plot["ylabel"])
+    ax.set_title(f"{data['task']}: {data['title']}", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    # write next to the target, then rename: no half-written file on failure
+    fd, tmp = tempfile.mkstemp(suffix=path.suffix, dir=str(path.parent))
+    os.close(fd)
+    try:
+        fig.savefig(tmp, format=path.suffix.lower()[1:])
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it private; give it the usual mode
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _check_plot_path(plot: str | None) -> Path | None:
+    if plot is None:
+        return None
+    path = Path(plot)
+    if path.suffix.lower() not in PLOT_SUFFIXES:
+        raise InputError(f"--plot must end in .png or .svg, got {plot!r}", "--plot")
+    if not path.parent.exists() or not path.parent.is_dir():
+        raise InputError(f"--plot: directory {str(path.parent)!r} does not exist", "--plot")
+    return path
+
+
+@cli.command("separate")
+@click.argument("task")
+@click.option("--n", "n", type=int, required=True,
+              help="Largest sequence length N (the rows run over powers of two up to N).")
+@click.option("--instances", default="1000", show_default=True,
+              help="Inputs per N when exhaustive checking is too big ('all' forces exhaustive).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed for sampled inputs and constructions.")
+@click.option("--plot", "plot", default=None, metavar="FILE", help="Also draw both sides against N (.png or .svg).")
+@click.option("--gamma", type=float, default=None,
+              help="Near-orthogonality of the constructions' position vectors (idxl, eq; default 1/4 as in "
+                   "[BHBK24]); 0.5 shrinks the width about 4x.")
+@plugin_option
+@json_option
+def separate_command(task, n, instances, seed, plot, gamma, plugins, as_json):
+    """Both halves of a separation: a verified construction's size against the other
+    architecture's lower bound, over sequence lengths up to N.
+
+    \b
+    Tasks (see `commsim list`):
+      idxl    one-layer attention, width O(log N)  vs  recurrent state bits >= N
+      dyck22  recurrent, 3 state bits              vs  one-layer attention mH >= (N-1)/(3(p+log N))
+      eq      two-layer attention, width O(log N)  vs  recurrent and one-layer attention >= N/2 bits
+
+    \b
+    Examples:
+      commsim separate idxl --n 1024
+      commsim separate dyck22 --n 64 --plot dyck.svg
+      commsim separate eq --n 256 --json
+    """
+    check_positive(n, "--n")
+    separation = load_plugins(plugins).get("separation", task, param="TASK")
+    plot_path = _check_plot_path(plot)
+    count = parse_instances(instances)
+    if hasattr(separation, "check_n"):
+        separation.check_n(n)
+    options = {}
+    if gamma is not None:
+        if "gamma" not in getattr(separation, "options", ()):
+            raise InputError(f"--gamma does not apply to {task}", "--gamma")
+        if not 0 < gamma < 1:
+            raise InputError(f"--gamma must be in (0, 1), got {gamma}", "--gamma")
+        options["gamma"] = gamma
+    with progress_bar(f"separate {task}", enabled=not as_json) as update:
+        result = separation.run(n, seed=seed, instances=count, progress=update, **options)
+    data = result.to_dict()
+    if plot_path is not None:
+        write_plot(data, plot_path)
+        data["plot_file"] = str(plot_path)
+    if as_json:
+        emit_json(data)
+        return
+    render_separation(data)
+    if plot_path is not None:
+        console.print(f"plot written to {escape(str(plot_path))}")

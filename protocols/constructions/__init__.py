@@ -1,0 +1,107 @@
+"""The papers' constructions as runnable models (the upper-bound side of every separation).
+
+Model kinds (``--model`` specs; every construction is built in binary fixed point and its default
+precision is the narrowest in which it is exact):
+
+``construct:idxl``   Theorem 1 of [BHBK24]: one attention layer, width O(log N), index lookup.
+                     Keys: ``n=N`` (default: the task's), ``symbols=S``, ``gamma=G``, ``seed=S``,
+                     ``precision=P[,frac=F]``.
+``construct:match2`` [SHT23]: one attention layer of width 3 computing Match2 at every position.
+                     Keys: ``modulus=M``, ``length=N``, ``precision=P[,frac=F]``.
+``construct:eq2``    Theorem 6 of [BHBK24]: two attention layers, width O(log N), computing INEQ.
+                     No one-layer protocol wraps it (Lemma 5): ``commsim run`` refuses it with the reason.
+``construct:lookup`` a one-layer attention of width N + |alphabet| that reads the whole string at the
+                     query position and decides a language (``language=dyck22``); ``width=W`` or a
+                     small ``precision=P`` give the reduced variants, which must fail.
+
+Separations (``commsim separate TASK``): ``idxl``, ``dyck22``, ``eq``.
+"""
+from __future__ import annotations
+
+from .common import ConstructionError, require_fixed
+from .orthogonal import DEFAULT_GAMMA
+
+__all__ = ["register"]
+
+
+def _gamma(spec) -> float:
+    gamma = spec.float("gamma", DEFAULT_GAMMA)
+    if not 0 < gamma < 1:
+        raise ConstructionError(f"model spec {spec.text!r}: gamma must be in (0, 1), got {gamma}", "--model")
+    return gamma
+
+
+def _format_or_none(spec):
+    given = any(spec.has(key) for key in ("precision", "frac", "dtype"))
+    return spec.format() if given else None
+
+
+def make_idxl(spec, n=None, vocab_size=None, reduction=None, **context):
+    """Theorem 1 of [BHBK24]: index lookup in one attention layer of width O(log N) (keys n, symbols, gamma, seed, precision)."""
+    from .idxl import build_idxl
+    symbols = spec.int("symbols", 2, minimum=2)
+    n = spec.int("n", n, minimum=1)
+    if n is None:
+        raise ConstructionError(f"model spec {spec.text!r}: give n=N (or use it with `commsim run index-idxl`)",
+                                "--model")
+    if reduction is not None and reduction != "index-idxl":
+        raise ConstructionError(f"construct:idxl reads the index-idxl encoding (symbols, then an index token); "
+                                f"{reduction} encodes its task differently", "--model")
+    gamma, seed = _gamma(spec), spec.int("seed", 0, minimum=0)
+    fmt = _format_or_none(spec)
+    return build_idxl(n, fmt=fmt, symbols=symbols, gamma=gamma, seed=seed, spec=spec.text)
+
+
+def make_match2(spec, vocab_size=None, seq_len=None, **context):
+    """[SHT23]: Match2 in one attention layer of width 3 (keys modulus=M, length=N, precision)."""
+    from .match2 import build_match2
+    # with a task, its tokens are the residues 0..M-1 (the blank, token M, is the model's own)
+    modulus = spec.int("modulus", 16 if vocab_size is None else max(int(vocab_size), 2), minimum=2)
+    length = spec.int("length", 16 if seq_len is None else int(seq_len), minimum=1)
+    return build_match2(length, modulus, fmt=_format_or_none(spec), spec=spec.text)
+
+
+def make_eq2(spec, n=None, seq_len=None, reduction=None, **context):
+    """Theorem 6 of [BHBK24]: INEQ/EQ in two attention layers of width O(log N) (keys n, gamma, seed, precision)."""
+    from .eq2 import build_eq2
+    half = spec.int("n", n, minimum=1)
+    if half is None:
+        half = None if seq_len is None else int(seq_len) // 2
+    if half is None:
+        raise ConstructionError(f"model spec {spec.text!r}: give n=N/2 (or use it with `commsim run eq-ineq`)",
+                                "--model")
+    gamma, seed = _gamma(spec), spec.int("seed", 0, minimum=0)
+    fmt = _format_or_none(spec)
+    if fmt is not None:
+        require_fixed(fmt, "construct:eq2")
+    return build_eq2(half, fmt=fmt, gamma=gamma, seed=seed, spec=spec.text)
+
+
+def make_lookup(spec, seq_len=None, vocab_size=None, **context):
+    """A one-layer attention reading the whole string at the query (width N + |alphabet|); decides a language (keys language, length, width, precision)."""
+    from .lookup import build_lookup, parse_language
+    language = parse_language(spec.str("language", "dyck22"))
+    length = spec.int("length", seq_len, minimum=1)
+    if length is None:
+        raise ConstructionError(f"model spec {spec.text!r}: give length=N (or use it with `commsim run "
+                                f"dyck22-fooling`)", "--model")
+    width = spec.int("width", None, minimum=1)
+    return build_lookup(length, language, width=width, fmt=_format_or_none(spec), spec=spec.text)
+
+
+def register(registry) -> None:
+    registry.register("model", "construct:idxl", make_idxl,
+                      "Theorem 1 of [BHBK24]: index lookup, one attention layer of width O(log N) "
+                      "(n=, symbols=, gamma=, seed=, precision=)")
+    registry.register("model", "construct:match2", make_match2,
+                      "[SHT23]: Match2 at every position, one attention layer of width 3 "
+                      "(modulus=M, length=N, precision=)")
+    registry.register("model", "construct:eq2", make_eq2,
+                      "Theorem 6 of [BHBK24]: INEQ in two attention layers of width O(log N) "
+                      "(n=, gamma=, seed=, precision=); no one-layer protocol applies")
+    registry.register("model", "construct:lookup", make_lookup,
+                      "one attention layer of width N + |alphabet| reading the whole string; decides a language "
+                      "(language=dyck22, length=, width=W reduced, precision=)")
+    from .separations import SEPARATIONS
+    for sep in SEPARATIONS:
+        registry.register("separation", sep.name, sep, sep.description)

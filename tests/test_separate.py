@@ -1,0 +1,121 @@
+"""``commsim separate``: both halves of each separation, as data, tables and plots; bad input exits 2."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from commsim.cli import cli, main
+from commsim.plugins import load_plugins
+
+from protocols.constructions.separations import lengths
+
+
+def invoke(*args: str):
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout) if "--json" in args else result.stdout
+
+
+def run_main(capsys, *args: str) -> tuple[int, str, str]:
+    try:
+        main(list(args))
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+KEYS = {"task", "title", "claim", "n", "upper", "lower", "columns", "rows", "plot", "all_verified", "verdict", "notes"}
+
+
+def test_lengths():
+    assert lengths(16, 4) == [4, 8, 16]
+    assert lengths(20, 4) == [4, 8, 16, 20]
+    assert lengths(6, 2, even=True) == [2, 4, 6]
+    assert lengths(4, 4) == [4]
+
+
+def test_idxl_json():
+    d = invoke("separate", "idxl", "--n", "16", "--json")
+    assert KEYS <= set(d) and d["task"] == "idxl" and d["n"] == 16
+    assert [r["N"] for r in d["rows"]] == [4, 8, 16]
+    assert d["all_verified"] is True
+    for row in d["rows"]:
+        assert row["accuracy"] == 1.0 and row["protocol_exact"] is True and row["memorize_accuracy"] == 1.0
+        assert row["rnn_bound_bits"] == row["memorize_bits"] == row["N"]
+        assert row["width_bits"] == row["width"] * row["precision"] and row["width"] == row["k"]
+    assert d["rows"][0]["instances"] == "all" and d["rows"][0]["inputs"] == 4 * 2 ** 4
+    assert d["rows"][-1]["instances"] == "1000 sampled"
+    assert d["upper"]["source"] == "Theorem 1 of [BHBK24]" and "Theorem 3" in d["lower"]["source"]
+    keys = {c["key"] for c in d["columns"]} | {s["key"] for s in d["plot"]["series"]}
+    assert keys <= set(d["rows"][0])
+
+
+def test_dyck22_json():
+    d = invoke("separate", "dyck22", "--n", "8", "--instances", "200", "--json")
+    assert [r["N"] for r in d["rows"]] == [2, 4, 8]
+    assert d["all_verified"] is True
+    for row in d["rows"]:
+        assert row["dfa_state_bits"] == 3 and row["dfa_accuracy"] == 1.0
+        assert row["attn_bound_bits"] == row["N"] - 1
+        assert row["lookup_protocol_bits"] >= row["N"] - 1 and row["lookup_accuracy"] == 1.0
+        assert row["lookup_width"] == row["N"] + 4
+    assert d["rows"][-1]["inputs"] == 4 ** 8           # every string of length 8
+
+
+def test_eq_json_and_gamma():
+    d = invoke("separate", "eq", "--n", "8", "--json")
+    assert [r["N"] for r in d["rows"]] == [4, 8] and d["all_verified"] is True
+    for row in d["rows"]:
+        assert row["width"] == 2 * row["k"] + 5 and row["rnn_bound_bits"] == row["N"] // 2
+        assert row["one_layer_bound_bits"] == row["N"] // 2 and row["instances"] == "all"
+    g = invoke("separate", "eq", "--n", "8", "--gamma", "0.5", "--json")
+    assert g["all_verified"] and g["rows"][-1]["k"] < d["rows"][-1]["k"]
+
+
+def test_table_output():
+    out = invoke("separate", "idxl", "--n", "8")
+    assert "Theorem 1 of [BHBK24]" in out and "at N = 8" in out and "RNN m·p≥" in out
+
+
+@pytest.mark.parametrize("suffix,magic", [(".png", b"\x89PNG"), (".svg", b"<?xml")])
+def test_plot(tmp_path, suffix, magic):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / f"sep{suffix}"
+    d = invoke("separate", "dyck22", "--n", "6", "--plot", str(path), "--json")
+    assert d["plot_file"] == str(path)
+    assert path.read_bytes()[:len(magic)] == magic
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]     # no temporary left behind
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (("separate", "nope", "--n", "8"), "unknown separation"),
+    (("separate", "dyck22", "--n", "7"), "even"),
+    (("separate", "idxl", "--n", "2"), "--n for idxl"),
+    (("separate", "idxl", "--n", "8", "--plot", "out.pdf"), ".png or .svg"),
+    (("separate", "idxl", "--n", "8", "--plot", "/no/such/dir/x.png"), "does not exist"),
+    (("separate", "dyck22", "--n", "8", "--gamma", "0.5"), "--gamma does not apply"),
+    (("separate", "eq", "--n", "8", "--gamma", "1.5"), "(0, 1)"),
+    (("separate", "eq", "--n", "8", "--instances", "0"), "--instances"),
+])
+def test_bad_input_exits_2(capsys, tmp_path, monkeypatch, args, fragment):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(capsys, *args)
+    assert code == 2, (out, err)
+    assert fragment in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_bad_input_json_error(capsys):
+    code, out, err = run_main(capsys, "separate", "dyck22", "--n", "5", "--json")
+    assert code == 2 and json.loads(out)["exit_code"] == 2
+
+
+def test_separations_registered_with_run():
+    reg = load_plugins()
+    for name in ("idxl", "dyck22", "eq"):
+        sep = reg.get("separation", name)
+        assert callable(sep.run) and sep.description
