@@ -350,8 +350,9 @@ def run_reduction(reduction_id: str, model_spec: str | Any | None = None, n: int
     reduction.check(model, wrapper, problem)
 
     if instances is None and problem.input_pairs > MAX_EXHAUSTIVE_INSTANCES:
-        raise InputError(f"--instances all would run all {problem.input_pairs} instances of {problem.name} at "
-                         f"n = {n} (at most {MAX_EXHAUSTIVE_INSTANCES}); use --instances K to sample", "--instances")
+        raise InputError(f"--instances all: the {problem.input_pairs} instances of {problem.name} at n = {n} are too "
+                         f"many to run exhaustively (at most {MAX_EXHAUSTIVE_INSTANCES}); use --instances K to sample",
+                         "--instances")
     A, B, described = select_instances(problem, instances, seed)
     expected = problem.evaluate_batch(A, B)
     encoded = reduction.encode(problem, A, B)
