@@ -455,7 +455,6 @@ class DyckMembers(FoolingSet):
 
     def _verify_structural(self) -> FoolingVerification:
         lang, N = self.language, self.n
-        table = lang.transitions
         seen, previous = 0, None
         for A, B in self.members():
             S = DyckProblem.interleave(A, B)

@@ -270,11 +270,25 @@ class AttentionExchangeProtocol(Protocol):
         tokens = np.asarray(share.tokens)[order][None]
         return self._output(self.model.forward_rep(tokens, self.plan.query))
 
-    def _sender(self, share):
-        model, plan, ar = self.model, self.plan, self.model.ar
+    def _send_queries(self, share):
+        """Step 1: the query owner sends each head's q_N (m numbers of p bits); returns q."""
+        model, plan = self.model, self.plan
         q = model.query_vectors(self._query_token(share), plan.query)
         for h in range(plan.heads):
-            yield Send(f"query/head {h}", ar.encode(q[0, h]))
+            yield Send(f"query/head {h}", model.ar.encode(q[0, h]))
+        return q
+
+    def _receive_queries(self):
+        """Step 1 on the other side: each head's q_N, decoded; returns q of shape (1, H, m)."""
+        plan = self.plan
+        q = []
+        for h in range(plan.heads):
+            q.append(self.model.ar.decode((yield Receive(f"query/head {h}")), plan.width))
+        return np.stack(q)[None]
+
+    def _sender(self, share):
+        model, plan, ar = self.model, self.plan, self.model.ar
+        q = yield from self._send_queries(share)
         if plan.attend_self:
             A, V = model.scan(np.asarray(share.tokens)[None], np.asarray(share.positions), q)
             for h in range(plan.heads):
@@ -284,10 +298,7 @@ class AttentionExchangeProtocol(Protocol):
     def _receiver(self, share):
         model, plan, ar = self.model, self.plan, self.model.ar
         H, m = plan.heads, plan.width
-        q = []
-        for h in range(H):
-            q.append(ar.decode((yield Receive(f"query/head {h}")), m))
-        q = np.stack(q)[None]
+        q = yield from self._receive_queries()
         tok, pos = self._own(share)
         A, V = model.scan(tok, pos, q)
         if plan.attend_self:
@@ -302,9 +313,7 @@ class AttentionExchangeProtocol(Protocol):
     def _query_owner(self, share):
         model, plan, ar = self.model, self.plan, self.model.ar
         H = plan.heads
-        q = model.query_vectors(self._query_token(share), plan.query)
-        for h in range(H):
-            yield Send(f"query/head {h}", ar.encode(q[0, h]))
+        q = yield from self._send_queries(share)
         tok, pos = self._own(share)
         A, V = model.scan(tok, pos, q)
         local_max = A.max(axis=-1)
@@ -325,11 +334,8 @@ class AttentionExchangeProtocol(Protocol):
 
     def _other(self, share):
         model, plan, ar = self.model, self.plan, self.model.ar
-        H, m = plan.heads, plan.width
-        q = []
-        for h in range(H):
-            q.append(ar.decode((yield Receive(f"query/head {h}")), m))
-        q = np.stack(q)[None]
+        H = plan.heads
+        q = yield from self._receive_queries()
         theirs = []
         for h in range(H):
             theirs.append(ar.decode((yield Receive(f"max/head {h}")), 1)[0])

@@ -183,21 +183,6 @@ def render_exchange(transcript, details: dict | None = None, title: str = "trans
     return Panel(Group(*parts), title=escape(title), title_align="left", expand=False)
 
 
-def render_transcript(transcript, title: str = "transcript", limit: int = 40):
-    """A rich table drawing the exchange as a sequence: who sent what, how many bits."""
-    from rich.table import Table
-    table = Table(title=title, show_lines=False)
-    for col in ("round", "", "label", "bits", "content"):
-        table.add_column(col, justify="right" if col in ("round", "bits") else "left")
-    for m in list(transcript.messages)[:limit]:
-        arrow = "Alice ──▶ Bob" if m.sender == "alice" else "Alice ◀── Bob"
-        shown = str(m.bits) if len(m.bits) <= 48 else str(m.bits[:48]) + "…"
-        table.add_row(str(m.round), arrow, m.label, str(len(m.bits)), shown)
-    if len(transcript.messages) > limit:
-        table.add_row("", "…", f"{len(transcript.messages) - limit} more messages", "", "")
-    table.add_row("", "total", "", str(transcript.total_bits), "", style="bold")
-    return table
-
 
 # ---- certificates: Alice's and Bob's inputs side by side, the decisive positions marked ----------
 PROBLEM_SYMBOLS = {"dyck22": "()[]"}

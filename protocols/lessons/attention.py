@@ -45,7 +45,7 @@ def attention_protocol(n: int | None = None) -> Lesson:
     load_plugins()
     model = make_model(PROTOCOL_SPEC, vocab_size=len(PROTOCOL_VOCAB), seq_len=N)
     ar, fmt = model.ar, model.fmt
-    F, p, m, H = fmt.frac, model.precision, model.width, model.heads
+    F, p, m = fmt.frac, model.precision, model.width
     unit = 2.0 ** -F
     tokens = np.random.default_rng(N).integers(0, len(PROTOCOL_VOCAB), N)
     qpos = N - 1
@@ -357,9 +357,9 @@ def attention_dyck(n: int | None = None) -> Lesson:
         rnn_note = str(exc)
     steps.append(Step(
         "The other side: a wide layer passes, a recurrence is not touched",
-        f"A layer of width N + 4 that reads the whole string at the query decides Dyck-(2,2): every member gets "
-        f"its own transcript, and it spends ≥ N − 1 bits. The bound does not touch recurrent models at all: the "
-        f"split is not contiguous, and a 3-bit automaton recognizes the language.",
+        "A layer of width N + 4 that reads the whole string at the query decides Dyck-(2,2): every member gets "
+        "its own transcript, and it spends ≥ N − 1 bits. The bound does not touch recurrent models at all: the "
+        "split is not contiguous, and a 3-bit automaton recognizes the language.",
         instance=f"commsim run {rid} --model construct:lookup --n {N}: bits used {wide.bits_used} ≥ "
                  f"{wide.lower_bound.bits}, correct on all {wide.instances_run} members: {wide.model_correct}\n"
                  f"fooling-set sweep: {searched_w}\ncommsim run {rid} --model dfa:dyck22: refused — {rnn_note}",
@@ -398,10 +398,10 @@ def attention_disj(n: int | None = None) -> Lesson:
     agree = bool(np.array_equal(match3(enc_all.tokens, Mod, N - 1), problem.evaluate_batch(A_all, B_all)))
     steps = [Step(
         f"Match3 decides DISJ_{n}",
-        f"Match3 at position i: is there a pair j, k (distinct, both ≠ i) with z_i + z_j + z_k ≡ 0 mod M? Encode "
-        f"Alice's set as z_i = i + 1 (if a_i = 1, else 1), Bob's as z_(n+i) = M − (i + 1) (if b_i = 1, else 1), "
-        f"and put z_N = 0 last. With M = 2n + 3 the only zero-sum triples through position N are (0, i + 1, "
-        f"M − i − 1) with a_i = b_i = 1: Match3 at N is DISJ (1 = the sets meet).",
+        "Match3 at position i: is there a pair j, k (distinct, both ≠ i) with z_i + z_j + z_k ≡ 0 mod M? Encode "
+        "Alice's set as z_i = i + 1 (if a_i = 1, else 1), Bob's as z_(n+i) = M − (i + 1) (if b_i = 1, else 1), "
+        "and put z_N = 0 last. With M = 2n + 3 the only zero-sum triples through position N are (0, i + 1, "
+        "M − i − 1) with a_i = b_i = 1: Match3 at N is DISJ (1 = the sets meet).",
         instance=f"a = {_bits(a)}, b = {_bits(b)}, M = {Mod}, N = {N}\nz = {' '.join(str(int(t)) for t in z)}\n"
                  f"common elements (1-based): {hits}; Match3 at N = {int(match3(z[None], Mod, N - 1)[0])}; "
                  f"DISJ(a, b) = {int(problem.evaluate(a, b))}\nchecked on all {len(A_all)} pairs (a, b): "

@@ -1,8 +1,6 @@
 """Lesson ``fooling-sets``: the rectangle property and the fooling sets of EQ, DISJ, INDEX, Dyck-(2,2)."""
 from __future__ import annotations
 
-import numpy as np
-
 from commsim.bounds import ceil_log2
 from commsim.teach import Lesson, Step
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.precision import NumberFormat
-from protocols.recurrent import RecurrentModel
+from protocols.recurrent import RecurrentModel, _sigmoid
 
 from .layers import AdapterError, Dense, Head, format_for_dtype, numpy_head, tensor
 
@@ -29,13 +29,6 @@ CELLS = {"RNN_TANH": ("rnn-tanh", 1), "RNN_RELU": ("rnn-relu", 1), "LSTM": ("lst
 CELLS_GATES = dict(CELLS.values())
 
 
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    np.negative(z, out=z)
-    with np.errstate(over="ignore"):
-        np.exp(z, out=z)
-    z += 1.0
-    np.reciprocal(z, out=z)
-    return z
 
 
 class TorchRecurrent(RecurrentModel):
