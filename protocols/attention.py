@@ -27,6 +27,14 @@ forward pass at query position N is::
     o     = [U / Z]                                 one division per value, rounded
     y     = [W_O (o_1, ..., o_H)],  output = psi(y) (each MLP layer [W h + b], ReLU between)
 
+With a residual path (``residual=True``, or a list of embedding coordinates), psi also reads the
+query position's own embedding x_N (the rounded [E_tok(s_N) + E_pos(N)] above, those coordinates
+of it): its input is the concatenation (y, x_N[coords]), so a first MLP layer [W_y, W_x] computes
+W_y y + W_x x_N + b (a residual connection is W_x = W_y).  This is how a real transformer's
+residual stream and MLP at the query position enter psi; the exchange of
+:mod:`protocols.attention_exchange` delivers x_N to the output party (free when it owns the query
+position, ``len(coords)`` numbers of p bits otherwise).
+
 Linear maps and dot products are evaluated *exactly* and rounded once: under fixed point the
 operands are integer codes, so the sum of products is an exact integer (float64 when it stays
 below 2^53, int64 or Python integers beyond); under IEEE formats they are accumulated in float64
@@ -54,7 +62,8 @@ Spec (``commsim run ... --model attention:...``)
 ``attention[:probe][:key=value,...]`` with keys ``heads=H, width=M (m), dim=d, precision=P[,frac=F]``
 or ``dtype=float16|bfloat16|float32|float64``, ``seed=S``, ``vocab=V``, ``classes=C``,
 ``positions=P`` (rows of the position table), ``weights=FILE.npz``, ``query=POS`` (0-based;
-negative counts from the end), ``self=0|1`` (whether the query attends to its own position).
+negative counts from the end), ``self=0|1`` (whether the query attends to its own position),
+``residual=0|1`` (a random layer whose psi also reads the query's embedding x_N).
 A random layer defaults to the task's vocabulary and sequence length.  ``attention:probe`` is a
 small exact construction (see :func:`probe_layer`) with keys ``at=I/J/...`` (``n`` stands for
 the source problem's size), ``accept=T/...`` or ``reject=T/...`` and ``rule=all|any|differ``.
@@ -377,10 +386,15 @@ class AttentionLayer:
     ``W_V``: (H, m, d); ``W_O``: (d_out, H m); ``psi``: a list of (W, b) MLP layers, a callable
     (float64 (B, d_out) -> (B, C)), or None (the output is y itself).  Functions must be pure
     (the same value for the same token/position, whatever the batch).
+
+    ``residual``: False (psi reads y only), True (psi reads (y, x_N): the query position's whole
+    embedding appended to y) or a sequence of embedding coordinates (psi reads (y, x_N[coords]));
+    psi's input width is then d_out + len(coords).  :attr:`residual_coords` holds the coordinates
+    (None when off).
     """
 
     def __init__(self, fmt: NumberFormat, token_embedding, position_embedding, W_Q, W_K, W_V, W_O,
-                 psi=None, *, query: int | None = None, attend_self: bool = True, spec: str = ""):
+                 psi=None, *, query: int | None = None, attend_self: bool = True, residual=False, spec: str = ""):
         self.fmt = fmt
         self.ar = arithmetic_for(fmt)
         W_Q, W_K, W_V = (np.asarray(w, dtype=np.float64) for w in (W_Q, W_K, W_V))
@@ -394,6 +408,16 @@ class AttentionLayer:
         if W_O.ndim != 2 or W_O.shape[1] != self.heads * self.width:
             raise InputError(f"W_O must be (d_out, heads*width = {self.heads * self.width}); got {W_O.shape}")
         self.out_dim = int(W_O.shape[0])
+        if residual is True:
+            self.residual_coords = np.arange(self.dim)
+        elif residual is False or residual is None:
+            self.residual_coords = None
+        else:
+            coords = np.asarray(residual).reshape(-1)
+            if coords.dtype.kind not in "iu" or (coords.size and (coords.min() < 0 or coords.max() >= self.dim)):
+                raise InputError(f"residual coordinates must be integers in 0..{self.dim - 1}; got {list(coords)}")
+            self.residual_coords = coords.astype(np.int64)
+        psi_in = self.psi_input_width
         r = self.ar.from_values
         self.W_Q, self.W_K, self.W_V, self.W_O = r(W_Q), r(W_K), r(W_V), r(W_O)
         self._W_KV = np.concatenate([self.W_K.reshape(-1, self.dim), self.W_V.reshape(-1, self.dim)])
@@ -421,9 +445,9 @@ class AttentionLayer:
             self.psi_fn = psi
             self.classes = None
         elif psi is None:
-            self.classes = self.out_dim
+            self.classes = psi_in
         else:
-            width = self.out_dim
+            width = psi_in
             for i, (W, b) in enumerate(psi):
                 W, b = np.asarray(W, dtype=np.float64), np.asarray(b, dtype=np.float64).reshape(-1)
                 if W.ndim != 2 or W.shape[1] != width or b.shape != (W.shape[0],):
@@ -441,6 +465,16 @@ class AttentionLayer:
     def precision(self) -> int:
         """p: bits per number."""
         return self.fmt.bits
+
+    @property
+    def residual_width(self) -> int:
+        """How many coordinates of the query's embedding x_N psi reads (0: no residual path)."""
+        return 0 if self.residual_coords is None else int(self.residual_coords.size)
+
+    @property
+    def psi_input_width(self) -> int:
+        """Width of psi's input: y's d_out, plus the residual coordinates of x_N."""
+        return self.out_dim + self.residual_width
 
     def __repr__(self) -> str:
         return f"<AttentionLayer {self.spec}>"
@@ -504,11 +538,21 @@ class AttentionLayer:
             kv = self.ar.linear(x, self._W_KV).reshape(B, n, 2, H, m)
         return kv[:, :, 0], kv[:, :, 1]
 
+    def query_embedding(self, query_tokens: np.ndarray, position: int) -> np.ndarray:
+        """x_N = [E_tok(s_N) + E_pos(N)] for the query tokens (B,): (B, d)."""
+        t = np.asarray(query_tokens).reshape(-1, 1)
+        return self.embed(t, np.array([position]))[:, 0]
+
     def query_vectors(self, query_tokens: np.ndarray, position: int) -> np.ndarray:
         """q = [W_Q x_N] per head for the query tokens (B,): (B, H, m)."""
-        t = np.asarray(query_tokens).reshape(-1, 1)
-        x = self.embed(t, np.array([position]))[:, 0]
-        return self.ar.linear(x, self._W_Q).reshape(len(t), self.heads, self.width)
+        x = self.query_embedding(query_tokens, position)
+        return self.ar.linear(x, self._W_Q).reshape(len(x), self.heads, self.width)
+
+    def residual_input(self, query_tokens: np.ndarray, position: int) -> np.ndarray | None:
+        """The coordinates of x_N that psi reads (B, r), or None without a residual path."""
+        if self.residual_coords is None:
+            return None
+        return self.query_embedding(query_tokens, position)[:, self.residual_coords]
 
     # ---- stage 2: logits (and values kept for the sums), over a set of positions
     def scan(self, tokens: np.ndarray, positions: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -542,10 +586,20 @@ class AttentionLayer:
         return Z, U
 
     # ---- stage 4: the division and the readout
-    def finish(self, U: np.ndarray, Z: np.ndarray) -> np.ndarray:
-        """Raw outputs (B, C) in the arithmetic's representation from the exact sums."""
+    def finish(self, U: np.ndarray, Z: np.ndarray, x_query: np.ndarray | None = None) -> np.ndarray:
+        """Raw outputs (B, C) in the arithmetic's representation from the exact sums; ``x_query``
+        (B, r): the residual coordinates of the query's embedding (:meth:`residual_input`), needed
+        exactly when the layer has a residual path."""
         o = self.ar.divide(U, Z)
         y = self.ar.linear(o.reshape(o.shape[0], -1), self.W_O)
+        if self.residual_coords is not None:
+            if x_query is None:
+                raise ValueError("this layer's psi reads the query's embedding x_N: pass x_query to finish")
+            x_query = np.asarray(x_query).reshape(y.shape[0], self.residual_width)
+            if self.ar.is_fixed:
+                y = np.concatenate([y.astype(np.int64), x_query.astype(np.int64)], axis=1)
+            else:
+                y = np.concatenate([y, x_query.astype(np.float64)], axis=1)
         if self.psi_fn is not None:
             return self.ar.from_values(np.asarray(self.psi_fn(self.ar.to_values(y)), dtype=np.float64)
                                        .reshape(y.shape[0], -1))
@@ -582,7 +636,7 @@ class AttentionLayer:
             q = self.query_vectors(T[:, qpos], qpos)
             A, V = self.scan(T[:, keep], keep, q)
             Z, U = self.aggregate(A, V, A.max(axis=-1))
-            out.append(self.finish(U, Z))
+            out.append(self.finish(U, Z, self.residual_input(T[:, qpos], qpos)))
         return np.concatenate(out) if out else np.zeros((0, self.classes or 1), dtype=self.ar.dtype)
 
     def forward(self, tokens, query: int | None = None) -> np.ndarray:
@@ -612,6 +666,8 @@ class AttentionLayer:
         w = w / w.sum(axis=-1, keepdims=True)
         o = np.einsum("bhn,bnhm->bhm", w, v).reshape(len(tokens), -1)
         y = o @ val(self.W_O).T
+        if self.residual_coords is not None:
+            y = np.concatenate([y, x[:, qpos][:, self.residual_coords]], axis=1)
         if self.psi_fn is not None:
             return np.asarray(self.psi_fn(y), dtype=np.float64).reshape(len(tokens), -1)
         for i, (W, b) in enumerate(self.psi_layers):
@@ -633,6 +689,8 @@ class AttentionLayer:
             arrays["position_embedding"] = val(self.position_table)
         if self.query is not None:
             arrays["query"] = np.array(self.query)
+        if self.residual_coords is not None:
+            arrays["residual"] = self.residual_coords
         for i, (W, b) in enumerate(self.psi_layers):
             arrays[f"psi_W{i}"], arrays[f"psi_b{i}"] = val(W), val(b)
         np.savez(path, **arrays)
@@ -655,21 +713,26 @@ class AttentionLayer:
         return cls(fmt, arrays["token_embedding"], arrays.get("position_embedding"), arrays["W_Q"], arrays["W_K"],
                    arrays["W_V"], arrays["W_O"], psi,
                    query=int(arrays["query"]) if "query" in arrays else None,
-                   attend_self=bool(arrays.get("attend_self", np.array(True))), spec=spec)
+                   attend_self=bool(arrays.get("attend_self", np.array(True))),
+                   residual=arrays["residual"] if "residual" in arrays else False, spec=spec)
 
 
 # ---- factories ------------------------------------------------------------------------------------
 def random_layer(fmt: NumberFormat, *, vocab: int, positions: int | None, heads: int = 1, width: int = 4,
                  dim: int = 8, classes: int = 2, seed: int = 0, query: int | None = None,
-                 attend_self: bool = True, spec: str = "") -> AttentionLayer:
-    """A seeded random layer: unit-variance embeddings, weights of variance 1/fan-in, a linear psi."""
+                 attend_self: bool = True, residual: bool = False, spec: str = "") -> AttentionLayer:
+    """A seeded random layer: unit-variance embeddings, weights of variance 1/fan-in, a linear psi
+    (with ``residual``, psi reads (y, x_N): its weight is (classes, 2 dim), drawn after the others)."""
     rng = np.random.default_rng(seed)
     tok = rng.normal(size=(vocab, dim))
     pos = None if positions is None else rng.normal(scale=0.5, size=(positions, dim))
     W_Q, W_K, W_V = (rng.normal(scale=dim ** -0.5, size=(heads, width, dim)) for _ in range(3))
     W_O = rng.normal(scale=(heads * width) ** -0.5, size=(dim, heads * width))
     psi = [(rng.normal(scale=dim ** -0.5, size=(classes, dim)), rng.normal(scale=0.1, size=classes))]
-    return AttentionLayer(fmt, tok, pos, W_Q, W_K, W_V, W_O, psi, query=query, attend_self=attend_self, spec=spec)
+    if residual:
+        psi = [(np.concatenate([psi[0][0], rng.normal(scale=dim ** -0.5, size=(classes, dim))], axis=1), psi[0][1])]
+    return AttentionLayer(fmt, tok, pos, W_Q, W_K, W_V, W_O, psi, query=query, attend_self=attend_self,
+                          residual=residual, spec=spec)
 
 
 PROBE_RULES = ("all", "any", "differ")
@@ -747,7 +810,7 @@ def make_attention(spec, vocab_size: int | None = None, seq_len: int | None = No
     query = spec.int("query")
     attend_self = bool(spec.int("self", 1, minimum=0, maximum=1))
     if target == "probe":
-        for key in ("heads", "width", "dim", "classes", "weights", "seed", "positions", "query", "self"):
+        for key in ("heads", "width", "dim", "classes", "weights", "seed", "positions", "query", "self", "residual"):
             if spec.has(key):
                 raise InputError(f"model spec {spec.text!r}: {key}= is fixed by the probe construction", "--model")
         fmt = spec.format(default=FixedPoint(2, 0))
@@ -778,8 +841,9 @@ def make_attention(spec, vocab_size: int | None = None, seq_len: int | None = No
     vocab = spec.int("vocab", minimum=1)
     positions = spec.int("positions", minimum=1)
     if weights is not None:
-        if spec.has("seed"):
-            raise InputError(f"model spec {spec.text!r}: seed= does not apply to loaded weights", "--model")
+        for key in ("seed", "residual"):
+            if spec.has(key):
+                raise InputError(f"model spec {spec.text!r}: {key}= does not apply to loaded weights", "--model")
         given = spec.has("precision") or spec.has("dtype")
         fmt = spec.format() if given else None
         model = AttentionLayer.load(Path(weights).expanduser(), fmt, spec=spec.text)
@@ -797,15 +861,17 @@ def make_attention(spec, vocab_size: int | None = None, seq_len: int | None = No
     seed = spec.int("seed", 0)
     vocab = vocab if vocab is not None else (vocab_size or 4)
     positions = positions if positions is not None else (seq_len or 64)
+    residual = bool(spec.int("residual", 0, minimum=0, maximum=1))
     return random_layer(fmt, vocab=vocab, positions=positions, heads=heads or 1, width=width or 4,
                         dim=dim or 8, classes=classes or 2, seed=seed, query=query, attend_self=attend_self,
-                        spec=spec.text)
+                        residual=residual, spec=spec.text)
 
 
 def register(registry) -> None:
     from .attention_exchange import ATTENTION_EXCHANGE
     registry.register("model", "attention", make_attention,
-                      "one-layer attention (heads=H,width=M,dim=d,precision=P|dtype=...,seed=S,weights=FILE.npz; "
+                      "one-layer attention (heads=H,width=M,dim=d,precision=P|dtype=...,seed=S,residual=0|1,"
+                      "weights=FILE.npz; "
                       "attention:probe,...)")
     registry.register("model-protocol", ATTENTION_EXCHANGE.name, ATTENTION_EXCHANGE,
                       "one-layer attention: max-logit / partial-softmax exchange (Theorem 4 of [BHBK24])")

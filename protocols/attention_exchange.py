@@ -17,13 +17,16 @@ two-way (each party owns a position besides the query; the query's owner outputs
    integers of p + ceil(log2 n_other) bits each (fixed point).
 
 The query owner adds its own partial sums, divides once (o = [U / Z]), applies W_O and psi and
-outputs.  Because the division happens once, at the output party, Z needs to travel one way only
-(the theorem's account exchanges it both ways); the count is compared with the theorem's
-3m(p + ceil(log2 N))H + m p H in :meth:`AttentionExchange.bits_formula` and in the sweep details.
+outputs (psi's residual input x_N, if any, is its own: no bits).  Because the division happens
+once, at the output party, Z needs to travel one way only (the theorem's account exchanges it both
+ways); the count is compared with the theorem's 3m(p + ceil(log2 N))H + m p H in
+:meth:`AttentionExchange.bits_formula` and in the sweep details.
 
 one-way (the query owner owns *only* the query position): the [SHT23] protocol — the query owner
-sends each head's q_N (``query/head h``, m·p bits) and, when the query attends to itself, its own
-logit and value (``self/head h``, (m + 1)·p bits); the other party computes everything and outputs.
+sends each head's q_N (``query/head h``, m·p bits), when psi reads the query's embedding (a layer
+with a residual path) the coordinates x_N it reads (``embedding``, r·p bits for r coordinates:
+REFERENCE section 5, step 1), and, when the query attends to itself, its own logit and value
+(``self/head h``, (m + 1)·p bits); the other party computes everything and outputs.
 When Alice is that sender the protocol is one-way in the sense of the lower bounds
 (:meth:`AttentionExchange.direction` says ``"one-way"``); when Bob is, only Bob speaks, which the
 one-way bounds (Alice speaks) do not cover, so it counts as ``"two-way"``.
@@ -60,10 +63,10 @@ class PartitionError(InputError):
 # ---- the plan: who owns what, who speaks, how wide every message is ---------------------------------
 @dataclass(frozen=True)
 class MessageSpec:
-    step: str          # "query", "max", "Z", "U" or "self"
+    step: str          # "query", "embedding", "max", "Z", "U" or "self"
     label: str
     sender: str
-    head: int
+    head: int | None   # None: not a per-head message (the embedding)
     bits: int
 
 
@@ -83,6 +86,7 @@ class ExchangePlan:
     precision: int
     attend_self: bool
     number_format: str
+    residual: int = 0                   # coordinates of x_N that psi reads (0: no residual path)
     other_terms: int = 0                # positions summed by the party that sends Z and U
     z_width: int = 0
     u_width: int = 0
@@ -127,12 +131,14 @@ class ExchangePlan:
         return "one-way" if senders <= {"alice"} else "two-way"
 
     def itemize(self) -> dict:
-        """Bits per step, per head and per direction; they add up to :attr:`total_bits` exactly."""
+        """Bits per step, per head and per direction; the steps (and the directions) add up to
+        :attr:`total_bits` exactly; per head, the messages that belong to a head (not the embedding)."""
         steps: dict[str, int] = {}
         per_head = [dict() for _ in range(self.heads)]
         for m in self.messages:
             steps[m.step] = steps.get(m.step, 0) + m.bits
-            per_head[m.head][m.step] = per_head[m.head].get(m.step, 0) + m.bits
+            if m.head is not None:
+                per_head[m.head][m.step] = per_head[m.head].get(m.step, 0) + m.bits
         for h in per_head:
             h["total"] = sum(h.values())
         return {"bits_by_step": steps, "bits_by_head": per_head,
@@ -175,13 +181,16 @@ def make_plan(model: AttentionLayer, seq_len: int, alice_positions, query: int |
     theirs = bob if owner == "alice" else alice
     H, m, p, ar = model.heads, model.width, model.precision, model.ar
     common = dict(seq_len=seq_len, query=qpos, query_owner=owner, alice_positions=alice, bob_positions=bob,
-                  heads=H, width=m, precision=p, attend_self=model.attend_self, number_format=model.fmt.name)
+                  heads=H, width=m, precision=p, attend_self=model.attend_self, number_format=model.fmt.name,
+                  residual=model.residual_width)
     msgs: list[MessageSpec] = []
     if not theirs:
         return ExchangePlan(mode="local", output_party=owner, **common)
     if len(mine) == 1:   # the query owner holds only the query: one-way, the other party outputs
         for h in range(H):
             msgs.append(MessageSpec("query", f"query/head {h}", owner, h, m * p))
+        if model.residual_width:
+            msgs.append(MessageSpec("embedding", "embedding", owner, None, model.residual_width * p))
         if model.attend_self:
             for h in range(H):
                 msgs.append(MessageSpec("self", f"self/head {h}", owner, h, (m + 1) * p))
@@ -206,17 +215,23 @@ def make_plan(model: AttentionLayer, seq_len: int, alice_positions, query: int |
 
 def theorem_bits(model: AttentionLayer, plan: ExchangePlan) -> tuple[int, str]:
     """The theorem's count for this plan: 3m(p + ceil(log2 N))H + m p H (two-way, Theorem 4 of
-    [BHBK24]); m p H, plus (m + 1) p H for the query's own term (one-way, [SHT23])."""
+    [BHBK24]); m p H, plus (m + 1) p H for the query's own term (one-way, [SHT23]), plus d p for the
+    query's embedding x_N when psi reads it (one-way; d = the coordinates psi reads)."""
     m, p, H, N = model.width, model.precision, model.heads, plan.seq_len
     if plan.mode == "local":
         return 0, "one party owns every position: no communication"
     if plan.mode == "one-way":
-        base = m * p * H
+        total = base = m * p * H
+        text = f"one-way ([SHT23]): each head's q_N, m·p·H = {m}·{p}·{H} = {base}"
+        if plan.residual:
+            emb = plan.residual * p
+            total += emb
+            text += f", plus the query's embedding x_N for psi, d·p = {plan.residual}·{p} = {emb}"
         if plan.attend_self:
             extra = (m + 1) * p * H
-            return base + extra, (f"one-way ([SHT23]): each head's q_N, m·p·H = {m}·{p}·{H} = {base}, plus the query's "
-                                  f"own logit and value, (m+1)·p·H = {extra}: {base + extra} bits")
-        return base, f"one-way ([SHT23]): each head's q_N, m·p·H = {m}·{p}·{H} = {base} bits"
+            total += extra
+            text += f", plus the query's own logit and value, (m+1)·p·H = {extra}"
+        return total, text + (f": {total} bits" if total != base else " bits")
     L = ceil_log2(N)
     main, query = 3 * m * (p + L) * H, m * p * H
     return main + query, (f"3m(p + ceil(log2 N))H + mpH = 3·{m}·({p} + {L})·{H} + {m}·{p}·{H} = {main + query} "
@@ -289,6 +304,8 @@ class AttentionExchangeProtocol(Protocol):
     def _sender(self, share):
         model, plan, ar = self.model, self.plan, self.model.ar
         q = yield from self._send_queries(share)
+        if plan.residual:
+            yield Send("embedding", ar.encode(model.residual_input(self._query_token(share), plan.query)[0]))
         if plan.attend_self:
             A, V = model.scan(np.asarray(share.tokens)[None], np.asarray(share.positions), q)
             for h in range(plan.heads):
@@ -299,6 +316,9 @@ class AttentionExchangeProtocol(Protocol):
         model, plan, ar = self.model, self.plan, self.model.ar
         H, m = plan.heads, plan.width
         q = yield from self._receive_queries()
+        x_query = None
+        if plan.residual:
+            x_query = ar.decode((yield Receive("embedding")), plan.residual)[None]
         tok, pos = self._own(share)
         A, V = model.scan(tok, pos, q)
         if plan.attend_self:
@@ -308,7 +328,7 @@ class AttentionExchangeProtocol(Protocol):
             A = np.concatenate([A, np.array([[[o[0]] for o in own]], dtype=A.dtype)], axis=2)
             V = np.concatenate([V, np.array([[[o[1:] for o in own]]]).astype(V.dtype)], axis=1)
         Z, U = model.aggregate(A, V, A.max(axis=-1))
-        return self._output(model.finish(U, Z))
+        return self._output(model.finish(U, Z, x_query))
 
     def _query_owner(self, share):
         model, plan, ar = self.model, self.plan, self.model.ar
@@ -330,7 +350,8 @@ class AttentionExchangeProtocol(Protocol):
         for h in range(H):
             U_other[0, h] = unpack_sum((yield Receive(f"U/head {h}")), plan.u_width, plan.width)
         Z, U = model.aggregate(A, V, M)
-        return self._output(model.finish(_exact(U + U_other), _exact(Z + Z_other)))
+        x_query = model.residual_input(self._query_token(share), plan.query)   # its own position: no bits
+        return self._output(model.finish(_exact(U + U_other), _exact(Z + Z_other), x_query))
 
     def _other(self, share):
         model, plan, ar = self.model, self.plan, self.model.ar
@@ -380,8 +401,11 @@ def simulate(model: AttentionLayer, plan: ExchangePlan, tokens: np.ndarray) -> t
     if plan.mode == "local":
         return model.forward_rep(T, qpos), np.zeros((B, 0), dtype=np.int64)
     q = model.query_vectors(T[:, qpos], qpos)
+    x_query = model.residual_input(T[:, qpos], qpos)
     keys = [ar.key(q).reshape(B, -1)]
     if plan.mode == "one-way":
+        if x_query is not None:
+            keys.append(ar.key(x_query).reshape(B, -1))
         receiver = plan.output_party
         pos = plan.attended(receiver)
         A, V = model.scan(T[:, pos], pos, q)
@@ -390,7 +414,7 @@ def simulate(model: AttentionLayer, plan: ExchangePlan, tokens: np.ndarray) -> t
             keys += [ar.key(A_s).reshape(B, -1), ar.key(V_s).reshape(B, -1)]
             A, V = np.concatenate([A, A_s], axis=2), np.concatenate([V, V_s], axis=1)
         Z, U = model.aggregate(A, V, A.max(axis=-1))
-        return model.finish(U, Z), np.concatenate(keys, axis=1)
+        return model.finish(U, Z, x_query), np.concatenate(keys, axis=1)
     pos_q, pos_o = plan.attended(plan.query_owner), plan.positions(plan.other)
     A_q, V_q = model.scan(T[:, pos_q], pos_q, q)
     A_o, V_o = model.scan(T[:, pos_o], pos_o, q)
@@ -399,7 +423,7 @@ def simulate(model: AttentionLayer, plan: ExchangePlan, tokens: np.ndarray) -> t
     Z_o, U_o = model.aggregate(A_o, V_o, M)
     Z_q, U_q = model.aggregate(A_q, V_q, M)
     keys += [ar.key(max_q), ar.key(max_o), _fingerprint(Z_o, B), _fingerprint(U_o, B)]
-    return model.finish(U_q + U_o, Z_q + Z_o), np.concatenate(keys, axis=1)
+    return model.finish(U_q + U_o, Z_q + Z_o, x_query), np.concatenate(keys, axis=1)
 
 
 def run_exchange(model: AttentionLayer, tokens, alice_positions, query: int | None = None, *, audit: bool = False):
@@ -456,6 +480,7 @@ class AttentionExchange(ModelProtocol):
         d = {"mode": plan.mode, "query_position": plan.query, "query_owner": plan.query_owner,
              "output_party": plan.output_party, "number_format": plan.number_format, "p": plan.precision,
              "m": plan.width, "H": plan.heads, "N": plan.seq_len, "attend_self": plan.attend_self,
+             "residual": plan.residual,
              "message_widths": {"number": plan.precision, "Z": plan.z_width, "U_value": plan.u_width},
              "theorem_bits": formula, "theorem_text": text}
         d.update(plan.itemize())

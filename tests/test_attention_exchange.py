@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from commsim.bounds import ceil_log2
@@ -11,7 +11,7 @@ from commsim.errors import InputError
 from commsim.precision import FixedPoint, FloatFormat
 from commsim.reduction import Encoded, Share
 from commsim.runner import run_protocol
-from protocols.attention import random_layer
+from protocols.attention import AttentionLayer, random_layer
 from protocols.attention_exchange import (ATTENTION_EXCHANGE, AttentionExchangeProtocol, PartitionError, make_plan,
                                           run_exchange, simulate, theorem_bits)
 
@@ -192,3 +192,132 @@ def test_audit_mode_gives_the_same_result():
     audited = run_exchange(model, row, [1, 3, 5], audit=True)
     assert np.array_equal(local.output[1], audited.output[1])
     assert local.transcript.digest() == audited.transcript.digest()
+
+
+# ---- a residual path: psi reads the query position's own embedding x_N ------------------------------
+@st.composite
+def residual_cases(draw):
+    fmt = draw(formats)
+    N = draw(st.integers(2, 9))
+    V = draw(st.integers(1, 4))
+    dim = draw(st.integers(1, 5))
+    attend_self = draw(st.booleans())
+    kw = dict(vocab=V, positions=N, heads=draw(st.integers(1, 3)), width=draw(st.integers(1, 4)), dim=dim,
+              classes=draw(st.integers(1, 3)), seed=draw(st.integers(0, 9999)), attend_self=attend_self)
+    model = random_layer(fmt, residual=True, **kw)
+    coords = draw(st.one_of(st.none(), st.lists(st.integers(0, dim - 1), min_size=1, max_size=dim, unique=True)))
+    if coords is not None:   # psi reads some coordinates of x_N only: the same layer, a narrower first psi layer
+        W, b = model.psi_layers[0]
+        val = model.ar.to_values
+        model = AttentionLayer(fmt, val(model.token_table), val(model.position_table), val(model.W_Q),
+                               val(model.W_K), val(model.W_V), val(model.W_O),
+                               [(val(W)[:, :model.out_dim + len(coords)], val(b))], attend_self=attend_self,
+                               residual=coords)
+    plain = random_layer(fmt, **kw)
+    query = draw(st.integers(0, N - 1))
+    split = draw(st.sampled_from(["any", "alice-only-query", "bob-only-query", "local"]))
+    if split == "alice-only-query":
+        alice = np.array([query])
+    elif split == "bob-only-query":
+        alice = np.array([i for i in range(N) if i != query])
+    elif split == "local":
+        alice = np.arange(N) if draw(st.booleans()) else np.array([], dtype=np.int64)
+    else:
+        alice = np.flatnonzero(draw(st.lists(st.booleans(), min_size=N, max_size=N)))
+    tokens = np.array(draw(st.lists(st.lists(st.integers(0, V - 1), min_size=N, max_size=N), min_size=1,
+                                    max_size=4)))
+    return model, plain, alice, query, tokens
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(residual_cases())
+def test_residual_path_is_exact_and_costs_the_embedding_only_one_way(case):
+    """psi reads x_N: the protocol (runner and vectorized) equals the direct forward bit for bit on every
+    partition; the embedding travels (r·p bits, one message) exactly when the query owner does not output."""
+    model, plain, alice, query, tokens = case
+    N, r, p = tokens.shape[1], model.residual_width, model.precision
+    assert r >= 1 and model.psi_input_width == model.out_dim + r
+    direct = model.forward_rep(tokens, query)
+    plan = make_plan(model, N, alice, query)
+    base = make_plan(plain, N, alice, query)
+    event(f"{plan.mode}, {'fixed point' if model.ar.is_fixed else 'IEEE'}")
+    raw, keys = simulate(model, plan, tokens)
+    assert np.array_equal(model.ar.key(raw), model.ar.key(direct))
+    items = plan.itemize()
+    embedding = [m for m in plan.messages if m.step == "embedding"]
+    if plan.mode == "one-way":
+        assert [(m.label, m.sender, m.bits) for m in embedding] == [("embedding", plan.query_owner, r * p)]
+        assert plan.total_bits == base.total_bits + r * p == theorem_bits(model, plan)[0]
+        assert items["bits_by_step"]["embedding"] == r * p
+        assert "embedding" in theorem_bits(model, plan)[1]
+        assert keys.shape[1] == simulate(plain, base, tokens)[1].shape[1] + r
+    else:
+        assert embedding == [] and "embedding" not in items["bits_by_step"]
+        assert plan.total_bits == base.total_bits and theorem_bits(model, plan) == theorem_bits(plain, base)
+    assert plan.output_party == base.output_party and plan.mode == base.mode
+    for row, want in zip(tokens[:2], direct[:2]):
+        result = run_exchange(model, row, alice, query)
+        labels, out = result.output
+        assert np.array_equal(bit_pattern(out), bit_pattern(model.ar.to_values(want)))
+        assert labels.tolist() == model.labels(want[None]).tolist()
+        t = result.transcript
+        assert t.total_bits == plan.total_bits == sum(items["bits_by_step"].values())
+        assert t.total_bits - sum(h["total"] for h in items["bits_by_head"]) == r * p * len(embedding)
+        assert [(m.sender, m.label, len(m.bits)) for m in t] == \
+            [(m["sender"], m["label"], m["bits"]) for m in items["messages"]]
+        assert t.bits_by_direction == items["bits_by_direction"]
+
+
+def test_residual_path_changes_the_output_and_defaults_off():
+    fmt = FixedPoint.with_bits(12)
+    model = random_layer(fmt, vocab=4, positions=6, heads=2, width=2, dim=3, seed=5, residual=True)
+    plain = random_layer(fmt, vocab=4, positions=6, heads=2, width=2, dim=3, seed=5)
+    assert plain.residual_coords is None and plain.residual_width == 0
+    assert model.psi_layers[0][0].shape == (2, 6) and np.array_equal(model.residual_coords, np.arange(3))
+    tokens = np.random.default_rng(0).integers(0, 4, size=(50, 6))
+    assert not np.array_equal(model.forward_rep(tokens), plain.forward_rep(tokens))   # psi does read x_N
+    with pytest.raises(ValueError, match="x_query"):
+        model.finish(np.zeros((1, 2, 2), dtype=np.int64), np.ones((1, 2), dtype=np.int64))
+    with pytest.raises(InputError, match="residual coordinates"):
+        AttentionLayer(fmt, np.zeros((2, 3)), None, np.zeros((1, 1, 3)), np.zeros((1, 1, 3)), np.zeros((1, 1, 3)),
+                       np.zeros((3, 1)), residual=[3])
+
+
+def test_residual_path_float_semantics_save_and_load(tmp_path):
+    model = random_layer(FloatFormat("float32"), vocab=5, positions=7, heads=2, width=3, dim=4, seed=9,
+                         residual=True)
+    tokens = np.random.default_rng(1).integers(0, 5, size=(30, 7))
+    ref, flt = model.forward(tokens), model.float_forward(tokens)
+    assert np.all(np.abs(ref - flt) <= 1e-4 * (1 + np.abs(flt)))
+    model.save(tmp_path / "layer.npz")
+    again = AttentionLayer.load(tmp_path / "layer.npz")
+    assert np.array_equal(again.residual_coords, model.residual_coords)
+    assert np.array_equal(again.forward(tokens), ref)
+
+
+def test_residual_transcript_keys_mean_equal_transcripts_one_way():
+    model = random_layer(FixedPoint(3, 1), vocab=2, positions=5, width=1, dim=2, seed=11, residual=True)
+    tokens = np.array([[int(c) for c in f"{i:05b}"] for i in range(32)])
+    plan = make_plan(model, 5, [4])
+    assert plan.mode == "one-way"
+    _, keys = simulate(model, plan, tokens)
+    protocol = AttentionExchangeProtocol(model, plan)
+    a, b = plan.positions("alice"), plan.positions("bob")
+    digests = [run_protocol(protocol, Share(a, row[a], 5), Share(b, row[b], 5)).transcript.digest()
+               for row in tokens]
+    for i in range(32):
+        for j in range(32):
+            assert (digests[i] == digests[j]) == bool(np.array_equal(keys[i], keys[j]))
+
+
+def test_residual_spec_and_sweep_itemize_the_embedding():
+    from commsim.plugins import load_plugins, make_model
+    load_plugins()
+    model = make_model("attention:residual=1,heads=2,width=3,dim=4,precision=10", vocab_size=3, seq_len=8)
+    assert model.residual_width == 4
+    tokens = np.random.default_rng(2).integers(0, 3, size=(20, 8))
+    enc = Encoded(tokens, np.array([7]), (7,))
+    sweep = ATTENTION_EXCHANGE.sweep(model, enc)
+    assert sweep.exact_match.all()
+    assert sweep.details["bits_by_step"]["embedding"] == 4 * 10 and sweep.details["residual"] == 4
+    assert int(sweep.alice_to_bob[0]) == sweep.details["total_bits"] == sweep.details["theorem_bits"]

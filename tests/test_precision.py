@@ -430,8 +430,8 @@ def test_float_exact_sum_rounds_correctly(dtype, data):
     if dtype == "float64":
         try:
             assert got == math.fsum(values)  # fsum is correctly rounded
-        except OverflowError:
-            assert math.isinf(got)
+        except OverflowError:  # fsum overflows in its partials even when the sum itself is finite
+            assert got == ref_round(exact, dtype)
 
 
 def test_float_sum_rounding_examples():

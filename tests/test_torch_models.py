@@ -265,6 +265,7 @@ def test_hooked_transformer_one_layer(attn_only, norm):
     cfg = HookedTransformerConfig(n_layers=1, d_model=8, n_ctx=N + 1, d_head=4, n_heads=2, d_vocab=VOCAB,
                                   attn_only=attn_only, normalization_type=norm, act_fn="gelu")
     model = from_torch(HookedTransformer(cfg))
+    assert model.width == cfg.d_head and model.residual_width == cfg.d_model
     assert agreement(model)["agrees"]
     assert run_idxl(model).protocol_matches_model
 
@@ -284,6 +285,7 @@ def test_transformer_bridge_around_gpt2():
     hf = gpt2(seed=3)
     bridge = build_bridge_from_module(hf, "GPT2LMHeadModel", hf_config=hf.config)
     model = from_torch(bridge)
+    assert model.width == hf.config.n_embd // hf.config.n_head
     assert agreement(model)["agrees"]   # against the bridge's own forward
     assert run_idxl(model).protocol_matches_model
 
@@ -300,8 +302,48 @@ def test_transformer_bridge_native_attention_only():
                                            "d_vocab": VOCAB, "attn_only": True, "normalization_type": None,
                                            "seed": 0})
     model = from_torch(bridge)
+    assert model.width == 4 and model.residual_width == 8
     assert agreement(model)["agrees"]
     assert run_idxl(model).protocol_matches_model
+
+
+# ---- the residual stream at the query position reaches psi (not through the heads) ----------------------
+@pytest.mark.parametrize("kind", ["gpt2", "mha-residual"])
+def test_residual_stream_reaches_psi_without_widening_the_heads(kind):
+    """psi reads the query's own residual stream through the layer's residual path: the reported width m
+    is the real head width; the embedding costs d·p bits in the one-way exchange and nothing in the
+    two-way one; bits_used is the plan's itemized total."""
+    dim, heads = 8, 2
+    if kind == "gpt2":
+        model = from_torch(gpt2(dim=dim, heads=heads, seed=4))
+    else:
+        torch.manual_seed(7)
+        model = from_torch(AttentionModel(dim, heads, residual=True))
+    assert model.width == dim // heads and model.residual_width == dim
+    result = agreement(model)
+    assert result["agrees"] and result["label_agreement"] == 1.0, result["note"]
+    m, p, H = dim // heads, model.precision, heads
+    one = run_idxl(model)                 # Bob holds only the query: the one-way exchange, Alice outputs
+    d = one.details
+    assert one.protocol_matches_model and (d["mode"], d["m"], d["residual"]) == ("one-way", m, dim)
+    assert one.bits_used == d["total_bits"] == sum(d["bits_by_step"].values()) == one.bits_formula
+    assert d["bits_by_step"] == {"query": m * p * H, "embedding": dim * p, "self": (m + 1) * p * H}
+    labels = [msg.label for msg in one.transcript]
+    assert labels.count("embedding") == 1
+    two = run_reduction("eq-ineq", model, 2, certify=False)   # each party owns half: the query owner outputs
+    d2 = two.details
+    assert two.protocol_matches_model and d2["mode"] == "two-way" and d2["m"] == m
+    assert two.bits_used == d2["total_bits"] == sum(d2["bits_by_step"].values())
+    assert set(d2["bits_by_step"]) == {"query", "max", "Z", "U"}
+    assert d2["bits_by_step"]["query"] == m * p * H
+
+
+def test_multihead_attention_without_residual_has_no_residual_path():
+    torch.manual_seed(3)
+    model = from_torch(AttentionModel(8, 2, residual=False))
+    assert model.width == 4 and model.residual_width == 0 and model.residual_coords is None
+    report = run_idxl(model)
+    assert report.protocol_matches_model and "embedding" not in report.details["bits_by_step"]
 
 
 # ---- factories, files and the command line ---------------------------------------------------------------

@@ -12,11 +12,12 @@ that form by folding, never by approximating:
   a table E(i, s) = ln_1(wte[s] + wpe[i]), one row per position and token;
 * everything after the attention *at the query position* -- W_O's bias, the residual connection,
   ``ln_2`` and the MLP, the final LayerNorm and the unembedding -- is psi.  psi needs the query
-  position's own residual stream x_N; it reaches the output party inside the protocol, as extra
-  coordinates of each head's query vector (the query owner sends q_N anyway: REFERENCE section 5,
-  step 1) that every position's value repeats: the softmax average of a constant is that constant,
-  so the attention output carries x_N to psi.  Those coordinates have zero key weights, so the
-  logits are unchanged; they are counted in the transcript like every other bit.
+  position's own residual stream e_N = [wte[s_N] + wpe[N]]: it is stored as extra coordinates of
+  every position's embedding (zero weight in W_Q, W_K, W_V) and read by psi through the layer's
+  residual path (:class:`protocols.attention.AttentionLayer`, ``residual=`` those coordinates).
+  The output party gets it for free when it owns the query position; otherwise (the one-way
+  exchange) the query owner sends it as the ``embedding`` message, d·p bits.  The reported width
+  m is the real head width.
 
 Refused, with the reason: more than one layer (Lemma 5 / Corollary 13.1 of [BHBK24]: no protocol
 of this kind exists for two layers), rotary or other non-absolute position schemes, soft-capped
@@ -58,35 +59,26 @@ TWO_LAYERS = ("the attention protocol wraps one attention layer: for two layers 
 class TorchAttention(AttentionLayer):
     """A one-layer attention model folded from torch (module docstring).
 
-    The embedding is a (positions, tokens, dim) table; each head's width is ``width = m +
-    residual_per_head``, whose last ``residual_per_head`` coordinates carry the query position's
-    residual stream (zero key weights; every position's value repeats them).  ``torch_forward``
-    runs the original torch module (the agreement check); ``source`` says what was wrapped.
+    The embedding is a (positions, tokens, dim) table; ``residual`` (a sequence of its coordinates,
+    or False) is what psi reads of the query position's embedding besides y = W_O o (the residual
+    stream, :class:`~protocols.attention.AttentionLayer`).  ``torch_forward`` runs the original torch
+    module (the agreement check); ``source`` says what was wrapped.
     """
 
-    def __init__(self, fmt: NumberFormat, table: np.ndarray, W_Q, W_K, W_V, W_O, psi, *, residual_per_head: int = 0,
-                 spec: str = "", torch_forward=None, source: str = "", attention_width: int | None = None):
+    def __init__(self, fmt: NumberFormat, table: np.ndarray, W_Q, W_K, W_V, W_O, psi, *, residual=False,
+                 spec: str = "", torch_forward=None, source: str = ""):
         table = np.asarray(table, dtype=np.float64)
         if table.ndim != 3:
             raise AdapterError(f"the embedding table must be (positions, tokens, dim), got shape {table.shape}")
-        super().__init__(fmt, table[0], None, W_Q, W_K, W_V, W_O, psi, spec=spec)
+        super().__init__(fmt, table[0], None, W_Q, W_K, W_V, W_O, psi, residual=residual, spec=spec)
         self.table = self.ar.from_values(table)
         self.max_positions = int(table.shape[0])
-        self.residual_per_head = int(residual_per_head)
-        self.attention_width = int(attention_width if attention_width is not None else self.width - residual_per_head)
         self.torch_forward = torch_forward
         self.source = source
 
     def embed(self, tokens, positions):
         """x = E(i, s): the table row of each (position, token); broadcasts like the base class."""
         return self.table[np.asarray(positions, dtype=np.int64), np.asarray(tokens, dtype=np.int64)]
-
-    def scan(self, tokens, positions, q):
-        A, V = super().scan(tokens, positions, q)
-        r = self.residual_per_head
-        if r:
-            V[..., -r:] = np.asarray(q)[:, None, :, -r:]  # every value repeats the query's residual coordinates
-        return A, V
 
     def float_forward(self, tokens, query: int | None = None) -> np.ndarray:
         """A plain float64 forward with the same rounded parameters (no intermediate rounding)."""
@@ -99,14 +91,13 @@ class TorchAttention(AttentionLayer):
         q = np.einsum("hmd,bd->bhm", val(self.W_Q), x[:, qpos])
         k = np.einsum("hmd,bnd->bnhm", val(self.W_K), x[:, keep])
         v = np.einsum("hmd,bnd->bnhm", val(self.W_V), x[:, keep])
-        r = self.residual_per_head
-        if r:
-            v[..., -r:] = q[:, None, :, -r:]
         A = np.einsum("bhm,bnhm->bhn", q, k)
         w = np.exp(A - A.max(axis=-1, keepdims=True))
         w = w / w.sum(axis=-1, keepdims=True)
         o = np.einsum("bhn,bnhm->bhm", w, v).reshape(len(tokens), -1)
         y = o @ val(self.W_O).T
+        if self.residual_coords is not None:
+            y = np.concatenate([y, x[:, qpos][:, self.residual_coords]], axis=1)
         return np.asarray(self.psi_fn(y), dtype=np.float64).reshape(len(tokens), -1)
 
     def save(self, path) -> None:
@@ -149,10 +140,12 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
     const = offset
     offset += 1
     d_res = 0 if layer.residual is None else layer.residual.shape[2]
-    res_at = offset
-    dim = offset + d_res
-    r = math.ceil(d_res / H) if d_res else 0
-    width = m + r
+    shared = next((name for name, t in layer.inputs.items() if t is layer.residual), None)
+    if shared is not None:   # the residual stream is an input already (nn.MultiheadAttention): read those coordinates
+        res_at, stored = blocks[shared][0], 0
+    else:
+        res_at, stored = offset, d_res
+    dim = offset + stored
     any_table = next(iter(layer.inputs.values()))
     P, V = any_table.shape[:2]
     table = np.zeros((P, V, dim))
@@ -160,29 +153,20 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
         start, size = blocks[name]
         table[:, :, start:start + size] = t
     table[:, :, const] = 1.0
-    if d_res:
+    if stored:
         table[:, :, res_at:] = layer.residual
     weights = {}
     for which in ("q", "k", "v"):
         source, W, b = layer.projections[which]
         start, size = blocks[source]
         scale = layer.scale if which == "q" else 1.0
-        full = np.zeros((H, width, dim))
-        full[:, :m, start:start + size] = np.asarray(W) * scale
+        full = np.zeros((H, m, dim))
+        full[:, :, start:start + size] = np.asarray(W) * scale
         if b is not None:
-            full[:, :m, const] = np.asarray(b) * scale
+            full[:, :, const] = np.asarray(b) * scale
         weights[which] = full
-    for h in range(H):  # the query's residual coordinates: head h carries x_N[h r : (h + 1) r]
-        for j in range(r):
-            c = h * r + j
-            if c < d_res:
-                weights["q"][h, m + j, res_at + c] = 1.0
     d_out = layer.W_O.shape[0]
-    W_O = np.zeros((d_out + H * r, H * width))
-    for h in range(H):
-        W_O[:d_out, h * width:h * width + m] = layer.W_O[:, h * m:(h + 1) * m]
-        for j in range(r):
-            W_O[d_out + h * r + j, h * width + m + j] = 1.0
+    W_O = np.asarray(layer.W_O, dtype=np.float64)
     b_O = None if layer.b_O is None else np.asarray(layer.b_O, dtype=np.float64)
     q_fmt = fmt.quantize
     b_O_q = None if b_O is None else q_fmt(b_O)
@@ -197,8 +181,9 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
             stream += y[:, d_out:d_out + d_res]
         return post(stream)
 
-    return TorchAttention(fmt, table, weights["q"], weights["k"], weights["v"], W_O, psi, residual_per_head=r,
-                          spec=spec, torch_forward=torch_forward, source=layer.source, attention_width=m)
+    residual = np.arange(res_at, res_at + d_res) if d_res else False   # psi reads e_N: (y, x_N[residual])
+    return TorchAttention(fmt, table, weights["q"], weights["k"], weights["v"], W_O, psi, residual=residual,
+                          spec=spec, torch_forward=torch_forward, source=layer.source)
 
 
 # ---- shared pieces ---------------------------------------------------------------------------------
