@@ -55,7 +55,7 @@ class CommunicationProtocol(Protocol):
 def select_instances(problem: Problem, instances: int | None, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
     """Every (alice, bob) pair when ``instances`` is None, else that many seeded samples."""
     if instances is None:
-        return (*problem.all_pairs(), "all")
+        return (*problem.all_pairs(), getattr(problem, "all_description", "all"))
     return (*problem.sample(np.random.default_rng(seed), instances), f"{instances} sampled (seed {seed})")
 
 

@@ -35,6 +35,8 @@ class DyckFoolingProblem(DyckProblem):
     """Dyck-(2,2) membership, odd/even split, whose exhaustive instances are the fooling set:
     every member of length N (2^(N-1) of them), Alice's odd-position symbols with Bob's even ones."""
 
+    all_description = "all members of length N: the fooling set"
+
     def all_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         return self.split(self.language.members(self.n))
 
