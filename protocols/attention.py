@@ -647,15 +647,20 @@ class AttentionLayer:
         """The model's decisions (B,) at the query position."""
         return self.labels(self.forward_rep(tokens, query))
 
+    def _float_embedding(self, tokens: np.ndarray) -> np.ndarray:
+        """x_i = E_tok(s_i) + E_pos(i) in float64 (the rounded parameters, the sum not rounded)."""
+        val = self.ar.to_values
+        tok = val(self._token_rep(tokens))
+        pos = self._position_rep(np.arange(tokens.shape[1]))
+        return tok if pos is None else tok + val(pos)[None]
+
     def float_forward(self, tokens, query: int | None = None) -> np.ndarray:
         """A plain float64 forward with the same (rounded) parameters: no intermediate rounding."""
         tokens = np.atleast_2d(np.asarray(tokens))
         N = tokens.shape[1]
         qpos = self.query_position(N) if query is None else int(query)
         val = self.ar.to_values
-        tok = val(self._token_rep(tokens))
-        pos = self._position_rep(np.arange(N))
-        x = tok if pos is None else tok + val(pos)[None]
+        x = self._float_embedding(tokens)
         keep = self.attended(N, qpos)
         Wq, Wk, Wv = val(self.W_Q), val(self.W_K), val(self.W_V)
         q = np.einsum("hmd,bd->bhm", Wq, x[:, qpos])

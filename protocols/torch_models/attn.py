@@ -80,25 +80,9 @@ class TorchAttention(AttentionLayer):
         """x = E(i, s): the table row of each (position, token); broadcasts like the base class."""
         return self.table[np.asarray(positions, dtype=np.int64), np.asarray(tokens, dtype=np.int64)]
 
-    def float_forward(self, tokens, query: int | None = None) -> np.ndarray:
-        """A plain float64 forward with the same rounded parameters (no intermediate rounding)."""
-        tokens = np.atleast_2d(np.asarray(tokens))
-        N = tokens.shape[1]
-        qpos = self.query_position(N) if query is None else int(query)
-        val = self.ar.to_values
-        x = val(self.embed(tokens, np.arange(N)))
-        keep = self.attended(N, qpos)
-        q = np.einsum("hmd,bd->bhm", val(self.W_Q), x[:, qpos])
-        k = np.einsum("hmd,bnd->bnhm", val(self.W_K), x[:, keep])
-        v = np.einsum("hmd,bnd->bnhm", val(self.W_V), x[:, keep])
-        A = np.einsum("bhm,bnhm->bhn", q, k)
-        w = np.exp(A - A.max(axis=-1, keepdims=True))
-        w = w / w.sum(axis=-1, keepdims=True)
-        o = np.einsum("bhn,bnhm->bhm", w, v).reshape(len(tokens), -1)
-        y = o @ val(self.W_O).T
-        if self.residual_coords is not None:
-            y = np.concatenate([y, x[:, qpos][:, self.residual_coords]], axis=1)
-        return np.asarray(self.psi_fn(y), dtype=np.float64).reshape(len(tokens), -1)
+    def _float_embedding(self, tokens: np.ndarray) -> np.ndarray:
+        """The (position, token) table rows, as float64 values."""
+        return self.ar.to_values(self.embed(tokens, np.arange(tokens.shape[1])))
 
     def save(self, path) -> None:
         raise AdapterError("a model wrapped from torch is saved by saving the torch module (torch.save)")
