@@ -470,15 +470,20 @@ class GRU(_Trainable):
         m = self.width
         u = self._rec(h)
         u += self.params["recurrent_bias"]
-        a = self._embed[x]
-        r = _sigmoid(a[:, :m] + u[:, :m])
-        z = _sigmoid(a[:, m:2 * m] + u[:, m:2 * m])
-        n = u[:, 2 * m:] * r
-        n += a[:, 2 * m:]
-        np.tanh(n, out=n)
-        out = (1.0 - z) * n
-        out += z * h
-        return out
+        return gru_cell(self._embed[x], u, h, m)
+
+
+def gru_cell(a: np.ndarray, u: np.ndarray, h: np.ndarray, m: int) -> np.ndarray:
+    """PyTorch's GRU update from the input part ``a = W_i x + b_i`` and the recurrent part
+    ``u = W_h h + b_h`` (3m columns each, gates r, z, n): (1 - z) * n + z * h."""
+    r = _sigmoid(a[:, :m] + u[:, :m])
+    z = _sigmoid(a[:, m:2 * m] + u[:, m:2 * m])
+    n = u[:, 2 * m:] * r
+    n += a[:, 2 * m:]
+    np.tanh(n, out=n)
+    out = (1.0 - z) * n
+    out += z * h
+    return out
 
 
 _TRAINABLE = {"elman": Elman, "lstm": LSTM, "gru": GRU}

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.precision import NumberFormat
-from protocols.recurrent import RecurrentModel, _sigmoid
+from protocols.recurrent import RecurrentModel, _sigmoid, gru_cell
 
 from .layers import AdapterError, Dense, Head, format_for_dtype, numpy_head, tensor
 
@@ -112,13 +112,7 @@ class TorchRecurrent(RecurrentModel):
             else:  # gru: r, z, n (PyTorch's form)
                 u = lay["hh"](prev)
                 u += lay["b_hh"]
-                r = _sigmoid(a[:, :m] + u[:, :m])
-                zg = _sigmoid(a[:, m:2 * m] + u[:, m:2 * m])
-                n = u[:, 2 * m:] * r
-                n += a[:, 2 * m:]
-                np.tanh(n, out=n)
-                new = (1.0 - zg) * n
-                new += zg * prev
+                new = gru_cell(a, u, prev, m)
             out[:, off:off + hs] = new
             below = self._q(out[:, off:off + hs])
         return out
