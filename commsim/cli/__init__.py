@@ -29,13 +29,8 @@ def cli():
 
 
 # command modules attach themselves to the group
-from . import cc, listing  # noqa: E402,F401
-for _optional in ("run", "budget", "fooling", "automaton", "matrix", "tree", "teach", "separate"):
-    try:
-        __import__(f"{__name__}.{_optional}")
-    except ModuleNotFoundError as _exc:  # a command that has not been written yet
-        if _exc.name != f"{__name__}.{_optional}":
-            raise
+from . import (automaton, budget, cc, fooling, listing, matrix, run, separate, teach,  # noqa: E402,F401
+               tree)
 
 
 def _wants_json(argv: list[str]) -> bool:
