@@ -1,36 +1,34 @@
 """Bit budgets: how many bits an architecture's protocol carries, against a task's lower bound,
 and the largest sequence length N the bound does not rule out.
 
-* recurrent model, hidden-state handoff (Theorem 2 of [BHBK24]): m·p bits, whatever N;
-* one-layer attention, max-logit / partial-softmax exchange (Theorem 4 of [BHBK24]):
-  3·m·(p + ceil(log2 N))·H bits.
-
-The bound as a function of N comes from the reduction (:meth:`Reduction.length_bound`).
+The protocol's count comes from the model protocol registered for the architecture
+(:meth:`ModelProtocol.budget_bits`: m·p for the hidden-state handoff, 3·m·(p + ceil(log2 N))·H for
+the one-layer attention exchange); the bound as a function of N comes from the reduction
+(:meth:`Reduction.length_bound`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .bounds import LowerBound, ceil_log2
+from .bounds import LowerBound
 from .errors import InputError
 from .plugins import load_plugins
 
-__all__ = ["ARCHES", "protocol_bits", "protocol_formula", "BudgetReport", "budget", "max_length"]
+__all__ = ["architectures", "protocol_for_arch", "BudgetReport", "budget", "max_length"]
 
-ARCHES = ("rnn", "attention")
 MAX_SEARCH = 1 << 62
 
 
-def protocol_bits(arch: str, width: int, precision: int, heads: int, seq_len: int) -> int:
-    if arch == "rnn":
-        return width * precision
-    return 3 * width * (precision + ceil_log2(max(seq_len, 1))) * heads
+def architectures() -> dict:
+    """``--arch`` name -> the model protocol that gives its budget."""
+    return {e.obj.arch: e.obj for e in load_plugins().entries("model-protocol") if getattr(e.obj, "arch", "")}
 
 
-def protocol_formula(arch: str, width: int, precision: int, heads: int) -> str:
-    if arch == "rnn":
-        return f"m·p = {width}·{precision} = {width * precision} (Theorem 2)"
-    return f"3·m·(p + ceil(log2 N))·H = 3·{width}·({precision} + ceil(log2 N))·{heads} (Theorem 4)"
+def protocol_for_arch(arch: str):
+    arches = architectures()
+    if arch not in arches:
+        raise InputError(f"--arch must be one of {', '.join(sorted(arches))}, got {arch!r}", "--arch")
+    return arches[arch]
 
 
 @dataclass
@@ -58,7 +56,9 @@ class BudgetReport:
 
 def _fits(reduction, arch, width, precision, heads, N) -> bool:
     bound = reduction.length_bound(arch, N)
-    return not bound.applies or bound.bits is None or protocol_bits(arch, width, precision, heads, N) >= bound.bits
+    if not bound.applies or bound.bits is None:
+        return True
+    return protocol_for_arch(arch).budget_bits(width, precision, heads, N)[0] >= bound.bits
 
 
 def max_length(reduction, arch: str, width: int, precision: int, heads: int) -> int | None:
@@ -81,8 +81,7 @@ def max_length(reduction, arch: str, width: int, precision: int, heads: int) -> 
 
 def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, n: int | None = None,
            n_range: list[int] | None = None) -> BudgetReport:
-    if arch not in ARCHES:
-        raise InputError(f"--arch must be one of {', '.join(ARCHES)}, got {arch!r}", "--arch")
+    wrapper = protocol_for_arch(arch)
     for value, name in ((width, "--width"), (precision, "--precision"), (heads, "--heads")):
         if value < 1:
             raise InputError(f"{name} must be at least 1, got {value}", name)
@@ -94,7 +93,7 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
     if N < 1:
         raise InputError(f"--n must be at least 1, got {N}", "--n")
     bound = reduction.length_bound(arch, N)
-    bits = protocol_bits(arch, width, precision, heads, N)
+    bits, bits_text = wrapper.budget_bits(width, precision, heads, N)
     if not bound.applies:
         verdict = f"the bound does not apply: {bound.reason}"
     elif bits >= bound.bits:
@@ -104,8 +103,7 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
     rows = []
     for length in (n_range or []):
         b = reduction.length_bound(arch, length)
-        used = protocol_bits(arch, width, precision, heads, length)
+        used = wrapper.budget_bits(width, precision, heads, length)[0]
         rows.append({"n": length, "bits": used, "lower_bound_bits": b.bits if b.applies else None,
                      "ok": (used >= b.bits) if b.applies and b.bits is not None else None})
-    return BudgetReport(arch, task, width, precision, heads, N, bits, protocol_formula(arch, width, precision, heads),
-                        bound, limit, verdict, rows)
+    return BudgetReport(arch, task, width, precision, heads, N, bits, bits_text, bound, limit, verdict, rows)

@@ -238,6 +238,13 @@ class ModelProtocol:
 
     name: str = ""
     source: str = ""
+    #: the architecture name ``commsim budget --arch`` uses for this protocol ("" = not offered)
+    arch: str = ""
+
+    def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:
+        """The theorem's bit count for an architecture of this width/precision/heads at length N,
+        and its formula as text (``commsim budget``)."""
+        raise NotImplementedError(f"{self.name} gives no budget formula")
 
     def direction(self, model, encoded: Encoded) -> str:
         """``"one-way"`` when only Alice speaks, once, on this split; else ``"two-way"``.

@@ -445,6 +445,12 @@ class AttentionExchange(ModelProtocol):
 
     name = "attention-exchange"
     source = "Theorem 4 of [BHBK24]; one-way variant: [SHT23]"
+    arch = "attention"
+
+    def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:
+        """3·m·(p + ceil(log2 N))·H (Theorem 4)."""
+        bits = 3 * width * (precision + ceil_log2(max(seq_len, 1))) * heads
+        return bits, (f"3·m·(p + ceil(log2 N))·H = 3·{width}·({precision} + ceil(log2 N))·{heads} (Theorem 4)")
 
     def accepts(self, model) -> bool:
         return isinstance(model, AttentionLayer)

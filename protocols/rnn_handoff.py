@@ -91,6 +91,11 @@ class RnnHandoff(ModelProtocol):
 
     name = "rnn-handoff"
     source = "Theorem 2 of [BHBK24]"
+    arch = "rnn"
+
+    def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:
+        """m·p, whatever N (Theorem 2)."""
+        return width * precision, f"m·p = {width}·{precision} = {width * precision} (Theorem 2)"
 
     def accepts(self, model) -> bool:
         return isinstance(model, RecurrentModel)

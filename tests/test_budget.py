@@ -4,7 +4,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from commsim.budget import budget, max_length, protocol_bits
+from commsim.budget import budget, max_length, protocol_for_arch
 from commsim.cli import cli
 from commsim.plugins import load_plugins
 
@@ -27,8 +27,9 @@ def test_rnn_max_n_follows_each_theorem_form(task, expected):
 def test_max_n_is_the_exact_crossing_for_attention():
     red = load_plugins().get("reduction", "dyck22-fooling")
     limit = max_length(red, "attention", 8, 16, 2)
-    assert protocol_bits("attention", 8, 16, 2, limit) >= red.length_bound("attention", limit).bits
-    assert protocol_bits("attention", 8, 16, 2, limit + 1) < red.length_bound("attention", limit + 1).bits
+    bits = protocol_for_arch("attention").budget_bits
+    assert bits(8, 16, 2, limit)[0] >= red.length_bound("attention", limit).bits
+    assert bits(8, 16, 2, limit + 1)[0] < red.length_bound("attention", limit + 1).bits
 
 
 def test_bounds_that_do_not_apply_leave_n_unbounded():

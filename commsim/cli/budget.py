@@ -5,7 +5,7 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from ..budget import ARCHES, budget
+from ..budget import budget
 from ..errors import InputError
 from ..plugins import load_plugins
 from . import cli
@@ -70,7 +70,7 @@ def plot_budget(report, path: str) -> None:
 
 
 @cli.command("budget")
-@click.option("--arch", type=click.Choice(ARCHES), required=True, help="rnn (hidden-state handoff) or attention.")
+@click.option("--arch", required=True, help="rnn (hidden-state handoff) or attention (one layer).")
 @click.option("--width", type=int, required=True, help="m: hidden units (rnn) or query/key/value width per head.")
 @click.option("--precision", type=int, required=True, help="p: bits per number.")
 @click.option("--heads", type=int, default=1, show_default=True, help="H: attention heads.")
