@@ -8,25 +8,8 @@ import pytest
 from click.testing import CliRunner
 
 import commsim
-from commsim.cli import cli, main
-
-
-def invoke(*args: str) -> dict | str:
-    """Run the click group in-process; return parsed JSON when --json was given."""
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout) if "--json" in args else result.stdout
-
-
-def run_main(capsys, *args: str) -> tuple[int, str, str]:
-    """Call ``main`` like the console script; return (exit status, stdout, stderr)."""
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
+from commsim.cli import cli
+from cli_helpers import invoke, run_main
 
 
 # ---- cc: the numbers --------------------------------------------------------------------------

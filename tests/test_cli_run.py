@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from commsim.cli import cli, main
+from commsim.cli import cli
 from commsim.cli.common import bit_breakdown, certificate_view, progress_bar, sequence_lines
 from commsim.channel import Transcript
 from commsim.bits import Bits
 from commsim.plugins import load_plugins
+from cli_helpers import invoke, run_main
 
 RUN_KEYS = {"reduction", "problem", "task", "protocol", "model", "n", "seq_len", "instances_run", "bits_used",
             "bits_by_direction", "rounds", "bits_formula", "lower_bound_bits", "lower_bound_source",
@@ -20,22 +20,6 @@ RUN_KEYS = {"reduction", "problem", "task", "protocol", "model", "n", "seq_len",
             "certificate"}
 CERT_KEYS = {"kind", "alice_input", "bob_input", "expected", "model_output", "explanation"}
 BUDGET_KEYS = {"arch", "task", "width", "precision", "heads", "bits_formula", "lower_bound_bits", "max_n", "verdict"}
-
-
-def invoke(*args: str):
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout) if "--json" in args else result.stdout
-
-
-def run_main(capsys, *args: str):
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 # ---- run --json: the contract ------------------------------------------------------------------

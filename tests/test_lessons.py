@@ -7,10 +7,11 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from commsim.cli import cli, main
+from commsim.cli import cli
 from commsim.plugins import load_plugins
 from commsim.teach import latex_to_text, render_markdown
 from protocols.lessons import TOPICS
+from cli_helpers import run_main
 
 REQUIRED = {"rnn-index", "rnn-eq", "rnn-disj", "attention-protocol", "attention-dyck", "attention-disj",
             "fooling-sets", "two-layers"}
@@ -29,16 +30,6 @@ def build(topic, n=None):
 @pytest.fixture(scope="module")
 def lessons():
     return {topic: build(topic) for topic in TOPICS}
-
-
-def run_main(capsys, args):
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_every_required_topic_is_registered():

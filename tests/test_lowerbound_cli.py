@@ -4,26 +4,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from commsim.cli import cli, main
-
-
-def run_main(capsys, args):
-    """Run the real entry point; returns (exit code, stdout, stderr)."""
-    code = 0
-    try:
-        main(args)
-    except SystemExit as exc:
-        code = exc.code
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def invoke(args):
-    result = CliRunner().invoke(cli, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return result.output
+from cli_helpers import invoke, run_main
 
 
 # ---- fooling ---------------------------------------------------------------------------
@@ -40,18 +22,18 @@ def test_fooling_dyck22_n1000_json_has_the_exact_size(capsys):
 @pytest.mark.parametrize("problem,n,size,bits", [("index", 5, 32, 5), ("eq", 8, 256, 8), ("disj", 6, 64, 6),
                                                  ("dyck22", 10, 512, 9)])
 def test_fooling_json_contract(problem, n, size, bits):
-    d = json.loads(invoke(["fooling", problem, "--n", str(n), "--verify", "--json"]))
+    d = invoke(["fooling", problem, "--n", str(n), "--verify", "--json"])
     assert {"problem", "n", "size", "log2_size", "lower_bound_bits", "verified", "method"} <= set(d)
     assert (d["problem"], d["n"], d["size"], d["lower_bound_bits"], d["verified"]) == (problem, n, size, bits, True)
     assert "verified by" in d["method"]
 
 
 def test_fooling_big_sizes_are_decimal_strings():
-    d = json.loads(invoke(["fooling", "eq", "--n", "60", "--json"]))
+    d = invoke(["fooling", "eq", "--n", "60", "--json"])
     assert d["size"] == str(2 ** 60)
-    d = json.loads(invoke(["fooling", "eq", "--n", "52", "--json"]))
+    d = invoke(["fooling", "eq", "--n", "52", "--json"])
     assert d["size"] == 2 ** 52
-    d = json.loads(invoke(["fooling", "index", "--n", "20000", "--json"]))  # beyond Python's 4300-digit default
+    d = invoke(["fooling", "index", "--n", "20000", "--json"])  # beyond Python's 4300-digit default
     from commsim.cli.fooling import decimal
     assert d["size"] == decimal(2 ** 20000) and len(d["size"]) == 6021
 
@@ -91,11 +73,11 @@ def test_bad_input_exits_2_with_one_line(capsys, args, needle):
 
 # ---- automaton ------------------------------------------------------------------------
 def test_automaton_json_contract():
-    d = json.loads(invoke(["automaton", "dyck22", "--n", "8", "--json"]))
+    d = invoke(["automaton", "dyck22", "--n", "8", "--json"])
     assert {"language", "n", "states", "live_states", "state_bits", "lower_bound_bits"} <= set(d)
     assert (d["language"], d["n"], d["states"], d["live_states"], d["state_bits"], d["lower_bound_bits"]) == \
         ("dyck22", 8, 8, 7, 3, 3)
-    d = json.loads(invoke(["automaton", "ineq", "--n", "10", "--json"]))
+    d = invoke(["automaton", "ineq", "--n", "10", "--json"])
     assert (d["states"], d["live_states"], d["state_bits"], d["lower_bound_bits"]) == (99, 98, 7, 5)
     assert d["distinguishable_prefixes"] == 32 and d["distinguishable_verified"] is True
 
@@ -109,7 +91,7 @@ def test_automaton_table_and_dot(tmp_path):
 
 # ---- matrix ---------------------------------------------------------------------------
 def test_matrix_command():
-    d = json.loads(invoke(["matrix", "disj", "--n", "4", "--json"]))
+    d = invoke(["matrix", "disj", "--n", "4", "--json"])
     assert (d["rank_real"], d["rank_gf2"], d["one_way_bits"], d["fooling_search"]["verified"]) == (15, 15, 4, True)
     assert d["lower_bound_bits"] == 4
     out = invoke(["matrix", "eq", "--n", "2"])
@@ -118,7 +100,7 @@ def test_matrix_command():
 
 # ---- tree ------------------------------------------------------------------------------
 def test_tree_command(tmp_path, capsys):
-    d = json.loads(invoke(["tree", "index", "--n", "3", "--protocol", "two-way", "--json"]))
+    d = invoke(["tree", "index", "--n", "3", "--protocol", "two-way", "--json"])
     assert (d["depth"], d["all_rectangles"], d["all_monochromatic"], d["correct"]) == (3, True, True, True)
     dot = tmp_path / "t.dot"
     out = invoke(["tree", "eq", "--n", "2", "--protocol", "one-way", "--dot", str(dot)])

@@ -4,28 +4,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from commsim.cli import cli, main
 from commsim.plugins import load_plugins
 
 from protocols.constructions.separations import lengths
-
-
-def invoke(*args: str):
-    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout) if "--json" in args else result.stdout
-
-
-def run_main(capsys, *args: str) -> tuple[int, str, str]:
-    try:
-        main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    out, err = capsys.readouterr()
-    return code, out, err
+from cli_helpers import invoke, run_main
 
 
 KEYS = {"task", "title", "claim", "n", "upper", "lower", "columns", "rows", "plot", "all_verified", "verdict", "notes"}
