@@ -216,6 +216,24 @@ def _word_group(width: int) -> int:
     return 8 // math.gcd(width, 8) if width < 8 else 0
 
 
+def _group_values(arr: np.ndarray, g0: int, m: int, group: int) -> np.ndarray:
+    """The values of groups g0..g0+m-1 as a (m, group) uint64 array; a partial last group is padded with 0."""
+    block = arr[g0 * group:(g0 + m) * group].astype(np.uint64)
+    if block.size < m * group:
+        block = np.concatenate([block, np.zeros(m * group - block.size, dtype=np.uint64)])
+    return block.reshape(m, group)
+
+
+def _group_bytes(packed: np.ndarray, first_byte: int, end_byte: int, g0: int, m: int, nbytes: int) -> np.ndarray:
+    """The bytes of groups g0..g0+m-1 (``nbytes`` each) as a (m, nbytes) array; bytes past ``end_byte``
+    (the missing part of a partial last group) read as 0."""
+    lo = first_byte + g0 * nbytes
+    raw = packed[lo:min(lo + m * nbytes, end_byte)]
+    if raw.size < m * nbytes:
+        raw = np.concatenate([raw, np.zeros(m * nbytes - raw.size, dtype=np.uint8)])
+    return raw.reshape(m, nbytes)
+
+
 def _pack_words(arr: np.ndarray, width: int, group: int) -> np.ndarray:
     """Pack ``group`` values at a time into one 64-bit word (vectorized shifts), keep its leading bytes."""
     n, nbytes = arr.size, group * width // 8
@@ -226,10 +244,7 @@ def _pack_words(arr: np.ndarray, width: int, group: int) -> np.ndarray:
     word, term = np.empty(step, dtype=np.uint64), np.empty(step, dtype=np.uint64)
     for g0 in range(0, ngroups, step):
         m = min(step, ngroups - g0)
-        block = arr[g0 * group:(g0 + m) * group].astype(np.uint64)
-        if block.size < m * group:  # the last group is padded with zero values
-            block = np.concatenate([block, np.zeros(m * group - block.size, dtype=np.uint64)])
-        block = block.reshape(m, group)
+        block = _group_values(arr, g0, m, group)
         np.bitwise_and(block, mask, out=block)  # keep the low bits: two's complement codes pack as is
         w, t = word[:m], term[:m]
         np.left_shift(block[:, 0], np.uint64(64 - width), out=w)
@@ -252,12 +267,8 @@ def _unpack_words(packed: np.ndarray, width: int, count: int, first_byte: int, g
     end_byte = first_byte + (count * width + 7) // 8
     for g0 in range(0, ngroups, step):
         m = min(step, ngroups - g0)
-        lo = first_byte + g0 * nbytes
-        raw = packed[lo:min(lo + m * nbytes, end_byte)]
-        if raw.size < m * nbytes:  # a partial last group: the missing bytes read as 0
-            raw = np.concatenate([raw, np.zeros(m * nbytes - raw.size, dtype=np.uint8)])
         w = words[:m]
-        w[:, :nbytes] = raw.reshape(m, nbytes)
+        w[:, :nbytes] = _group_bytes(packed, first_byte, end_byte, g0, m, nbytes)
         value = w.view(">u8").reshape(-1).astype(np.uint64)
         block = flat_out[g0 * group:(g0 + m) * group].reshape(m, group)
         for j in range(group):
@@ -296,10 +307,7 @@ def _pack_spread(arr: np.ndarray, width: int) -> np.ndarray:
     tmp = np.empty(min(step, ngroups), dtype=np.uint64)
     for g0 in range(0, ngroups, step):
         m = min(step, ngroups - g0)
-        block = arr[g0 * group:(g0 + m) * group].astype(np.uint64)
-        if block.size < m * group:  # the last group is padded with zero values
-            block = np.concatenate([block, np.zeros(m * group - block.size, dtype=np.uint64)])
-        values = block.reshape(m, group).T.copy()  # row j: the j-th value of every group
+        values = _group_values(arr, g0, m, group).T.copy()  # row j: the j-th value of every group
         np.bitwise_and(values, mask, out=values)  # keep the low bits: two's complement codes pack as is
         words = np.zeros((nwords, m), dtype=np.uint64)
         t = tmp[:m]
@@ -327,10 +335,7 @@ def _unpack_spread(packed: np.ndarray, width: int, count: int, first_byte: int, 
     tmp = np.empty(min(step, ngroups), dtype=np.uint64)
     for g0 in range(0, ngroups, step):
         m = min(step, ngroups - g0)
-        lo = first_byte + g0 * group_bytes
-        raw = packed[lo:min(lo + m * group_bytes, end_byte)]
-        if raw.size < m * group_bytes:  # a partial last group: the missing bytes read as 0
-            raw = np.concatenate([raw, np.zeros(m * group_bytes - raw.size, dtype=np.uint8)])
+        raw = _group_bytes(packed, first_byte, end_byte, g0, m, group_bytes).reshape(-1)
         words = raw.view(">u8").reshape(m, nwords).T.astype(np.uint64, order="C")  # row t: word t of each group
         values = np.empty((group, m), dtype=np.uint64)
         t = tmp[:m]
