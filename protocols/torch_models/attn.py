@@ -422,6 +422,19 @@ def _tl_norm(module, fmt, eps_default=1e-5):
     raise AdapterError(f"normalization {name} is not supported")
 
 
+
+def _residual_readout(steps, final_norm, unembed, soft_cap):
+    """psi for a TransformerLens block: the residual steps after attention (MLP), the final norm,
+    the unembedding, and the optional logit soft cap."""
+    cap = float(soft_cap or -1.0)
+
+    def post(r):
+        for step in steps:
+            r = step(r)
+        logits = unembed(final_norm(r))
+        return cap * np.tanh(logits / cap) if cap > 0 else logits
+    return post
+
 def wrap_hooked(model, fmt: NumberFormat | None = None, *, vocab_size: int | None = None, seq_len: int | None = None,
                 spec: str = "", torch_forward=None) -> TorchAttention:
     """Wrap a one-layer TransformerLens ``HookedTransformer`` (TransformerLens 3.x; attn-only or with MLP)."""
@@ -473,13 +486,7 @@ def wrap_hooked(model, fmt: NumberFormat | None = None, *, vocab_size: int | Non
             steps.append(lambda r: r + fc_out(act(fc_in(ln2(r)))))
     ln_final = _tl_norm(getattr(model, "ln_final", None), fmt) if hasattr(model, "ln_final") else (lambda r: r)
     unembed = Dense.for_format(_q(fmt, model.unembed.W_U), _q(fmt, model.unembed.b_U), fmt)
-    cap = float(getattr(cfg, "output_logits_soft_cap", -1.0) or -1.0)
-
-    def post(r):
-        for step in steps:
-            r = step(r)
-        logits = unembed(ln_final(r))
-        return cap * np.tanh(logits / cap) if cap > 0 else logits
+    post = _residual_readout(steps, ln_final, unembed, getattr(cfg, "output_logits_soft_cap", -1.0))
 
     what = (f"HookedTransformer, 1 layer, d={d}, heads={H}, d_head={m}" + (", attn-only" if cfg.attn_only else ", MLP")
             + f", normalization={cfg.normalization_type}")
@@ -546,13 +553,7 @@ def wrap_tl_native(model, fmt: NumberFormat | None = None, *, vocab_size: int | 
     ln_out = _tl_norm(model.ln_out, fmt)
     head = unwrap(model.head)
     unembed = Dense.for_format(_q(fmt, head.weight).T, _q(fmt, getattr(head, "bias", None)), fmt)
-    cap = float(getattr(model, "output_logits_soft_cap", -1.0) or -1.0)
-
-    def post(r):
-        for step in steps:
-            r = step(r)
-        logits = unembed(ln_out(r))
-        return cap * np.tanh(logits / cap) if cap > 0 else logits
+    post = _residual_readout(steps, ln_out, unembed, getattr(model, "output_logits_soft_cap", -1.0))
 
     what = (f"TransformerLens native model, 1 layer, d={d}, heads={H}, d_head={m}" +
             (", attn-only" if cfg.attn_only else ", MLP") + f", normalization={cfg.normalization_type}")
