@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .bounds import Conditions, LowerBound, ceil_log2
-from .commmatrix import distinct_rows
-from .errors import InputError
-from .problems import DyckLanguage, all_bit_strings
+from commsim.bounds import Conditions, LowerBound, ceil_log2
+from commsim.commmatrix import distinct_rows
+from commsim.errors import InputError
+from commsim.problems import DyckLanguage, all_bit_strings
 
 if TYPE_CHECKING:  # imported by DFA.graph() only, to keep CLI start-up fast
     import networkx as nx

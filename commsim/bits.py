@@ -18,7 +18,7 @@ from typing import Iterable
 
 import numpy as np
 
-from .errors import InputError
+from commsim.errors import InputError
 
 __all__ = ["Bits", "pack_uints", "unpack_uints", "BitsError"]
 

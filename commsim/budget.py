@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .bounds import LowerBound
-from .errors import InputError
-from .plugins import load_plugins
+from commsim.bounds import LowerBound
+from commsim.errors import InputError
+from commsim.plugins import load_plugins
 
 __all__ = ["architectures", "protocol_for_arch", "BudgetReport", "budget", "max_length"]
 

@@ -20,9 +20,9 @@ from typing import Callable
 
 import numpy as np
 
-from .bits import Bits
-from .problems import DyckProblem, Problem
-from .reduction import Certificate
+from commsim.bits import Bits
+from commsim.problems import DyckProblem, Problem
+from commsim.reduction import Certificate
 
 __all__ = ["message_rows", "digest_rows", "alice_search_space", "find_collisions", "separating_bob_input",
            "collision_certificate", "EXHAUSTIVE_ALICE_BITS"]

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from .bits import Bits
+from commsim.bits import Bits
 
 __all__ = ["Message", "Transcript", "PARTIES", "other_party"]
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .bounds import ceil_log2
-from .errors import InputError
-from .problems import DyckLanguage, Problem, make_problem
+from commsim.bounds import ceil_log2
+from commsim.errors import InputError
+from commsim.problems import DyckLanguage, Problem, make_problem
 
 __all__ = ["CommMatrix", "FoolingSearch", "MatrixReport", "communication_matrix", "rank_real", "rank_gf2",
            "rank_mod_p", "distinct_rows", "one_way_bits", "log_rank_bits", "is_fooling_set",
@@ -97,7 +97,7 @@ def communication_matrix(problem_name: str, n: int, *, max_cells: int = MAX_MATR
 
     Raises :class:`InputError` naming the largest n that fits in ``max_cells`` cells.
     """
-    from .fooling import check_problem_args
+    from commsim.fooling import check_problem_args
     n = check_problem_args(problem_name, n)
     problem = make_problem(problem_name, n)
     rows, cols = _matrix_shape(problem_name, int(n))
@@ -393,7 +393,7 @@ MOD_P_MAX_SIDE = 512
 
 def analyze_matrix(problem_name: str, n: int, *, restarts: int = 4, seed: int = 0) -> MatrixReport:
     """Matrix, ranks (reals, GF(2), GF(2^31 - 1) when small), distinct rows, a searched fooling set."""
-    from .fooling import fooling_set  # the known construction, for comparison
+    from commsim.fooling import fooling_set
 
     cm = communication_matrix(problem_name, n)
     M = cm.matrix

@@ -13,11 +13,11 @@ from typing import Callable
 
 import numpy as np
 
-from .channel import Transcript
-from .errors import InputError
-from .party import Protocol, ProtocolError
-from .problems import Problem, make_problem
-from .runner import AuditSession, run_protocol
+from commsim.channel import Transcript
+from commsim.errors import InputError
+from commsim.party import Protocol, ProtocolError
+from commsim.problems import Problem, make_problem
+from commsim.runner import AuditSession, run_protocol
 
 __all__ = ["CommunicationProtocol", "BatchRun", "CcReport", "run_cc", "select_instances", "RUNNER_CHECKS"]
 

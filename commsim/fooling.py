@@ -35,9 +35,9 @@ from typing import Iterator, NamedTuple
 
 import numpy as np
 
-from .bounds import Conditions, LowerBound, ceil_log2, log2_exact
-from .errors import InputError
-from .problems import DyckLanguage, DyckProblem, Problem, make_problem
+from commsim.bounds import Conditions, LowerBound, ceil_log2, log2_exact
+from commsim.errors import InputError
+from commsim.problems import DyckLanguage, DyckProblem, Problem, make_problem
 
 __all__ = [
     "FoolingSet", "FoolingVerification", "Crossing", "fooling_set", "count_dyck", "dyck_counts",

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generator
 
-from .bits import Bits
+from commsim.bits import Bits
 
 __all__ = ["Send", "Receive", "Protocol", "PartyProgram", "ProtocolError"]
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
-from .errors import InputError
-from .precision import FixedPoint, FloatFormat, NumberFormat, parse_format
+from commsim.errors import InputError
+from commsim.precision import FixedPoint, FloatFormat, NumberFormat, parse_format
 
 __all__ = ["Registry", "Entry", "ModelSpec", "registry", "load_plugins", "make_model", "KINDS"]
 

@@ -19,9 +19,9 @@ from typing import Iterable
 
 import numpy as np
 
-from .errors import InputError
+from commsim.errors import InputError
 
-from .bits import Bits, _pack_valid, _span, pack_uints, unpack_uints
+from commsim.bits import Bits, _pack_valid, _span, pack_uints, unpack_uints
 
 __all__ = [
     "NumberFormat", "FixedPoint", "FloatFormat", "FormatError", "SaturationWarning",

@@ -22,7 +22,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .errors import InputError
+from commsim.errors import InputError
 
 __all__ = ["ProblemInputError", "Problem", "Index", "Equality", "Disjointness", "DyckLanguage",
            "DyckProblem", "all_bit_strings", "make_problem", "PROBLEM_NAMES", "MAX_EXHAUSTIVE_BITS"]

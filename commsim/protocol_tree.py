@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .commmatrix import input_text
-from .errors import InputError
-from .fooling import check_problem_args, find_transcript_collision, fooling_set
-from .plugins import load_plugins
-from .problems import Problem, make_problem
-from .runner import run_protocol
+from commsim.commmatrix import input_text
+from commsim.errors import InputError
+from commsim.fooling import check_problem_args, find_transcript_collision, fooling_set
+from commsim.plugins import load_plugins
+from commsim.problems import Problem, make_problem
+from commsim.runner import run_protocol
 
 if TYPE_CHECKING:  # networkx is imported when a tree is built (it costs a quarter second at CLI start-up)
     import networkx as nx

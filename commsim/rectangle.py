@@ -26,10 +26,10 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import InputError
-from .fooling import FOOLING_PROBLEMS, cross, find_transcript_collision, fooling_set
-from .problems import Problem
-from .reduction import Certificate
+from commsim.errors import InputError
+from commsim.fooling import FOOLING_PROBLEMS, cross, find_transcript_collision, fooling_set
+from commsim.problems import Problem
+from commsim.reduction import Certificate
 
 __all__ = ["row_digests", "rectangle_certificate", "sweep_fooling_set", "FoolingSweep", "CHUNK"]
 

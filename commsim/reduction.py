@@ -26,14 +26,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .bounds import LowerBound
-from .channel import Transcript
-from .communication import RUNNER_CHECKS, select_instances
-from .errors import InputError, NotApplicable
-from .party import Protocol, ProtocolError
-from .plugins import load_plugins, make_model
-from .problems import Problem
-from .runner import AuditSession, run_protocol
+from commsim.bounds import LowerBound
+from commsim.channel import Transcript
+from commsim.communication import RUNNER_CHECKS, select_instances
+from commsim.errors import InputError, NotApplicable
+from commsim.party import Protocol, ProtocolError
+from commsim.plugins import load_plugins, make_model
+from commsim.problems import Problem
+from commsim.runner import AuditSession, run_protocol
 
 __all__ = ["Encoded", "Sweep", "Certificate", "Report", "Reduction", "ModelProtocol", "run_reduction",
            "protocol_for", "Share"]

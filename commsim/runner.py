@@ -15,9 +15,9 @@ import traceback
 from dataclasses import dataclass
 from typing import Any
 
-from .bits import Bits
-from .channel import Transcript, other_party
-from .party import Protocol, ProtocolError, Receive, Send
+from commsim.bits import Bits
+from commsim.channel import Transcript, other_party
+from commsim.party import Protocol, ProtocolError, Receive, Send
 
 __all__ = ["RunResult", "run_protocol", "AuditSession", "DeadlockError"]
 

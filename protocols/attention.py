@@ -873,7 +873,7 @@ def make_attention(spec, vocab_size: int | None = None, seq_len: int | None = No
 
 
 def register(registry) -> None:
-    from .attention_exchange import ATTENTION_EXCHANGE
+    from protocols.attention_exchange import ATTENTION_EXCHANGE
     registry.register("model", "attention", make_attention,
                       "one-layer attention (heads=H,width=M,dim=d,precision=P|dtype=...,seed=S,residual=0|1,"
                       "weights=FILE.npz; "

@@ -50,7 +50,7 @@ from commsim.errors import InputError, NotApplicable
 from commsim.party import Protocol, Receive, Send
 from commsim.reduction import Encoded, ModelProtocol, Sweep
 
-from .attention import AttentionLayer, pack_count, pack_sum, unpack_count, unpack_sum
+from protocols.attention import AttentionLayer, pack_count, pack_sum, unpack_count, unpack_sum
 
 __all__ = ["PartitionError", "ExchangePlan", "make_plan", "AttentionExchangeProtocol", "AttentionExchange",
            "ATTENTION_EXCHANGE", "simulate", "theorem_bits", "run_exchange"]

@@ -797,6 +797,6 @@ def register(registry) -> None:
                       "The Dyck-(2,2) automaton as an RNN: 3 one-bit state units (no keys)")
     registry.register("model", "memorize", _memorize_factory,
                       "Stores the input bits the task needs, one bit per unit (capacity=K keeps only K)")
-    from . import rnn_handoff
+    from protocols import rnn_handoff
     registry.register("model-protocol", rnn_handoff.RnnHandoff.name, rnn_handoff.RNN_HANDOFF,
                       "Hidden-state handoff (Theorem 2 of [BHBK24]): Alice sends h_t, m*p bits, one-way")

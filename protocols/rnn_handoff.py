@@ -22,7 +22,7 @@ from commsim.errors import NotApplicable
 from commsim.party import Protocol, ProtocolError, Receive, Send
 from commsim.reduction import Encoded, ModelProtocol, Share, Sweep
 
-from .recurrent import RecurrentModel, label_dtype
+from protocols.recurrent import RecurrentModel, label_dtype
 
 __all__ = ["HandoffProtocol", "RnnHandoff", "RNN_HANDOFF", "split_point"]
 

@@ -12,8 +12,7 @@ from commsim.precision import FixedPoint, FloatFormat
 from commsim.reduction import Encoded, Share
 from commsim.runner import run_protocol
 from protocols.attention import AttentionLayer, random_layer
-from protocols.attention_exchange import (ATTENTION_EXCHANGE, AttentionExchangeProtocol, PartitionError, make_plan,
-                                          run_exchange, simulate, theorem_bits)
+from protocols.attention_exchange import (ATTENTION_EXCHANGE, AttentionExchangeProtocol, PartitionError, make_plan, run_exchange, simulate, theorem_bits)
 
 
 def bit_pattern(values) -> np.ndarray:

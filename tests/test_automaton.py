@@ -7,8 +7,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from commsim.automaton import (INEQ_MAX_N, DFA, automaton_report, distinguishable_prefixes, dyck_dfa,
-                               hopcroft_partition, ineq, ineq_dfa, ineq_min_states)
+from commsim.automaton import (INEQ_MAX_N, DFA, automaton_report, distinguishable_prefixes, dyck_dfa, hopcroft_partition, ineq, ineq_dfa, ineq_min_states)
 from commsim.errors import InputError
 from commsim.problems import DyckLanguage
 

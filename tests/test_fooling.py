@@ -9,9 +9,7 @@ import numpy as np
 import pytest
 
 from commsim.errors import InputError
-from commsim.fooling import (DYCK_STRUCTURAL_MAX_N, INDEX_TABLE_MAX_N, DisjointComplements, DyckMembers,
-                             EqualityDiagonal, count_dyck, cross, dyck_counts, find_transcript_collision,
-                             fooling_set, largest_verifiable_n)
+from commsim.fooling import (DYCK_STRUCTURAL_MAX_N, INDEX_TABLE_MAX_N, DisjointComplements, DyckMembers, EqualityDiagonal, count_dyck, cross, dyck_counts, find_transcript_collision, fooling_set, largest_verifiable_n)
 from commsim.problems import DyckLanguage, DyckProblem, make_problem
 
 

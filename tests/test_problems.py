@@ -10,8 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from commsim.errors import InputError
-from commsim.problems import (MAX_EXHAUSTIVE_BITS, PROBLEM_NAMES, Disjointness, DyckLanguage, DyckProblem,
-                              Equality, Index, ProblemInputError, all_bit_strings, make_problem)
+from commsim.problems import (MAX_EXHAUSTIVE_BITS, PROBLEM_NAMES, Disjointness, DyckLanguage, DyckProblem, Equality, Index, ProblemInputError, all_bit_strings, make_problem)
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -10,9 +10,7 @@ from commsim.errors import InputError, NotApplicable
 from commsim.plugins import make_model
 from commsim.precision import FixedPoint, FloatFormat
 from commsim.problems import DyckLanguage, all_bit_strings
-from protocols.recurrent import (GRU, LSTM, BitFormat, DyckAutomaton, Elman, Memorize, ModelError, StoreAndCompare,
-                                 StoreAndLookup, StoreAndRecall, _Dense, _dot_is_exact, _quantizer, load_model,
-                                 random_model)
+from protocols.recurrent import (GRU, LSTM, BitFormat, DyckAutomaton, Elman, Memorize, ModelError, StoreAndCompare, StoreAndLookup, StoreAndRecall, _Dense, _dot_is_exact, _quantizer, load_model, random_model)
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -14,8 +14,7 @@ from commsim.problems import DyckLanguage, make_problem
 from commsim.rectangle import rectangle_certificate, row_digests
 from commsim.reduction import run_reduction
 from protocols.attention_exchange import ATTENTION_EXCHANGE
-from protocols.reductions.attention_tasks import (DisjMatch3, DisjQSA, match3, match3_modulus,
-                                                  qsa_first_coordinate)
+from protocols.reductions.attention_tasks import DisjMatch3, DisjQSA, match3, match3_modulus, qsa_first_coordinate
 from protocols.reductions.dyck import DyckFooling
 
 

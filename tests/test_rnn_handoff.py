@@ -7,8 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from commsim.bits import Bits
-from commsim.certificates import (collision_certificate, digest_rows, find_collisions, message_rows,
-                                  separating_bob_input)
+from commsim.certificates import (collision_certificate, digest_rows, find_collisions, message_rows, separating_bob_input)
 from commsim.errors import NotApplicable
 from commsim.precision import FixedPoint, FloatFormat
 from commsim.problems import Disjointness, DyckProblem, Equality, Index

@@ -7,9 +7,9 @@ import sys
 
 import click
 
-from .. import __version__
-from ..errors import InputError
-from .common import emit_json, err_console
+from commsim import __version__
+from commsim.errors import InputError
+from commsim.cli.common import emit_json, err_console
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -29,8 +29,7 @@ def cli():
 
 
 # command modules attach themselves to the group
-from . import (automaton, budget, cc, fooling, listing, matrix, run, separate, teach,  # noqa: E402,F401
-               tree)
+from commsim.cli import automaton, budget, cc, fooling, listing, matrix, run, separate, teach, tree
 
 
 def _wants_json(argv: list[str]) -> bool:

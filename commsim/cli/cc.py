@@ -4,12 +4,11 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from ..communication import run_cc
-from ..plugins import load_plugins
-from ..problems import PROBLEM_NAMES
-from . import cli
-from .common import check_positive, console, emit_json, json_option, parse_instances, plugin_option, \
-    progress_bar, render_transcript
+from commsim.communication import run_cc
+from commsim.plugins import load_plugins
+from commsim.problems import PROBLEM_NAMES
+from commsim.cli import cli
+from commsim.cli.common import (check_positive, console, emit_json, json_option, parse_instances, plugin_option, progress_bar, render_transcript)
 
 
 @cli.command("cc")

@@ -9,7 +9,7 @@ import click
 import numpy as np
 from rich.console import Console
 
-from ..errors import InputError
+from commsim.errors import InputError
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)

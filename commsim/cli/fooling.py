@@ -6,11 +6,11 @@ import sys
 import click
 from rich.table import Table
 
-from ..commmatrix import input_text
-from ..fooling import FOOLING_PROBLEMS, fooling_set
-from . import cli
-from .common import console, emit_json, json_option
-from .tree import naming_the_argument
+from commsim.commmatrix import input_text
+from commsim.fooling import FOOLING_PROBLEMS, fooling_set
+from commsim.cli import cli
+from commsim.cli.common import console, emit_json, json_option
+from commsim.cli.tree import naming_the_argument
 
 
 def decimal(x: int) -> str:

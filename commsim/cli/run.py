@@ -6,11 +6,10 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from ..reduction import run_reduction
-from . import cli
-from .common import (console, emit_json, json_option, parse_instances, plugin_option, progress_bar, render_certificate,
-                     render_exchange)
-from ..plugins import load_plugins
+from commsim.reduction import run_reduction
+from commsim.cli import cli
+from commsim.cli.common import (console, emit_json, json_option, parse_instances, plugin_option, progress_bar, render_certificate, render_exchange)
+from commsim.plugins import load_plugins
 
 
 def _bar(used: int, bound: int | None, width: int = 30) -> str:

@@ -21,10 +21,10 @@ from rich.text import Text
 from rich.panel import Panel
 from rich.table import Table
 
-from ..errors import InputError
-from ..plugins import load_plugins
-from . import cli
-from .common import check_positive, console, emit_json, json_option, parse_instances, plugin_option, progress_bar
+from commsim.errors import InputError
+from commsim.plugins import load_plugins
+from commsim.cli import cli
+from commsim.cli.common import (check_positive, console, emit_json, json_option, parse_instances, plugin_option, progress_bar)
 
 PLOT_SUFFIXES = (".png", ".svg")
 

@@ -18,8 +18,8 @@ Separations (``commsim separate TASK``): ``idxl``, ``dyck22``, ``eq``.
 """
 from __future__ import annotations
 
-from .common import ConstructionError, require_fixed
-from .orthogonal import DEFAULT_GAMMA
+from protocols.constructions.common import ConstructionError, require_fixed
+from protocols.constructions.orthogonal import DEFAULT_GAMMA
 
 __all__ = ["register"]
 
@@ -38,7 +38,7 @@ def _format_or_none(spec):
 
 def make_idxl(spec, n=None, vocab_size=None, reduction=None, **context):
     """Theorem 1 of [BHBK24]: index lookup in one attention layer of width O(log N) (keys n, symbols, gamma, seed, precision)."""
-    from .idxl import build_idxl
+    from protocols.constructions.idxl import build_idxl
     symbols = spec.int("symbols", 2, minimum=2)
     n = spec.int("n", n, minimum=1)
     if n is None:
@@ -54,7 +54,7 @@ def make_idxl(spec, n=None, vocab_size=None, reduction=None, **context):
 
 def make_match2(spec, vocab_size=None, seq_len=None, **context):
     """[SHT23]: Match2 in one attention layer of width 3 (keys modulus=M, length=N, precision)."""
-    from .match2 import build_match2
+    from protocols.constructions.match2 import build_match2
     # with a task, its tokens are the residues 0..M-1 (the blank, token M, is the model's own)
     modulus = spec.int("modulus", 16 if vocab_size is None else max(int(vocab_size), 2), minimum=2)
     length = spec.int("length", 16 if seq_len is None else int(seq_len), minimum=1)
@@ -63,7 +63,7 @@ def make_match2(spec, vocab_size=None, seq_len=None, **context):
 
 def make_eq2(spec, n=None, seq_len=None, reduction=None, **context):
     """Theorem 6 of [BHBK24]: INEQ/EQ in two attention layers of width O(log N) (keys n, gamma, seed, precision)."""
-    from .eq2 import build_eq2
+    from protocols.constructions.eq2 import build_eq2
     half = spec.int("n", n, minimum=1)
     if half is None:
         half = None if seq_len is None else int(seq_len) // 2
@@ -79,7 +79,7 @@ def make_eq2(spec, n=None, seq_len=None, reduction=None, **context):
 
 def make_lookup(spec, seq_len=None, vocab_size=None, **context):
     """A one-layer attention reading the whole string at the query (width N + |alphabet|); decides a language (keys language, length, width, precision)."""
-    from .lookup import build_lookup, parse_language
+    from protocols.constructions.lookup import build_lookup, parse_language
     language = parse_language(spec.str("language", "dyck22"))
     length = spec.int("length", seq_len, minimum=1)
     if length is None:
@@ -102,6 +102,6 @@ def register(registry) -> None:
     registry.register("model", "construct:lookup", make_lookup,
                       "one attention layer of width N + |alphabet| reading the whole string; decides a language "
                       "(language=dyck22, length=, width=W reduced, precision=)")
-    from .separations import SEPARATIONS
+    from protocols.constructions.separations import SEPARATIONS
     for sep in SEPARATIONS:
         registry.register("separation", sep.name, sep, sep.description)

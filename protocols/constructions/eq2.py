@@ -26,8 +26,8 @@ import numpy as np
 
 from commsim.precision import FixedPoint
 
-from .orthogonal import DEFAULT_GAMMA, find
-from .transformer import Layer, MultiLayerAttention
+from protocols.constructions.orthogonal import DEFAULT_GAMMA, find
+from protocols.constructions.transformer import Layer, MultiLayerAttention
 
 __all__ = ["TwoLayerEquality", "build_eq2", "default_format", "NO_PROTOCOL_REASON"]
 

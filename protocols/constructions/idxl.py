@@ -31,8 +31,8 @@ from commsim.precision import FixedPoint, NumberFormat
 
 from protocols.attention import AttentionLayer
 
-from .common import ConstructionError, fixed_format, grid_ceil, require_fixed, sizes, step_psi
-from .orthogonal import DEFAULT_GAMMA, NearlyOrthogonal, find
+from protocols.constructions.common import (ConstructionError, fixed_format, grid_ceil, require_fixed, sizes, step_psi)
+from protocols.constructions.orthogonal import DEFAULT_GAMMA, NearlyOrthogonal, find
 
 __all__ = ["IndexLookupConstruction", "build_idxl", "idxl_format", "eta_for", "rho_codes"]
 

@@ -40,7 +40,7 @@ from commsim.problems import DyckLanguage
 
 from protocols.attention import AttentionLayer
 
-from .common import ConstructionError, fixed_format, require_fixed, sizes
+from protocols.constructions.common import ConstructionError, fixed_format, require_fixed, sizes
 
 __all__ = ["LookupConstruction", "build_lookup", "lookup_format", "parse_language", "Language"]
 

@@ -28,7 +28,7 @@ from commsim.precision import FixedPoint, NumberFormat
 
 from protocols.attention import AttentionLayer
 
-from .common import ConstructionError, fixed_format, require_fixed
+from protocols.constructions.common import ConstructionError, fixed_format, require_fixed
 
 __all__ = ["Match2Construction", "build_match2", "match2", "match2_format", "match2_scale", "match2_outputs"]
 

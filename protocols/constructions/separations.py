@@ -24,7 +24,7 @@ from commsim.bounds import ceil_log2
 from commsim.errors import InputError
 from commsim.plugins import load_plugins, make_model
 
-from .orthogonal import DEFAULT_GAMMA
+from protocols.constructions.orthogonal import DEFAULT_GAMMA
 
 __all__ = ["SeparationResult", "Separation", "IdxlSeparation", "DyckSeparation", "EqSeparation", "SEPARATIONS",
            "lengths"]
@@ -185,7 +185,7 @@ class IdxlSeparation(Separation):
     largest = 1 << 14
 
     def row(self, N, *, seed, instances, gamma=DEFAULT_GAMMA):
-        from .idxl import build_idxl
+        from protocols.constructions.idxl import build_idxl
         reduction = load_plugins().get("reduction", "index-idxl")
         problem = reduction.problem(N)
         A, B, described = _instances(problem, N * 2 ** N, instances, seed)
@@ -247,7 +247,7 @@ class DyckSeparation(Separation):
     even = True
 
     def row(self, N, *, seed, instances, **options):
-        from .lookup import build_lookup
+        from protocols.constructions.lookup import build_lookup
         reduction = load_plugins().get("reduction", "dyck22-fooling")
         problem = reduction.problem(N)
         total = 4 ** N
@@ -323,7 +323,7 @@ class EqSeparation(Separation):
     WORK = 1 << 27
 
     def row(self, N, *, seed, instances, gamma=DEFAULT_GAMMA):
-        from .eq2 import build_eq2
+        from protocols.constructions.eq2 import build_eq2
         reduction = load_plugins().get("reduction", "eq-ineq")
         half = N // 2
         problem = reduction.problem(half)

@@ -15,8 +15,8 @@ from commsim.teach import Lesson, Step
 
 from commsim.bounds import ceil_log2
 
-from .common import bits_text as _bits, size_arg as _size
-from .rnn import engine, messages_of, run_one, tokens_text
+from protocols.lessons.common import bits_text as _bits, size_arg as _size
+from protocols.lessons.rnn import engine, messages_of, run_one, tokens_text
 
 __all__ = ["attention_protocol", "attention_dyck", "attention_disj"]
 
@@ -491,7 +491,7 @@ def attention_disj(n: int | None = None) -> Lesson:
     e_p = r_p.encode(p_p, a[None], b[None])
     cert, searched = w_p.certificate(m_p, r_p, p_p, r_p.lower_bound(m_p, w_p, p_p, e_p), seed=0)
     if cert is not None:
-        from .rnn import _show
+        from protocols.lessons.rnn import _show
         msgs = []
         d = cert.details
         for lab, mem in (("member " + str(d.get("member_1", {}).get("index")), d.get("member_1")),

@@ -4,7 +4,7 @@ from __future__ import annotations
 from commsim.bounds import ceil_log2
 from commsim.teach import Lesson, Step
 
-from .common import bits_text as _bits, size_arg as _size
+from protocols.lessons.common import bits_text as _bits, size_arg as _size
 
 
 # ---- fooling sets --------------------------------------------------------------------

@@ -11,7 +11,7 @@ import numpy as np
 
 from commsim.teach import Lesson, Step
 
-from .common import bits_text as _bits, size_arg as _size
+from protocols.lessons.common import bits_text as _bits, size_arg as _size
 
 __all__ = ["rnn_index", "rnn_eq", "rnn_disj", "engine", "run_one", "messages_of", "tokens_text", "instances_for"]
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from commsim.teach import Lesson, Step
 
-from .common import bits_text as _bits, size_arg as _size
+from protocols.lessons.common import bits_text as _bits, size_arg as _size
 
 __all__ = ["two_layers"]
 

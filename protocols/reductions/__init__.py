@@ -5,7 +5,7 @@ Each module defines :class:`commsim.reduction.Reduction` subclasses and lists th
 """
 from __future__ import annotations
 
-from . import attention_tasks, disj, dyck, eq, index
+from protocols.reductions import attention_tasks, disj, dyck, eq, index
 
 MODULES = (index, eq, disj, dyck, attention_tasks)
 

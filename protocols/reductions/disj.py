@@ -15,7 +15,7 @@ from commsim.reduction import Encoded
 
 from protocols.recurrent import MemoryProgram, StoreAndRecall
 
-from .index import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype
+from protocols.reductions.index import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype
 
 __all__ = ["MultiQueryRecall", "REDUCTIONS", "key_vectors"]
 

@@ -15,7 +15,7 @@ from commsim.reduction import Encoded
 
 from protocols.recurrent import MemoryProgram, StoreAndCompare
 
-from .index import ONE_WAY_CONTIGUOUS, SourceReduction
+from protocols.reductions.index import ONE_WAY_CONTIGUOUS, SourceReduction
 
 __all__ = ["Inequality", "REDUCTIONS"]
 

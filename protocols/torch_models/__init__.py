@@ -54,18 +54,18 @@ FORMAT_KEYS = ("precision", "frac", "dtype")
 
 def from_torch(obj, **kwargs):
     """A commsim model for a torch module, a dict of parts or a commsim model (see :mod:`.adapt`)."""
-    from .adapt import from_torch as _from_torch
+    from protocols.torch_models.adapt import from_torch as _from_torch
     return _from_torch(obj, **kwargs)
 
 
 def agreement(model, tokens=None, **kwargs) -> dict:
     """How closely a wrapped model follows the torch module's own forward (see :mod:`.adapt`)."""
-    from .adapt import agreement as _agreement
+    from protocols.torch_models.adapt import agreement as _agreement
     return _agreement(model, tokens, **kwargs)
 
 
 def _error(message: str) -> InputError:
-    from .layers import AdapterError
+    from protocols.torch_models.layers import AdapterError
     return AdapterError(message)
 
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from commsim.precision import NumberFormat, parse_format
 
-from .layers import AdapterError, within_tolerance
+from protocols.torch_models.layers import AdapterError, within_tolerance
 
 __all__ = ["from_torch", "agreement", "PARTS", "resolve_format"]
 
@@ -64,13 +64,13 @@ def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None
     names = _class_names(obj)
     kw = dict(vocab_size=vocab_size, seq_len=seq_len, spec=spec)
     if isinstance(obj, nn.RNNBase):
-        from .rnn import wrap_recurrent
+        from protocols.torch_models.rnn import wrap_recurrent
         return wrap_recurrent(obj, embedding, head, fmt, vocab_size=vocab_size, spec=spec)
     if isinstance(obj, nn.MultiheadAttention):
-        from .attn import wrap_mha
+        from protocols.torch_models.attn import wrap_mha
         return wrap_mha(obj, embedding, positions, head, fmt, residual=bool(residual), key_embedding=key_embedding,
                         value_embedding=value_embedding, **kw)
-    from . import attn
+    from protocols.torch_models import attn
     if names & {"GPT2LMHeadModel", "GPT2Model"}:
         return attn.wrap_gpt2(obj, fmt, head=head, **kw)
     if "HookedTransformer" in names:
@@ -120,7 +120,7 @@ def _discover(module, fmt, vocab_size, seq_len, spec, check, *, head=None, embed
         raise AdapterError(f"{label} mixes a recurrent core ({rnn[0][0]}) with attention ({mha[0][0]}); commsim wraps "
                            f"one or the other")
     if len(mha) > 1:
-        from .attn import TWO_LAYERS
+        from protocols.torch_models.attn import TWO_LAYERS
         raise AdapterError(f"{label} has {len(mha)} attention layers ({', '.join(n for n, _ in mha)}); {TWO_LAYERS}")
     if len(rnn) > 1:
         raise AdapterError(f"{label} has {len(rnn)} recurrent cores ({', '.join(n for n, _ in rnn)}); commsim "
@@ -152,8 +152,8 @@ def _discover(module, fmt, vocab_size, seq_len, spec, check, *, head=None, embed
     if head is None:
         after = [m for _, m in children[index + 1:] if id(m) not in used]
         head = None if not after else (after[0] if len(after) == 1 else nn.Sequential(*after))
-    from .attn import wrap_mha
-    from .rnn import wrap_recurrent
+    from protocols.torch_models.attn import wrap_mha
+    from protocols.torch_models.rnn import wrap_recurrent
     candidates = []
     native = None
     if isinstance(core, nn.RNNBase):
@@ -184,7 +184,7 @@ def _discover(module, fmt, vocab_size, seq_len, spec, check, *, head=None, embed
 def _module_forward(module, dtype):
     import torch
 
-    from .layers import tensor
+    from protocols.torch_models.layers import tensor
 
     def forward(tokens):
         with torch.no_grad():

@@ -40,8 +40,7 @@ import numpy as np
 from commsim.precision import NumberFormat
 from protocols.attention import AttentionLayer
 
-from .layers import (AdapterError, Dense, activation, format_for_dtype, layer_norm, numpy_head, tensor,
-                     unwrap)
+from protocols.torch_models.layers import (AdapterError, Dense, activation, format_for_dtype, layer_norm, numpy_head, tensor, unwrap)
 
 __all__ = ["TorchAttention", "OneLayer", "build_attention", "wrap_mha", "wrap_gpt2", "wrap_hooked",
            "wrap_tl_native", "wrap_bridge", "MAX_TABLE"]

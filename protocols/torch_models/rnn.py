@@ -20,7 +20,7 @@ import numpy as np
 from commsim.precision import NumberFormat
 from protocols.recurrent import RecurrentModel, _sigmoid, gru_cell
 
-from .layers import AdapterError, Dense, Head, format_for_dtype, numpy_head, tensor
+from protocols.torch_models.layers import AdapterError, Dense, Head, format_for_dtype, numpy_head, tensor
 
 __all__ = ["TorchRecurrent", "wrap_recurrent", "CELLS"]
 
