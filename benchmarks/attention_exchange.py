@@ -40,11 +40,14 @@ SWEEP_MEMORY_GOAL_MB = 2048.0
 
 
 def protocol_vs_direct(N: int, heads: int, width: int, dim: int, fmt_name: str, repeats: int) -> dict:
-    from commsim.precision import parse_format
-    from protocols.attention import random_layer
-    from commsim.reduction import Share
-    from commsim.runner import run_protocol
-    from protocols.attention_exchange import AttentionExchangeProtocol, make_plan
+    from commsim.core.precision import parse_format
+    from commsim.core.runner import run_protocol
+    from commsim.pipeline.interfaces import Share
+    from protocols.models.attention import random_layer
+    from protocols.simulators.attention_exchange import (
+        AttentionExchangeProtocol,
+        make_plan,
+    )
 
     fmt = parse_format(fmt_name)
     model = random_layer(fmt, vocab=16, positions=N, heads=heads, width=width, dim=dim, seed=0)
@@ -76,13 +79,13 @@ def protocol_vs_direct(N: int, heads: int, width: int, dim: int, fmt_name: str, 
 
 def dyck_sweep_child(N: int) -> dict:
     """Runs in a child process: the full fooling-set sweep for one random layer."""
-    from commsim.fooling import fooling_set
-    from commsim.precision import FixedPoint
-    from commsim.fooling import find_transcript_collision
-    from commsim.rectangle import sweep_fooling_set
-    from protocols.attention import random_layer
-    from protocols.attention_exchange import make_plan, simulate
+    from commsim.core.digests import find_transcript_collision
+    from commsim.certify.rectangle import sweep_fooling_set
+    from commsim.core.precision import FixedPoint
+    from commsim.theory.fooling import fooling_set
+    from protocols.models.attention import random_layer
     from protocols.reductions.dyck import DyckFooling
+    from protocols.simulators.attention_exchange import make_plan, simulate
 
     start = time.perf_counter()
     reduction = DyckFooling()
@@ -114,7 +117,7 @@ def dyck_sweep(N: int) -> dict:
 
 
 def default_run(N: int) -> dict:
-    from commsim.reduction import run_reduction
+    from commsim.pipeline.run import run_reduction
     start = time.perf_counter()
     report = run_reduction("dyck22-fooling", n=N)
     seconds = time.perf_counter() - start

@@ -8,7 +8,7 @@ a ratio of at most 2.  Each figure is the best of several repeats, with the comm
 runs interleaved so that both see the same machine load.
 
 It also measures the runner's overhead per message: a ping-pong exchange of 10^4 one-bit
-messages (10^3 with ``--quick``) through :func:`commsim.runner.run_protocol`.
+messages (10^3 with ``--quick``) through :func:`commsim.core.runner.run_protocol`.
 
 Usage::
 
@@ -25,10 +25,10 @@ import time
 
 import numpy as np
 
-from commsim.bits import Bits
-from commsim.party import Protocol, Receive, Send
-from commsim.precision import FixedPoint
-from commsim.runner import run_protocol
+from commsim.core.bits import Bits
+from commsim.core.party import Protocol, Receive, Send
+from commsim.core.precision import FixedPoint
+from commsim.core.runner import run_protocol
 
 RATIO_GOAL = 2.0
 

@@ -44,7 +44,7 @@ def _best(times: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def _setup(spec: str, reduction_id: str, n: int, instances: int | None = None, seed: int = 0):
-    from commsim.communication import select_instances
+    from commsim.pipeline.stages import select_instances
     from commsim.plugins import load_plugins, make_model
     reg = load_plugins()
     reduction = reg.get("reduction", reduction_id)
@@ -56,7 +56,7 @@ def _setup(spec: str, reduction_id: str, n: int, instances: int | None = None, s
 
 
 def sweep_vs_forward(spec: str, n: int, repeats: int) -> dict:
-    from protocols.rnn_handoff import RNN_HANDOFF
+    from protocols.simulators.rnn_handoff import RNN_HANDOFF
     _, _, A, B, encoded, model = _setup(spec, "index-idxl", n)
     del A, B
     direct_times, sweep_times = [], []
@@ -86,7 +86,7 @@ def sweep_vs_forward(spec: str, n: int, repeats: int) -> dict:
 
 def memory_probe(spec: str, n: int) -> dict:
     """Run in a child: build the exhaustive instances, then the sweep; report resident-set peaks."""
-    from protocols.rnn_handoff import RNN_HANDOFF
+    from protocols.simulators.rnn_handoff import RNN_HANDOFF
     _, _, A, B, encoded, model = _setup(spec, "index-idxl", n)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     sweep = RNN_HANDOFF.sweep(model, encoded)
@@ -96,8 +96,8 @@ def memory_probe(spec: str, n: int) -> dict:
 
 
 def runner_vs_forward(spec: str, length: int, repeats: int) -> dict:
-    from commsim.runner import run_protocol
-    from protocols.rnn_handoff import RNN_HANDOFF
+    from commsim.core.runner import run_protocol
+    from protocols.simulators.rnn_handoff import RNN_HANDOFF
     _, _, _, _, encoded, model = _setup(spec, "eq-ineq", length // 2, instances=1, seed=3)
     protocol = RNN_HANDOFF.make_protocol(model, encoded)
     alice, bob = encoded.shares(0)

@@ -11,12 +11,12 @@ try:
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0+source"
 
-from commsim.bits import Bits  # noqa: E402
-from commsim.channel import Message, Transcript  # noqa: E402
-from commsim.errors import InputError, NotApplicable  # noqa: E402
-from commsim.party import Protocol, Receive, Send  # noqa: E402
-from commsim.precision import FixedPoint, FloatFormat, parse_format  # noqa: E402
-from commsim.runner import AuditSession, run_protocol  # noqa: E402
+from commsim.core.bits import Bits  # noqa: E402
+from commsim.core.channel import Message, Transcript  # noqa: E402
+from commsim.core.errors import InputError, NotApplicable  # noqa: E402
+from commsim.core.party import Protocol, Receive, Send  # noqa: E402
+from commsim.core.precision import FixedPoint, FloatFormat, parse_format  # noqa: E402
+from commsim.core.runner import AuditSession, run_protocol  # noqa: E402
 
 __all__ = ["Bits", "Message", "Transcript", "InputError", "NotApplicable", "Protocol", "Receive", "Send",
            "FixedPoint", "FloatFormat", "parse_format", "AuditSession", "run_protocol", "__version__"]

@@ -94,7 +94,7 @@ def main(argv=None) -> int:
     out = Path(args.out).resolve()
     torch.save({"config": model.config, "state_dict": model.state_dict()}, out)
     parts = out.with_name(out.stem + "-parts" + out.suffix)
-    from protocols.torch_models import save_parts
+    from protocols.adapters.torch import save_parts
     save_parts(str(parts), core=model.rnn, embedding=model.embed, head=model.head)
     print(f"saved {out} (factory checkpoint) and {parts} (standard modules); accuracy {accuracy:.4f}")
     if args.no_run:

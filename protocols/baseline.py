@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.bits import Bits, pack_uints, unpack_uints
-from commsim.bounds import ceil_log2
-from commsim.communication import BatchRun, CommunicationProtocol
-from commsim.party import Receive, Send
+from commsim.core.bits import Bits, pack_uints, unpack_uints
+from commsim.core.party import Receive, Send
+from commsim.pipeline.cc import BatchRun, CommunicationProtocol
+from commsim.theory.bounds import ceil_log2
 
 
 class SendEverything(CommunicationProtocol):

@@ -8,11 +8,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commsim.errors import InputError
+from commsim.core.errors import InputError
+from commsim.core.precision import FixedPoint, FloatFormat
 from commsim.plugins import make_model
-from commsim.precision import FixedPoint, FloatFormat
-from commsim.problems import DyckLanguage
-from protocols.attention import FLOAT_TOLERANCE, AttentionLayer, probe_layer, random_layer
+from commsim.theory.dyck import DyckLanguage
+from protocols.models.attention import (
+    FLOAT_TOLERANCE,
+    AttentionLayer,
+    probe_layer,
+    random_layer,
+)
 
 
 # ---- an independent, slow reference of the documented fixed-point semantics (Python integers) ----

@@ -6,13 +6,21 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from commsim.bounds import ceil_log2
-from commsim.errors import InputError
-from commsim.precision import FixedPoint, FloatFormat
-from commsim.reduction import Encoded, Share
-from commsim.runner import run_protocol
-from protocols.attention import AttentionLayer, random_layer
-from protocols.attention_exchange import (ATTENTION_EXCHANGE, AttentionExchangeProtocol, PartitionError, make_plan, run_exchange, simulate, theorem_bits)
+from commsim.core.errors import InputError
+from commsim.core.precision import FixedPoint, FloatFormat
+from commsim.core.runner import run_protocol
+from commsim.pipeline.interfaces import Encoded, Share
+from commsim.theory.bounds import ceil_log2
+from protocols.models.attention import AttentionLayer, random_layer
+from protocols.simulators.attention_exchange import (
+    ATTENTION_EXCHANGE,
+    AttentionExchangeProtocol,
+    PartitionError,
+    make_plan,
+    run_exchange,
+    simulate,
+    theorem_bits,
+)
 
 
 def bit_pattern(values) -> np.ndarray:

@@ -7,9 +7,19 @@ import networkx as nx
 import numpy as np
 import pytest
 
-from commsim.automaton import (INEQ_MAX_N, DFA, automaton_report, distinguishable_prefixes, dyck_dfa, hopcroft_partition, ineq, ineq_dfa, ineq_min_states)
-from commsim.errors import InputError
-from commsim.problems import DyckLanguage
+from commsim.core.errors import InputError
+from commsim.theory.automaton import (
+    DFA,
+    INEQ_MAX_N,
+    automaton_report,
+    distinguishable_prefixes,
+    dyck_dfa,
+    hopcroft_partition,
+    ineq,
+    ineq_dfa,
+    ineq_min_states,
+)
+from commsim.theory.dyck import DyckLanguage
 
 
 # ---- brute force ------------------------------------------------------------------

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commsim.bits import Bits, BitsError, pack_uints, unpack_uints
-from commsim.errors import InputError
+from commsim.core.bits import Bits, BitsError, pack_uints, unpack_uints
+from commsim.core.errors import InputError
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

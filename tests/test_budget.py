@@ -4,8 +4,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from commsim.budget import budget, max_length, protocol_for_arch
 from commsim.cli import cli
+from commsim.pipeline.budget import budget, max_length, protocol_for_arch
 from commsim.plugins import load_plugins
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_helpers import invoke, run_main
 from click.testing import CliRunner
 
 import commsim
 from commsim.cli import cli
-from cli_helpers import invoke, run_main
 
 
 # ---- cc: the numbers --------------------------------------------------------------------------

@@ -6,13 +6,18 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_helpers import invoke, run_main
 
 from commsim.cli import cli
-from commsim.cli.common import bit_breakdown, certificate_view, progress_bar, sequence_lines
-from commsim.channel import Transcript
-from commsim.bits import Bits
+from commsim.cli.common import (
+    bit_breakdown,
+    certificate_view,
+    progress_bar,
+    sequence_lines,
+)
+from commsim.core.bits import Bits
+from commsim.core.channel import Transcript
 from commsim.plugins import load_plugins
-from cli_helpers import invoke, run_main
 
 RUN_KEYS = {"reduction", "problem", "task", "protocol", "model", "n", "seq_len", "instances_run", "bits_used",
             "bits_by_direction", "rounds", "bits_formula", "lower_bound_bits", "lower_bound_source",

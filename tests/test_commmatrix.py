@@ -7,8 +7,21 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from commsim.commmatrix import (MAX_MATRIX_CELLS, analyze_matrix, communication_matrix, distinct_rows, is_fooling_set, largest_matrix_n, log_rank_bits, one_way_bits, rank_gf2, rank_mod_p, rank_real, search_fooling_set)
-from commsim.errors import InputError
+from commsim.core.errors import InputError
+from commsim.theory.comm_matrix import (
+    MAX_MATRIX_CELLS,
+    analyze_matrix,
+    communication_matrix,
+    distinct_rows,
+    is_fooling_set,
+    largest_matrix_n,
+    log_rank_bits,
+    one_way_bits,
+    rank_gf2,
+    rank_mod_p,
+    rank_real,
+    search_fooling_set,
+)
 
 
 # ---- independent brute force ------------------------------------------------------

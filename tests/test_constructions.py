@@ -8,19 +8,23 @@ import math
 import numpy as np
 import pytest
 
-from commsim.errors import InputError, NotApplicable
+from commsim.core.errors import InputError, NotApplicable
+from commsim.core.precision import FixedPoint
+from commsim.pipeline.run import run_reduction
 from commsim.plugins import load_plugins, make_model
-from commsim.precision import FixedPoint
-from commsim.problems import DyckLanguage
-from commsim.reduction import run_reduction
-
-from protocols.attention import AttentionLayer
-from protocols.attention_exchange import ATTENTION_EXCHANGE
+from commsim.theory.dyck import DyckLanguage
 from protocols.constructions import orthogonal as orth
 from protocols.constructions.eq2 import NO_PROTOCOL_REASON, TwoLayerEquality, build_eq2
 from protocols.constructions.idxl import build_idxl, eta_for
 from protocols.constructions.lookup import build_lookup
-from protocols.constructions.match2 import build_match2, match2, match2_outputs, match2_scale
+from protocols.constructions.match2 import (
+    build_match2,
+    match2,
+    match2_outputs,
+    match2_scale,
+)
+from protocols.models.attention import AttentionLayer
+from protocols.simulators.attention_exchange import ATTENTION_EXCHANGE
 
 DYCK = DyckLanguage(2, 2)
 

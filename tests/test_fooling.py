@@ -8,9 +8,20 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from commsim.errors import InputError
-from commsim.fooling import (DYCK_STRUCTURAL_MAX_N, INDEX_TABLE_MAX_N, DisjointComplements, DyckMembers, EqualityDiagonal, count_dyck, cross, dyck_counts, find_transcript_collision, fooling_set, largest_verifiable_n)
-from commsim.problems import DyckLanguage, DyckProblem, make_problem
+from commsim.core.digests import find_transcript_collision
+from commsim.core.errors import InputError
+from commsim.theory.dyck import DyckLanguage, count_dyck, dyck_counts
+from commsim.theory.fooling import (
+    DYCK_STRUCTURAL_MAX_N,
+    INDEX_TABLE_MAX_N,
+    DisjointComplements,
+    DyckMembers,
+    EqualityDiagonal,
+    cross,
+    fooling_set,
+    largest_verifiable_n,
+)
+from commsim.theory.problems import DyckProblem, make_problem
 
 
 # ---- independent brute force ------------------------------------------------------

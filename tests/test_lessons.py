@@ -5,13 +5,13 @@ import json
 import re
 
 import pytest
+from cli_helpers import run_main
 from click.testing import CliRunner
 
 from commsim.cli import cli
 from commsim.plugins import load_plugins
 from commsim.teach import latex_to_text, render_markdown
 from protocols.lessons import TOPICS
-from cli_helpers import run_main
 
 REQUIRED = {"rnn-index", "rnn-eq", "rnn-disj", "attention-protocol", "attention-dyck", "attention-disj",
             "fooling-sets", "two-layers"}

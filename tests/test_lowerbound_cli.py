@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from cli_helpers import invoke, run_main
 
 

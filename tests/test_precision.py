@@ -15,9 +15,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commsim.bits import Bits, pack_uints, unpack_uints
-from commsim.errors import InputError
-from commsim.precision import (FLOAT_DTYPES, FixedPoint, FloatFormat, FormatError, SaturationWarning, pack_signed, parse_format, unpack_signed)
+from commsim.core.bits import Bits, pack_uints, unpack_uints
+from commsim.core.errors import InputError
+from commsim.core.precision import (
+    FLOAT_DTYPES,
+    FixedPoint,
+    FloatFormat,
+    FormatError,
+    SaturationWarning,
+    pack_signed,
+    parse_format,
+    unpack_signed,
+)
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

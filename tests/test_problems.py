@@ -9,8 +9,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commsim.errors import InputError
-from commsim.problems import (MAX_EXHAUSTIVE_BITS, PROBLEM_NAMES, Disjointness, DyckLanguage, DyckProblem, Equality, Index, ProblemInputError, all_bit_strings, make_problem)
+from commsim.core.errors import InputError
+from commsim.theory.dyck import DyckLanguage
+from commsim.theory.problems import (
+    MAX_EXHAUSTIVE_BITS,
+    PROBLEM_NAMES,
+    Disjointness,
+    DyckProblem,
+    Equality,
+    Index,
+    ProblemInputError,
+    all_bit_strings,
+    make_problem,
+)
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,12 +7,16 @@ import re
 import numpy as np
 import pytest
 
-from commsim.bits import Bits
-from commsim.communication import CommunicationProtocol, run_cc
-from commsim.errors import InputError
-from commsim.fooling import cross, fooling_set
-from commsim.party import Receive, Send
-from commsim.protocol_tree import MAX_TREE_PAIRS, build_protocol_tree, largest_tree_n
+from commsim.core.bits import Bits
+from commsim.core.errors import InputError
+from commsim.core.party import Receive, Send
+from commsim.pipeline.cc import CommunicationProtocol, run_cc
+from commsim.theory.fooling import cross, fooling_set
+from commsim.theory.protocol_tree import (
+    MAX_TREE_PAIRS,
+    build_protocol_tree,
+    largest_tree_n,
+)
 from protocols.baseline import BobSendsIndex, SendEverything
 
 
@@ -87,8 +91,8 @@ def test_correct_protocols_give_monochromatic_rectangles(name, n, protocol):
 
 
 def test_leaf_input_sets_match_the_transcripts_brute_force():
-    from commsim.problems import make_problem
-    from commsim.runner import run_protocol
+    from commsim.core.runner import run_protocol
+    from commsim.theory.problems import make_problem
     problem = make_problem("index", 3)
     proto = BobSendsIndex(problem)
     tree = build_protocol_tree("index", 3, BobSendsIndex)
@@ -126,7 +130,7 @@ def test_wrong_protocol_is_caught_and_crossing_certifies_it():
     crossed = cross(fooling_set("eq", 3), i, j)
     assert all(c.value == 0 for c in crossed)                        # but the protocol says 1 on one of them
     proto = FirstBitOnly(fooling_set("eq", 3).problem)
-    from commsim.runner import run_protocol
+    from commsim.core.runner import run_protocol
     outputs = [run_protocol(proto, c.alice, c.bob).output for c in crossed]
     assert any(o != c.value for o, c in zip(outputs, crossed))
 

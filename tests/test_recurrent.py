@@ -6,11 +6,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commsim.errors import InputError, NotApplicable
+from commsim.core.arithmetic import _Dense, _dot_is_exact
+from commsim.core.errors import InputError, ModelError, NotApplicable
+from commsim.core.precision import BitFormat, FixedPoint, FloatFormat, _quantizer
 from commsim.plugins import make_model
-from commsim.precision import FixedPoint, FloatFormat
-from commsim.problems import DyckLanguage, all_bit_strings
-from protocols.recurrent import (GRU, LSTM, BitFormat, DyckAutomaton, Elman, Memorize, ModelError, StoreAndCompare, StoreAndLookup, StoreAndRecall, _Dense, _dot_is_exact, _quantizer, load_model, random_model)
+from commsim.theory.dyck import DyckLanguage
+from commsim.theory.problems import all_bit_strings
+from protocols.models.dyck_automaton import DyckAutomaton
+from protocols.models.memorize import Memorize
+from protocols.models.recurrent import GRU, LSTM, Elman, load_model, random_model
+from protocols.reductions.layouts import StoreAndCompare, StoreAndLookup, StoreAndRecall
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

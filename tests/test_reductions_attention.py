@@ -7,15 +7,23 @@ import json
 import numpy as np
 import pytest
 
-from commsim.errors import NotApplicable
-from commsim.fooling import fooling_set
+from commsim.core.digests import row_digests
+from commsim.certify.rectangle import rectangle_certificate
+from commsim.core.errors import NotApplicable
+from commsim.pipeline.run import run_reduction
 from commsim.plugins import load_plugins, make_model
-from commsim.problems import DyckLanguage, make_problem
-from commsim.rectangle import rectangle_certificate, row_digests
-from commsim.reduction import run_reduction
-from protocols.attention_exchange import ATTENTION_EXCHANGE
-from protocols.reductions.attention_tasks import DisjMatch3, DisjQSA, match3, match3_modulus, qsa_first_coordinate
+from commsim.theory.dyck import DyckLanguage
+from commsim.theory.fooling import fooling_set
+from commsim.theory.problems import make_problem
+from protocols.reductions.attention_tasks import (
+    DisjMatch3,
+    DisjQSA,
+    match3,
+    match3_modulus,
+    qsa_first_coordinate,
+)
 from protocols.reductions.dyck import DyckFooling
+from protocols.simulators.attention_exchange import ATTENTION_EXCHANGE
 
 
 def registered(kind: str, name: str) -> bool:

@@ -6,13 +6,14 @@ import json
 import numpy as np
 import pytest
 
-from commsim.bounds import ceil_log2
 from commsim.cli import main
-from commsim.communication import select_instances
-from commsim.errors import InputError
+from commsim.core.errors import InputError
+from commsim.pipeline.interfaces import ModelProtocol
+from commsim.pipeline.run import run_reduction
+from commsim.pipeline.stages import select_instances
 from commsim.plugins import load_plugins
-from commsim.reduction import ModelProtocol, run_reduction
-from protocols.recurrent import random_model
+from commsim.theory.bounds import ceil_log2
+from protocols.models.recurrent import random_model
 
 RNN_REDUCTIONS = ["index-idxl", "index-assoc", "index-qsa", "eq-ineq", "disj-mqar"]
 CONTRACT_KEYS = {"reduction", "problem", "task", "protocol", "model", "n", "seq_len", "instances_run", "bits_used",
@@ -125,7 +126,7 @@ def test_bounds_for_one_way_and_two_way_protocols(rid, applies, bits, source):
     problem = reduction.problem(10)
     A, B = problem.sample(np.random.default_rng(0), 3)
     enc = reduction.encode(problem, A, B)
-    from protocols.rnn_handoff import RNN_HANDOFF
+    from protocols.simulators.rnn_handoff import RNN_HANDOFF
     one = reduction.lower_bound(None, RNN_HANDOFF, problem, enc)
     assert one.applies and one.bits == 10 and one.conditions.direction == "one-way"
     assert one.conditions.partition == "contiguous" and "[BHBK24]" in one.source + one.statement
@@ -146,7 +147,7 @@ def test_bound_sources_name_the_theorems():
 
 
 def test_reduction_refuses_a_model_with_too_few_tokens():
-    from commsim.errors import NotApplicable
+    from commsim.core.errors import NotApplicable
     with pytest.raises(NotApplicable, match="reads only 3"):
         run_reduction("index-idxl", random_model("elman", 2, "8", vocab=3), 4)
 

@@ -6,15 +6,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commsim.bits import Bits
-from commsim.certificates import (collision_certificate, digest_rows, find_collisions, message_rows, separating_bob_input)
-from commsim.errors import NotApplicable
-from commsim.precision import FixedPoint, FloatFormat
-from commsim.problems import Disjointness, DyckProblem, Equality, Index
-from commsim.reduction import Encoded
-from commsim.runner import run_protocol
-from protocols.recurrent import DyckAutomaton, Memorize, StoreAndCompare, random_model
-from protocols.rnn_handoff import RNN_HANDOFF, HandoffProtocol, split_point
+from commsim.core.digests import digest_rows, find_collisions, message_rows
+from commsim.certify.pigeonhole import collision_certificate, separating_bob_input
+from commsim.core.bits import Bits
+from commsim.core.errors import NotApplicable
+from commsim.core.precision import FixedPoint, FloatFormat
+from commsim.core.runner import run_protocol
+from commsim.pipeline.interfaces import Encoded
+from commsim.theory.problems import Disjointness, DyckProblem, Equality, Index
+from protocols.models.dyck_automaton import DyckAutomaton
+from protocols.models.memorize import Memorize
+from protocols.models.recurrent import random_model
+from protocols.reductions.layouts import StoreAndCompare
+from protocols.simulators.rnn_handoff import RNN_HANDOFF, HandoffProtocol, split_point
 
 VOCAB = 4
 formats = st.one_of(

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commsim.bits import Bits
-from commsim.channel import Message, Transcript
-from commsim.party import Protocol, ProtocolError, Receive, Send
-from commsim.problems import make_problem
-from commsim.runner import AuditSession, DeadlockError, RunResult, run_protocol
+from commsim.core.bits import Bits
+from commsim.core.channel import Message, Transcript
+from commsim.core.party import Protocol, ProtocolError, Receive, Send
+from commsim.core.runner import AuditSession, DeadlockError, RunResult, run_protocol
+from commsim.theory.problems import make_problem
 from protocols.baseline import BobSendsIndex, SendEverything
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -4,12 +4,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from commsim.plugins import load_plugins
-
-from protocols.constructions.separations import lengths
 from cli_helpers import invoke, run_main
 
+from commsim.plugins import load_plugins
+from protocols.separations import lengths
 
 KEYS = {"task", "title", "claim", "n", "upper", "lower", "columns", "rows", "plot", "all_verified", "verdict", "notes"}
 

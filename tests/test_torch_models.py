@@ -1,9 +1,9 @@
-"""Real models wrapped for commsim (protocols.torch_models): PyTorch RNN/LSTM/GRU and
+"""Real models wrapped for commsim (protocols.adapters.torch): PyTorch RNN/LSTM/GRU and
 MultiheadAttention, one-layer Hugging Face GPT-2, TransformerLens, and user factories / files.
 
 For every kind: the protocol's output equals commsim's direct forward bit for bit (run_reduction's
 ``protocol_matches_model``), and commsim's forward agrees with the torch module's own forward within
-the documented dtype tolerance (``protocols.torch_models.layers.TOLERANCE``).
+the documented dtype tolerance (``protocols.adapters.torch.layers.TOLERANCE``).
 """
 from __future__ import annotations
 
@@ -26,13 +26,13 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from commsim.cli import main as cli_main  # noqa: E402
-from commsim.errors import InputError  # noqa: E402
-from commsim.precision import FixedPoint, FloatFormat  # noqa: E402
-from commsim.reduction import run_reduction  # noqa: E402
-from protocols.attention import AttentionLayer  # noqa: E402
-from protocols.recurrent import RecurrentModel  # noqa: E402
-from protocols.torch_models import agreement, from_torch, load_torch_file, save_parts  # noqa: E402
-from protocols.torch_models.layers import AdapterError  # noqa: E402
+from commsim.core.errors import InputError  # noqa: E402
+from commsim.core.precision import FixedPoint, FloatFormat  # noqa: E402
+from commsim.pipeline.run import run_reduction  # noqa: E402
+from protocols.adapters.torch import agreement, from_torch, load_torch_file, save_parts  # noqa: E402
+from protocols.adapters.torch.layers import AdapterError  # noqa: E402
+from protocols.models.attention import AttentionLayer  # noqa: E402
+from protocols.models.recurrent import RecurrentModel  # noqa: E402
 
 N = 4                      # INDEX size for the end-to-end runs: 64 instances, sequence length 5
 VOCAB = N + 2              # the index-idxl vocabulary at n = 4
@@ -274,7 +274,9 @@ def _bridge():
     pytest.importorskip("transformer_lens")
     try:
         from transformer_lens.model_bridge import TransformerBridge
-        from transformer_lens.model_bridge.sources._bridge_builder import build_bridge_from_module
+        from transformer_lens.model_bridge.sources._bridge_builder import (
+            build_bridge_from_module,
+        )
     except ImportError:
         pytest.skip("this TransformerLens has no TransformerBridge")
     return TransformerBridge, build_bridge_from_module
@@ -411,13 +413,13 @@ def test_unsupported_models_exit_2(tmp_path, capsys, monkeypatch):
 
 def test_python_loader_does_not_import_torch_for_commsim_models(tmp_path):
     (tmp_path / "plain.py").write_text(textwrap.dedent("""
-        from protocols.recurrent import random_model
+        from protocols.models.recurrent import random_model
         def lstm(vocab_size):
             return random_model("lstm", width=2, fmt="8", vocab=vocab_size)
     """))
     code = textwrap.dedent("""
         import json, sys
-        from commsim.reduction import run_reduction
+        from commsim.pipeline.run import run_reduction
         report = run_reduction("index-idxl", "python:plain:lstm", 4, certify=False)
         print(json.dumps({"torch": "torch" in sys.modules, "bits": report.bits_used,
                           "match": report.protocol_matches_model}))
@@ -429,7 +431,7 @@ def test_python_loader_does_not_import_torch_for_commsim_models(tmp_path):
 
 
 def test_commsim_model_passes_through_and_refuses_a_precision_override():
-    from protocols.recurrent import random_model
+    from protocols.models.recurrent import random_model
     model = random_model("gru", width=2, fmt="8", vocab=VOCAB)
     assert from_torch(model) is model
     with pytest.raises(InputError, match="fixes its own number format"):

@@ -8,8 +8,8 @@ import sys
 import click
 
 from commsim import __version__
-from commsim.errors import InputError
 from commsim.cli.common import emit_json, err_console
+from commsim.core.errors import InputError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -29,7 +29,7 @@ def cli():
 
 
 # command modules attach themselves to the group
-from commsim.cli import automaton, budget, cc, fooling, listing, matrix, run, separate, teach, tree
+from commsim.cli import automaton, budget, cc, fooling, listing, matrix, run, separate, teach, tree  # noqa: E402,F401
 
 
 def _wants_json(argv: list[str]) -> bool:

@@ -4,10 +4,10 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from commsim.automaton import AUTOMATON_LANGUAGES, automaton_report
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
 from commsim.cli.tree import naming_the_argument, write_text_file
+from commsim.theory.automaton import AUTOMATON_LANGUAGES, automaton_report
 
 
 @cli.command("automaton")

@@ -5,11 +5,11 @@ import click
 from rich.markup import escape
 from rich.table import Table
 
-from commsim.budget import budget
-from commsim.errors import InputError
-from commsim.plugins import load_plugins
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
+from commsim.core.errors import InputError
+from commsim.pipeline.budget import budget
+from commsim.plugins import load_plugins
 
 
 def parse_range(text: str | None) -> list[int]:

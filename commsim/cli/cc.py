@@ -4,11 +4,20 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from commsim.communication import run_cc
-from commsim.plugins import load_plugins
-from commsim.problems import PROBLEM_NAMES
 from commsim.cli import cli
-from commsim.cli.common import (check_positive, console, emit_json, json_option, parse_instances, plugin_option, progress_bar, render_transcript)
+from commsim.cli.common import (
+    check_positive,
+    console,
+    emit_json,
+    json_option,
+    parse_instances,
+    plugin_option,
+    progress_bar,
+    render_transcript,
+)
+from commsim.pipeline.cc import run_cc
+from commsim.plugins import load_plugins
+from commsim.theory.problems import PROBLEM_NAMES
 
 
 @cli.command("cc")

@@ -9,7 +9,7 @@ import click
 import numpy as np
 from rich.console import Console
 
-from commsim.errors import InputError
+from commsim.core.errors import InputError
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -72,7 +72,13 @@ class progress_bar:
     """
 
     def __init__(self, description: str, enabled: bool = True):
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
         self.enabled = enabled and err_console.is_terminal
         self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                   TimeRemainingColumn(), console=err_console, transient=True) \

@@ -6,11 +6,11 @@ import sys
 import click
 from rich.table import Table
 
-from commsim.commmatrix import input_text
-from commsim.fooling import FOOLING_PROBLEMS, fooling_set
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
 from commsim.cli.tree import naming_the_argument
+from commsim.theory.comm_matrix import input_text
+from commsim.theory.fooling import FOOLING_PROBLEMS, fooling_set
 
 
 def decimal(x: int) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from commsim.plugins import KINDS, load_plugins
-from commsim.problems import PROBLEM_NAMES, make_problem
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
+from commsim.plugins import KINDS, load_plugins
+from commsim.theory.problems import PROBLEM_NAMES, make_problem
 
 
 def registered(plugins=()) -> dict:

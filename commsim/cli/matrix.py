@@ -4,11 +4,11 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from commsim.commmatrix import analyze_matrix
-from commsim.problems import PROBLEM_NAMES
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
 from commsim.cli.tree import naming_the_argument
+from commsim.theory.comm_matrix import analyze_matrix
+from commsim.theory.problems import PROBLEM_NAMES
 
 #: the figure is drawn when the matrix is at most this many rows and columns
 FIGURE_MAX_SIDE = 64

@@ -6,9 +6,18 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
-from commsim.reduction import run_reduction
 from commsim.cli import cli
-from commsim.cli.common import (console, emit_json, json_option, parse_instances, plugin_option, progress_bar, render_certificate, render_exchange)
+from commsim.cli.common import (
+    console,
+    emit_json,
+    json_option,
+    parse_instances,
+    plugin_option,
+    progress_bar,
+    render_certificate,
+    render_exchange,
+)
+from commsim.pipeline.run import run_reduction
 from commsim.plugins import load_plugins
 
 

@@ -17,14 +17,22 @@ import click
 from rich import box
 from rich.console import Console
 from rich.markup import escape
-from rich.text import Text
 from rich.panel import Panel
 from rich.table import Table
+from rich.text import Text
 
-from commsim.errors import InputError
-from commsim.plugins import load_plugins
 from commsim.cli import cli
-from commsim.cli.common import (check_positive, console, emit_json, json_option, parse_instances, plugin_option, progress_bar)
+from commsim.cli.common import (
+    check_positive,
+    console,
+    emit_json,
+    json_option,
+    parse_instances,
+    plugin_option,
+    progress_bar,
+)
+from commsim.core.errors import InputError
+from commsim.plugins import load_plugins
 
 PLOT_SUFFIXES = (".png", ".svg")
 

@@ -5,11 +5,11 @@ from pathlib import Path
 
 import click
 
-from commsim.errors import InputError
-from commsim.plugins import load_plugins
-from commsim.teach import render_markdown, render_text
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
+from commsim.core.errors import InputError
+from commsim.plugins import load_plugins
+from commsim.teach import render_markdown, render_text
 
 
 @cli.command("teach")

@@ -8,11 +8,11 @@ import tempfile
 import click
 from rich.table import Table
 
-from commsim.errors import InputError
-from commsim.plugins import load_plugins
-from commsim.problems import PROBLEM_NAMES
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
+from commsim.core.errors import InputError
+from commsim.plugins import load_plugins
+from commsim.theory.problems import PROBLEM_NAMES
 
 
 @contextlib.contextmanager
@@ -68,7 +68,7 @@ def tree_command(problem, n, protocol_name, dot_file, plugins, as_json):
       commsim tree eq --n 3 --protocol one-way --dot eq3.dot
       commsim tree disj --n 2 --protocol one-way --json
     """
-    from commsim.protocol_tree import build_protocol_tree
+    from commsim.theory.protocol_tree import build_protocol_tree
 
     with naming_the_argument():
         protocol_cls = load_plugins(plugins).get("cc-protocol", protocol_name, param="--protocol")

@@ -102,6 +102,6 @@ def register(registry) -> None:
     registry.register("model", "construct:lookup", make_lookup,
                       "one attention layer of width N + |alphabet| reading the whole string; decides a language "
                       "(language=dyck22, length=, width=W reduced, precision=)")
-    from protocols.constructions.separations import SEPARATIONS
+    from protocols.separations import SEPARATIONS
     for sep in SEPARATIONS:
         registry.register("separation", sep.name, sep, sep.description)

@@ -5,8 +5,8 @@ import math
 
 import numpy as np
 
-from commsim.errors import InputError
-from commsim.precision import FixedPoint, NumberFormat
+from commsim.core.errors import InputError
+from commsim.core.precision import FixedPoint, NumberFormat
 
 __all__ = ["grid_ceil", "fixed_format", "sizes", "require_fixed", "ConstructionError", "step_psi"]
 

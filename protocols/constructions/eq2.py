@@ -24,8 +24,7 @@ import math
 
 import numpy as np
 
-from commsim.precision import FixedPoint
-
+from commsim.core.precision import FixedPoint
 from protocols.constructions.orthogonal import DEFAULT_GAMMA, find
 from protocols.constructions.transformer import Layer, MultiLayerAttention
 

@@ -27,12 +27,17 @@ import math
 
 import numpy as np
 
-from commsim.precision import FixedPoint, NumberFormat
-
-from protocols.attention import AttentionLayer
-
-from protocols.constructions.common import (ConstructionError, fixed_format, grid_ceil, require_fixed, sizes, step_psi)
+from commsim.core.precision import FixedPoint, NumberFormat
+from protocols.constructions.common import (
+    ConstructionError,
+    fixed_format,
+    grid_ceil,
+    require_fixed,
+    sizes,
+    step_psi,
+)
 from protocols.constructions.orthogonal import DEFAULT_GAMMA, NearlyOrthogonal, find
+from protocols.models.attention import AttentionLayer
 
 __all__ = ["IndexLookupConstruction", "build_idxl", "idxl_format", "eta_for", "rho_codes"]
 

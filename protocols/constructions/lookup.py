@@ -35,12 +35,15 @@ from typing import Callable
 
 import numpy as np
 
-from commsim.precision import FixedPoint, NumberFormat
-from commsim.problems import DyckLanguage
-
-from protocols.attention import AttentionLayer
-
-from protocols.constructions.common import ConstructionError, fixed_format, require_fixed, sizes
+from commsim.core.precision import FixedPoint, NumberFormat
+from commsim.theory.dyck import DyckLanguage
+from protocols.constructions.common import (
+    ConstructionError,
+    fixed_format,
+    require_fixed,
+    sizes,
+)
+from protocols.models.attention import AttentionLayer
 
 __all__ = ["LookupConstruction", "build_lookup", "lookup_format", "parse_language", "Language"]
 

@@ -24,11 +24,13 @@ import math
 
 import numpy as np
 
-from commsim.precision import FixedPoint, NumberFormat
-
-from protocols.attention import AttentionLayer
-
-from protocols.constructions.common import ConstructionError, fixed_format, require_fixed
+from commsim.core.precision import FixedPoint, NumberFormat
+from protocols.constructions.common import (
+    ConstructionError,
+    fixed_format,
+    require_fixed,
+)
+from protocols.models.attention import AttentionLayer
 
 __all__ = ["Match2Construction", "build_match2", "match2", "match2_format", "match2_scale", "match2_outputs"]
 

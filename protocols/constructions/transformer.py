@@ -1,7 +1,7 @@
 """A multi-layer softmax-attention transformer with exact binary fixed-point semantics.
 
 Used for the two-layer constructions (Theorem 6 of [BHBK24]), which no one-layer protocol can
-simulate.  Every value is a code of a :class:`~commsim.precision.FixedPoint` format (value = code
+simulate.  Every value is a code of a :class:`~commsim.core.precision.FixedPoint` format (value = code
 * 2^-frac) and every operation is done on the integer codes, so the forward pass is exact and
 reproducible (Appendix B.2: round *down*, saturate at the range ends):
 
@@ -10,8 +10,8 @@ reproducible (Appendix B.2: round *down*, saturate at the range ends):
 * attention logits ``<q_i, k_j>`` the same way; stable softmax: ``M`` = the row maximum,
   ``e_j = [exp(A_ij - M)]`` (so every e_j is in [0, 1]), ``Z = sum e_j`` exactly,
   ``U = sum_j [e_j v_j]`` exactly, and the head output ``o = [U / Z]`` -- one division, exactly the
-  semantics of :mod:`protocols.attention` (a one-layer model here computes what an
-  :class:`~protocols.attention.AttentionLayer` with the same weights computes; the tests check it);
+  semantics of :mod:`protocols.models.attention` (a one-layer model here computes what an
+  :class:`~protocols.models.attention.AttentionLayer` with the same weights computes; the tests check it);
 * the layer adds ``[o W_O]`` to its input (residual), then applies an optional ReLU MLP, again with a
   residual;
 * a ``readout`` (any function of the last layer's vector at the query position) gives the label.
@@ -23,7 +23,7 @@ from typing import Callable
 
 import numpy as np
 
-from commsim.precision import FixedPoint
+from commsim.core.precision import FixedPoint
 
 __all__ = ["Layer", "MultiLayerAttention"]
 

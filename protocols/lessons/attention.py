@@ -12,10 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.teach import Lesson, Step
-
-from commsim.bounds import ceil_log2
-
-from protocols.lessons.common import bits_text as _bits, size_arg as _size
+from commsim.theory.bounds import ceil_log2
+from protocols.lessons.common import bits_text as _bits
+from protocols.lessons.common import size_arg as _size
 from protocols.lessons.rnn import engine, messages_of, run_one, tokens_text
 
 __all__ = ["attention_protocol", "attention_dyck", "attention_disj"]
@@ -38,9 +37,13 @@ def _positions(pos) -> str:
 
 # ---- attention-protocol ------------------------------------------------------------------------------
 def attention_protocol(n: int | None = None) -> Lesson:
+    from commsim.core.sums import unpack_count, unpack_sum
     from commsim.plugins import load_plugins, make_model
-    from protocols.attention import unpack_count, unpack_sum
-    from protocols.attention_exchange import make_plan, run_exchange, theorem_bits
+    from protocols.simulators.attention_exchange import (
+        make_plan,
+        run_exchange,
+        theorem_bits,
+    )
     N = _size(n, 6, 3, 16, "attention-protocol")
     load_plugins()
     model = make_model(PROTOCOL_SPEC, vocab_size=len(PROTOCOL_VOCAB), seq_len=N)
@@ -227,11 +230,11 @@ DYCK_SPEC = "attention:probe:at=0,accept=0/2"
 
 
 def attention_dyck(n: int | None = None) -> Lesson:
-    from commsim.budget import budget
-    from commsim.errors import InputError
-    from commsim.fooling import fooling_set
-    from commsim.problems import DyckLanguage
-    from commsim.reduction import run_reduction
+    from commsim.core.errors import InputError
+    from commsim.pipeline.budget import budget
+    from commsim.pipeline.run import run_reduction
+    from commsim.theory.dyck import DyckLanguage
+    from commsim.theory.fooling import fooling_set
     N = _size(n, 8, 4, 16, "attention-dyck", even=True)
     rid = "dyck22-fooling"
     lang = DyckLanguage(2, 2)
@@ -271,7 +274,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
     A0, B0 = problem.split(x[None])
     encoded, result, answer, direct = run_one(reduction, problem, model, wrapper, A0[0], B0[0])
     m, p, H = model.width, model.precision, model.heads
-    from protocols.attention_exchange import theorem_bits
+    from protocols.simulators.attention_exchange import theorem_bits
     plan = wrapper.plan(model, encoded)
     formula, _ = theorem_bits(model, plan)
     steps.append(Step(
@@ -375,12 +378,17 @@ QSA_PROBE = "attention:probe:at=0,accept=2"
 
 
 def attention_disj(n: int | None = None) -> Lesson:
-    from commsim.budget import budget
-    from commsim.fooling import fooling_set
-    from commsim.reduction import run_reduction
     from fractions import Fraction
-    from protocols.attention_exchange import theorem_bits
-    from protocols.reductions.attention_tasks import match3, match3_modulus, qsa_first_coordinate
+
+    from commsim.pipeline.budget import budget
+    from commsim.pipeline.run import run_reduction
+    from commsim.theory.fooling import fooling_set
+    from protocols.reductions.attention_tasks import (
+        match3,
+        match3_modulus,
+        qsa_first_coordinate,
+    )
+    from protocols.simulators.attention_exchange import theorem_bits
     n = _size(n, 4, 2, 8, "attention-disj")
     rid = "disj-match3"
     reduction, problem, model, wrapper = engine(rid, reduction_default(rid), n)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.errors import InputError
+from commsim.core.errors import InputError
 
 
 def bits_text(a) -> str:

@@ -1,16 +1,16 @@
 """Lesson ``fooling-sets``: the rectangle property and the fooling sets of EQ, DISJ, INDEX, Dyck-(2,2)."""
 from __future__ import annotations
 
-from commsim.bounds import ceil_log2
 from commsim.teach import Lesson, Step
-
-from protocols.lessons.common import bits_text as _bits, size_arg as _size
+from commsim.theory.bounds import ceil_log2
+from protocols.lessons.common import bits_text as _bits
+from protocols.lessons.common import size_arg as _size
 
 
 # ---- fooling sets --------------------------------------------------------------------
 def fooling_sets(n: int | None = None) -> Lesson:
-    from commsim.commmatrix import analyze_matrix
-    from commsim.fooling import cross, fooling_set
+    from commsim.theory.comm_matrix import analyze_matrix
+    from commsim.theory.fooling import cross, fooling_set
 
     n = _size(n, 4, 2, 8, "fooling-sets")
     N = 2 * n

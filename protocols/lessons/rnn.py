@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.teach import Lesson, Step
-
-from protocols.lessons.common import bits_text as _bits, size_arg as _size
+from protocols.lessons.common import bits_text as _bits
+from protocols.lessons.common import size_arg as _size
 
 __all__ = ["rnn_index", "rnn_eq", "rnn_disj", "engine", "run_one", "messages_of", "tokens_text", "instances_for"]
 
@@ -19,8 +19,8 @@ __all__ = ["rnn_index", "rnn_eq", "rnn_disj", "engine", "run_one", "messages_of"
 # ---- the engine calls every lesson makes ---------------------------------------------------------
 def engine(reduction_id: str, spec: str, n: int):
     """(reduction, problem, model, protocol wrapper) exactly as ``commsim run`` builds them."""
+    from commsim.pipeline.stages import protocol_for
     from commsim.plugins import load_plugins, make_model
-    from commsim.reduction import protocol_for
     reduction = load_plugins().get("reduction", reduction_id)
     problem = reduction.problem(n)
     model = make_model(spec, **reduction.model_context(n))
@@ -29,7 +29,7 @@ def engine(reduction_id: str, spec: str, n: int):
 
 def run_one(reduction, problem, model, wrapper, a, b):
     """One instance through the real runner: (encoded input, run result, answer, direct forward's answer)."""
-    from commsim.runner import run_protocol
+    from commsim.core.runner import run_protocol
     A = np.asarray(a)[None]
     B = np.asarray(b).reshape(1, *np.shape(b))
     encoded = reduction.encode(problem, A, B)
@@ -70,8 +70,8 @@ def instances_for(problem) -> int | None:
 
 
 def _run(reduction_id: str, spec: str, n: int, exhaustive: int = EXHAUSTIVE):
+    from commsim.pipeline.run import run_reduction
     from commsim.plugins import load_plugins
-    from commsim.reduction import run_reduction
     problem = load_plugins().get("reduction", reduction_id).problem(n)
     count = None if problem.input_pairs <= exhaustive else min(SAMPLE, exhaustive)
     return run_reduction(reduction_id, spec, n, instances=count, seed=0)
@@ -134,7 +134,7 @@ def _instance(problem, seed: int):
 
 def _budget_line(task: str, width: int, precision: int) -> tuple[int | None, str]:
     """max N for a recurrent model of the given size on ``task``: ``commsim budget``'s answer."""
-    from commsim.budget import budget
+    from commsim.pipeline.budget import budget
     try:
         rep = budget("rnn", width, precision, task)
         return rep.max_n, f"commsim budget --arch rnn --width {width} --precision {precision} --task {task}: " \
@@ -178,7 +178,7 @@ def rnn_index(n: int | None = None) -> Lesson:
         inequality=rf"\text{{bits}} = m p = {m} \cdot {p} = {result.transcript.total_bits}",
         notes=f"one message, Alice to Bob: a one-way protocol ({result.transcript.rounds} round).",
         reference="Theorem 2 of [BHBK24]; REFERENCE section 4"))
-    from commsim.fooling import fooling_set
+    from commsim.theory.fooling import fooling_set
     fs = fooling_set("index", n)
     ver = fs.verify()
     x1, x2 = fs.member(1)[0], fs.member(2)[0]
@@ -245,8 +245,8 @@ def rnn_index(n: int | None = None) -> Lesson:
 
 # ---- rnn-eq ---------------------------------------------------------------------------------------
 def rnn_eq(n: int | None = None) -> Lesson:
-    from commsim.automaton import automaton_report, ineq
-    from commsim.fooling import cross, fooling_set
+    from commsim.theory.automaton import automaton_report, ineq
+    from commsim.theory.fooling import cross, fooling_set
     n = _size(n, 4, 2, 8, "rnn-eq")
     N = 2 * n
     rid = "eq-ineq"
@@ -339,7 +339,7 @@ def rnn_eq(n: int | None = None) -> Lesson:
 
 # ---- rnn-disj --------------------------------------------------------------------------------------
 def rnn_disj(n: int | None = None) -> Lesson:
-    from commsim.fooling import cross, fooling_set
+    from commsim.theory.fooling import cross, fooling_set
     from protocols.reductions.disj import key_vectors
     n = _size(n, 4, 2, 10, "rnn-disj")
     rid = "disj-mqar"

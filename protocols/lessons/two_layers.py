@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.teach import Lesson, Step
-
-from protocols.lessons.common import bits_text as _bits, size_arg as _size
+from protocols.lessons.common import bits_text as _bits
+from protocols.lessons.common import size_arg as _size
 
 __all__ = ["two_layers"]
 
@@ -28,12 +28,12 @@ def _positions(pos) -> str:
 
 
 def two_layers(n: int | None = None) -> Lesson:
-    from commsim.automaton import ineq
-    from commsim.errors import InputError
-    from commsim.fooling import fooling_set
+    from commsim.core.errors import InputError
+    from commsim.pipeline.run import run_reduction
     from commsim.plugins import load_plugins, make_model
-    from commsim.problems import all_bit_strings
-    from commsim.reduction import run_reduction
+    from commsim.theory.automaton import ineq
+    from commsim.theory.fooling import fooling_set
+    from commsim.theory.problems import all_bit_strings
     from protocols.constructions.eq2 import build_eq2, default_format
     from protocols.constructions.orthogonal import start_k
     from protocols.constructions.transformer import MultiLayerAttention

@@ -22,10 +22,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from commsim.bounds import Conditions, LowerBound
-from commsim.errors import InputError
-from commsim.problems import make_problem
-from commsim.reduction import Encoded, Reduction
+from commsim.core.errors import InputError
+from commsim.pipeline.interfaces import Encoded, Reduction
+from commsim.theory.bounds import Conditions, LowerBound
+from commsim.theory.problems import make_problem
 
 __all__ = ["DisjMatch3", "DisjQSA", "match3", "match3_modulus", "qsa_first_coordinate", "REDUCTIONS",
            "QSA_MAX_Q"]

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.bounds import Conditions, LowerBound, ceil_log2
-from commsim.problems import Disjointness, Problem
-from commsim.reduction import Encoded
-
-from protocols.recurrent import MemoryProgram, StoreAndRecall
-
+from commsim.pipeline.interfaces import Encoded
+from commsim.theory.bounds import Conditions, LowerBound, ceil_log2
+from commsim.theory.problems import Disjointness, Problem
 from protocols.reductions.index import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype
+from protocols.reductions.layouts import MemoryProgram, StoreAndRecall
 
 __all__ = ["MultiQueryRecall", "REDUCTIONS", "key_vectors"]
 

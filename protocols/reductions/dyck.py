@@ -17,10 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commsim.bounds import Conditions, LowerBound, ceil_log2
-from commsim.errors import InputError, NotApplicable
-from commsim.problems import DyckProblem, ProblemInputError
-from commsim.reduction import Encoded, Reduction
+from commsim.core.errors import InputError, NotApplicable
+from commsim.pipeline.interfaces import Encoded, Reduction
+from commsim.theory.bounds import Conditions, LowerBound, ceil_log2
+from commsim.core.errors import ProblemInputError
+from commsim.theory.problems import DyckProblem
 
 __all__ = ["DyckFoolingProblem", "DyckFooling", "REDUCTIONS"]
 

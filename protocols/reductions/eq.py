@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.bounds import Conditions, LowerBound
-from commsim.problems import Equality, Problem
-from commsim.reduction import Encoded
-
-from protocols.recurrent import MemoryProgram, StoreAndCompare
-
+from commsim.pipeline.interfaces import Encoded
+from commsim.theory.bounds import Conditions, LowerBound
+from commsim.theory.problems import Equality, Problem
 from protocols.reductions.index import ONE_WAY_CONTIGUOUS, SourceReduction
+from protocols.reductions.layouts import MemoryProgram, StoreAndCompare
 
 __all__ = ["Inequality", "REDUCTIONS"]
 

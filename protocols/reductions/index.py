@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.bounds import Conditions, LowerBound, ceil_log2
-from commsim.errors import NotApplicable
-from commsim.problems import Index, Problem
-from commsim.reduction import Encoded, Reduction
-
-from protocols.recurrent import MemoryProgram, StoreAndLookup
+from commsim.core.errors import NotApplicable
+from commsim.pipeline.interfaces import Encoded, Reduction
+from commsim.theory.bounds import Conditions, LowerBound, ceil_log2
+from commsim.theory.problems import Index, Problem
+from protocols.reductions.layouts import MemoryProgram, StoreAndLookup
 
 __all__ = ["SourceReduction", "IndexLookup", "AssociativeRecall", "SparseAveraging", "REDUCTIONS", "token_dtype"]
 
@@ -46,7 +45,7 @@ class SourceReduction(Reduction):
                                 f"{vocab}", "--model")
 
     def memory_program(self, n: int) -> MemoryProgram:  # pragma: no cover - abstract
-        """The memorizing recurrence's layout for this task (see ``protocols.recurrent.Memorize``)."""
+        """The memorizing recurrence's layout for this task (see ``protocols.models.memorize.Memorize``)."""
         raise NotImplementedError
 
     # ---- bounds ------------------------------------------------------------------------------

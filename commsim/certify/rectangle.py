@@ -1,0 +1,171 @@
+"""The rectangle argument, executed: a certificate that a model must fail.
+
+REFERENCE section 1: if two members (x1, y1), (x2, y2) of a fooling set get the same transcript,
+then so do the crossed inputs (x1, y2) and (x2, y1), and the protocol gives them the member's
+answer b — but at least one crossing has the other answer.  A protocol with fewer than
+log2 |S| bits must have such a collision (pigeonhole), and when the protocol simulates a model
+*exactly*, the model answers that crossing wrongly.
+
+:func:`rectangle_certificate` runs this for any protocol that offers a vectorized ``evaluate``:
+
+1. every member of the fooling set (:mod:`commsim.theory.fooling`) is run, in chunks; each transcript
+   is reduced to a row of integer keys (every message value, in order) and hashed to a 128-bit
+   digest (:func:`row_digests`, vectorized);
+2. if the protocol (hence the model) is already wrong on a member, that member is the certificate
+   (kind ``"error"``), confirmed by a direct forward of the member alone;
+3. otherwise two members with equal digests are found with one sort
+   (:func:`commsim.certify.digests.find_transcript_collision`), their real transcripts are produced by the
+   runner and compared bit for bit, the crossing with the other answer is built
+   (:func:`commsim.theory.fooling.cross`), its true value is checked with the problem's truth function,
+   the runner's transcript on the crossing is compared too, and a direct forward of the model on
+   the crossing must give the wrong answer.  Only then is the certificate ``verified``.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from commsim.core.digests import find_transcript_collision, row_digests
+from commsim.certify.types import Certificate
+from commsim.core.errors import InputError
+from commsim.theory.fooling import FOOLING_PROBLEMS, cross, fooling_set
+from commsim.theory.problems import Problem
+
+#: fooling-set members evaluated per vectorized call
+CHUNK = 1 << 16
+
+
+class FoolingSweep:
+    """All members of a fooling set through a protocol: digests, and the first wrong member."""
+
+    def __init__(self, fs, digests: np.ndarray, wrong: int | None, wrong_answer: int | None, swept: int):
+        self.fooling = fs
+        self.digests = digests
+        self.wrong = wrong
+        self.wrong_answer = wrong_answer
+        self.swept = swept
+
+    @property
+    def distinct(self) -> int:
+        view = np.ascontiguousarray(self.digests).view(np.dtype((np.void, 16))).reshape(-1)
+        return int(len(np.unique(view)))
+
+
+def sweep_fooling_set(fs, evaluate: Callable, *, one_way: bool = False, chunk: int = CHUNK,
+                      progress: Callable | None = None, stop_at_error: bool = True) -> FoolingSweep:
+    """Run ``evaluate(A, B) -> (answers, keys)`` on every member of ``fs``, chunk by chunk.
+
+    For a one-way set (Alice inputs only), Bob's input is fixed to the first one: a one-way
+    protocol's transcript depends on Alice's input alone.
+    """
+    digests = np.zeros((fs.size, 2), dtype=np.uint64)
+    wrong, wrong_answer, done = None, None, 0
+    fixed_bob = fs.problem.bob_inputs()[:1] if fs.kind == "one-way" else None
+    for A, B in fs.members(chunk=chunk):
+        if B is None:
+            B = np.repeat(fixed_bob, len(A), axis=0)
+        answers, keys = evaluate(A, B)
+        digests[done:done + len(A)] = row_digests(keys)
+        if fs.kind == "two-way" and wrong is None:
+            bad = np.flatnonzero(np.asarray(answers) != fs.value)
+            if bad.size:
+                wrong, wrong_answer = done + int(bad[0]), int(np.asarray(answers)[bad[0]])
+        done += len(A)
+        if progress:
+            progress(done, fs.size)
+        if wrong is not None and stop_at_error:
+            break
+    return FoolingSweep(fs, digests[:done], wrong, wrong_answer, done)
+
+
+def _listed(x):
+    return np.asarray(x).tolist()
+
+
+def rectangle_certificate(problem: Problem, evaluate: Callable, direct: Callable, transcript: Callable | None = None,
+                          *, one_way: bool = False, progress: Callable | None = None,
+                          chunk: int = CHUNK) -> tuple[Certificate | None, str]:
+    """Search the fooling set of ``problem`` for a certificate (module docstring).
+
+    ``evaluate(A, B) -> (answers, keys)``: the protocol on a batch of instances — its answers to
+    the source problem and integer transcript keys (equal keys iff equal transcripts);
+    ``direct(A, B) -> answers``: the model's own direct forward;
+    ``transcript(a, b) -> Transcript``: one instance through the real runner (optional);
+    ``one_way``: the protocol is one-way from Alice (needed for a one-way fooling set).
+    Returns (certificate or None, a sentence saying what was searched).
+    """
+    if problem.name not in FOOLING_PROBLEMS:
+        return None, f"no fooling set is known for {problem.name}"
+    try:
+        fs = fooling_set(problem.name, problem.n)
+    except InputError as exc:
+        return None, f"no fooling set: {exc}"
+    if fs.kind == "one-way" and not one_way:
+        return None, (f"the {problem.name} fooling set bounds one-way protocols only, and this protocol is "
+                      f"two-way: no rectangle argument")
+    if fs.size > (1 << 24):
+        return None, f"the fooling set has {fs.size} members, more than the 2^24 a search runs over"
+    sweep = sweep_fooling_set(fs, evaluate, one_way=one_way, chunk=chunk, progress=progress)
+    if sweep.wrong is not None:
+        a, b = fs.member(sweep.wrong)
+        model = int(np.asarray(direct(np.asarray(a)[None], np.asarray(b)[None]))[0])
+        return Certificate(
+            "error", _listed(a), _listed(b), int(fs.value), model,
+            f"the model is already wrong on member {sweep.wrong} of the fooling set ({fs.construction}): "
+            f"it answers {model}, the answer is {fs.value} (confirmed by a direct forward of this member)",
+            verified=model != fs.value,
+            details={"member": sweep.wrong, "members_searched": sweep.swept, "fooling_set": fs.construction}), \
+            f"swept {sweep.swept} of {fs.size} fooling-set members; the model is wrong on member {sweep.wrong}"
+    clash = find_transcript_collision(sweep.digests)
+    if clash is None:
+        return None, (f"all {fs.size} fooling-set members have distinct transcripts: no collision, so no "
+                      f"certificate (the protocol spends at least log2 {fs.size} bits on them)")
+    i, j = clash
+    (xi, yi), (xj, yj) = fs.member(i), fs.member(j)
+    details = {"fooling_set": fs.construction, "members": fs.size, "members_searched": sweep.swept,
+               "distinct_transcripts": sweep.distinct,
+               "member_1": {"index": i, "alice": _listed(xi), "bob": None if yi is None else _listed(yi)},
+               "member_2": {"index": j, "alice": _listed(xj), "bob": None if yj is None else _listed(yj)}}
+    crossings = cross(fs, i, j)
+    if fs.kind == "two-way":
+        pick = next((c for c in crossings if c.value != fs.value), None)
+        if pick is None:  # not a fooling set after all: report, do not certify
+            return None, f"members {i} and {j} collide but neither crossing changes the answer (not a fooling set?)"
+        protocol_answer = int(fs.value)
+    else:
+        answers = [int(np.asarray(evaluate(np.asarray(c.alice)[None], np.asarray(c.bob).reshape(1, *np.shape(c.bob)))[0])[0])
+                   for c in crossings]
+        pick_index = next((k for k, c in enumerate(crossings) if answers[k] != c.value), 0)
+        pick, protocol_answer = crossings[pick_index], answers[pick_index]
+    a, b = np.asarray(pick.alice), np.asarray(pick.bob)
+    model = int(np.asarray(direct(a[None], b.reshape(1, *b.shape)))[0])
+    transcripts_equal = None
+    if transcript is not None:
+        t1 = transcript(xi, yi if yi is not None else b)
+        t2 = transcript(xj, yj if yj is not None else b)
+        tc = transcript(a, b)
+        transcripts_equal = t1.digest() == t2.digest() == tc.digest()
+        details.update({"transcript_digest": t1.digest(), "transcript_bits": t1.total_bits,
+                        "transcripts_equal": transcripts_equal,
+                        "crossing_transcript_digest": tc.digest()})
+    details["crossing_true_value"] = int(pick.value)
+    details["protocol_answer_on_crossing"] = protocol_answer
+    verified = model != int(pick.value) and transcripts_equal is not False
+    if fs.kind == "two-way":
+        explanation = (
+            f"fooling-set members {i} and {j} ({fs.construction}) get the same transcript"
+            f"{' (checked bit for bit by the runner)' if transcripts_equal else ''}; by the rectangle property "
+            f"the crossed input (Alice's part of member {i if np.array_equal(a, xi) else j}, Bob's part of member "
+            f"{j if np.array_equal(a, xi) else i}) gets it too, so the protocol — and the model it simulates "
+            f"exactly — answers {fs.value}; its true answer is {int(pick.value)}.  A direct forward of the model "
+            f"on it answers {model}{': wrong' if model != int(pick.value) else ' (NOT wrong: certificate fails)'}.")
+    else:
+        explanation = (
+            f"Alice inputs {i} and {j} send the same one-way message; with Bob's input {_listed(b)} the answers "
+            f"differ, so the protocol is wrong on one of them; a direct forward of the model on Alice input "
+            f"{_listed(a)} answers {model}, the true answer is {int(pick.value)}.")
+    cert = Certificate("rectangle", _listed(a), _listed(b), int(pick.value), model, explanation, verified=verified,
+                       details=details)
+    return cert, (f"swept all {fs.size} fooling-set members ({sweep.distinct} distinct transcripts); members {i} "
+                  f"and {j} collide")

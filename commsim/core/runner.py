@@ -1,0 +1,223 @@
+"""The runner: schedules two party programs over a counted channel.
+
+In-process, each program is built from a deep copy of its own share and is
+handed private copies of the bits it receives.  In audit mode
+(:class:`AuditSession`) each party runs in its own process (multiprocessing,
+spawn start method) and only bytes cross between processes: the parent is the
+channel.  Both modes use the same scheduler, so results and transcripts agree.
+"""
+from __future__ import annotations
+
+import copy
+import multiprocessing as mp
+import pickle
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from commsim.core.bits import Bits
+from commsim.core.channel import Transcript, other_party
+from commsim.core.party import Protocol, ProtocolError, Receive, Send
+
+DEFAULT_MAX_ROUNDS = 100_000
+
+
+class DeadlockError(ProtocolError):
+    """Both parties wait for a message that will never come."""
+
+
+@dataclass(frozen=True)
+class RunResult:
+    outputs: dict[str, Any]
+    transcript: Transcript
+    output_party: str = "bob"
+
+    @property
+    def output(self) -> Any:
+        return self.outputs[self.output_party]
+
+
+_DONE = object()
+
+
+class _LocalParty:
+    """A party program driven in this process."""
+
+    def __init__(self, protocol: Protocol, party: str, share):
+        self.gen = protocol.program(party, copy.deepcopy(share))
+        self.output = None
+
+    def step(self, value: Bits | None):
+        try:
+            return self.gen.send(value) if value is not None else next(self.gen)
+        except StopIteration as stop:
+            self.output = stop.value
+            return _DONE
+
+
+def _copy_bits(bits: Bits) -> Bits:
+    return Bits(bits.to_bytes(), len(bits))
+
+
+def _schedule(parties: dict, output_party: str, max_rounds: int) -> RunResult:
+    """Drive both parties until both finish; raise on deadlock, bad messages or too many rounds."""
+    items: list[tuple[str, str, Bits]] = []
+    queues: dict[str, list[tuple[str, Bits]]] = {"alice": [], "bob": []}
+    action = {p: parties[p].step(None) for p in ("alice", "bob")}
+    rounds, last_sender = 0, None
+    while True:
+        progressed = False
+        for p in ("alice", "bob"):
+            while True:
+                act = action[p]
+                if isinstance(act, Send):
+                    if not isinstance(act.bits, Bits):
+                        raise ProtocolError(f"{p} sent {type(act.bits).__name__} under {act.label!r}; "
+                                            "messages must be Bits")
+                    if p != last_sender:
+                        rounds, last_sender = rounds + 1, p
+                        if rounds > max_rounds:
+                            raise ProtocolError(f"more than {max_rounds} rounds; stopped")
+                    sent = _copy_bits(act.bits)  # a snapshot: later changes to the sender's object count for nothing
+                    items.append((p, act.label, sent))
+                    queues[other_party(p)].append((act.label, sent))
+                    action[p] = parties[p].step(None)
+                elif isinstance(act, Receive) and queues[p]:
+                    label, bits = queues[p].pop(0)
+                    if act.label is not None and act.label != label:
+                        raise ProtocolError(f"{p} expected message {act.label!r} but got {label!r}")
+                    action[p] = parties[p].step(_copy_bits(bits))
+                elif act is _DONE or isinstance(act, Receive):
+                    break
+                else:
+                    raise ProtocolError(f"{p} yielded {act!r}; party programs yield Send or Receive")
+                progressed = True
+        if action["alice"] is _DONE and action["bob"] is _DONE:
+            break
+        if not progressed:
+            waiting = [p for p in ("alice", "bob") if isinstance(action[p], Receive)]
+            raise DeadlockError(f"deadlock in round {rounds}: {' and '.join(waiting)} "
+                                f"wait{'s' if len(waiting) == 1 else ''} for a message that never comes")
+    for p in ("alice", "bob"):
+        if queues[p]:
+            raise ProtocolError(f"{p} finished with {len(queues[p])} unread message(s)")
+    return RunResult({p: parties[p].output for p in ("alice", "bob")},
+                     Transcript.build(items), output_party)
+
+
+def run_protocol(protocol: Protocol, alice_share, bob_share, *, max_rounds: int = DEFAULT_MAX_ROUNDS,
+                 audit: "AuditSession | bool" = False) -> RunResult:
+    """Run ``protocol`` on the two shares; ``audit=True`` runs each party in its own process."""
+    if audit:
+        if isinstance(audit, AuditSession):
+            return audit.run(protocol, alice_share, bob_share, max_rounds=max_rounds)
+        with AuditSession() as session:
+            return session.run(protocol, alice_share, bob_share, max_rounds=max_rounds)
+    parties = {"alice": _LocalParty(protocol, "alice", alice_share),
+               "bob": _LocalParty(protocol, "bob", bob_share)}
+    return _schedule(parties, protocol.output_party, max_rounds)
+
+
+# ---- audit mode: one process per party, only bytes cross -----------------
+def _worker(conn) -> None:
+    """Child process: run party programs on request; report each action as bytes."""
+    while True:
+        job = conn.recv()
+        if job is None:
+            return
+        payload, party = job
+        try:
+            protocol, share = pickle.loads(payload)
+            gen = protocol.program(party, share)
+            value = None
+            while True:
+                try:
+                    act = gen.send(value) if value is not None else next(gen)
+                except StopIteration as stop:
+                    conn.send(("done", pickle.dumps(stop.value)))
+                    break
+                value = None
+                if isinstance(act, Send):
+                    if not isinstance(act.bits, Bits):
+                        conn.send(("bad", f"{type(act.bits).__name__} under {act.label!r}"))
+                        break
+                    conn.send(("send", act.label, act.bits.to_bytes(), len(act.bits)))
+                elif isinstance(act, Receive):
+                    conn.send(("recv", act.label))
+                    kind, data, length = conn.recv()
+                    if kind == "abort":
+                        break
+                    value = Bits(data, length)
+                else:
+                    conn.send(("bad", repr(act)))
+                    break
+        except Exception:  # report, never hang the parent
+            conn.send(("error", traceback.format_exc()))
+
+
+class _RemoteParty:
+    def __init__(self, conn, party: str):
+        self.conn, self.party, self.output = conn, party, None
+
+    def step(self, value: Bits | None):
+        if value is not None:
+            self.conn.send(("msg", value.to_bytes(), len(value)))
+        msg = self.conn.recv()
+        kind = msg[0]
+        if kind == "send":
+            return Send(msg[1], Bits(msg[2], msg[3]))
+        if kind == "recv":
+            return Receive(msg[1])
+        if kind == "done":
+            self.output = pickle.loads(msg[1])
+            return _DONE
+        if kind == "bad":
+            raise ProtocolError(f"{self.party} yielded a non-message: {msg[1]}")
+        raise ProtocolError(f"{self.party} failed in its own process:\n{msg[1]}")
+
+
+class AuditSession:
+    """Two worker processes (spawn), reused across runs; use as a context manager."""
+
+    def __init__(self):
+        ctx = mp.get_context("spawn")
+        self._conns, self._procs = {}, {}
+        for party in ("alice", "bob"):
+            parent, child = ctx.Pipe()
+            proc = ctx.Process(target=_worker, args=(child,), daemon=True, name=f"commsim-{party}")
+            proc.start()
+            child.close()
+            self._conns[party], self._procs[party] = parent, proc
+
+    def run(self, protocol: Protocol, alice_share, bob_share, *,
+            max_rounds: int = DEFAULT_MAX_ROUNDS) -> RunResult:
+        shares = {"alice": alice_share, "bob": bob_share}
+        for party in ("alice", "bob"):
+            self._conns[party].send((pickle.dumps((protocol, shares[party])), party))
+        parties = {p: _RemoteParty(self._conns[p], p) for p in ("alice", "bob")}
+        try:
+            return _schedule(parties, protocol.output_party, max_rounds)
+        except ProtocolError:
+            self.close(force=True)  # a worker may be mid-program; start afresh next time
+            self.__init__()
+            raise
+
+    def close(self, force: bool = False) -> None:
+        for party, conn in self._conns.items():
+            if force:
+                self._procs[party].terminate()
+            else:
+                try:
+                    conn.send(None)
+                except (OSError, BrokenPipeError):
+                    pass
+            self._procs[party].join(timeout=2)
+            if self._procs[party].is_alive():
+                self._procs[party].terminate()
+            conn.close()
+
+    def __enter__(self) -> "AuditSession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,177 @@
+"""The plugin interfaces the pipeline composes: a Reduction, a Simulator, and the values between them."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from commsim.certify.types import Certificate
+from commsim.core.channel import Transcript
+from commsim.core.party import Protocol
+from commsim.theory.bounds import LowerBound
+from commsim.theory.problems import Problem
+
+
+@dataclass(frozen=True)
+class Share:
+    """What one party holds of one model input: the tokens at the positions it owns."""
+
+    positions: np.ndarray
+    tokens: np.ndarray
+    seq_len: int
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A batch of source instances encoded as model inputs, with the split between the parties.
+
+    ``tokens`` is (batch, seq_len); ``alice_positions`` are the (0-based) positions Alice owns,
+    the same for every instance; Bob owns the rest.  ``output_positions`` are where the model's
+    decision is read (usually just the last position).
+    """
+
+    tokens: np.ndarray
+    alice_positions: np.ndarray
+    output_positions: tuple[int, ...]
+
+    @property
+    def seq_len(self) -> int:
+        return int(self.tokens.shape[1])
+
+    @property
+    def batch(self) -> int:
+        return int(self.tokens.shape[0])
+
+    @property
+    def bob_positions(self) -> np.ndarray:
+        mask = np.ones(self.seq_len, dtype=bool)
+        mask[self.alice_positions] = False
+        return np.flatnonzero(mask)
+
+    def shares(self, i: int) -> tuple[Share, Share]:
+        a, b = self.alice_positions, self.bob_positions
+        row = self.tokens[i]
+        return Share(a, row[a].copy(), self.seq_len), Share(b, row[b].copy(), self.seq_len)
+
+    def owner(self, position: int) -> str:
+        return "alice" if position in set(self.alice_positions.tolist()) else "bob"
+
+    def subset(self, index) -> "Encoded":
+        return Encoded(self.tokens[index], self.alice_positions, self.output_positions)
+
+
+@dataclass
+class Sweep:
+    """A model protocol run over a batch: per instance, the protocol's and the direct forward's
+    output labels (batch, outputs), whether the raw outputs matched bit for bit, and the bits."""
+
+    protocol_labels: np.ndarray
+    direct_labels: np.ndarray
+    exact_match: np.ndarray
+    alice_to_bob: np.ndarray
+    bob_to_alice: np.ndarray
+    rounds: np.ndarray
+    transcript: Transcript | None = None      # one representative transcript (the costliest)
+    details: dict = field(default_factory=dict)  # per-step / per-head bit itemization etc.
+
+    @property
+    def total_bits(self) -> np.ndarray:
+        return np.asarray(self.alice_to_bob) + np.asarray(self.bob_to_alice)
+
+
+class Reduction:
+    """Base class for reductions (registry kind ``reduction``).  Subclasses set the class
+    attributes and implement :meth:`problem`, :meth:`vocabulary`, :meth:`encode`, :meth:`decode`
+    and :meth:`lower_bound`."""
+
+    id: str = ""
+    problem_name: str = ""
+    task: str = ""
+    source: str = ""            # where the reduction is proved, e.g. "Theorem 3 of [BHBK24]"
+    description: str = ""
+    default_model: str = ""     # the spec `commsim run` uses when --model is not given
+    default_n: int = 8
+
+    def problem(self, n: int) -> Problem:
+        raise NotImplementedError
+
+    def vocabulary(self, n: int) -> list[str]:
+        """Names of the task's tokens (token id = index); its length is the vocabulary size."""
+        raise NotImplementedError
+
+    def encode(self, problem: Problem, A: np.ndarray, B: np.ndarray) -> Encoded:
+        raise NotImplementedError
+
+    def decode(self, labels: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """Model output labels (batch, outputs) and Bob's inputs -> answers of the source problem."""
+        raise NotImplementedError
+
+    def lower_bound(self, model, wrapper: "ModelProtocol", problem: Problem, encoded: Encoded) -> LowerBound:
+        raise NotImplementedError
+
+    def length_bound(self, arch: str, seq_len: int) -> LowerBound:
+        """The bound in the theorem's own form, as a function of the model's sequence length N,
+        for an architecture ``"rnn"`` (hidden-state handoff) or ``"attention"`` (one layer).
+        Used by ``commsim budget``; a bound that does not apply says so."""
+        raise NotImplementedError(f"{self.id} gives no bound as a function of the sequence length")
+
+    def check(self, model, wrapper: "ModelProtocol", problem: Problem) -> None:
+        """Raise :class:`NotApplicable` (with the paper's reason) when this reduction cannot use the model."""
+
+    def seq_len(self, n: int) -> int:
+        problem = self.problem(n)
+        A, B = problem.sample(np.random.default_rng(0), 1)
+        return self.encode(problem, A, B).seq_len
+
+    def model_context(self, n: int) -> dict:
+        """What a model factory may use to size a random model to this task."""
+        return {"vocab_size": len(self.vocabulary(n)), "seq_len": self.seq_len(n), "n": n,
+                "task": self.task, "reduction": self.id}
+
+
+class ModelProtocol:
+    """Base class for model protocols (registry kind ``model-protocol``)."""
+
+    name: str = ""
+    source: str = ""
+    #: the architecture name ``commsim budget --arch`` uses for this protocol ("" = not offered)
+    arch: str = ""
+
+    def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:
+        """The theorem's bit count for an architecture of this width/precision/heads at length N,
+        and its formula as text (``commsim budget``)."""
+        raise NotImplementedError(f"{self.name} gives no budget formula")
+
+    def direction(self, model, encoded: Encoded) -> str:
+        """``"one-way"`` when only Alice speaks, once, on this split; else ``"two-way"``.
+        Reductions use it to pick the bound that applies."""
+        return "two-way"
+
+    def accepts(self, model) -> bool:
+        raise NotImplementedError
+
+    def check_partition(self, model, encoded: Encoded) -> None:
+        """Raise :class:`NotApplicable` when the split does not fit the protocol."""
+
+    def bits_formula(self, model, encoded: Encoded) -> tuple[int, str]:
+        """The theorem's bit count for this model and input length, and how it is made up."""
+        raise NotImplementedError
+
+    def make_protocol(self, model, encoded: Encoded) -> Protocol:
+        """Party programs whose shares are :class:`Share` values; the output party returns
+        ``(labels, raw_output)`` with ``labels`` an int array over ``encoded.output_positions``."""
+        raise NotImplementedError
+
+    def direct_labels(self, model, encoded: Encoded) -> np.ndarray:
+        """The model's own decisions (batch, outputs) from a direct forward."""
+        raise NotImplementedError
+
+    def sweep(self, model, encoded: Encoded, progress: Callable | None = None) -> Sweep:
+        """The protocol and the direct forward on every instance (vectorized)."""
+        raise NotImplementedError
+
+    def certificate(self, model, reduction: Reduction, problem: Problem, bound: LowerBound, *,
+                    seed: int = 0, progress: Callable | None = None) -> tuple[Certificate | None, str]:
+        """Search for an input on which the model must fail; returns (certificate or None, what was searched)."""
+        return None, "no certificate search for this protocol"

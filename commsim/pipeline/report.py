@@ -1,0 +1,61 @@
+"""The report of one run of a reduction (the contract's JSON keys)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from commsim.certify.types import Certificate
+from commsim.core.channel import Transcript
+from commsim.theory.bounds import LowerBound
+
+
+@dataclass
+class Report:
+    """Everything ``commsim run`` reports; :meth:`to_dict` has the contract's keys."""
+
+    reduction: str
+    problem: str
+    task: str
+    protocol: str
+    model: str
+    n: int
+    seq_len: int
+    instances: str
+    instances_run: int
+    bits_used: int
+    bits_by_direction: dict
+    rounds: int
+    bits_formula: int
+    bits_formula_text: str
+    lower_bound: LowerBound
+    model_accuracy: float
+    model_correct: bool
+    protocol_matches_model: bool
+    runner_checked: int
+    audited: bool
+    certificate: Certificate | None
+    certificate_search: str = ""
+    transcript: Transcript | None = None
+    details: dict = field(default_factory=dict)
+
+    @property
+    def budget_ok(self) -> bool | None:
+        return self.lower_bound.satisfied_by(self.bits_used)
+
+    def to_dict(self) -> dict:
+        lb = self.lower_bound
+        return {
+            "reduction": self.reduction, "problem": self.problem, "task": self.task, "protocol": self.protocol,
+            "model": self.model, "n": self.n, "seq_len": self.seq_len, "instances": self.instances,
+            "instances_run": self.instances_run, "bits_used": self.bits_used,
+            "bits_by_direction": self.bits_by_direction, "rounds": self.rounds,
+            "bits_formula": self.bits_formula, "bits_formula_text": self.bits_formula_text,
+            "lower_bound_bits": lb.bits, "lower_bound_source": lb.source, "lower_bound": lb.to_dict(),
+            "bound_applies": lb.applies, "bound_note": lb.note, "budget_ok": self.budget_ok,
+            "model_accuracy": self.model_accuracy, "model_correct": self.model_correct,
+            "protocol_matches_model": self.protocol_matches_model, "runner_checked": self.runner_checked,
+            "audited": self.audited,
+            "certificate": None if self.certificate is None else self.certificate.to_dict(),
+            "certificate_search": self.certificate_search,
+            "transcript": None if self.transcript is None else self.transcript.to_dict(),
+            "details": self.details,
+        }

@@ -1,0 +1,233 @@
+"""PyTorch ``nn.RNN`` (tanh, relu), ``nn.LSTM`` and ``nn.GRU`` as commsim recurrent models.
+
+The model of Theorem 2 of [BHBK24] is any recurrence ``h_t = g(x_t, h_{t-1})``, ``y_t = f(h_t)``
+whose state is m numbers of p bits.  A stacked torch core is such a recurrence if its state is
+*every* layer's state: layer by layer ``h^l`` (and ``c^l`` for an LSTM), so an L-layer LSTM of
+hidden size m hands off ``2 m L`` numbers, ``2 m L p`` bits.  The token embedding is folded into
+the first layer's input term (one row per token); the head (``f``) is any torch module or callable
+applied to the top layer's ``h``.
+
+Semantics (those of :class:`protocols.models.recurrent.RecurrentModel`): every step computes in float64
+and rounds the state to the format once per step (an LSTM's ``c`` before ``h = o tanh(c)``; each
+layer's ``h`` before the next layer reads it); the parameters are numbers of the format.  The
+protocol therefore reproduces the commsim model bit for bit, and the commsim model agrees with the
+torch module's own forward within :data:`~protocols.adapters.torch.layers.TOLERANCE`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from commsim.core.arithmetic import _sigmoid
+from commsim.core.precision import NumberFormat
+from protocols.adapters.torch.layers import (
+    AdapterError,
+    Dense,
+    Head,
+    format_for_dtype,
+    numpy_head,
+    tensor,
+)
+from protocols.models.recurrent import RecurrentModel, gru_cell
+
+#: torch ``mode`` -> (commsim cell, gates)
+CELLS = {"RNN_TANH": ("rnn-tanh", 1), "RNN_RELU": ("rnn-relu", 1), "LSTM": ("lstm", 4), "GRU": ("gru", 3)}
+
+
+CELLS_GATES = dict(CELLS.values())
+
+
+class TorchRecurrent(RecurrentModel):
+    """A (stacked) torch RNN/LSTM/GRU with a token embedding and a head, as a recurrent model.
+
+    State layout: for each layer in order, ``h^l`` (``proj_size`` or m units) then, for an LSTM,
+    ``c^l`` (m units).  ``width`` is m (the hidden size), ``layers`` the number of layers.
+    ``torch_forward(tokens)`` runs the original torch parts (for the agreement check).
+    """
+
+    kind = "torch-rnn"
+
+    def __init__(self, cell: str, layers: list[dict], input_table: np.ndarray, head: Head, fmt: NumberFormat,
+                 spec: str = "", torch_forward=None, source: str = ""):
+        if cell not in {c for c, _ in CELLS.values()}:
+            raise AdapterError(f"unknown recurrent cell {cell!r}")
+        self.cell = cell
+        self.num_layers = len(layers)
+        m = int(layers[0]["w_hh"].shape[1] // CELLS_GATES[cell])
+        self.hidden = m
+        self.h_units = int(layers[0]["w_hh"].shape[0])  # proj_size or m
+        per_layer = self.h_units + (m if cell == "lstm" else 0)
+        super().__init__(fmt, m, per_layer * self.num_layers, input_table.shape[0], head.outputs,
+                         spec or f"torch:{cell}")
+        self.per_layer = per_layer
+        self.kind = {"rnn-tanh": "elman", "rnn-relu": "elman"}.get(cell, cell)  # lstm / gru / elman
+        self.head = head
+        self.source = source
+        self.torch_forward = torch_forward
+        q = self.quantize
+        self._table = np.ascontiguousarray(input_table, dtype=np.float64)
+        self._layers = []
+        for i, lay in enumerate(layers):
+            entry = {"hh": Dense.for_format(q(lay["w_hh"]), None, fmt)}
+            if cell == "gru":
+                entry["b_hh"] = q(lay["b_hh"])
+            if i > 0:
+                bias = q(lay["b_ih"]) + (0.0 if cell == "gru" else q(lay["b_hh"]))
+                entry["ih"] = Dense.for_format(q(lay["w_ih"]), bias, fmt)
+            if lay.get("w_hr") is not None:
+                entry["hr"] = Dense.for_format(q(lay["w_hr"]), None, fmt)
+            self._layers.append(entry)
+
+    @property
+    def layers(self) -> int:
+        return self.num_layers
+
+    def describe_state(self) -> str:
+        part = f"(h, c) = {self.h_units} + {self.hidden}" if self.cell == "lstm" else f"h = {self.h_units}"
+        layers = f"{self.num_layers} layers x " if self.num_layers > 1 else ""
+        return f"{layers}{part} units of {self.format.name}"
+
+    def _step(self, h, x, t):
+        m, hs = self.hidden, self.h_units
+        out = np.empty_like(h)
+        a = self._table[x]  # fancy indexing: a fresh (batch, gates * m) array
+        below = None
+        for i, lay in enumerate(self._layers):
+            off = i * self.per_layer
+            prev = h[:, off:off + hs]
+            if i > 0:
+                a = lay["ih"](below)
+            if self.cell in ("rnn-tanh", "rnn-relu"):
+                pre = lay["hh"](prev)
+                pre += a
+                new = np.tanh(pre, out=pre) if self.cell == "rnn-tanh" else np.maximum(pre, 0.0, out=pre)
+            elif self.cell == "lstm":
+                z = lay["hh"](prev)
+                z += a
+                ig = _sigmoid(z[:, :m])
+                fg = _sigmoid(z[:, m:2 * m])
+                gg = np.tanh(z[:, 2 * m:3 * m], out=z[:, 2 * m:3 * m])
+                og = _sigmoid(z[:, 3 * m:])
+                c = out[:, off + hs:off + hs + m]
+                np.multiply(fg, h[:, off + hs:off + hs + m], out=c)
+                c += ig * gg
+                self._q(c)
+                new = np.tanh(c) * og
+                if "hr" in lay:
+                    new = lay["hr"](self._q(new))
+            else:  # gru: r, z, n (PyTorch's form)
+                u = lay["hh"](prev)
+                u += lay["b_hh"]
+                new = gru_cell(a, u, prev, m)
+            out[:, off:off + hs] = new
+            below = self._q(out[:, off:off + hs])
+        return out
+
+    def _readout(self, h):
+        off = (self.num_layers - 1) * self.per_layer
+        return self.head(h[:, off:off + self.h_units])
+
+
+def _embedding_matrix(embedding, vocab_size: int | None, input_size: int) -> tuple[np.ndarray, str]:
+    """(vocab, input_size) rows: an nn.Embedding's weight, a given matrix, or one-hot tokens."""
+    import torch.nn as nn
+    if embedding is None:
+        vocab = vocab_size if vocab_size is not None else input_size
+        if vocab > input_size:
+            raise AdapterError(f"no token embedding was given and the core reads {input_size} inputs, fewer than "
+                               f"the {vocab} tokens: pass embedding= (an nn.Embedding or a (vocab, {input_size}) "
+                               f"matrix) or return a wrapping module that has one")
+        return np.eye(vocab, input_size), f"one-hot({vocab})"
+    if isinstance(embedding, nn.Embedding):
+        if embedding.max_norm is not None:
+            raise AdapterError("an nn.Embedding with max_norm renormalizes its weights during the forward; "
+                               "commsim needs fixed weights (use max_norm=None)")
+        weight, what = tensor(embedding.weight), "nn.Embedding"
+    elif isinstance(embedding, nn.Module):
+        raise AdapterError(f"the token embedding must be an nn.Embedding or a (vocab, {input_size}) matrix, "
+                           f"got {type(embedding).__name__}")
+    else:
+        weight, what = tensor(embedding), "matrix"
+    if weight.ndim != 2 or weight.shape[1] != input_size:
+        raise AdapterError(f"the token embedding has shape {tuple(weight.shape)}; the core reads "
+                           f"{input_size} inputs, so it must be (vocab, {input_size})")
+    return weight, what
+
+
+def _torch_parts_forward(embedding, core, head):
+    """tokens (batch, length) -> the torch parts' outputs (batch, length, classes) as float64."""
+    import torch
+    import torch.nn as nn
+    dtype = next(core.parameters()).dtype
+
+    def forward(tokens):
+        with torch.no_grad():
+            t = torch.as_tensor(np.asarray(tokens), dtype=torch.long)
+            if embedding is None:
+                x = nn.functional.one_hot(t, core.input_size).to(dtype)
+            elif isinstance(embedding, nn.Module):
+                x = embedding(t)
+            else:
+                x = torch.as_tensor(np.asarray(tensor(embedding)), dtype=dtype)[t]
+            if not core.batch_first:
+                x = x.transpose(0, 1)
+            y = core(x.to(dtype))[0]
+            if not core.batch_first:
+                y = y.transpose(0, 1)
+            if head is not None:
+                y = head(y)
+                if isinstance(y, (tuple, list)):
+                    y = y[0]
+            return tensor(y)
+    return forward
+
+
+def wrap_recurrent(core, embedding=None, head=None, fmt: NumberFormat | None = None, *,
+                   vocab_size: int | None = None, spec: str = "", source: str = "") -> TorchRecurrent:
+    """Wrap ``core`` (nn.RNN / nn.LSTM / nn.GRU, any number of layers, batch_first either way).
+
+    ``embedding``: an ``nn.Embedding``, a (vocab, input_size) matrix, or None (one-hot tokens);
+    ``head``: a torch module or callable on the top layer's h (None: the h values themselves);
+    ``fmt``: the number format (default: from the core's dtype, float32 -> p = 32).
+    """
+    import torch.nn as nn
+    if not isinstance(core, nn.RNNBase):
+        raise AdapterError(f"expected nn.RNN, nn.LSTM or nn.GRU, got {type(core).__name__}")
+    if core.mode not in CELLS:
+        raise AdapterError(f"unsupported recurrent mode {core.mode!r}")
+    if core.bidirectional:
+        raise AdapterError(f"a bidirectional {type(core).__name__} reads the sequence backwards too: it is not a "
+                           f"left-to-right recurrence, so the hidden-state handoff (Theorem 2 of [BHBK24]) does not "
+                           f"apply")
+    params = dict(core.named_parameters())
+    dtype = next(iter(params.values())).dtype
+    fmt = format_for_dtype(dtype) if fmt is None else fmt
+    cell, gates = CELLS[core.mode]
+    m, proj = core.hidden_size, getattr(core, "proj_size", 0) or 0
+    matrix, emb_what = _embedding_matrix(embedding, vocab_size, core.input_size)
+    if vocab_size is not None and matrix.shape[0] < vocab_size:
+        raise AdapterError(f"the token embedding has {matrix.shape[0]} rows but the task uses {vocab_size} tokens")
+    q = fmt.quantize
+    layers = []
+    for i in range(core.num_layers):
+        lay = {}
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh", "weight_hr"):
+            p = params.get(f"{name}_l{i}")
+            lay[name] = None if p is None else tensor(p)
+        rows = gates * m
+        lay["b_ih"] = lay["bias_ih"] if lay["bias_ih"] is not None else np.zeros(rows)
+        lay["b_hh"] = lay["bias_hh"] if lay["bias_hh"] is not None else np.zeros(rows)
+        lay["w_ih"] = lay["weight_ih"].T
+        lay["w_hh"] = lay["weight_hh"].T
+        lay["w_hr"] = None if lay["weight_hr"] is None else lay["weight_hr"].T
+        layers.append(lay)
+    # layer 0's input term per token: q(E) q(W_ih)^T + q(b_ih) (+ q(b_hh) outside a GRU), in float64
+    first = layers[0]
+    table = Dense(q(first["w_ih"]))(q(matrix))
+    table += q(first["b_ih"])
+    if cell != "gru":
+        table += q(first["b_hh"])
+    head_fn = numpy_head(head, proj or m, fmt, dtype)
+    what = f"{type(core).__name__}({core.input_size}, {m}, layers={core.num_layers}" + \
+           (f", proj={proj}" if proj else "") + f") with {emb_what} embedding and {head_fn.description} head"
+    return TorchRecurrent(cell, layers, table, head_fn, fmt, spec=spec or f"torch:{cell}",
+                          torch_forward=_torch_parts_forward(embedding, core, head), source=source or what)

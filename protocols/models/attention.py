@@ -1,0 +1,496 @@
+"""One-layer attention with exact finite-precision semantics (the model of Theorem 4 of [BHBK24]).
+
+The layer
+---------
+Token embeddings ``E_tok`` (a table V x d, or a function of the token ids) and position
+embeddings ``E_pos`` (a table P x d, a function of the positions, or none); H heads, each with
+``W_Q, W_K, W_V`` (m x d); an output projection ``W_O`` (d_out x H m); an output map ``psi`` (an
+MLP given by its weights, ReLU between layers, or any Python callable); the decision is read at
+one query position (default: the last) as the argmax of psi's output (ties go to the lowest
+class; with a single output, the label is 1 when it is > 0).  The attention at the query position
+ranges over every position, the query's own included (``attend_self=False`` leaves it out).
+
+Finite-precision semantics (REFERENCE section 3; Appendix B.2 and D of [BHBK24])
+--------------------------------------------------------------------------------
+Every parameter is rounded to the number format ``fmt`` once, at construction.  Writing ``[t]``
+for rounding to the format — fixed point: round **down** to the grid 2^-F, saturate at both
+ends; IEEE formats: round to nearest even, overflow saturates to the largest finite value — the
+forward pass at query position N is::
+
+    x_i   = [E_tok(s_i) + E_pos(i)]                 (each embedding rounded, then their sum)
+    q     = [W_Q x_N],  k_i = [W_K x_i],  v_i = [W_V x_i]          (per head)
+    A_i   = [<q, k_i>]                              the logits, rounded
+    M     = max_i A_i                               exact
+    e_i   = [exp(A_i - M)]                          in [0, 1]; e = [1] at the maximum, so Z > 0
+    Z     = sum_i e_i                               exact (an integer number of units)
+    U     = sum_i [e_i * v_i]                       each product rounded, the sum exact
+    o     = [U / Z]                                 one division per value, rounded
+    y     = [W_O (o_1, ..., o_H)],  output = psi(y) (each MLP layer [W h + b], ReLU between)
+
+With a residual path (``residual=True``, or a list of embedding coordinates), psi also reads the
+query position's own embedding x_N (the rounded [E_tok(s_N) + E_pos(N)] above, those coordinates
+of it): its input is the concatenation (y, x_N[coords]), so a first MLP layer [W_y, W_x] computes
+W_y y + W_x x_N + b (a residual connection is W_x = W_y).  This is how a real transformer's
+residual stream and MLP at the query position enter psi; the exchange of
+:mod:`protocols.simulators.attention_exchange` delivers x_N to the output party (free when it owns the query
+position, ``len(coords)`` numbers of p bits otherwise).
+
+Linear maps and dot products are evaluated *exactly* and rounded once: under fixed point the
+operands are integer codes, so the sum of products is an exact integer (float64 when it stays
+below 2^53, int64 or Python integers beyond); under IEEE formats they are accumulated in float64
+in index order (a fixed order, so every position's value is a pure function of that position).
+``exp`` is numpy's float64 ``exp``; ``[U / Z]`` is floor division of integers (fixed point) or
+Python's correctly rounded integer division followed by rounding to the format (IEEE).
+
+Sums are carried in units of the format's smallest step (``fmt.unit_exponent``), so Z and U are
+exact integers and any split of the positions into partial sums gives the same totals: the
+property that makes the partial-softmax exchange of :mod:`protocols.simulators.attention_exchange` produce
+*bit-identical* outputs for every partition.  Dividing once at the end (rather than summing
+``e_i / Z * v_i``) is what keeps the result split-invariant; this is the semantics of the direct
+forward here as well, so protocol and model are compared under one definition.
+
+Float mode and a plain float forward
+------------------------------------
+:meth:`AttentionLayer.float_forward` runs the same (rounded) parameters through an ordinary
+float64 forward (no intermediate rounding, softmax normalized per term).  The reference float
+semantics above differ from it only by the roundings; the tests hold float32 layers of unit-scale
+weights to ``|difference| <= 1e-4 * (1 + |output|)`` and float16/bfloat16 layers to ``5e-2`` and
+``1e-1`` relative-plus-absolute (:data:`FLOAT_TOLERANCE`).
+
+Spec (``commsim run ... --model attention:...``)
+------------------------------------------------
+``attention[:probe][:key=value,...]`` with keys ``heads=H, width=M (m), dim=d, precision=P[,frac=F]``
+or ``dtype=float16|bfloat16|float32|float64``, ``seed=S``, ``vocab=V``, ``classes=C``,
+``positions=P`` (rows of the position table), ``weights=FILE.npz``, ``query=POS`` (0-based;
+negative counts from the end), ``self=0|1`` (whether the query attends to its own position),
+``residual=0|1`` (a random layer whose psi also reads the query's embedding x_N).
+A random layer defaults to the task's vocabulary and sequence length.  ``attention:probe`` is a
+small exact construction (see :func:`probe_layer`) with keys ``at=I/J/...`` (``n`` stands for
+the source problem's size), ``accept=T/...`` or ``reject=T/...`` and ``rule=all|any|differ``.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from commsim.core.arithmetic import arithmetic_for
+from commsim.core.errors import InputError
+from commsim.core.precision import FixedPoint, NumberFormat
+
+#: (relative + absolute) tolerance of the reference float semantics against a plain float64 forward
+FLOAT_TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 5e-2, "bfloat16": 1e-1}
+
+
+#: elements of the largest temporary (batch x positions x heads x width) built at once
+BLOCK_ELEMENTS = 1 << 21
+
+
+# ---- the layer ----------------------------------------------------------------------------------
+class AttentionLayer:
+    """A one-layer attention model under a number format (module docstring: the exact semantics).
+
+    ``token_embedding``: (V, d) array or a function of an int array returning (..., d);
+    ``position_embedding``: (P, d) array, a function of positions, or None; ``W_Q``, ``W_K``,
+    ``W_V``: (H, m, d); ``W_O``: (d_out, H m); ``psi``: a list of (W, b) MLP layers, a callable
+    (float64 (B, d_out) -> (B, C)), or None (the output is y itself).  Functions must be pure
+    (the same value for the same token/position, whatever the batch).
+
+    ``residual``: False (psi reads y only), True (psi reads (y, x_N): the query position's whole
+    embedding appended to y) or a sequence of embedding coordinates (psi reads (y, x_N[coords]));
+    psi's input width is then d_out + len(coords).  :attr:`residual_coords` holds the coordinates
+    (None when off).
+    """
+
+    def __init__(self, fmt: NumberFormat, token_embedding, position_embedding, W_Q, W_K, W_V, W_O,
+                 psi=None, *, query: int | None = None, attend_self: bool = True, residual=False, spec: str = ""):
+        self.fmt = fmt
+        self.ar = arithmetic_for(fmt)
+        W_Q, W_K, W_V = (np.asarray(w, dtype=np.float64) for w in (W_Q, W_K, W_V))
+        if W_Q.ndim != 3 or W_Q.shape != W_K.shape or W_Q.shape != W_V.shape:
+            raise InputError(f"W_Q, W_K, W_V must all be (heads, width, dim); got {W_Q.shape}, {W_K.shape}, "
+                             f"{W_V.shape}")
+        self.heads, self.width, self.dim = (int(s) for s in W_Q.shape)
+        if min(self.heads, self.width, self.dim) < 1:
+            raise InputError("heads, width and dim must be at least 1")
+        W_O = np.asarray(W_O, dtype=np.float64)
+        if W_O.ndim != 2 or W_O.shape[1] != self.heads * self.width:
+            raise InputError(f"W_O must be (d_out, heads*width = {self.heads * self.width}); got {W_O.shape}")
+        self.out_dim = int(W_O.shape[0])
+        if residual is True:
+            self.residual_coords = np.arange(self.dim)
+        elif residual is False or residual is None:
+            self.residual_coords = None
+        else:
+            coords = np.asarray(residual).reshape(-1)
+            if coords.dtype.kind not in "iu" or (coords.size and (coords.min() < 0 or coords.max() >= self.dim)):
+                raise InputError(f"residual coordinates must be integers in 0..{self.dim - 1}; got {list(coords)}")
+            self.residual_coords = coords.astype(np.int64)
+        psi_in = self.psi_input_width
+        r = self.ar.from_values
+        self.W_Q, self.W_K, self.W_V, self.W_O = r(W_Q), r(W_K), r(W_V), r(W_O)
+        self._W_KV = np.concatenate([self.W_K.reshape(-1, self.dim), self.W_V.reshape(-1, self.dim)])
+        self._W_Q = self.W_Q.reshape(-1, self.dim)
+        # embeddings
+        if callable(token_embedding):
+            self.token_table, self.token_fn, self.vocab_size = None, token_embedding, None
+        else:
+            t = np.asarray(token_embedding, dtype=np.float64)
+            if t.ndim != 2 or t.shape[1] != self.dim:
+                raise InputError(f"token embedding must be (vocab, dim = {self.dim}); got {t.shape}")
+            self.token_table, self.token_fn, self.vocab_size = r(t), None, int(t.shape[0])
+        if position_embedding is None:
+            self.position_table, self.position_fn, self.max_positions = None, None, None
+        elif callable(position_embedding):
+            self.position_table, self.position_fn, self.max_positions = None, position_embedding, None
+        else:
+            pe = np.asarray(position_embedding, dtype=np.float64)
+            if pe.ndim != 2 or pe.shape[1] != self.dim:
+                raise InputError(f"position embedding must be (positions, dim = {self.dim}); got {pe.shape}")
+            self.position_table, self.position_fn, self.max_positions = r(pe), None, int(pe.shape[0])
+        # psi
+        self.psi_fn, self.psi_layers = None, []
+        if callable(psi):
+            self.psi_fn = psi
+            self.classes = None
+        elif psi is None:
+            self.classes = psi_in
+        else:
+            width = psi_in
+            for i, (W, b) in enumerate(psi):
+                W, b = np.asarray(W, dtype=np.float64), np.asarray(b, dtype=np.float64).reshape(-1)
+                if W.ndim != 2 or W.shape[1] != width or b.shape != (W.shape[0],):
+                    raise InputError(f"psi layer {i}: W must be (out, {width}) and b (out,); got {W.shape}, {b.shape}")
+                self.psi_layers.append((r(W), r(b)))
+                width = W.shape[0]
+            self.classes = width
+        self.query = None if query is None else int(query)
+        self.attend_self = bool(attend_self)
+        self.spec = spec or f"attention:heads={self.heads},width={self.width},dim={self.dim}," \
+                            f"{'dtype=' + fmt.name if not self.ar.is_fixed else f'precision={fmt.bits},frac={fmt.frac}'}"
+
+    # ---- descriptors
+    @property
+    def precision(self) -> int:
+        """p: bits per number."""
+        return self.fmt.bits
+
+    @property
+    def residual_width(self) -> int:
+        """How many coordinates of the query's embedding x_N psi reads (0: no residual path)."""
+        return 0 if self.residual_coords is None else int(self.residual_coords.size)
+
+    @property
+    def psi_input_width(self) -> int:
+        """Width of psi's input: y's d_out, plus the residual coordinates of x_N."""
+        return self.out_dim + self.residual_width
+
+    def __repr__(self) -> str:
+        return f"<AttentionLayer {self.spec}>"
+
+    def query_position(self, seq_len: int) -> int:
+        """The position the decision is read at (the model's ``query``, default the last)."""
+        if self.query is None:
+            return seq_len - 1
+        pos = self.query if self.query >= 0 else seq_len + self.query
+        if not 0 <= pos < seq_len:
+            raise InputError(f"query position {self.query} is outside a sequence of length {seq_len}", "--model")
+        return pos
+
+    def check_input(self, seq_len: int, tokens: np.ndarray | None = None) -> None:
+        if seq_len < 1:
+            raise InputError("the sequence is empty")
+        if self.max_positions is not None and seq_len > self.max_positions:
+            raise InputError(f"the model has position embeddings for {self.max_positions} positions; the input "
+                             f"has {seq_len} (use positions=N or a task of that length)", "--model")
+        if tokens is not None and self.vocab_size is not None and tokens.size:
+            lo, hi = int(tokens.min()), int(tokens.max())
+            if lo < 0 or hi >= self.vocab_size:
+                raise InputError(f"token {lo if lo < 0 else hi} is outside the model's vocabulary "
+                                 f"0..{self.vocab_size - 1}", "--model")
+        if not self.attend_self and seq_len == 1:
+            raise InputError("with self=0 a sequence of length 1 leaves nothing to attend to", "--model")
+
+    # ---- stage 1: embeddings and projections (pure functions of (position, token))
+    def _token_rep(self, tokens: np.ndarray) -> np.ndarray:
+        if self.token_table is not None:
+            return self.token_table[tokens]
+        return self.ar.from_values(self.token_fn(np.asarray(tokens)))
+
+    def _position_rep(self, positions: np.ndarray) -> np.ndarray | None:
+        if self.position_table is not None:
+            return self.position_table[positions]
+        if self.position_fn is not None:
+            return self.ar.from_values(self.position_fn(np.asarray(positions)))
+        return None
+
+    def embed(self, tokens: np.ndarray, positions: np.ndarray) -> np.ndarray:
+        """x = [E_tok(s) + E_pos(i)] for tokens (B, n) at positions (n,): (B, n, d)."""
+        tok = self._token_rep(np.asarray(tokens))
+        pos = self._position_rep(np.asarray(positions))
+        return tok if pos is None else self.ar.add(tok, pos)  # broadcasts positions over the rows
+
+    def keys_values(self, tokens: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """k_i, v_i of tokens (B, n) at positions (n,): two (B, n, H, m) arrays.
+
+        With many rows and a token table, the (position, token) table is projected once and
+        gathered (the same values: each k_i, v_i depends only on position i and token s_i)."""
+        B, n = tokens.shape
+        H, m = self.heads, self.width
+        if self.vocab_size is not None and B > 2 * self.vocab_size:
+            grid = np.broadcast_to(np.arange(self.vocab_size)[None, :], (n, self.vocab_size))
+            x = self.embed(grid, np.asarray(positions)[:, None])       # (n, V, d)
+            kv = self.ar.linear(x, self._W_KV).reshape(n, self.vocab_size, 2, H, m)
+            kv = kv[np.arange(n)[None, :], tokens]                      # (B, n, 2, H, m)
+        else:
+            x = self.embed(tokens, positions)
+            kv = self.ar.linear(x, self._W_KV).reshape(B, n, 2, H, m)
+        return kv[:, :, 0], kv[:, :, 1]
+
+    def query_embedding(self, query_tokens: np.ndarray, position: int) -> np.ndarray:
+        """x_N = [E_tok(s_N) + E_pos(N)] for the query tokens (B,): (B, d)."""
+        t = np.asarray(query_tokens).reshape(-1, 1)
+        return self.embed(t, np.array([position]))[:, 0]
+
+    def query_vectors(self, query_tokens: np.ndarray, position: int) -> np.ndarray:
+        """q = [W_Q x_N] per head for the query tokens (B,): (B, H, m)."""
+        x = self.query_embedding(query_tokens, position)
+        return self.ar.linear(x, self._W_Q).reshape(len(x), self.heads, self.width)
+
+    def residual_input(self, query_tokens: np.ndarray, position: int) -> np.ndarray | None:
+        """The coordinates of x_N that psi reads (B, r), or None without a residual path."""
+        if self.residual_coords is None:
+            return None
+        return self.query_embedding(query_tokens, position)[:, self.residual_coords]
+
+    # ---- stage 2: logits (and values kept for the sums), over a set of positions
+    def scan(self, tokens: np.ndarray, positions: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Logits A (B, H, n) and values v (B, n, H, m) of the given positions for queries q (B, H, m)."""
+        tokens = np.asarray(tokens)
+        positions = np.asarray(positions, dtype=np.int64)
+        B, n = tokens.shape
+        H, m = self.heads, self.width
+        A = np.empty((B, H, n), dtype=self.ar.dtype)
+        V = np.empty((B, n, H, m), dtype=self.ar.store)
+        block = max(1, BLOCK_ELEMENTS // max(1, B * H * m))
+        for s in range(0, n, block):
+            k, v = self.keys_values(tokens[:, s:s + block], positions[s:s + block])
+            A[:, :, s:s + block] = self.ar.logits(q, k)
+            V[:, s:s + block] = v
+        return A, V
+
+    # ---- stage 3: exact partial sums given the global maximum
+    def aggregate(self, A: np.ndarray, V: np.ndarray, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Z = sum e_i (B, H) and U = sum [e_i v_i] (B, H, m), exact integers in units, for the
+        positions of (A, V) and the maximum logit M (B, H)."""
+        B, H, n = A.shape
+        m = self.width
+        Z = np.zeros((B, H), dtype=np.int64)
+        U = np.zeros((B, H, m), dtype=np.int64)
+        block = max(1, BLOCK_ELEMENTS // max(1, B * H * m))
+        for s in range(0, n, block):
+            e = self.ar.exp_weights(A[:, :, s:s + block], M)
+            Z = Z + self.ar.sum_weights(e)
+            U = U + self.ar.sum_products(e, V[:, s:s + block])
+        return Z, U
+
+    # ---- stage 4: the division and the readout
+    def finish(self, U: np.ndarray, Z: np.ndarray, x_query: np.ndarray | None = None) -> np.ndarray:
+        """Raw outputs (B, C) in the arithmetic's representation from the exact sums; ``x_query``
+        (B, r): the residual coordinates of the query's embedding (:meth:`residual_input`), needed
+        exactly when the layer has a residual path."""
+        o = self.ar.divide(U, Z)
+        y = self.ar.linear(o.reshape(o.shape[0], -1), self.W_O)
+        if self.residual_coords is not None:
+            if x_query is None:
+                raise ValueError("this layer's psi reads the query's embedding x_N: pass x_query to finish")
+            x_query = np.asarray(x_query).reshape(y.shape[0], self.residual_width)
+            if self.ar.is_fixed:
+                y = np.concatenate([y.astype(np.int64), x_query.astype(np.int64)], axis=1)
+            else:
+                y = np.concatenate([y, x_query.astype(np.float64)], axis=1)
+        if self.psi_fn is not None:
+            return self.ar.from_values(np.asarray(self.psi_fn(self.ar.to_values(y)), dtype=np.float64)
+                                       .reshape(y.shape[0], -1))
+        for i, (W, b) in enumerate(self.psi_layers):
+            y = self.ar.linear(y, W, b)
+            if i < len(self.psi_layers) - 1:
+                y = self.ar.relu(y)
+        return y
+
+    def labels(self, raw: np.ndarray) -> np.ndarray:
+        """Decisions: argmax of psi's output (ties to the lowest class); one output: 1 iff > 0."""
+        raw = np.asarray(raw)
+        if raw.shape[1] == 1:
+            return (raw[:, 0] > 0).astype(np.int64)
+        return np.argmax(raw, axis=1).astype(np.int64)
+
+    # ---- the direct forward
+    def attended(self, seq_len: int, query: int) -> np.ndarray:
+        pos = np.arange(seq_len)
+        return pos if self.attend_self else pos[pos != query]
+
+    def forward_rep(self, tokens: np.ndarray, query: int | None = None) -> np.ndarray:
+        """Raw outputs (B, C) in the internal representation (codes for fixed point)."""
+        tokens = np.atleast_2d(np.asarray(tokens))
+        N = tokens.shape[1]
+        self.check_input(N, tokens)
+        qpos = self.query_position(N) if query is None else int(query)
+        keep = self.attended(N, qpos)
+        per_row = max(1, N * self.heads * self.width)
+        chunk = max(1, (4 * BLOCK_ELEMENTS) // per_row)
+        out = []
+        for s in range(0, tokens.shape[0], chunk):
+            T = tokens[s:s + chunk]
+            q = self.query_vectors(T[:, qpos], qpos)
+            A, V = self.scan(T[:, keep], keep, q)
+            Z, U = self.aggregate(A, V, A.max(axis=-1))
+            out.append(self.finish(U, Z, self.residual_input(T[:, qpos], qpos)))
+        return np.concatenate(out) if out else np.zeros((0, self.classes or 1), dtype=self.ar.dtype)
+
+    def forward(self, tokens, query: int | None = None) -> np.ndarray:
+        """The outputs psi(y) at the query position, as float64 values (B, C)."""
+        return self.ar.to_values(self.forward_rep(tokens, query))
+
+    def decide(self, tokens, query: int | None = None) -> np.ndarray:
+        """The model's decisions (B,) at the query position."""
+        return self.labels(self.forward_rep(tokens, query))
+
+    def _float_embedding(self, tokens: np.ndarray) -> np.ndarray:
+        """x_i = E_tok(s_i) + E_pos(i) in float64 (the rounded parameters, the sum not rounded)."""
+        val = self.ar.to_values
+        tok = val(self._token_rep(tokens))
+        pos = self._position_rep(np.arange(tokens.shape[1]))
+        return tok if pos is None else tok + val(pos)[None]
+
+    def float_forward(self, tokens, query: int | None = None) -> np.ndarray:
+        """A plain float64 forward with the same (rounded) parameters: no intermediate rounding."""
+        tokens = np.atleast_2d(np.asarray(tokens))
+        N = tokens.shape[1]
+        qpos = self.query_position(N) if query is None else int(query)
+        val = self.ar.to_values
+        x = self._float_embedding(tokens)
+        keep = self.attended(N, qpos)
+        Wq, Wk, Wv = val(self.W_Q), val(self.W_K), val(self.W_V)
+        q = np.einsum("hmd,bd->bhm", Wq, x[:, qpos])
+        k = np.einsum("hmd,bnd->bnhm", Wk, x[:, keep])
+        v = np.einsum("hmd,bnd->bnhm", Wv, x[:, keep])
+        A = np.einsum("bhm,bnhm->bhn", q, k)
+        w = np.exp(A - A.max(axis=-1, keepdims=True))
+        w = w / w.sum(axis=-1, keepdims=True)
+        o = np.einsum("bhn,bnhm->bhm", w, v).reshape(len(tokens), -1)
+        y = o @ val(self.W_O).T
+        if self.residual_coords is not None:
+            y = np.concatenate([y, x[:, qpos][:, self.residual_coords]], axis=1)
+        if self.psi_fn is not None:
+            return np.asarray(self.psi_fn(y), dtype=np.float64).reshape(len(tokens), -1)
+        for i, (W, b) in enumerate(self.psi_layers):
+            y = y @ val(W).T + val(b)
+            if i < len(self.psi_layers) - 1:
+                y = np.maximum(y, 0.0)
+        return y
+
+    # ---- save / load
+    def save(self, path) -> None:
+        """Save to ``.npz`` (tables only: callable embeddings or psi cannot be saved)."""
+        if self.token_table is None or self.position_fn is not None or self.psi_fn is not None:
+            raise InputError("a layer with callable embeddings or psi cannot be saved to .npz")
+        val = self.ar.to_values
+        arrays = {"format": np.array(self.fmt.name), "token_embedding": val(self.token_table),
+                  "W_Q": val(self.W_Q), "W_K": val(self.W_K), "W_V": val(self.W_V), "W_O": val(self.W_O),
+                  "attend_self": np.array(self.attend_self), "psi_layers": np.array(len(self.psi_layers))}
+        if self.position_table is not None:
+            arrays["position_embedding"] = val(self.position_table)
+        if self.query is not None:
+            arrays["query"] = np.array(self.query)
+        if self.residual_coords is not None:
+            arrays["residual"] = self.residual_coords
+        for i, (W, b) in enumerate(self.psi_layers):
+            arrays[f"psi_W{i}"], arrays[f"psi_b{i}"] = val(W), val(b)
+        np.savez(path, **arrays)
+
+    @classmethod
+    def load(cls, path, fmt: NumberFormat | None = None, *, spec: str = "") -> "AttentionLayer":
+        """Load a layer saved by :meth:`save`; ``fmt`` re-rounds the weights to another format."""
+        from commsim.core.precision import parse_format
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {k: data[k] for k in data.files}
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read attention weights {str(path)!r}: {exc}", "--model") from None
+        missing = [k for k in ("format", "token_embedding", "W_Q", "W_K", "W_V", "W_O") if k not in arrays]
+        if missing:
+            raise InputError(f"attention weights {str(path)!r} lack {', '.join(missing)}", "--model")
+        fmt = fmt or parse_format(str(arrays["format"]))
+        layers = int(arrays.get("psi_layers", np.array(0)))
+        psi = [(arrays[f"psi_W{i}"], arrays[f"psi_b{i}"]) for i in range(layers)] or None
+        return cls(fmt, arrays["token_embedding"], arrays.get("position_embedding"), arrays["W_Q"], arrays["W_K"],
+                   arrays["W_V"], arrays["W_O"], psi,
+                   query=int(arrays["query"]) if "query" in arrays else None,
+                   attend_self=bool(arrays.get("attend_self", np.array(True))),
+                   residual=arrays["residual"] if "residual" in arrays else False, spec=spec)
+
+
+# ---- factories ------------------------------------------------------------------------------------
+def random_layer(fmt: NumberFormat, *, vocab: int, positions: int | None, heads: int = 1, width: int = 4,
+                 dim: int = 8, classes: int = 2, seed: int = 0, query: int | None = None,
+                 attend_self: bool = True, residual: bool = False, spec: str = "") -> AttentionLayer:
+    """A seeded random layer: unit-variance embeddings, weights of variance 1/fan-in, a linear psi
+    (with ``residual``, psi reads (y, x_N): its weight is (classes, 2 dim), drawn after the others)."""
+    rng = np.random.default_rng(seed)
+    tok = rng.normal(size=(vocab, dim))
+    pos = None if positions is None else rng.normal(scale=0.5, size=(positions, dim))
+    W_Q, W_K, W_V = (rng.normal(scale=dim ** -0.5, size=(heads, width, dim)) for _ in range(3))
+    W_O = rng.normal(scale=(heads * width) ** -0.5, size=(dim, heads * width))
+    psi = [(rng.normal(scale=dim ** -0.5, size=(classes, dim)), rng.normal(scale=0.1, size=classes))]
+    if residual:
+        psi = [(np.concatenate([psi[0][0], rng.normal(scale=dim ** -0.5, size=(classes, dim))], axis=1), psi[0][1])]
+    return AttentionLayer(fmt, tok, pos, W_Q, W_K, W_V, W_O, psi, query=query, attend_self=attend_self,
+                          residual=residual, spec=spec)
+
+
+PROBE_RULES = ("all", "any", "differ")
+
+
+def probe_layer(seq_len: int, vocab: int, at: Sequence[int], accepted: Sequence[int], rule: str = "all",
+                fmt: NumberFormat | None = None, spec: str = "") -> AttentionLayer:
+    """An exact small layer that looks at fixed positions ``at`` and tests their tokens.
+
+    With fixed point and F = 0 the attention is hard: the key is 1 at the probed positions and 0
+    elsewhere, the query is 1, so exp(0 - 1) rounds down to 0 and the weights are 1 on the probed
+    positions only.  A head whose value is 1 on an accepted token computes floor(count / k) = 1
+    iff all k probed tokens are accepted.  ``rule``: ``all`` (class 1 iff every probed token is
+    accepted; one head), ``any`` (iff some is; one head), ``differ`` (iff they are not all alike;
+    two heads).  Width 1, dimension 3, default precision 2 bits — a deliberately tiny layer.
+    """
+    fmt = fmt or FixedPoint(2, 0)
+    if not isinstance(fmt, FixedPoint) or fmt.frac != 0:
+        raise InputError("probe layers are exact in fixed point with frac=0 (e.g. precision=2,frac=0)", "--model")
+    if rule not in PROBE_RULES:
+        raise InputError(f"probe rule must be one of {', '.join(PROBE_RULES)}, got {rule!r}", "--model")
+    flags = np.zeros(seq_len)
+    for a in at:
+        pos = a if a >= 0 else seq_len + a
+        if not 0 <= pos < seq_len:
+            raise InputError(f"probe position {a} is outside a sequence of length {seq_len}", "--model")
+        flags[pos] = 1
+    acc = np.zeros(vocab)
+    for t in accepted:
+        if not 0 <= t < vocab:
+            raise InputError(f"probe token {t} is outside the vocabulary 0..{vocab - 1}", "--model")
+        acc[t] = 1
+    tok = np.stack([np.ones(vocab), acc, np.zeros(vocab)], axis=1)        # [1, accepted(s), 0]
+    pos = np.stack([np.zeros(seq_len), np.zeros(seq_len), flags], axis=1)  # [0, 0, probed(i)]
+    heads = {"all": [[0, 1, 0]], "any": [[1, -1, 0]], "differ": [[0, 1, 0], [1, -1, 0]]}[rule]
+    H = len(heads)
+    W_Q = np.tile(np.array([[[1.0, 0, 0]]]), (H, 1, 1))
+    W_K = np.tile(np.array([[[0, 0, 1.0]]]), (H, 1, 1))
+    W_V = np.array(heads, dtype=np.float64)[:, None, :]
+    W_O = np.eye(H)
+    if rule == "all":        # o = 1 iff all accepted: logits (0, o)
+        psi = [(np.array([[0.0], [1.0]]), np.zeros(2))]
+    elif rule == "any":      # o' = 1 iff none accepted: logits (o', 1 - o')
+        psi = [(np.array([[1.0], [-1.0]]), np.array([0.0, 1.0]))]
+    else:                    # logits (o1 + o2, 1 - o1 - o2)
+        psi = [(np.array([[1.0, 1.0], [-1.0, -1.0]]), np.array([0.0, 1.0]))]
+    return AttentionLayer(fmt, tok, pos, W_Q, W_K, W_V, W_O, psi, spec=spec)

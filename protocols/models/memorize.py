@@ -1,0 +1,35 @@
+"""A recurrent model that stores the input bits a task needs (a memory program says which)."""
+from __future__ import annotations
+
+import numpy as np
+
+from commsim.core.errors import ModelError
+from commsim.core.precision import BitFormat
+from protocols.models.recurrent import RecurrentModel
+from protocols.reductions.layouts import MemoryProgram
+
+
+class Memorize(RecurrentModel):
+    """A recurrence whose state simply stores the input bits the task needs: ``capacity`` one-bit
+    units (m = capacity, p = 1).  With capacity n it solves the task with exactly the lower bound's
+    budget (the bound is tight); with capacity < n it drops bits and must fail somewhere."""
+
+    kind = "memorize"
+
+    def __init__(self, program: MemoryProgram, capacity: int | None = None, vocab_size: int = 2, spec: str = ""):
+        capacity = program.slots if capacity is None else int(capacity)
+        if capacity < 1:
+            raise ModelError(f"memorize capacity must be at least 1 bit, got {capacity}", "--model")
+        super().__init__(BitFormat(), capacity, capacity, vocab_size, 2, spec or f"memorize:capacity={capacity}")
+        self.program = program
+        self.capacity = capacity
+
+    def describe_state(self) -> str:
+        return f"{self.capacity} one-bit unit{'s' if self.capacity != 1 else ''} (the task needs {self.program.slots})"
+
+    def _step(self, h, x, t):
+        return self.program.step(np.array(h, dtype=np.float64), np.asarray(x), t)
+
+    def _readout(self, h):
+        v = h[:, self.program.answer_slot(self.capacity)]
+        return np.stack([1.0 - v, v], axis=1)

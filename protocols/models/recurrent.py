@@ -1,0 +1,394 @@
+"""Recurrent models as finite-precision RNNs (the models of Theorem 2 of [BHBK24]).
+
+A recurrent model has a state of ``state_units`` numbers in a :class:`~commsim.core.precision.NumberFormat`
+(so ``state_units * p`` state bits), an initial state, a step ``h_t = g_t(x_t, h_{t-1})`` and a readout
+``y_t = f(h_t)``.  The step computes in float64 and the state is quantized to the format after every
+step (fixed point: round down, saturate; IEEE formats: round to nearest even, saturating at the largest
+finite value, so a state is never inf or NaN); the readout is quantized too, and so are the weights.  The model therefore *is* a finite-precision RNN, and the
+hidden-state handoff (``protocols.simulators.rnn_handoff``) reproduces its outputs bit for bit.
+
+Built-in kinds (registry kind ``model``; spec keys in brackets):
+
+``elman``       Elman RNN, tanh or ReLU   [width, precision|dtype (frac), seed, activation, weights, vocab, classes]
+``lstm``        LSTM; its state is (h, c): 2m units          [width, precision|dtype, seed, weights, vocab, classes]
+``gru``         GRU                                           [width, precision|dtype, seed, weights, vocab, classes]
+``dfa:dyck22``  the Dyck-(2,2) automaton as an RNN: 3 one-bit units (8 states: 7 stacks and a reject sink)
+``memorize``    stores the bits of Alice's input that the task needs (one bit per unit) [capacity]
+
+Determinism.  Elementwise numpy functions give the same bits whatever the batch size (numpy's vector
+and scalar loops agree here, and every run checks protocol against direct forward); a matrix product
+does not in general (BLAS kernels sum in different orders).  Every dot product here is therefore either
+*exact* -- fixed point whose products and sums fit in float64's 53 bits, so any order gives the same
+value, and BLAS is used -- or summed term by term in a fixed order.  Protocol runs (batch 1), the
+vectorized sweeps (large batches) and the direct forward agree bit for bit either way.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from commsim.core.arithmetic import _Dense, label_dtype
+from commsim.core.errors import ModelError
+from commsim.core.precision import (
+    FixedPoint,
+    FormatError,
+    NumberFormat,
+    _quantizer,
+    parse_format,
+)
+from protocols.adapters.torch.layers import _dot_is_exact, _sigmoid
+
+#: rows per chunk of a batched forward (bounds the temporaries)
+_CHUNK_VALUES = 1 << 20
+
+
+# ---- the interface ----------------------------------------------------------------------------------
+class RecurrentModel:
+    """A finite-precision recurrent model: ``h_t = q(g_t(x_t, h_{t-1}))``, ``y_t = q(f(h_t))``.
+
+    Subclasses implement ``_step(h, x, t)`` (float64, not yet quantized; may work in place on a
+    fresh array but must not modify ``h``) and ``_readout(h)``; they may override
+    :meth:`initial_state`.  Everything else -- quantization, runs from any state, batched and
+    single-sequence forwards, labels -- is here.
+
+    Attributes: ``format`` (the state's number format; p = ``format.bits``), ``width`` (the m of
+    the theorems), ``state_units`` (numbers in the state: m, or 2m for an LSTM), ``vocab_size``,
+    ``num_classes``, ``kind`` and ``spec`` (the spec it was built from).
+    """
+
+    kind = "rnn"
+
+    def __init__(self, fmt: NumberFormat, width: int, state_units: int, vocab_size: int, num_classes: int,
+                 spec: str = ""):
+        if width < 1 or state_units < 1:
+            raise ModelError(f"a recurrent model needs at least one state unit, got width {width}")
+        if vocab_size < 1:
+            raise ModelError(f"vocabulary size must be at least 1, got {vocab_size}")
+        if num_classes < 1:
+            raise ModelError(f"number of classes must be at least 1, got {num_classes}")
+        self.format = fmt
+        self.width = int(width)
+        self.state_units = int(state_units)
+        self.vocab_size = int(vocab_size)
+        self.num_classes = int(num_classes)
+        self.spec = spec or self.kind
+        self._q = _quantizer(fmt)
+
+    # ---- what the theorems count ------------------------------------------------------------
+    @property
+    def precision_bits(self) -> int:
+        """p: bits per number."""
+        return int(self.format.bits)
+
+    @property
+    def state_bits(self) -> int:
+        """m * p (2m * p for an LSTM): the length of the hidden-state message."""
+        return self.state_units * self.precision_bits
+
+    def describe_state(self) -> str:
+        return f"{self.state_units} unit{'s' if self.state_units != 1 else ''} of {self.format.name}"
+
+    # ---- subclass hooks ---------------------------------------------------------------------
+    def initial_state(self, batch: int = 1) -> np.ndarray:
+        return np.zeros((batch, self.state_units))
+
+    def _step(self, h: np.ndarray, x: np.ndarray, t: int) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _readout(self, h: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # ---- quantized step and readout ---------------------------------------------------------
+    def quantize(self, values) -> np.ndarray:
+        """A copy of ``values`` rounded to the model's format (as the state is after every step)."""
+        return self._q(np.array(values, dtype=np.float64))
+
+    def step(self, h: np.ndarray, x: np.ndarray, t: int) -> np.ndarray:
+        """One step on a batch: the new (quantized) state after token ``x`` at position ``t`` (0-based)."""
+        return self._q(self._step(h, x, t))
+
+    def readout(self, h: np.ndarray) -> np.ndarray:
+        """The quantized readout values (batch, classes) of a batch of states."""
+        return self._q(self._readout(h))
+
+    @staticmethod
+    def labels(raw: np.ndarray) -> np.ndarray:
+        """Decisions: the argmax of the readout values (ties go to the lowest class)."""
+        raw = np.asarray(raw)
+        return np.argmax(raw, axis=-1).astype(label_dtype(raw.shape[-1]))
+
+    def check_tokens(self, tokens) -> np.ndarray:
+        arr = np.asarray(tokens)
+        if arr.ndim == 1:
+            arr = arr[None, :]
+        if arr.ndim != 2:
+            raise ModelError(f"tokens must be a (batch, length) array, got shape {arr.shape}")
+        if arr.size:
+            if arr.dtype.kind not in "iu":
+                raise ModelError(f"tokens must be integers, got {arr.dtype}")
+            lo, hi = int(arr.min()), int(arr.max())
+            if lo < 0 or hi >= self.vocab_size:
+                raise ModelError(f"token {lo if lo < 0 else hi} is outside the model's vocabulary "
+                                 f"of {self.vocab_size} tokens")
+        return arr
+
+    # ---- runs ------------------------------------------------------------------------------
+    def run(self, tokens, state: np.ndarray | None = None, start: int = 0,
+            outputs: tuple[int, ...] | list[int] = ()) -> tuple[np.ndarray, np.ndarray]:
+        """Run a batch from ``state`` (default h_0) over ``tokens`` (batch, L) at positions
+        ``start .. start+L-1``; returns the final states and the readouts (batch, len(outputs), classes)
+        at the absolute positions ``outputs``.  The handoff protocol is two calls of this."""
+        toks = self.check_tokens(tokens)
+        batch, length = toks.shape
+        if state is None:
+            h = self.initial_state(batch)
+        else:
+            h = np.array(state, dtype=np.float64).reshape(batch, self.state_units)
+        where: dict[int, list[int]] = {}
+        for k, pos in enumerate(outputs):
+            rel = int(pos) - start
+            if not 0 <= rel < length:
+                raise ModelError(f"output position {pos} is outside the positions {start}..{start + length - 1} run")
+            where.setdefault(rel, []).append(k)
+        raw = np.empty((batch, len(outputs), self.num_classes))
+        for j in range(length):
+            h = self.step(h, toks[:, j], start + j)
+            if j in where:
+                r = self.readout(h)
+                for k in where[j]:
+                    raw[:, k] = r
+        if h.size and np.isnan(h).any():
+            raise ModelError(f"the {self.kind} state became NaN by position {start + length - 1} "
+                             f"(its values overflowed {self.format.name}); use smaller weights or fixed point")
+        return h, raw
+
+    def chunk_rows(self) -> int:
+        """Rows per chunk of a batched run (about a million state values at a time)."""
+        per_row = max(self.state_units * 4, self.num_classes, 1)
+        return max(256, min(1 << 16, _CHUNK_VALUES // per_row))
+
+    def forward_batch(self, tokens, output_positions=None) -> np.ndarray:
+        """The direct forward of many sequences at once: readouts (batch, outputs, classes) at
+        ``output_positions`` (default: the last position), in row chunks that bound memory."""
+        toks = self.check_tokens(tokens)
+        batch, length = toks.shape
+        if length == 0:
+            raise ModelError("cannot run a model on empty sequences")
+        outs = (length - 1,) if output_positions is None else tuple(int(p) for p in output_positions)
+        raw = np.empty((batch, len(outs), self.num_classes))
+        rows = self.chunk_rows()
+        for s in range(0, batch, rows):
+            raw[s:s + rows] = self.run(toks[s:s + rows], outputs=outs)[1]
+        return raw
+
+    def forward(self, tokens, output_positions=None) -> np.ndarray:
+        """The direct forward of one sequence: readouts (outputs, classes)."""
+        toks = np.asarray(tokens)
+        if toks.ndim != 1:
+            raise ModelError(f"forward takes one sequence (1-D tokens), got shape {toks.shape}")
+        return self.forward_batch(toks[None, :], output_positions)[0]
+
+    def final_states(self, tokens) -> np.ndarray:
+        """States after running each row of ``tokens`` from h_0 (batch, state_units)."""
+        toks = self.check_tokens(tokens)
+        rows = self.chunk_rows()
+        out = np.empty((toks.shape[0], self.state_units))
+        for s in range(0, toks.shape[0], rows):
+            out[s:s + rows] = self.run(toks[s:s + rows])[0]
+        return out
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec}: {self.describe_state()}, {self.state_bits} state bits>"
+
+
+# ---- Elman, LSTM, GRU --------------------------------------------------------------------------------
+class _Trainable(RecurrentModel):
+    """A recurrent model with weight arrays (stored in the model's format) and ``.npz`` save/load."""
+
+    #: names of the weight arrays, each (rows, cols) as a function of (vocab, width, classes)
+    _SHAPES: dict = {}
+    _GATES = 1
+
+    def __init__(self, params: dict[str, np.ndarray], fmt: NumberFormat, spec: str = "", **extra):
+        vocab, width = params["input"].shape[0], params["recurrent"].shape[0]
+        classes = params["readout"].shape[1]
+        units = self._units(width)
+        super().__init__(fmt, width, units, vocab, classes, spec)
+        self.extra = dict(extra)
+        for name, shape in self._shapes(vocab, width, classes).items():
+            arr = np.asarray(params.get(name))
+            if arr.shape != shape:
+                raise ModelError(f"{self.kind} weights: {name!r} has shape {arr.shape}, expected {shape}")
+        # parameters are numbers of the format too ("every parameter is a p-bit number")
+        self.params = {k: self.quantize(np.asarray(params[k], dtype=np.float64)) for k in self._shapes(vocab, width, classes)}
+        exact_rec = _dot_is_exact(fmt, width)
+        self._rec = _Dense(self.params["recurrent"], exact_rec)
+        self._out = _Dense(self.params["readout"], exact_rec)
+        # the input term of every gate: the token's input row plus the bias, one float64 sum
+        self._embed = self.params["input"] + self.params["bias"]
+
+    @classmethod
+    def _units(cls, width: int) -> int:
+        return width
+
+    @classmethod
+    def _shapes(cls, vocab: int, width: int, classes: int) -> dict:
+        g = cls._GATES
+        return {"input": (vocab, g * width), "recurrent": (width, g * width), "bias": (g * width,),
+                "readout": (width, classes), "readout_bias": (classes,)}
+
+    @classmethod
+    def random(cls, fmt: NumberFormat, width: int, vocab: int, classes: int, seed: int = 0, spec: str = "",
+               **extra) -> "_Trainable":
+        """Seeded random weights: inputs uniform in [-1, 1], recurrent and readout weights uniform in
+        [-1/sqrt(m), 1/sqrt(m)] (PyTorch's default range), biases in [-1/sqrt(m), 1/sqrt(m)]."""
+        rng = np.random.default_rng(seed)
+        k = 1.0 / math.sqrt(width)
+        params = {}
+        for name, shape in cls._shapes(vocab, width, classes).items():
+            scale = 1.0 if name == "input" else k
+            params[name] = rng.uniform(-scale, scale, size=shape)
+        return cls(params, fmt, spec, **extra)
+
+    def _readout(self, h: np.ndarray) -> np.ndarray:
+        y = self._out(h[:, :self.width])
+        y += self.params["readout_bias"]
+        return y
+
+    # ---- weights files ----------------------------------------------------------------------
+    def save(self, path: str) -> None:
+        """Write the weights (already in the model's format) and what they mean to an ``.npz`` file."""
+        meta = {"kind": self.kind, "format": self.format.name, **{k: str(v) for k, v in self.extra.items()}}
+        np.savez(path, **{f"meta_{k}": np.array(v) for k, v in meta.items()}, **self.params)
+
+
+class Elman(_Trainable):
+    """Elman RNN: h_t = act(W_rec h_{t-1} + W_in[x_t] + b), act = tanh or ReLU; y_t = W_out h_t + b_out."""
+
+    kind = "elman"
+
+    def __init__(self, params, fmt, spec: str = "", activation: str = "tanh"):
+        if activation not in ("tanh", "relu"):
+            raise ModelError(f"elman activation must be tanh or relu, got {activation!r}")
+        super().__init__(params, fmt, spec, activation=activation)
+        self.activation = activation
+
+    def _step(self, h, x, t):
+        pre = self._rec(h)
+        pre += self._embed[x]
+        if self.activation == "tanh":
+            np.tanh(pre, out=pre)
+        else:
+            np.maximum(pre, 0.0, out=pre)
+        return pre
+
+
+class LSTM(_Trainable):
+    """LSTM (gates i, f, g, o); the state is (h, c), 2m units, so its message is 2m*p bits.
+
+    c_t = q(f * c + i * g) is quantized before h_t = o * tanh(c_t) is computed: both halves of the
+    state are numbers of the format."""
+
+    kind = "lstm"
+    _GATES = 4
+
+    @classmethod
+    def _units(cls, width: int) -> int:
+        return 2 * width
+
+    def describe_state(self) -> str:
+        return f"2 x {self.width} unit{'s' if self.width != 1 else ''} of {self.format.name}"
+
+    def _step(self, h, x, t):
+        m = self.width
+        z = self._rec(h[:, :m])
+        z += self._embed[x]
+        # each gate on its own contiguous array, so every elementwise loop sees the same layout
+        i = _sigmoid(z[:, :m].copy())
+        f = _sigmoid(z[:, m:2 * m].copy())
+        g = np.tanh(z[:, 2 * m:3 * m].copy())
+        o = _sigmoid(z[:, 3 * m:].copy())
+        c = f * h[:, m:]
+        c += i * g
+        self._q(c)
+        h_new = np.tanh(c)
+        h_new *= o
+        return np.concatenate([h_new, c], axis=1)
+
+
+class GRU(_Trainable):
+    """GRU (PyTorch's form): r, z gates; n = tanh(W_n[x] + r * (U_n h + b_n)); h' = (1 - z) n + z h."""
+
+    kind = "gru"
+    _GATES = 3
+
+    @classmethod
+    def _shapes(cls, vocab, width, classes):
+        shapes = super()._shapes(vocab, width, classes)
+        shapes["recurrent_bias"] = (3 * width,)
+        return shapes
+
+    def _step(self, h, x, t):
+        m = self.width
+        u = self._rec(h)
+        u += self.params["recurrent_bias"]
+        return gru_cell(self._embed[x], u, h, m)
+
+
+def gru_cell(a: np.ndarray, u: np.ndarray, h: np.ndarray, m: int) -> np.ndarray:
+    """PyTorch's GRU update from the input part ``a = W_i x + b_i`` and the recurrent part
+    ``u = W_h h + b_h`` (3m columns each, gates r, z, n): (1 - z) * n + z * h."""
+    r = _sigmoid(a[:, :m] + u[:, :m])
+    z = _sigmoid(a[:, m:2 * m] + u[:, m:2 * m])
+    n = u[:, 2 * m:] * r
+    n += a[:, 2 * m:]
+    np.tanh(n, out=n)
+    out = (1.0 - z) * n
+    out += z * h
+    return out
+
+
+_TRAINABLE = {"elman": Elman, "lstm": LSTM, "gru": GRU}
+
+
+def random_model(kind: str, width: int = 8, fmt: NumberFormat | str = "16", vocab: int = 2, classes: int = 2,
+                 seed: int = 0, activation: str = "tanh") -> _Trainable:
+    """A seeded random Elman/LSTM/GRU (the Python form of ``KIND:width=M,precision=P,seed=S``)."""
+    fmt = parse_format(fmt) if isinstance(fmt, str) else fmt
+    cls = _TRAINABLE[kind]
+    extra = {"activation": activation} if kind == "elman" else {}
+    spec = f"{kind}:width={width},{_format_spec(fmt)},seed={seed}" + (f",activation={activation}" if extra else "")
+    return cls.random(fmt, width, vocab, classes, seed, spec, **extra)
+
+
+def load_model(path: str, fmt: NumberFormat | None = None, spec: str = "") -> _Trainable:
+    """Load weights saved by ``model.save``; ``fmt`` overrides the stored format (weights are re-rounded)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {k: np.array(data[k]) for k in data.files}
+    except FileNotFoundError:
+        raise ModelError(f"weights file {path!r} does not exist", "--model") from None
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"cannot read weights file {path!r}: {exc}", "--model") from None
+    meta = {k[5:]: str(v) for k, v in arrays.items() if k.startswith("meta_")}
+    kind = meta.get("kind")
+    if kind not in _TRAINABLE:
+        raise ModelError(f"weights file {path!r} does not name a model kind (elman, lstm, gru)", "--model")
+    if fmt is None:
+        try:
+            fmt = parse_format(meta.get("format", "16"))
+        except FormatError as exc:
+            raise ModelError(f"weights file {path!r}: {exc}", "--model") from None
+    params = {k: v for k, v in arrays.items() if not k.startswith("meta_")}
+    missing = [k for k in ("input", "recurrent", "bias", "readout", "readout_bias") if k not in params]
+    if missing:
+        raise ModelError(f"weights file {path!r} lacks {', '.join(missing)}", "--model")
+    extra = {"activation": meta.get("activation", "tanh")} if kind == "elman" else {}
+    return _TRAINABLE[kind](params, fmt, spec or f"{kind}:weights={path}", **extra)
+
+
+def _format_spec(fmt: NumberFormat) -> str:
+    if isinstance(fmt, FixedPoint):
+        return f"precision={fmt.bits},frac={fmt.frac}"
+    return f"dtype={fmt.name}"

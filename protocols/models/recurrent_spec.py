@@ -1,0 +1,102 @@
+"""The recurrent model specs (elman, lstm, gru, dfa:dyck22, memorize): parsing and registration."""
+from __future__ import annotations
+
+from commsim.core.errors import ModelError, NotApplicable
+from protocols.models.dyck_automaton import DyckAutomaton
+from protocols.models.memorize import Memorize
+from protocols.models.recurrent import _TRAINABLE, load_model
+
+
+# ---- specs and registration ------------------------------------------------------------------------------
+def _vocab_and_classes(spec, vocab_size) -> tuple[int, int, int | None]:
+    """(vocab, classes, the task's vocabulary) from the spec and the context."""
+    task_vocab = None if vocab_size is None else int(vocab_size)
+    vocab = spec.int("vocab", task_vocab or 2, minimum=1)
+    classes = spec.int("classes", 2, minimum=1)
+    return vocab, classes, task_vocab
+
+
+def _refuse_small_vocab(spec_text: str, vocab: int, task_vocab: int | None, context: dict) -> None:
+    if task_vocab is not None and vocab < task_vocab:
+        task = context.get("reduction") or context.get("task") or "the task"
+        raise NotApplicable(f"model {spec_text!r} reads {vocab} input tokens but {task} (n = {context.get('n')}) "
+                            f"uses {task_vocab}: the model cannot take this task's input", "--model")
+
+
+def _trainable_factory(kind: str):
+    cls = _TRAINABLE[kind]
+
+    def factory(spec, vocab_size=None, **context):
+        weights = spec.str("weights")
+        fmt_given = any(spec.has(k) for k in ("precision", "dtype", "frac"))
+        fmt = spec.format()
+        activation = spec.str("activation", None, choices=("tanh", "relu")) if kind == "elman" else None
+        if weights is not None:
+            model = load_model(weights, fmt if fmt_given else None, spec.text)
+            for key, have in (("width", model.width), ("vocab", model.vocab_size), ("classes", model.num_classes)):
+                want = spec.int(key)
+                if want is not None and want != have:
+                    raise ModelError(f"model spec {spec.text!r}: {key}={want} but the weights file has {have}",
+                                     "--model")
+            if activation is not None and activation != model.activation:
+                raise ModelError(f"model spec {spec.text!r}: activation={activation} but the weights file "
+                                 f"has {model.activation}", "--model")
+            if spec.has("seed"):
+                raise ModelError(f"model spec {spec.text!r}: seed= has no effect with weights=", "--model")
+            _refuse_small_vocab(spec.text, model.vocab_size, vocab_size, context)
+            return model
+        width = spec.int("width", 8, minimum=1, maximum=4096)
+        seed = spec.int("seed", 0, minimum=0)
+        vocab, classes, task_vocab = _vocab_and_classes(spec, vocab_size)
+        _refuse_small_vocab(spec.text, vocab, task_vocab, context)
+        extra = {"activation": activation or "tanh"} if kind == "elman" else {}
+        return cls.random(fmt, width, vocab, classes, seed, spec.text, **extra)
+
+    factory.__doc__ = (f"{cls.__doc__.splitlines()[0]} Keys: width=M, precision=P[,frac=F] or dtype=, seed=S, "
+                       + ("activation=tanh|relu, " if kind == "elman" else "")
+                       + "weights=FILE.npz, vocab=V, classes=C.")
+    return factory
+
+
+def _dfa_factory(spec, vocab_size=None, **context):
+    """The Dyck-(2,2) automaton as an RNN: 3 one-bit state units, 4 input tokens ( ) [ ]."""
+    model = DyckAutomaton(spec.text)
+    _refuse_small_vocab(spec.text, model.vocab_size, vocab_size, context)
+    return model
+
+
+def _memorize_factory(spec, vocab_size=None, n=None, reduction=None, **context):
+    """Stores the input bits the task needs, one bit per unit; capacity=K keeps only K of them."""
+    from commsim.plugins import load_plugins
+    capacity = spec.int("capacity", None, minimum=1)
+    if reduction is None or n is None:
+        raise ModelError(f"model spec {spec.text!r}: memorize is built for a task; use it with `commsim run "
+                         f"REDUCTION` (or build protocols.models.memorize.Memorize from a MemoryProgram)", "--model")
+    red = load_plugins().get("reduction", reduction)
+    make_program = getattr(red, "memory_program", None)
+    if make_program is None:
+        raise NotApplicable(f"memorize has no memory layout for {reduction}: its reduction does not say which "
+                            f"input bits to store", "--model")
+    program = make_program(int(n))
+    return Memorize(program, capacity, vocab_size or 2, spec.text)
+
+
+_DESCRIPTIONS = {
+    "elman": "Elman RNN, tanh or ReLU (width=M, precision=P[,frac=F]|dtype=, seed=, activation=, weights=FILE.npz, "
+             "vocab=, classes=)",
+    "lstm": "LSTM; state (h, c) = 2m units (width=M, precision=P[,frac=F]|dtype=, seed=, weights=FILE.npz, vocab=, "
+            "classes=)",
+    "gru": "GRU (width=M, precision=P[,frac=F]|dtype=, seed=, weights=FILE.npz, vocab=, classes=)",
+}
+
+
+def register(registry) -> None:
+    for kind in _TRAINABLE:
+        registry.register("model", kind, _trainable_factory(kind), _DESCRIPTIONS[kind])
+    registry.register("model", "dfa:dyck22", _dfa_factory,
+                      "The Dyck-(2,2) automaton as an RNN: 3 one-bit state units (no keys)")
+    registry.register("model", "memorize", _memorize_factory,
+                      "Stores the input bits the task needs, one bit per unit (capacity=K keeps only K)")
+    from protocols.simulators import rnn_handoff
+    registry.register("model-protocol", rnn_handoff.RnnHandoff.name, rnn_handoff.RNN_HANDOFF,
+                      "Hidden-state handoff (Theorem 2 of [BHBK24]): Alice sends h_t, m*p bits, one-way")

@@ -1,0 +1,198 @@
+"""Protocol R, the hidden-state handoff (Theorem 2 of [BHBK24]).
+
+For a contiguous split -- Alice holds x_1..x_t, Bob holds x_{t+1}..x_N -- Alice runs the recurrent
+model on her prefix and sends the state h_t encoded in the model's number format: exactly m*p bits
+(2m*p for an LSTM), one message, one way.  Bob decodes it, resumes the model and computes every
+later output.  So a model that computes f gives a one-way protocol for f of m*p bits on that split,
+and m*p is at least the one-way communication complexity of f there.
+
+Every run checks exactness: the protocol's readouts must equal the direct forward's bit for bit.
+The vectorized sweep does what the party programs do, for a whole batch: it encodes every
+instance's own state into one bit string with the format's encoder (the bits counted are that
+string's), decodes it and resumes; it computes each distinct Alice prefix once per run of equal
+prefixes (Alice's message depends on her share alone).  The direct forward is the model's own
+batched forward over the whole sequences.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from commsim.core.digests import message_rows
+from commsim.certify.pigeonhole import collision_certificate
+from commsim.core.arithmetic import label_dtype
+from commsim.core.errors import NotApplicable
+from commsim.core.party import Protocol, ProtocolError, Receive, Send
+from commsim.pipeline.interfaces import Encoded, ModelProtocol, Share, Sweep
+from protocols.models.recurrent import RecurrentModel
+
+MESSAGE_LABEL = "hidden state"
+
+
+def _positions_text(positions: np.ndarray, limit: int = 8) -> str:
+    shown = ", ".join(str(int(p) + 1) for p in positions[:limit])
+    return shown + (", ..." if len(positions) > limit else "")
+
+
+def split_point(encoded: Encoded) -> int:
+    """t, when Alice holds exactly the first t positions; NotApplicable with the reason otherwise."""
+    alice = np.sort(np.asarray(encoded.alice_positions, dtype=np.int64).reshape(-1))
+    t = len(alice)
+    if not np.array_equal(alice, np.arange(t)):
+        raise NotApplicable(
+            "the hidden-state handoff (Theorem 2 of [BHBK24]) needs a contiguous split in which Alice holds a "
+            f"prefix x_1..x_t; here Alice holds positions {_positions_text(alice)} (1-based) of "
+            f"{encoded.seq_len}, which is not a prefix, so the theorem and its one-way bound do not apply",
+            "REDUCTION")
+    if t >= encoded.seq_len:
+        raise NotApplicable("the hidden-state handoff needs Bob to hold a suffix with the output position; "
+                            "here Alice holds every position", "REDUCTION")
+    early = [p for p in encoded.output_positions if p < t]
+    if early:
+        raise NotApplicable(f"output position {early[0] + 1} lies in Alice's prefix (1..{t}); in the handoff "
+                            f"protocol Bob computes the outputs, so they must lie in his suffix", "REDUCTION")
+    return t
+
+
+class HandoffProtocol(Protocol):
+    """The party programs: Alice sends h_t (format-encoded), Bob resumes and returns (labels, readouts)."""
+
+    name = "rnn-handoff"
+    output_party = "bob"
+
+    def __init__(self, model: RecurrentModel, split: int, output_positions: tuple[int, ...]):
+        self.model = model
+        self.split = int(split)
+        self.output_positions = tuple(int(p) for p in output_positions)
+
+    def _check_share(self, share: Share, party: str, expected: np.ndarray) -> np.ndarray:
+        if not np.array_equal(np.asarray(share.positions), expected):
+            raise ProtocolError(f"{party}'s share does not hold positions {_positions_text(expected)}")
+        return np.asarray(share.tokens)[None, :]
+
+    def alice(self, share: Share):
+        tokens = self._check_share(share, "alice", np.arange(self.split))
+        state, _ = self.model.run(tokens)  # h_t (h_0 when Alice holds nothing)
+        yield Send(MESSAGE_LABEL, self.model.format.encode(state))
+
+    def bob(self, share: Share):
+        tokens = self._check_share(share, "bob", np.arange(self.split, share.seq_len))
+        bits = yield Receive(MESSAGE_LABEL)
+        units = self.model.state_units
+        if len(bits) != units * self.model.precision_bits:
+            raise ProtocolError(f"the hidden state should be {units * self.model.precision_bits} bits, got {len(bits)}")
+        state = self.model.format.decode(bits, count=units).reshape(1, units)
+        _, raw = self.model.run(tokens, state=state, start=self.split, outputs=self.output_positions)
+        return self.model.labels(raw[0]), raw[0]
+
+
+class RnnHandoff(ModelProtocol):
+    """Hidden-state handoff for any recurrent model (Theorem 2 of [BHBK24])."""
+
+    name = "rnn-handoff"
+    source = "Theorem 2 of [BHBK24]"
+    arch = "rnn"
+
+    def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:
+        """m·p, whatever N (Theorem 2)."""
+        return width * precision, f"m·p = {width}·{precision} = {width * precision} (Theorem 2)"
+
+    def accepts(self, model) -> bool:
+        return isinstance(model, RecurrentModel)
+
+    def direction(self, model, encoded: Encoded) -> str:
+        return "one-way"
+
+    def check_partition(self, model, encoded: Encoded) -> None:
+        split_point(encoded)
+        if encoded.tokens.size and int(encoded.tokens.max()) >= model.vocab_size:
+            raise NotApplicable(f"the task uses token {int(encoded.tokens.max())} but the model reads only "
+                                f"{model.vocab_size} tokens", "--model")
+
+    def bits_formula(self, model, encoded: Encoded) -> tuple[int, str]:
+        m, p = model.width, model.precision_bits
+        if model.state_units == 2 * m and model.kind == "lstm":
+            return model.state_bits, f"2m*p = 2*{m}*{p} = {model.state_bits} bits: the state (h, c), {model.describe_state()}"
+        return model.state_bits, f"m*p = {model.state_units}*{p} = {model.state_bits} bits: h_t, {model.describe_state()}"
+
+    def make_protocol(self, model, encoded: Encoded) -> HandoffProtocol:
+        return HandoffProtocol(model, split_point(encoded), encoded.output_positions)
+
+    def direct_labels(self, model, encoded: Encoded) -> np.ndarray:
+        return model.labels(model.forward_batch(encoded.tokens, encoded.output_positions))
+
+    def sweep(self, model, encoded: Encoded, progress=None) -> Sweep:
+        t = split_point(encoded)
+        tokens = encoded.tokens
+        outs = tuple(encoded.output_positions)
+        batch, length = tokens.shape
+        units, p = model.state_units, model.precision_bits
+        ldt = label_dtype(model.num_classes)
+        protocol_labels = np.empty((batch, len(outs)), dtype=ldt)
+        direct_labels = np.empty((batch, len(outs)), dtype=ldt)
+        exact = np.empty(batch, dtype=bool)
+        alice_to_bob = np.empty(batch, dtype=np.int32)
+        rows = model.chunk_rows()
+        prefix_runs = 0
+        for s in range(0, batch, rows):
+            chunk = tokens[s:s + rows]
+            count = len(chunk)
+            # Alice: h_t for her prefix, once per run of consecutive instances with the same prefix
+            if t:
+                alice = chunk[:, :t]
+                new = np.empty(count, dtype=bool)
+                new[0] = True
+                np.any(alice[1:] != alice[:-1], axis=1, out=new[1:])
+                starts = np.flatnonzero(new)
+                states = model.run(alice[starts])[0][np.cumsum(new) - 1]
+                prefix_runs += len(starts)
+            else:
+                states = model.initial_state(count)
+                prefix_runs += 1
+            # the handoff: every instance's own state, encoded in one bit string, then decoded
+            message = model.format.encode(states)
+            if len(message) != count * units * p:
+                raise ProtocolError(f"{count} hidden states encoded to {len(message)} bits, "
+                                    f"not {count} x {units * p}")
+            received = model.format.decode(message, count=count * units).reshape(count, units)
+            # Bob: resume from the received state; the direct forward runs the whole sequences
+            _, raw_protocol = model.run(chunk[:, t:], state=received, start=t, outputs=outs)
+            raw_direct = model.forward_batch(chunk, outs)
+            exact[s:s + count] = np.all(raw_protocol.view(np.uint64) == raw_direct.view(np.uint64), axis=(1, 2))
+            protocol_labels[s:s + count] = model.labels(raw_protocol)
+            direct_labels[s:s + count] = model.labels(raw_direct)
+            alice_to_bob[s:s + count] = len(message) // count
+            if progress:
+                progress(s + count, batch)
+        details = {
+            "split": t, "alice_positions": f"1..{t}" if t else "none", "bob_positions": f"{t + 1}..{length}",
+            "message": f"{MESSAGE_LABEL} h_{t}", "state_units": units, "precision_bits": p,
+            "number_format": model.format.name, "message_bits": units * p,
+            "alice_prefix_runs": int(prefix_runs), "exact_matches": int(exact.sum()),
+        }
+        return Sweep(protocol_labels, direct_labels, exact, alice_to_bob, np.zeros(batch, dtype=np.int8),
+                     np.ones(batch, dtype=np.int8), None, details)
+
+    def certificate(self, model, reduction, problem, bound, *, seed: int = 0, progress=None):
+        """Pigeonhole over Alice's inputs: two that hand off the same h_t, and a Bob input separating them."""
+        probe_rng = np.random.default_rng(seed)
+        A_probe, B_probe = problem.sample(probe_rng, 2)
+        b_fixed = np.asarray(B_probe)[:1]
+        first = reduction.encode(problem, A_probe, np.repeat(b_fixed, 2, axis=0))
+        t = split_point(first)
+        other = reduction.encode(problem, A_probe, B_probe)
+        if not np.array_equal(first.tokens[:, :t], other.tokens[:, :t]):
+            raise ProtocolError(f"{reduction.id}: Alice's tokens depend on Bob's input; the encoding is not a split")
+
+        def alice_messages(A: np.ndarray) -> np.ndarray:
+            enc = reduction.encode(problem, A, np.repeat(b_fixed, len(A), axis=0))
+            states = model.final_states(enc.tokens[:, :t]) if t else model.initial_state(len(A))
+            return message_rows(model.format.encode(states), len(A))
+
+        def direct_answers(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+            return reduction.decode(self.direct_labels(model, reduction.encode(problem, A, B)), B)
+
+        return collision_certificate(problem, alice_messages, direct_answers, message_bits=model.state_bits,
+                                     seed=seed, progress=progress, message_name=f"hidden state h_{t}")
+
+
+RNN_HANDOFF = RnnHandoff()
