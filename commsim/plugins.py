@@ -10,7 +10,7 @@ Kinds of entries:
 ``cc-protocol``   plain communication protocols for a source problem (``commsim cc``)
 ``reduction``     reductions from a source problem to a model task (``commsim run``)
 ``model``         model factories, selected by a spec ``KIND[:key=value,...]``
-``model-protocol``  wrappers that turn a model into a two-party protocol (rnn-handoff, ...)
+``simulator``  wrappers that turn a model into a two-party protocol (rnn-handoff, ...)
 ``topic``         teaching walkthroughs (``commsim teach``)
 ``separation``    both sides of a separation (``commsim separate``)
 """
@@ -27,7 +27,7 @@ from commsim.spec import ModelSpec
 ENTRY_POINT_GROUP = "commsim.plugins"
 
 
-KINDS = ("cc-protocol", "reduction", "model", "model-protocol", "topic", "separation")
+KINDS = ("cc-protocol", "reduction", "model", "simulator", "topic", "separation")
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.certify.types import Certificate
-from commsim.pipeline.interfaces import ModelProtocol, Reduction
+from commsim.pipeline.interfaces import Simulator, Reduction
 from commsim.theory.problems import Problem
 
 
-def error_certificate(reduction: Reduction, problem: Problem, wrapper: ModelProtocol, model, A, B, expected,
+def error_certificate(reduction: Reduction, problem: Problem, wrapper: Simulator, model, A, B, expected,
                       answers, index: int) -> Certificate:
     """The model is wrong on instance ``index``: confirm with a direct forward of that instance alone."""
     one = reduction.encode(problem, A[index:index + 1], B[index:index + 1])

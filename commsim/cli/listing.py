@@ -16,6 +16,7 @@ def registered(plugins=()) -> dict:
     for kind in KINDS:
         out[kind.replace("-", "_") + "s"] = [{"name": e.name, "description": e.description, "plugin": e.plugin}
                                               for e in reg.entries(kind)]
+    out["model_protocols"] = out["simulators"]   # the first landing's name for simulators, kept for scripts
     return out
 
 

@@ -2,7 +2,7 @@
 and the largest sequence length N the bound does not rule out.
 
 The protocol's count comes from the model protocol registered for the architecture
-(:meth:`ModelProtocol.budget_bits`: m·p for the hidden-state handoff, 3·m·(p + ceil(log2 N))·H for
+(:meth:`Simulator.budget_bits`: m·p for the hidden-state handoff, 3·m·(p + ceil(log2 N))·H for
 the one-layer attention exchange); the bound as a function of N comes from the reduction
 (:meth:`Reduction.length_bound`).
 """
@@ -19,7 +19,7 @@ MAX_SEARCH = 1 << 62
 
 def architectures() -> dict:
     """``--arch`` name -> the model protocol that gives its budget."""
-    return {e.obj.arch: e.obj for e in load_plugins().entries("model-protocol") if getattr(e.obj, "arch", "")}
+    return {e.obj.arch: e.obj for e in load_plugins().entries("simulator") if getattr(e.obj, "arch", "")}
 
 
 def protocol_for_arch(arch: str):

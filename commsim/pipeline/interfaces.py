@@ -107,7 +107,7 @@ class Reduction:
         """Model output labels (batch, outputs) and Bob's inputs -> answers of the source problem."""
         raise NotImplementedError
 
-    def lower_bound(self, model, wrapper: "ModelProtocol", problem: Problem, encoded: Encoded) -> LowerBound:
+    def lower_bound(self, model, wrapper: "Simulator", problem: Problem, encoded: Encoded) -> LowerBound:
         raise NotImplementedError
 
     def length_bound(self, arch: str, seq_len: int) -> LowerBound:
@@ -116,7 +116,7 @@ class Reduction:
         Used by ``commsim budget``; a bound that does not apply says so."""
         raise NotImplementedError(f"{self.id} gives no bound as a function of the sequence length")
 
-    def check(self, model, wrapper: "ModelProtocol", problem: Problem) -> None:
+    def check(self, model, wrapper: "Simulator", problem: Problem) -> None:
         """Raise :class:`NotApplicable` (with the paper's reason) when this reduction cannot use the model."""
 
     def seq_len(self, n: int) -> int:
@@ -130,8 +130,8 @@ class Reduction:
                 "task": self.task, "reduction": self.id}
 
 
-class ModelProtocol:
-    """Base class for model protocols (registry kind ``model-protocol``)."""
+class Simulator:
+    """Base class for model protocols (registry kind ``simulator``)."""
 
     name: str = ""
     source: str = ""

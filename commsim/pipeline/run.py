@@ -10,7 +10,7 @@ Three plugin roles meet here:
 * a :class:`Reduction` (``reduction`` registry kind) knows the source problem, how an
   instance is encoded into the model's tokens and who owns which position, how the
   model's output labels decode to the answer, and the lower bound for a model;
-* a :class:`ModelProtocol` (``model-protocol`` kind) wraps a model into party programs
+* a :class:`Simulator` (``simulator`` kind) wraps a model into party programs
   (e.g. the hidden-state handoff, Theorem 2 of [BHBK24]) and sweeps many instances at
   once; it also searches for certificates when the model's budget is below the bound;
 * a model (``model`` kind), built from a spec by :func:`commsim.plugins.make_model`.

@@ -8,25 +8,25 @@ import numpy as np
 from commsim.core.errors import NotApplicable
 from commsim.core.party import ProtocolError
 from commsim.core.runner import AuditSession, run_protocol
-from commsim.pipeline.interfaces import Encoded, ModelProtocol, Sweep
+from commsim.pipeline.interfaces import Encoded, Simulator, Sweep
 from commsim.plugins import load_plugins
 from commsim.theory.problems import Problem
 
 
-def protocol_for(model) -> ModelProtocol:
+def protocol_for(model) -> Simulator:
     """The registered model protocol that accepts this model (the model's kind selects it).
 
     When none does, a model may say why in ``no_protocol_reason`` (e.g. a two-layer transformer,
     which no protocol of the one-layer kind can simulate); that reason is the refusal."""
     reg = load_plugins()
-    for entry in reg.entries("model-protocol"):
+    for entry in reg.entries("simulator"):
         if entry.obj.accepts(model):
             return entry.obj
     reason = getattr(model, "no_protocol_reason", None)
     raise NotApplicable(reason or f"no registered protocol wraps a model of type {type(model).__name__}", "--model")
 
 
-def _runner_check(wrapper: ModelProtocol, model, encoded: Encoded, sweep: Sweep, indices, audit: bool,
+def _runner_check(wrapper: Simulator, model, encoded: Encoded, sweep: Sweep, indices, audit: bool,
                   progress: Callable | None) -> None:
     """Re-run some instances through the real runner; they must match the sweep exactly."""
     protocol = wrapper.make_protocol(model, encoded)

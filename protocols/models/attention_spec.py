@@ -104,5 +104,5 @@ def register(registry) -> None:
                       "one-layer attention (heads=H,width=M,dim=d,precision=P|dtype=...,seed=S,residual=0|1,"
                       "weights=FILE.npz; "
                       "attention:probe,...)")
-    registry.register("model-protocol", ATTENTION_EXCHANGE.name, ATTENTION_EXCHANGE,
+    registry.register("simulator", ATTENTION_EXCHANGE.name, ATTENTION_EXCHANGE,
                       "one-layer attention: max-logit / partial-softmax exchange (Theorem 4 of [BHBK24])")

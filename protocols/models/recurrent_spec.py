@@ -98,5 +98,5 @@ def register(registry) -> None:
     registry.register("model", "memorize", _memorize_factory,
                       "Stores the input bits the task needs, one bit per unit (capacity=K keeps only K)")
     from protocols.simulators import rnn_handoff
-    registry.register("model-protocol", rnn_handoff.RnnHandoff.name, rnn_handoff.RNN_HANDOFF,
+    registry.register("simulator", rnn_handoff.RnnHandoff.name, rnn_handoff.RNN_HANDOFF,
                       "Hidden-state handoff (Theorem 2 of [BHBK24]): Alice sends h_t, m*p bits, one-way")

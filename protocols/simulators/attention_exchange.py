@@ -48,7 +48,7 @@ import numpy as np
 from commsim.core.errors import InputError, NotApplicable
 from commsim.core.party import Protocol, Receive, Send
 from commsim.core.sums import pack_count, pack_sum, unpack_count, unpack_sum
-from commsim.pipeline.interfaces import Encoded, ModelProtocol, Sweep
+from commsim.pipeline.interfaces import Encoded, Simulator, Sweep
 from commsim.theory.bounds import ceil_log2
 from protocols.models.attention import AttentionLayer
 
@@ -436,8 +436,8 @@ def run_exchange(model: AttentionLayer, tokens, alice_positions, query: int | No
                         Share(b, tokens[b].copy(), len(tokens)), audit=audit)
 
 
-# ---- the model-protocol plugin --------------------------------------------------------------------
-class AttentionExchange(ModelProtocol):
+# ---- the simulator plugin --------------------------------------------------------------------
+class AttentionExchange(Simulator):
     """One-layer attention: max-logit / partial-softmax exchange (Theorem 4 of [BHBK24])."""
 
     name = "attention-exchange"

@@ -22,7 +22,7 @@ from commsim.certify.pigeonhole import collision_certificate
 from commsim.core.arithmetic import label_dtype
 from commsim.core.errors import NotApplicable
 from commsim.core.party import Protocol, ProtocolError, Receive, Send
-from commsim.pipeline.interfaces import Encoded, ModelProtocol, Share, Sweep
+from commsim.pipeline.interfaces import Encoded, Simulator, Share, Sweep
 from protocols.models.recurrent import RecurrentModel
 
 MESSAGE_LABEL = "hidden state"
@@ -85,7 +85,7 @@ class HandoffProtocol(Protocol):
         return self.model.labels(raw[0]), raw[0]
 
 
-class RnnHandoff(ModelProtocol):
+class RnnHandoff(Simulator):
     """Hidden-state handoff for any recurrent model (Theorem 2 of [BHBK24])."""
 
     name = "rnn-handoff"

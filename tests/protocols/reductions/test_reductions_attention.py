@@ -82,7 +82,7 @@ def test_dyck_bound_holds_for_a_wide_enough_layer():
 
 
 def test_dyck_refuses_recurrent_models_with_the_reason():
-    if not registered("model-protocol", "rnn-handoff"):
+    if not registered("simulator", "rnn-handoff"):
         pytest.skip("no recurrent model protocol registered")
     spec = "dfa:dyck22" if registered("model", "dfa:dyck22") else "elman:width=2"
     with pytest.raises(NotApplicable, match="not contiguous.*7-state automaton"):

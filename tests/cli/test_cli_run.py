@@ -211,7 +211,7 @@ def test_budget_table():
 # ---- list, help, version -------------------------------------------------------------------------------
 def test_list_shows_everything_registered():
     d = invoke("list", "--json")
-    for key in ("problems", "reductions", "models", "model_protocols", "topics"):
+    for key in ("problems", "reductions", "models", "simulators", "model_protocols", "topics"):
         assert d[key], key
     reductions = {r["name"] for r in d["reductions"]}
     assert {"index-idxl", "eq-ineq", "disj-mqar", "dyck22-fooling", "disj-match3", "disj-qsa"} <= reductions

@@ -8,7 +8,7 @@ import pytest
 
 from commsim.cli import main
 from commsim.core.errors import InputError
-from commsim.pipeline.interfaces import ModelProtocol
+from commsim.pipeline.interfaces import Simulator
 from commsim.pipeline.run import run_reduction
 from commsim.pipeline.stages import select_instances
 from commsim.plugins import load_plugins
@@ -108,7 +108,7 @@ def test_bits_formula_counts_the_state():
     assert d["bits_used"] == d["bits_formula"] == 30 and d["bits_formula_text"].startswith("2m*p")
 
 
-class _TwoWay(ModelProtocol):
+class _TwoWay(Simulator):
     name = "two-way-test"
 
     def direction(self, model, encoded):

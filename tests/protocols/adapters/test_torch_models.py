@@ -21,7 +21,7 @@ nn = torch.nn
 pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections:UserWarning")
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest (and far faster on a busy machine)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
