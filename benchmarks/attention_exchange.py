@@ -68,7 +68,7 @@ def protocol_vs_direct(N: int, heads: int, width: int, dim: int, fmt_name: str, 
         result = run_protocol(protocol, *shares)
         protocol_s = min(protocol_s, time.perf_counter() - start)
         labels, raw = result.output
-        want = model.ar.to_values(direct[0])  # compare the float64 bit patterns: bit for bit
+        want = model.arithmetic.to_values(direct[0])  # compare the float64 bit patterns: bit for bit
         identical &= bool(np.array_equal(np.asarray(raw, dtype=np.float64).view(np.uint64), want.view(np.uint64)))
     t = result.transcript
     return {"N": N, "heads": heads, "width": width, "dim": dim, "format": fmt.name, "mode": plan.mode,

@@ -1,8 +1,20 @@
 """commsim: communication-protocol simulator for lower bounds on neural sequence models.
 
-The engine (this package) knows bits, number formats, parties, the channel,
-source problems, lower bounds and the plugin registry; the papers' protocols,
-reductions and models live in the ``protocols`` package and register as plugins.
+The engine (this package) knows bits, number formats, parties, the channel, source problems,
+lower bounds, certificates and the pipeline that composes them; the papers' models, simulators,
+reductions and constructions live in the ``protocols`` package and register as plugins
+(entry-point group ``commsim.plugins``).
+
+The Python API::
+
+    from commsim import run_reduction, make_model
+    report = run_reduction("index-idxl", "memorize:capacity=7", n=8)
+    report.bits_used, report.lower_bound.bits, report.certificate
+    report.to_json()
+
+``make_model`` builds a model from a spec string (``"elman:width=8,precision=8"``) or adapts an
+object (a PyTorch module, through the installed adapters); ``load_plugins`` returns the registry
+(``--plugin MODULE`` on the command line).  ``python -m commsim`` is the command line.
 """
 from importlib.metadata import PackageNotFoundError, version
 
@@ -17,6 +29,13 @@ from commsim.core.errors import InputError, NotApplicable  # noqa: E402
 from commsim.core.party import Protocol, Receive, Send  # noqa: E402
 from commsim.core.precision import FixedPoint, FloatFormat, parse_format  # noqa: E402
 from commsim.core.runner import AuditSession, run_protocol  # noqa: E402
+from commsim.pipeline.report import Report  # noqa: E402
+from commsim.pipeline.run import run_reduction  # noqa: E402
+from commsim.plugins import load_plugins, make_model  # noqa: E402
 
-__all__ = ["Bits", "Message", "Transcript", "InputError", "NotApplicable", "Protocol", "Receive", "Send",
-           "FixedPoint", "FloatFormat", "parse_format", "AuditSession", "run_protocol", "__version__"]
+#: ``commsim.run(reduction, model, n=..., instances=...)`` is :func:`run_reduction`
+run = run_reduction
+
+__all__ = ["run_reduction", "run", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
+           "InputError", "NotApplicable", "Protocol", "Receive", "Send", "FixedPoint", "FloatFormat",
+           "parse_format", "AuditSession", "run_protocol", "__version__"]

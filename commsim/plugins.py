@@ -56,6 +56,8 @@ class Registry:
         return obj
 
     def get(self, kind: str, name: str, param: str | None = None) -> Any:
+        """The object registered as ``name`` of ``kind``; an :class:`InputError` naming ``param`` (default: the
+        kind) and the known names when there is none."""
         entry = self._entries[kind].get(name)
         if entry is None:
             known = ", ".join(sorted(self._entries[kind])) or "none registered"
@@ -75,10 +77,10 @@ class Registry:
         try:
             module = importlib.import_module(module_path)
         except ImportError as exc:
-            raise InputError(f"cannot import plugin module {module_path!r}: {exc}", param="--plugin") from exc
+            raise InputError(f"cannot import plugin module {module_path!r}: {exc}", param="plugin") from exc
         hook = getattr(module, "register", None)
         if not callable(hook):
-            raise InputError(f"plugin module {module_path!r} has no register(registry) function", param="--plugin")
+            raise InputError(f"plugin module {module_path!r} has no register(registry) function", param="plugin")
         self._call(hook, module_path)
 
     def _call(self, hook: Callable, label: str) -> None:
@@ -111,7 +113,7 @@ def make_model(text: str, **context) -> Any:
     ``seq_len``, ``n``, ``task``) so factories can size random models to the task."""
     reg = load_plugins()
     spec = ModelSpec.parse(text, reg.names("model"))
-    factory = reg.get("model", spec.kind, param="--model")
+    factory = reg.get("model", spec.kind, param="model")
     model = factory(spec, **context)
     spec.finish()
     return model

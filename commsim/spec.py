@@ -4,7 +4,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from commsim.core.errors import InputError
-from commsim.core.precision import FixedPoint, FloatFormat, NumberFormat, parse_format
+from commsim.core.precision import FLOAT_DTYPES, FixedPoint, FloatFormat, NumberFormat, parse_format
+
+#: the keys that choose a number format: ``precision=P[,frac=F]`` (fixed point) or ``dtype=NAME``
+FORMAT_KEYS = ("precision", "frac", "dtype")
 
 
 # ---- model specs -------------------------------------------------------------
@@ -50,17 +53,21 @@ class ModelSpec:
         return cls(text, kind, ":".join(target_parts), params)
 
     def has(self, key: str) -> bool:
+        """Is ``key`` given (whether or not a factory has read it)?"""
         return key in self.params
 
     def _raw(self, key: str):
+        """The raw text of ``key`` (None when absent), marked as read."""
         self._used.add(key)
         return self.params.get(key)
 
     def _bad(self, key: str, value: str, expected: str) -> InputError:
+        """The error for a value that is not what ``key`` takes."""
         return InputError(f"model spec {self.text!r}: {key}={value!r} is not {expected}", param="--model")
 
     def int(self, key: str, default: int | None = None, *, minimum: int | None = None,
             maximum: int | None = None) -> int | None:
+        """An integer key, within [minimum, maximum] when given; ``default`` when absent."""
         raw = self._raw(key)
         if raw is None:
             return default
@@ -75,6 +82,7 @@ class ModelSpec:
         return value
 
     def float(self, key: str, default: float | None = None) -> float | None:
+        """A number key; ``default`` when absent."""
         raw = self._raw(key)
         if raw is None:
             return default
@@ -84,12 +92,22 @@ class ModelSpec:
             raise self._bad(key, raw, "a number") from None
 
     def str(self, key: str, default: str | None = None, choices: tuple[str, ...] | None = None) -> str | None:
+        """A text key, one of ``choices`` when given; ``default`` when absent."""
         raw = self._raw(key)
         if raw is None:
             return default
         if choices is not None and raw not in choices:
             raise self._bad(key, raw, "one of " + ", ".join(choices))
         return raw
+
+    def format_given(self) -> bool:
+        """Does the spec choose a number format (any of :data:`FORMAT_KEYS`)?  A model whose format
+        comes from elsewhere (a weights file, a torch module) keeps it unless this is true."""
+        return any(key in self.params for key in FORMAT_KEYS)
+
+    def format_if_given(self) -> NumberFormat | None:
+        """The number format the spec chooses (:meth:`format`), or None when it chooses none."""
+        return self.format() if self.format_given() else None
 
     def format(self, default: NumberFormat | None = None) -> NumberFormat:
         """The number format from ``precision=P[,frac=F]`` (fixed point) or ``dtype=NAME`` (float)."""
@@ -104,7 +122,7 @@ class ModelSpec:
                 if frac is not None:
                     raise InputError(f"model spec {self.text!r}: frac= needs precision=", param="--model")
                 return default if default is not None else FixedPoint.with_bits(16)
-            if precision.lower() in ("float16", "bfloat16", "float32", "float64"):
+            if precision.lower() in FLOAT_DTYPES:
                 return parse_format(precision)
             bits = int(precision)
             return FixedPoint.with_bits(bits, None if frac is None else int(frac))

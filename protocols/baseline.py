@@ -22,13 +22,16 @@ class SendEverything(CommunicationProtocol):
     problems = ("index", "eq", "disj")
 
     def alice(self, a):
+        """Send all n bits."""
         yield Send("input", Bits.from_array(a))
 
     def bob(self, b):
+        """Evaluate f(a, b) on the received input."""
         a = (yield Receive("input")).to_array()
         return self.problem.evaluate(a, b)
 
     def run_batch(self, A, B):
+        """n bits, one round, for every instance."""
         count = len(A)
         return BatchRun(self.problem.evaluate_batch(A, B), np.full(count, self.problem.n),
                         np.zeros(count, dtype=np.int64), np.ones(count, dtype=np.int64))
@@ -42,23 +45,28 @@ class BobSendsIndex(CommunicationProtocol):
 
     @property
     def index_bits(self) -> int:
+        """ceil(log2 n) bits (at least 1)."""
         return max(ceil_log2(self.problem.n), 1)
 
     def alice(self, a):
+        """Receive b, answer a_b."""
         b = int(unpack_uints((yield Receive("index")), self.index_bits)[0])
         yield Send("answer", Bits.from_array([a[b]]))
 
     def bob(self, b):
+        """Send b, return the answer."""
         yield Send("index", pack_uints([b], self.index_bits))
         return (yield Receive("answer"))[0]
 
     def run_batch(self, A, B):
+        """ceil(log2 n) + 1 bits in two rounds, for every instance."""
         count = len(A)
         return BatchRun(self.problem.evaluate_batch(A, B), np.ones(count, dtype=np.int64),
                         np.full(count, self.index_bits), np.full(count, 2))
 
 
 def register(registry) -> None:
+    """The baseline cc protocols."""
     registry.register("cc-protocol", SendEverything.name, SendEverything,
                       "Alice sends her whole input (n bits, one-way); for index, eq, disj")
     registry.register("cc-protocol", BobSendsIndex.name, BobSendsIndex,

@@ -22,8 +22,14 @@ import numpy as np
 
 from commsim.core.errors import InputError
 from commsim.plugins import load_plugins, make_model
-from commsim.theory.bounds import ceil_log2
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
+from protocols.theorems import (
+    attention_min_width,
+    dyck_fooling_bits,
+    dyck_min_width,
+    equality_bits,
+    index_one_way_bits,
+)
 
 #: at most this many inputs are enumerated for an exhaustive check
 EXHAUSTIVE_LIMIT = 1 << 16
@@ -41,6 +47,8 @@ def lengths(n: int, smallest: int, even: bool = False) -> list[int]:
 
 @dataclass
 class SeparationResult:
+    """One separation over a range of N: both sides, the rows, the table and the plot data."""
+
     task: str
     title: str
     claim: str
@@ -55,10 +63,12 @@ class SeparationResult:
 
     @property
     def all_verified(self) -> bool:
+        """Every row verified."""
         return all(row.get("verified", True) for row in self.rows)
 
     @property
     def verdict(self) -> str:
+        """One line: what the last row shows (or where verification failed)."""
         last = self.rows[-1]
         if not self.all_verified:
             bad = [r["N"] for r in self.rows if not r.get("verified", True)]
@@ -66,9 +76,11 @@ class SeparationResult:
         return self._verdict(last)
 
     def _verdict(self, last: dict) -> str:
+        """The upper side's verdict template filled in with the last row."""
         return self.upper["verdict"].format(**last)
 
     def to_dict(self) -> dict:
+        """The ``commsim separate --json`` object."""
         upper = {k: v for k, v in self.upper.items() if k != "verdict"}
         return {"task": self.task, "title": self.title, "claim": self.claim, "n": self.n, "upper": upper,
                 "lower": self.lower, "columns": self.columns, "rows": self.rows, "plot": self.plot,
@@ -87,6 +99,7 @@ class Separation:
     even = False
 
     def check_n(self, n: int) -> None:
+        """InputError unless n is in range (and even when the task needs it)."""
         if n < self.smallest or n > self.largest:
             raise InputError(f"--n for {self.name} must be in {self.smallest}..{self.largest}, got {n}", "--n")
         if self.even and n % 2:
@@ -94,6 +107,7 @@ class Separation:
 
     def run(self, n: int, *, seed: int = 0, instances: int | None = 1000, progress=None,
             **options) -> SeparationResult:
+        """Build, verify and measure both sides at every N of the range."""
         self.check_n(n)
         unknown = sorted(set(options) - set(self.options))
         if unknown:
@@ -110,9 +124,11 @@ class Separation:
         return result
 
     def row(self, N: int, *, seed: int, instances: int | None, **options) -> dict:  # pragma: no cover - abstract
+        """One N: both sides, measured and verified."""
         raise NotImplementedError
 
     def result(self, n: int, rows: list) -> SeparationResult:  # pragma: no cover - abstract
+        """The rows as a SeparationResult."""
         raise NotImplementedError
 
 
@@ -149,7 +165,8 @@ def crossover_note(rows: list, ours: str, theirs: str, ours_text: str, theirs_te
 
 
 def _exchange_bits(model, encoded) -> int:
-    from protocols.simulators.attention_exchange import make_plan
+    """The bits the attention exchange really sends on the task's partition (its message plan)."""
+    from protocols.simulators.exchange_plan import make_plan
     return make_plan(model, encoded.seq_len, encoded.alice_positions, int(encoded.output_positions[0])).total_bits
 
 
@@ -164,6 +181,7 @@ def _attention_check(model, encoded, answers_of_labels, expected) -> tuple[float
 
 
 def _recurrent_check(spec: str, reduction, N: int, encoded, B, expected) -> tuple[float, int]:
+    """A recurrent model built for the task: its accuracy on the inputs and its state bits."""
     model = make_model(spec, **reduction.model_context(N))
     labels = model.labels(model.forward_batch(encoded.tokens, encoded.output_positions))
     answers = reduction.decode(labels, B)
@@ -181,6 +199,7 @@ class IdxlSeparation(Separation):
     largest = 1 << 14
 
     def row(self, N, *, seed, instances, gamma=DEFAULT_GAMMA):
+        """Index lookup at N: the idxl layer and the memorizing recurrence."""
         from protocols.constructions.idxl import build_idxl
         reduction = load_plugins().get("reduction", "index-idxl")
         problem = reduction.problem(N)
@@ -195,10 +214,11 @@ class IdxlSeparation(Separation):
                 "dim": info["embedding_dim"], "precision": info["precision"], "width_bits": info["width_bits"],
                 "parameter_bits": info["parameter_bits"], "protocol_bits": _exchange_bits(model, encoded),
                 **_inputs(described, len(A)), "accuracy": accuracy, "protocol_exact": exact,
-                "rnn_bound_bits": N, "memorize_bits": rnn_bits, "memorize_accuracy": rnn_accuracy,
+                "rnn_bound_bits": index_one_way_bits(N), "memorize_bits": rnn_bits, "memorize_accuracy": rnn_accuracy,
                 "verified": accuracy == 1.0 and exact and rnn_accuracy == 1.0}
 
     def result(self, n, rows):
+        """The index-lookup separation."""
         return SeparationResult(
             "idxl", "index lookup (IdxL)",
             "one attention layer of width O(log N) and precision O(log N) performs index lookup, while every "
@@ -243,6 +263,7 @@ class DyckSeparation(Separation):
     even = True
 
     def row(self, N, *, seed, instances, **options):
+        """Dyck-(2,2) at N: the automaton, the bound and the lookup layer."""
         from protocols.constructions.lookup import build_lookup
         reduction = load_plugins().get("reduction", "dyck22-fooling")
         problem = reduction.problem(N)
@@ -263,14 +284,16 @@ class DyckSeparation(Separation):
         dfa = make_model("dfa:dyck22", **reduction.model_context(N))
         labels = dfa.labels(dfa.forward_batch(encoded.tokens, encoded.output_positions))
         dfa_accuracy = float(np.mean(reduction.decode(labels, B) == expected))
-        p, L = model.precision, ceil_log2(N)
+        p = model.precision
         return {"N": N, "dfa_state_bits": int(dfa.state_bits), "dfa_accuracy": dfa_accuracy,
-                "attn_bound_bits": N - 1, "attn_min_width": (N - 1) / (3 * (p + L)), "lookup_width": model.width,
+                "attn_bound_bits": dyck_fooling_bits(N), "attn_min_width": float(dyck_min_width(N, p)),
+                "lookup_width": model.width,
                 "precision": p, "lookup_protocol_bits": _exchange_bits(model, encoded),
                 **_inputs(described, len(A)), "lookup_accuracy": accuracy, "protocol_exact": exact,
                 "verified": accuracy == 1.0 and exact and dfa_accuracy == 1.0}
 
     def result(self, n, rows):
+        """The Dyck-(2,2) separation."""
         return SeparationResult(
             "dyck22", "bounded Dyck, Dyck-(2,2)",
             "a recurrence with 3 state bits (the 8-state automaton) recognizes Dyck-(2,2), while a one-layer "
@@ -319,6 +342,7 @@ class EqSeparation(Separation):
     WORK = 1 << 27
 
     def row(self, N, *, seed, instances, gamma=DEFAULT_GAMMA):
+        """Equality at N: the two-layer model and both bounds."""
         from protocols.constructions.eq2 import build_eq2
         reduction = load_plugins().get("reduction", "eq-ineq")
         half = N // 2
@@ -337,15 +361,17 @@ class EqSeparation(Separation):
         accuracy = float(np.mean(answers == expected))
         rnn_accuracy, rnn_bits = _recurrent_check("memorize", reduction, half, encoded, B, expected)
         info = model.info
-        p, L = model.precision, ceil_log2(N)
+        p = model.precision
         return {"N": N, "k": info["k"], "width": info["embedding_dim"], "qk_width": info["width"],
                 "precision": p, "width_bits": info["embedding_dim"] * p,
                 "parameter_bits": model.parameter_count * p, **_inputs(described, len(A)), "accuracy": accuracy,
-                "rnn_bound_bits": half, "memorize_bits": rnn_bits, "memorize_accuracy": rnn_accuracy,
-                "one_layer_bound_bits": half, "one_layer_min_width": half / (3 * (p + L)),
+                "rnn_bound_bits": equality_bits(half), "memorize_bits": rnn_bits, "memorize_accuracy": rnn_accuracy,
+                "one_layer_bound_bits": equality_bits(half),
+                "one_layer_min_width": float(attention_min_width(equality_bits(half), p, N)),
                 "verified": accuracy == 1.0 and rnn_accuracy == 1.0}
 
     def result(self, n, rows):
+        """The equality separation."""
         return SeparationResult(
             "eq", "string equality (EQ / INEQ)",
             "two attention layers of width O(log N) decide equality of the two halves, while a recurrent model "
@@ -383,3 +409,9 @@ class EqSeparation(Separation):
 
 
 SEPARATIONS = [IdxlSeparation(), DyckSeparation(), EqSeparation()]
+
+
+def register(registry) -> None:
+    """Register every separation (``commsim separate``); the module's own entry point calls it."""
+    for sep in SEPARATIONS:
+        registry.register("separation", sep.name, sep, sep.description)

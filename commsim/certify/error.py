@@ -1,21 +1,23 @@
 """The plainest certificate: an instance on which the model is simply wrong."""
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 from commsim.certify.types import Certificate
-from commsim.pipeline.interfaces import Simulator, Reduction
 from commsim.theory.problems import Problem
 
 
-def error_certificate(reduction: Reduction, problem: Problem, wrapper: Simulator, model, A, B, expected,
-                      answers, index: int) -> Certificate:
-    """The model is wrong on instance ``index``: confirm with a direct forward of that instance alone."""
-    one = reduction.encode(problem, A[index:index + 1], B[index:index + 1])
-    direct = reduction.decode(wrapper.direct_labels(model, one), B[index:index + 1])
-    model_answer = int(direct[0])
+def error_certificate(problem: Problem, A, B, expected, answers, index: int,
+                      direct_answers: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Certificate:
+    """The model is wrong on instance ``index``: confirmed by ``direct_answers(A, B)``, the model's answers
+    from a direct forward of that instance alone (the pipeline passes its own stage in)."""
+    a, b = A[index:index + 1], B[index:index + 1]
+    model_answer = int(np.asarray(direct_answers(a, b))[0])
+    truth = int(expected[index])
     return Certificate(
-        "error", np.asarray(A[index]).tolist(), np.asarray(B[index]).tolist(), int(expected[index]), model_answer,
-        f"the model answers {model_answer} but the {problem.name} answer is {int(expected[index])} "
+        "error", np.asarray(A[index]).tolist(), np.asarray(B[index]).tolist(), truth, model_answer,
+        f"the model answers {model_answer} but the {problem.name} answer is {truth} "
         f"(confirmed by a direct forward of this instance)",
-        verified=model_answer != int(expected[index]) and model_answer == int(answers[index]))
+        verified=model_answer != truth and model_answer == int(answers[index]))

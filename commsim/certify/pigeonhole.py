@@ -20,9 +20,9 @@ from typing import Callable
 
 import numpy as np
 
-from commsim.core.digests import find_collisions
 from commsim.certify.types import Certificate
 from commsim.core.bits import Bits
+from commsim.core.digests import GROUPS_TRIED, collision_groups
 from commsim.theory.problems import DyckProblem, Problem
 
 #: Alice input spaces of at most 2^this many members are searched exhaustively
@@ -31,8 +31,6 @@ EXHAUSTIVE_ALICE_BITS = 20
 
 #: sampled search: this many uniform Alice inputs, and about half as many one-bit neighbours
 SAMPLED_INPUTS = 1 << 17
-
-
 
 
 def _is_bits(x: np.ndarray) -> bool:
@@ -120,7 +118,7 @@ def collision_certificate(problem: Problem, alice_messages: Callable[[np.ndarray
     """Search for two Alice inputs with the same one-way message and a Bob input separating them.
 
     ``alice_messages(A)`` returns Alice's message for each row of ``A`` as packed bytes (rows of
-    :func:`message_rows`); ``direct_answers(A, B)`` the model's answers from a direct forward.
+    :func:`commsim.core.digests.message_rows`); ``direct_answers(A, B)`` the model's answers from a direct forward.
     Returns (certificate or None, a description of what was searched).
     """
     A, exhaustive, what = _alice_inputs(problem, seed, exhaustive_bits, samples)
@@ -134,7 +132,8 @@ def collision_certificate(problem: Problem, alice_messages: Callable[[np.ndarray
         rows[s:s + chunk] = alice_messages(A[s:s + chunk])
     if progress:
         progress(total, total)
-    pairs, groups = find_collisions(rows, A)
+    collisions = collision_groups(rows)
+    pairs, groups = collisions.pairs(A, GROUPS_TRIED), len(collisions)
     searched = (f"searched {what}: Alice's {message_bits}-bit messages ({message_name}), hashed and compared "
                 f"bit for bit")
     if not pairs:

@@ -9,12 +9,12 @@ log2 |S| bits must have such a collision (pigeonhole), and when the protocol sim
 :func:`rectangle_certificate` runs this for any protocol that offers a vectorized ``evaluate``:
 
 1. every member of the fooling set (:mod:`commsim.theory.fooling`) is run, in chunks; each transcript
-   is reduced to a row of integer keys (every message value, in order) and hashed to a 128-bit
-   digest (:func:`row_digests`, vectorized);
+   is reduced to a row of integer keys (every message value, in order) and to its 128-bit digest
+   (:func:`commsim.core.digests.row_digests`, vectorized);
 2. if the protocol (hence the model) is already wrong on a member, that member is the certificate
    (kind ``"error"``), confirmed by a direct forward of the member alone;
 3. otherwise two members with equal digests are found with one sort
-   (:func:`commsim.certify.digests.find_transcript_collision`), their real transcripts are produced by the
+   (:func:`commsim.core.digests.collision_groups`), their real transcripts are produced by the
    runner and compared bit for bit, the crossing with the other answer is built
    (:func:`commsim.theory.fooling.cross`), its true value is checked with the problem's truth function,
    the runner's transcript on the crossing is compared too, and a direct forward of the model on
@@ -26,8 +26,8 @@ from typing import Callable
 
 import numpy as np
 
-from commsim.core.digests import find_transcript_collision, row_digests
 from commsim.certify.types import Certificate
+from commsim.core.digests import collision_groups, row_digests
 from commsim.core.errors import InputError
 from commsim.theory.fooling import FOOLING_PROBLEMS, cross, fooling_set
 from commsim.theory.problems import Problem
@@ -47,9 +47,14 @@ class FoolingSweep:
         self.swept = swept
 
     @property
+    def collisions(self):
+        """The swept members grouped by equal transcript digests (:func:`commsim.core.digests.collision_groups`)."""
+        return collision_groups(self.digests)
+
+    @property
     def distinct(self) -> int:
-        view = np.ascontiguousarray(self.digests).view(np.dtype((np.void, 16))).reshape(-1)
-        return int(len(np.unique(view)))
+        """How many different transcripts the swept members have."""
+        return self.collisions.distinct
 
 
 def sweep_fooling_set(fs, evaluate: Callable, *, one_way: bool = False, chunk: int = CHUNK,
@@ -117,14 +122,15 @@ def rectangle_certificate(problem: Problem, evaluate: Callable, direct: Callable
             verified=model != fs.value,
             details={"member": sweep.wrong, "members_searched": sweep.swept, "fooling_set": fs.construction}), \
             f"swept {sweep.swept} of {fs.size} fooling-set members; the model is wrong on member {sweep.wrong}"
-    clash = find_transcript_collision(sweep.digests)
+    collisions = sweep.collisions
+    clash = collisions.first()
     if clash is None:
         return None, (f"all {fs.size} fooling-set members have distinct transcripts: no collision, so no "
                       f"certificate (the protocol spends at least log2 {fs.size} bits on them)")
     i, j = clash
     (xi, yi), (xj, yj) = fs.member(i), fs.member(j)
     details = {"fooling_set": fs.construction, "members": fs.size, "members_searched": sweep.swept,
-               "distinct_transcripts": sweep.distinct,
+               "distinct_transcripts": collisions.distinct,
                "member_1": {"index": i, "alice": _listed(xi), "bob": None if yi is None else _listed(yi)},
                "member_2": {"index": j, "alice": _listed(xj), "bob": None if yj is None else _listed(yj)}}
     crossings = cross(fs, i, j)
@@ -167,5 +173,5 @@ def rectangle_certificate(problem: Problem, evaluate: Callable, direct: Callable
             f"{_listed(a)} answers {model}, the true answer is {int(pick.value)}.")
     cert = Certificate("rectangle", _listed(a), _listed(b), int(pick.value), model, explanation, verified=verified,
                        details=details)
-    return cert, (f"swept all {fs.size} fooling-set members ({sweep.distinct} distinct transcripts); members {i} "
+    return cert, (f"swept all {fs.size} fooling-set members ({collisions.distinct} distinct transcripts); members {i} "
                   f"and {j} collide")

@@ -1,5 +1,6 @@
 """The ``commsim`` command.  Commands are thin: the work is in the library, every report
-has a ``--json`` form, and bad input exits 2 with a one-line reason."""
+has a ``--json`` form, bad input exits 2 with a one-line reason naming the flag, and an internal fault
+exits 1 (with the traceback when ``COMMSIM_DEBUG`` is set)."""
 from __future__ import annotations
 
 import os
@@ -9,12 +10,24 @@ import click
 
 from commsim import __version__
 from commsim.cli.common import emit_json, err_console
-from commsim.core.errors import InputError
+from commsim.cli.flags import flag_message, flags_of
+from commsim.core.errors import CommsimError, InputError
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
-@click.group(context_settings=CONTEXT)
+class CommsimGroup(click.Group):
+    """The command group; an error from a command learns that command's parameter -> flag mapping."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except CommsimError as exc:
+            exc.cli_flags = flags_of(self.commands.get(ctx.invoked_subcommand or ""))
+            raise
+
+
+@click.group(cls=CommsimGroup, context_settings=CONTEXT)
 @click.version_option(__version__, "--version", prog_name="commsim")
 def cli():
     """commsim: turn a neural sequence model into a two-party communication protocol and
@@ -61,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         _fail(exc.format_message(), argv, exc.exit_code if exc.exit_code else 1)
     except InputError as exc:
-        _fail(str(exc), argv, 2)
+        _fail(flag_message(str(exc), exc.param, getattr(exc, "cli_flags", {})), argv, 2)
     except (KeyboardInterrupt, BrokenPipeError):
         sys.exit(130)
     except Exception as exc:  # an internal error: one line, the traceback only on request

@@ -6,7 +6,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
-from commsim.cli.tree import naming_the_argument, write_text_file
+from commsim.cli.files import write_text
 from commsim.theory.automaton import AUTOMATON_LANGUAGES, automaton_report
 
 
@@ -32,10 +32,9 @@ def automaton_command(language, n, dot_file, as_json):
       commsim automaton ineq --n 12 --json
       commsim automaton dyck22 --n 8 --dot dyck22.dot
     """
-    with naming_the_argument():
-        report = automaton_report(language, n)
+    report = automaton_report(language, n)
     if dot_file:
-        write_text_file(dot_file, report.dfa.to_dot(f"{language} minimal DFA"))
+        write_text(dot_file, report.dfa.to_dot(f"{language} minimal DFA"), option="--dot")
     if as_json:
         emit_json(report.to_dict())
         return

@@ -7,6 +7,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
+from commsim.cli.files import check_target, write_figure
 from commsim.core.errors import InputError
 from commsim.pipeline.budget import budget
 from commsim.plugins import load_plugins
@@ -38,10 +39,16 @@ def parse_range(text: str | None) -> list[int]:
     return values
 
 
-def plot_budget(report, path: str) -> None:
-    """Protocol bits and the lower bound against N, the crossing (max_n) marked."""
+def check_plot_path(path: str) -> None:
+    """``--plot`` must name a .png or .svg file in a directory that can be written."""
     if not path.lower().endswith((".png", ".svg")):
         raise InputError(f"--plot must name a .png or .svg file, got {path!r}", "--plot")
+    check_target(path, "--plot")
+
+
+def plot_budget(report, path: str) -> None:
+    """Protocol bits and the lower bound against N, the crossing (max_n) marked (written atomically)."""
+    check_plot_path(path)
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -65,8 +72,10 @@ def plot_budget(report, path: str) -> None:
     ax.legend()
     ax.grid(True, which="both", alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    try:
+        write_figure(fig, path, option="--plot")
+    finally:
+        plt.close(fig)
 
 
 @cli.command("budget")
@@ -91,6 +100,8 @@ def budget_command(arch, width, precision, heads, task, n, n_range, plot_path, p
     """
     load_plugins(plugins)
     lengths = parse_range(n_range)
+    if plot_path:
+        check_plot_path(plot_path)
     if plot_path and not lengths:
         lengths = parse_range("2:65536")
     report = budget(arch, width, precision, task, heads=heads, n=n, n_range=lengths)

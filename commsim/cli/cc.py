@@ -42,7 +42,7 @@ def cc_command(problem, n, protocol_name, instances, seed, audit, show_transcrip
       commsim cc eq --n 8 --protocol one-way --instances 100 --audit --transcript
     """
     check_positive(n, "--n")
-    protocol_cls = load_plugins(plugins).get("cc-protocol", protocol_name, param="--protocol")
+    protocol_cls = load_plugins(plugins).get("cc-protocol", protocol_name, param="protocol")
     count = parse_instances(instances)
     with progress_bar(f"{protocol_name} on {problem}", enabled=not as_json) as update:
         report = run_cc(problem, n, protocol_cls, instances=count, seed=seed, audit=audit, progress=update)

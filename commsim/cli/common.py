@@ -191,137 +191,50 @@ def render_exchange(transcript, details: dict | None = None, title: str = "trans
 
 
 # ---- certificates: Alice's and Bob's inputs side by side, the decisive positions marked ----------
-PROBLEM_SYMBOLS = {"dyck22": "()[]"}
 HIGHLIGHT = "bold black on yellow"
 
 
-def symbols(values, problem: str) -> list[str]:
-    """A party's input as printable symbols (bits, brackets for Dyck, else the numbers)."""
-    if values is None:
-        return []
-    arr = np.asarray(values).reshape(-1)
-    alphabet = PROBLEM_SYMBOLS.get(problem)
-    if alphabet is not None and arr.size and arr.min() >= 0 and arr.max() < len(alphabet):
-        return [alphabet[int(v)] for v in arr]
-    return [str(int(v)) if float(v).is_integer() else str(v) for v in arr]
-
-
-def _differ(x, y) -> list[int]:
-    if x is None or y is None or np.ndim(x) != 1 or np.shape(x) != np.shape(y):
-        return []
-    return np.flatnonzero(np.asarray(x) != np.asarray(y)).tolist()
-
-
-def certificate_view(cert: dict, problem: str) -> dict:
-    """What the certificate panel shows, as data: rows of (label, Alice's input, Bob's input,
-    answer, model), the decisive positions of Alice's and Bob's inputs (0-based) and a caption
-    saying why they decide."""
-    kind, x, y = cert["kind"], cert["alice_input"], cert["bob_input"]
-    details = cert.get("details") or {}
-    scalar_bob = y is not None and np.ndim(y) == 0
-    rows: list[dict] = []
-    alice_marks: list[int] = []
-    bob_marks: list[int] = []
-    caption = ""
-    if kind == "collision":
-        other = details.get("colliding_alice_input")
-        rows.append({"label": "fails on", "alice": x, "bob": y, "answer": cert["expected"],
-                     "model": cert["model_output"]})
-        if other is not None:
-            rows.append({"label": "same message as", "alice": other, "bob": y,
-                         "answer": details.get("other_expected"), "model": details.get("other_model_output")})
-        differ = _differ(x, other)
-        if scalar_bob:
-            alice_marks = [int(y)]
-            caption = (f"Bob's index b = {int(y)} (0-based) reads position {int(y) + 1} of Alice's input, where the two "
-                       f"Alice inputs differ; they hand off the same {details.get('message_bits', '?')}-bit message, "
-                       f"so Bob cannot tell them apart")
-        else:
-            alice_marks = bob_marks = differ
-            where = ", ".join(str(i + 1) for i in differ)
-            caption = (f"the two Alice inputs differ at position(s) {where} and hand off the same "
-                       f"{details.get('message_bits', '?')}-bit message; Bob's input separates them there")
-    elif kind == "rectangle":
-        m1, m2 = details.get("member_1") or {}, details.get("member_2") or {}
-        first, second = (m1, m2) if np.array_equal(np.asarray(m1.get("alice")), np.asarray(x)) else (m2, m1)
-        for member in (first, second):
-            if member:
-                two_way = member.get("bob") is not None
-                rows.append({"label": f"member {member.get('index')}", "alice": member.get("alice"),
-                             "bob": member.get("bob") if two_way else y,
-                             "answer": details.get("protocol_answer_on_crossing") if two_way else None,
-                             "model": "same transcript"})
-        rows.append({"label": "crossing", "alice": x, "bob": y, "answer": cert["expected"],
-                     "model": cert["model_output"]})
-        alice_marks = _differ(x, second.get("alice"))
-        bob_marks = _differ(y, first.get("bob")) if not scalar_bob else []
-        if scalar_bob:
-            alice_marks = [int(y)]
-        caption = (f"the crossing takes Alice's part of member {first.get('index')} and Bob's part of member "
-                   f"{second.get('index')}; it differs from member {first.get('index')} at Bob's position(s) "
-                   f"{', '.join(str(i + 1) for i in bob_marks) or '—'} and from member {second.get('index')} at "
-                   f"Alice's position(s) {', '.join(str(i + 1) for i in alice_marks) or '—'}: the rectangle "
-                   f"property gives it the members' transcript, hence their answer")
-    else:
-        rows.append({"label": "wrong on", "alice": x, "bob": y, "answer": cert["expected"],
-                     "model": cert["model_output"]})
-        if scalar_bob:
-            alice_marks = [int(y)]
-            caption = f"Bob's index b = {int(y)} (0-based) reads position {int(y) + 1} of Alice's input"
-        elif problem == "eq":
-            alice_marks = bob_marks = _differ(x, y)
-            caption = "the positions where a and b differ" if alice_marks else "a = b: no position differs"
-        elif problem == "disj" and np.shape(x) == np.shape(y):
-            both = np.flatnonzero((np.asarray(x) == 1) & (np.asarray(y) == 1)).tolist()
-            alice_marks = bob_marks = both
-            caption = "the positions in both sets" if both else "the sets are disjoint: no position is in both"
-    return {"kind": kind, "rows": rows, "alice_marks": alice_marks, "bob_marks": bob_marks, "caption": caption,
-            "model_input": details.get("model_input")}
-
-
-def _marked(values, problem: str, marks, scalar_note: bool = False):
+def _marked(symbols: tuple[str, ...], index: int | None, marks, scalar_note: bool = False):
+    """One party's input of a certificate row (:class:`commsim.certify.view.ViewRow`), decisive positions
+    highlighted; an index is shown as such (highlighted when it is the decisive one)."""
     from rich.text import Text
-    if values is None:
+    if index is not None:
+        return Text(f"index {index}" + (" (0-based)" if scalar_note else ""), style=HIGHLIGHT if scalar_note else "")
+    if not symbols:
         return Text("—")
-    if np.ndim(values) == 0:
-        return Text(f"index {int(values)}" + (" (0-based)" if scalar_note else ""), style=HIGHLIGHT if scalar_note
-                    else "")
-    syms = symbols(values, problem)
-    sep = "" if all(len(s) == 1 for s in syms) else " "
+    sep = "" if all(len(s) == 1 for s in symbols) else " "
     text = Text()
     marks = set(marks)
-    for i, s in enumerate(syms):
+    for i, s in enumerate(symbols):
         if i and sep:
             text.append(sep)
         text.append(s, style=HIGHLIGHT if i in marks else "")
     return text
 
 
-def render_certificate(cert: dict, problem: str):
-    """The certificate as a table: Alice's and Bob's inputs side by side, decisive positions highlighted."""
+def render_certificate(view):
+    """A :class:`commsim.certify.view.CertificateView` as a table: Alice's and Bob's inputs side by side,
+    decisive positions highlighted, then the caption and the explanation."""
     from rich.console import Group
     from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
-    view = certificate_view(cert, problem)
-    status = "verified by a direct forward" if cert.get("verified") else "NOT verified"
-    table = Table(title=f"certificate: {cert['kind']} ({status})", title_justify="left")
+    status = "verified by a direct forward" if view.verified else "NOT verified"
+    table = Table(title=f"certificate: {view.kind} ({status})", title_justify="left")
     table.add_column("")
     table.add_column("Alice holds")
     table.add_column("Bob holds")
     table.add_column("answer", justify="right")
     table.add_column("model", justify="right")
-    for row in view["rows"]:
-        bob = row["bob"]
-        table.add_row(escape(row["label"]), _marked(row["alice"], problem, view["alice_marks"]),
-                      _marked(bob, problem, view["bob_marks"], scalar_note=np.ndim(bob) == 0 if bob is not None
-                              else False),
-                      "" if row["answer"] is None else str(row["answer"]),
-                      "" if row["model"] is None else escape(str(row["model"])))
+    for row in view.rows:
+        table.add_row(escape(row.label), _marked(row.alice_symbols, row.alice_index, view.alice_marks),
+                      _marked(row.bob_symbols, row.bob_index, view.bob_marks, scalar_note=row.bob_index is not None),
+                      "" if row.answer is None else str(row.answer),
+                      "" if row.model is None else escape(str(row.model)))
     parts = [table]
-    if view["caption"]:
-        parts.append(Text("highlighted: " + view["caption"], style="dim"))
-    if view["model_input"]:
-        parts.append(Text(f"model input: {view['model_input']}"))
-    parts.append(Text(cert["explanation"]))
+    if view.caption:
+        parts.append(Text("highlighted: " + view.caption, style="dim"))
+    if view.model_input:
+        parts.append(Text(f"model input: {view.model_input}"))
+    parts.append(Text(view.explanation))
     return Group(*parts)

@@ -8,7 +8,6 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
-from commsim.cli.tree import naming_the_argument
 from commsim.theory.comm_matrix import input_text
 from commsim.theory.fooling import FOOLING_PROBLEMS, fooling_set
 
@@ -58,9 +57,8 @@ def fooling_command(problem, n, verify, show, as_json):
       commsim fooling dyck22 --n 12 --verify
       commsim fooling eq --n 10 --verify --json
     """
-    with naming_the_argument():
-        fs = fooling_set(problem, n)
-        verification = fs.verify() if verify else None
+    fs = fooling_set(problem, n)
+    verification = fs.verify() if verify else None
     data = fs.to_dict(verification)
     data["size"] = exact_size(fs.size)
     if as_json:

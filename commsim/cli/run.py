@@ -17,6 +17,7 @@ from commsim.cli.common import (
     render_certificate,
     render_exchange,
 )
+from commsim.certify.view import certificate_view
 from commsim.pipeline.run import run_reduction
 from commsim.plugins import load_plugins
 
@@ -60,7 +61,7 @@ def render_report(report) -> None:
                   "[red]NO: the protocol's output differs from the direct forward[/]")
     console.print(Panel(table, title="commsim run", expand=False))
     if d["certificate"]:
-        console.print(render_certificate(d["certificate"], d["problem"]))
+        console.print(render_certificate(certificate_view(d["certificate"], d["problem"])))
     elif d["certificate_search"]:
         console.print(f"certificate search: {escape(d['certificate_search'])}")
 

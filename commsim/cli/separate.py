@@ -9,8 +9,6 @@ before any work is done.
 """
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import click
@@ -31,6 +29,7 @@ from commsim.cli.common import (
     plugin_option,
     progress_bar,
 )
+from commsim.cli.files import check_target, write_figure
 from commsim.core.errors import InputError
 from commsim.plugins import load_plugins
 
@@ -103,19 +102,10 @@ def write_plot(data: dict, path: Path) -> None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
-    # write next to the target, then rename: no half-written file on failure
-    fd, tmp = tempfile.mkstemp(suffix=path.suffix, dir=str(path.parent))
-    os.close(fd)
     try:
-        fig.savefig(tmp, format=path.suffix.lower()[1:])
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it private; give it the usual mode
-        os.replace(tmp, path)
+        write_figure(fig, path, option="--plot")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 def _check_plot_path(plot: str | None) -> Path | None:
@@ -124,9 +114,7 @@ def _check_plot_path(plot: str | None) -> Path | None:
     path = Path(plot)
     if path.suffix.lower() not in PLOT_SUFFIXES:
         raise InputError(f"--plot must end in .png or .svg, got {plot!r}", "--plot")
-    if not path.parent.exists() or not path.parent.is_dir():
-        raise InputError(f"--plot: directory {str(path.parent)!r} does not exist", "--plot")
-    return path
+    return check_target(path, "--plot")
 
 
 @cli.command("separate")
@@ -159,7 +147,7 @@ def separate_command(task, n, instances, seed, plot, gamma, plugins, as_json):
       commsim separate eq --n 256 --json
     """
     check_positive(n, "--n")
-    separation = load_plugins(plugins).get("separation", task, param="TASK")
+    separation = load_plugins(plugins).get("separation", task, param="task")
     plot_path = _check_plot_path(plot)
     count = parse_instances(instances)
     if hasattr(separation, "check_n"):

@@ -1,12 +1,13 @@
 """``commsim teach``: narrated lower-bound proofs with real numbers."""
 from __future__ import annotations
 
-from pathlib import Path
+import io
 
 import click
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
+from commsim.cli.files import check_target, write_text
 from commsim.core.errors import InputError
 from commsim.plugins import load_plugins
 from commsim.teach import render_markdown, render_text
@@ -42,26 +43,29 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
             for e in entries:
                 console.print(f"[bold cyan]{e.name:20}[/] {e.description}")
         if not list_topics and not topic:
-            raise InputError("give a TOPIC (see `commsim teach --list`)", "TOPIC")
+            raise InputError("give a TOPIC (see `commsim teach --list`)", "topic")
         return
     if n is not None and n < 1:
         raise InputError(f"--n must be at least 1, got {n}", "--n")
-    lesson = reg.get("topic", topic, param="TOPIC")(n)
+    if out and not as_json:
+        check_target(out, "--out")          # before the lesson is built: a bad --out fails fast
+    lesson = reg.get("topic", topic, param="topic")(n)
     if as_json:
         emit_json(lesson)
         return
     if fmt == "markdown":
         text = render_markdown(lesson)
         if out:
-            Path(out).write_text(text)
+            write_text(out, text, option="--out")
             console.print(f"lecture notes written to {out}")
         else:
             click.echo(text, nl=False)
         return
     if out:
         from rich.console import Console
-        with open(out, "w") as fh:
-            render_text(lesson, Console(file=fh, width=100, highlight=False))
+        buffer = io.StringIO()
+        render_text(lesson, Console(file=buffer, width=100, highlight=False))
+        write_text(out, buffer.getvalue(), option="--out")
         console.print(f"walkthrough written to {out}")
     else:
         render_text(lesson, console)

@@ -1,52 +1,14 @@
 """``commsim tree``: a registered protocol run on every input, as a protocol tree."""
 from __future__ import annotations
 
-import contextlib
-import os
-import tempfile
-
 import click
 from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
-from commsim.core.errors import InputError
+from commsim.cli.files import write_text
 from commsim.plugins import load_plugins
 from commsim.theory.problems import PROBLEM_NAMES
-
-
-@contextlib.contextmanager
-def naming_the_argument():
-    """Bad input raised inside the block names its argument (``--protocol: unknown ...``) when the
-    library's message does not already."""
-    try:
-        yield
-    except InputError as exc:
-        if exc.param and exc.param not in str(exc):
-            raise InputError(f"{exc.param}: {exc}", exc.param) from None
-        raise
-
-
-def write_text_file(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` atomically (a temporary file renamed into place): never half-written."""
-    directory = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(directory):
-        raise InputError(f"--dot: directory {directory!r} does not exist", "--dot")
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".commsim-", suffix=".tmp")
-    except OSError as exc:
-        raise InputError(f"--dot: cannot write in {directory!r}: {exc.strerror}", "--dot") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)                     # mkstemp makes 0600; give the usual permissions
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 @cli.command("tree")
@@ -70,11 +32,10 @@ def tree_command(problem, n, protocol_name, dot_file, plugins, as_json):
     """
     from commsim.theory.protocol_tree import build_protocol_tree
 
-    with naming_the_argument():
-        protocol_cls = load_plugins(plugins).get("cc-protocol", protocol_name, param="--protocol")
-        tree = build_protocol_tree(problem, n, protocol_cls)
+    protocol_cls = load_plugins(plugins).get("cc-protocol", protocol_name, param="protocol")
+    tree = build_protocol_tree(problem, n, protocol_cls)
     if dot_file:
-        write_text_file(dot_file, tree.to_dot())
+        write_text(dot_file, tree.to_dot(), option="--dot")
     d = tree.to_dict()
     if as_json:
         emit_json(d)

@@ -5,7 +5,8 @@ packed (eight to a byte, most significant bit first).  Its length is what the
 channel counts, so every encoder here produces exactly the bits it claims and
 every decoder inverts it exactly.
 
-Numbers are encoded by :mod:`commsim.core.precision` formats on top of the two
+Numbers are encoded by :mod:`commsim.core.precision` formats, and integers of any
+width (two's complement, exact sums) by :mod:`commsim.core.sums`, on top of the
 primitives below, :func:`pack_uints` and :func:`unpack_uints`, which turn
 arrays of unsigned integers of a fixed width into bits and back without any
 per-bit Python loop.
@@ -26,6 +27,7 @@ class BitsError(InputError):
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
+    """Mark an array read-only and return it."""
     a.flags.writeable = False
     return a
 
@@ -80,14 +82,17 @@ class Bits:
 
     @classmethod
     def from_bytes(cls, data: bytes, length: int) -> "Bits":
+        """The first ``length`` bits of ``data``."""
         return cls(data, length)
 
     @classmethod
     def zeros(cls, length: int) -> "Bits":
+        """``length`` zero bits."""
         return cls(np.zeros((length + 7) // 8, dtype=np.uint8), length)
 
     @classmethod
     def concat(cls, parts: Iterable["Bits"]) -> "Bits":
+        """The bit strings one after the other."""
         parts = list(parts)
         if not parts:
             return cls()
@@ -105,6 +110,7 @@ class Bits:
         return self._packed
 
     def to_bytes(self) -> bytes:
+        """The packed bytes (the bits past the length in the last byte are 0)."""
         return self._packed.tobytes()
 
     def to_array(self) -> np.ndarray:
@@ -155,6 +161,7 @@ _CHUNK = 1 << 15
 
 
 def _container(width: int) -> np.dtype:
+    """The big-endian unsigned numpy type of the smallest byte width holding ``width`` bits."""
     for bytes_, dt in ((1, ">u1"), (2, ">u2"), (4, ">u4"), (8, ">u8")):
         if width <= 8 * bytes_:
             return np.dtype(dt)
@@ -162,11 +169,12 @@ def _container(width: int) -> np.dtype:
 
 
 def _check_width(width: int) -> None:
+    """Refuse field widths outside 1..64."""
     if not 1 <= width <= 64:
         raise BitsError(f"integer width must be in 1..64, got {width}")
 
 
-def _span(bits: Bits, width: int, count: int | None, offset: int) -> int:
+def field_count(bits: Bits, width: int, count: int | None, offset: int) -> int:
     """Validate a request for ``count`` ``width``-bit fields at bit ``offset``; return the count."""
     if offset < 0:
         raise BitsError(f"offset must be >= 0, got {offset}")
@@ -360,10 +368,10 @@ def pack_uints(values: np.ndarray | Iterable[int], width: int) -> Bits:
     (``64 / gcd(width, 64)`` values fill whole words), in cache-sized chunks.
     """
     _check_width(width)
-    return _pack_valid(_as_uints(values, width), width)
+    return pack_low_bits(_as_uints(values, width), width)
 
 
-def _pack_valid(arr: np.ndarray, width: int) -> Bits:
+def pack_low_bits(arr: np.ndarray, width: int) -> Bits:
     """:func:`pack_uints` for a 1-D integer array already known to lie in [0, 2**width).
 
     Every path keeps only the low ``width`` bits of each value, so int64 two's-complement codes in
@@ -386,7 +394,7 @@ def unpack_uints(bits: Bits, width: int, count: int | None = None, offset: int =
     of integers.  Returns uint64 (uint8/16/32 for narrower widths).
     """
     _check_width(width)
-    count = _span(bits, width, count, offset)
+    count = field_count(bits, width, count, offset)
     dt = _container(width)
     native = dt.newbyteorder("=")
     if offset % 8 == 0 and width == 8 * dt.itemsize:

@@ -25,10 +25,12 @@ from dataclasses import dataclass
 from typing import Any, Generator
 
 from commsim.core.bits import Bits
+from commsim.core.errors import InternalError
 
 
-class ProtocolError(RuntimeError):
-    """A protocol misbehaved: deadlock, a non-bit message, too many rounds, unread messages."""
+class ProtocolError(InternalError):
+    """A protocol misbehaved: deadlock, a non-bit message, too many rounds, unread messages, or a
+    vectorized sweep that disagrees with the runner (an internal fault: exit status 1)."""
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,14 @@ import math
 import re
 import warnings
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 
-from commsim.core.bits import Bits, _pack_valid, _span, pack_uints, unpack_uints
+from commsim.core.bits import Bits, field_count, pack_low_bits, pack_uints, unpack_uints
 from commsim.core.errors import InputError
+from commsim.core.sums import SIGNED_BYTE_DTYPES, unpack_signed
+# protocols/simulators/exchange_batch.py imports pack_signed from here: remove once it imports commsim.core.sums
+from commsim.core.sums import pack_signed  # noqa: F401
 
 
 class FormatError(InputError):
@@ -29,66 +31,6 @@ class FormatError(InputError):
 
 class SaturationWarning(UserWarning):
     """Fixed-point quantization clipped values at the ends of the range."""
-
-
-# ---- wide two's-complement integers --------------------------------------
-_BYTE_SIGNED = {8: ">i1", 16: ">i2", 32: ">i4", 64: ">i8"}
-
-
-def pack_signed(values: np.ndarray | Iterable[int], width: int) -> Bits:
-    """Two's-complement integers in exactly ``width`` bits each (any width >= 1)."""
-    if width < 1:
-        raise FormatError(f"two's-complement width must be at least 1, got {width}")
-    arr = np.asarray(values, dtype=object if width > 64 else None).reshape(-1)
-    if arr.dtype.kind == "f" and not isinstance(values, np.ndarray):
-        arr = np.asarray(values, dtype=object).reshape(-1)  # Python ints beyond int64 stay exact
-    if arr.dtype.kind == "f":
-        if not (np.isfinite(arr).all() and np.array_equal(np.floor(arr), arr)):
-            raise FormatError("two's-complement encoding needs integer values")
-    elif arr.dtype == object:
-        try:
-            if any(int(v) != v for v in arr):
-                raise FormatError("two's-complement encoding needs integer values")
-        except (TypeError, ValueError, OverflowError):
-            raise FormatError("two's-complement encoding needs integer values") from None
-    elif arr.dtype.kind not in "iub":
-        raise FormatError(f"two's-complement encoding needs integer values, got {arr.dtype}")
-    lo, hi = -(1 << (width - 1)), (1 << (width - 1)) - 1
-    if arr.size:
-        mn, mx = int(arr.min()), int(arr.max())
-        if mn < lo or mx > hi:
-            raise FormatError(f"value {mn if mn < lo else mx} does not fit in {width}-bit two's complement")
-    if arr.dtype.kind == "f" and width <= 64:
-        arr = arr.astype(np.int64)
-    if width in _BYTE_SIGNED:
-        return Bits._own(arr.astype(_BYTE_SIGNED[width]).view(np.uint8), arr.size * width)
-    if width < 64:
-        # the low ``width`` bits of the 64-bit two's complement are the width-bit two's complement
-        return _pack_valid(arr.astype(np.int64, copy=False), width)  # keeps the low ``width`` bits
-    nbytes = (width + 7) // 8
-    raw = b"".join(int(v).to_bytes(nbytes, "big", signed=True) for v in arr)
-    rows = np.unpackbits(np.frombuffer(raw, dtype=np.uint8).reshape(arr.size, nbytes), axis=1)
-    return Bits(np.packbits(rows[:, 8 * nbytes - width:]), arr.size * width)
-
-
-def unpack_signed(bits: Bits, width: int, count: int | None = None, offset: int = 0) -> np.ndarray:
-    """Inverse of :func:`pack_signed`: int64 for width <= 64, Python ints (object array) beyond."""
-    if width in _BYTE_SIGNED and offset % 8 == 0:
-        count = _span(bits, width, count, offset)
-        return np.frombuffer(bits.packed, dtype=_BYTE_SIGNED[width], count=count,
-                             offset=offset // 8).astype(np.int64)
-    if width < 64:
-        s = unpack_uints(bits, width, count, offset).astype(np.int64)
-        sign = np.int64(1 << (width - 1))
-        return (s ^ sign) - sign  # sign-extend
-    if width == 64:
-        return unpack_uints(bits, 64, count, offset).view(np.int64)
-    count = _span(bits, width, count, offset)
-    flat = bits.to_array()[offset:offset + count * width].reshape(count, width)
-    nbytes = (width + 7) // 8
-    padded = np.concatenate([np.repeat(flat[:, :1], 8 * nbytes - width, axis=1), flat], axis=1)
-    raw = np.packbits(padded, axis=1)
-    return np.array([int.from_bytes(r.tobytes(), "big", signed=True) for r in raw], dtype=object)
 
 
 def _int_sum(units: np.ndarray, axis: int, max_abs_unit: int) -> np.ndarray:
@@ -105,14 +47,13 @@ class NumberFormat:
     bits: int
     #: every representable value, and every exact sum, is an integer multiple of 2**unit_exponent
     unit_exponent: int
+    #: the largest |value| of the format, in units of 2**unit_exponent
+    max_abs_units: int
 
     @property
     def name(self) -> str:  # pragma: no cover - overridden
+        """The format's name (``fixed16.8``, ``bfloat16``, ``bit``): what :func:`parse_format` reads back."""
         raise NotImplementedError
-
-    @property
-    def is_fixed_point(self) -> bool:
-        return isinstance(self, FixedPoint)
 
     def quantize(self, x) -> np.ndarray:
         """Round an array to the format; returns float64 values that are exactly representable."""
@@ -123,9 +64,11 @@ class NumberFormat:
         raise NotImplementedError
 
     def encode(self, x) -> Bits:
+        """Values of the format as exactly ``bits`` bits each."""
         raise NotImplementedError
 
     def decode(self, bits: Bits, count: int | None = None, offset: int = 0) -> np.ndarray:
+        """Inverse of :meth:`encode`: ``count`` values from bit ``offset`` on (all the rest by default)."""
         raise NotImplementedError
 
     # ---- exact accumulation -------------------------------------------
@@ -136,25 +79,7 @@ class NumberFormat:
         split: the result does not depend on how the terms are partitioned.
         """
         units = self.to_units(np.asarray(values, dtype=np.float64))
-        return _int_sum(units, axis, self._max_abs_unit)
-
-    def sum_width(self, n_terms: int, max_abs: float | None = None) -> int:
-        """Bits that carry an exact sum of ``n_terms`` values with |value| <= ``max_abs`` (default: the range)."""
-        bound = self._max_abs_unit if max_abs is None else \
-            math.ceil(abs(max_abs) * 2.0 ** (-self.unit_exponent))
-        total = bound * max(n_terms, 1)
-        return total.bit_length() + 1  # sign bit
-
-    def encode_sum(self, units, n_terms: int, max_abs: float | None = None) -> Bits:
-        return pack_signed(np.asarray(units).reshape(-1), self.sum_width(n_terms, max_abs))
-
-    def decode_sum(self, bits: Bits, n_terms: int, count: int | None = None, offset: int = 0,
-                   max_abs: float | None = None) -> np.ndarray:
-        return unpack_signed(bits, self.sum_width(n_terms, max_abs), count, offset)
-
-    def round_units(self, units) -> np.ndarray:
-        """Round exact sums (in units) to the format, as float64 values (rounding per the format)."""
-        raise NotImplementedError
+        return _int_sum(units, axis, self.max_abs_units)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
@@ -185,38 +110,47 @@ class FixedPoint(NumberFormat):
 
     @classmethod
     def with_bits(cls, bits: int, frac: int | None = None) -> "FixedPoint":
+        """P-bit fixed point with ``frac`` fraction bits (default: half of them, P // 2)."""
         return cls(bits, bits // 2 if frac is None else frac)
 
     @property
     def name(self) -> str:
+        """``fixedP.F``."""
         return f"fixed{self.bits}.{self.frac}"
 
     @property
     def unit_exponent(self) -> int:  # type: ignore[override]
+        """-frac: values and exact sums are integers in units of 2**-frac."""
         return -self.frac
 
     @property
     def step(self) -> float:
+        """The grid spacing 2**-frac."""
         return 2.0 ** -self.frac
 
     @property
     def min_code(self) -> int:
+        """The smallest code, -2**(bits-1)."""
         return -(1 << (self.bits - 1))
 
     @property
     def max_code(self) -> int:
+        """The largest code, 2**(bits-1) - 1."""
         return (1 << (self.bits - 1)) - 1
 
     @property
     def min_value(self) -> float:
+        """The smallest value, min_code * step."""
         return self.min_code * self.step
 
     @property
     def max_value(self) -> float:
+        """The largest value, max_code * step."""
         return self.max_code * self.step
 
     @property
-    def _max_abs_unit(self) -> int:
+    def max_abs_units(self) -> int:
+        """The largest |value| in units: |min_code| = 2**(bits-1)."""
         return 1 << (self.bits - 1)
 
     def to_codes(self, x, on_saturate: str = "warn") -> np.ndarray:
@@ -264,12 +198,15 @@ class FixedPoint(NumberFormat):
 
     def from_codes(self, codes) -> np.ndarray:
         # |code| < 2**52 and frac <= 52: the product is exact (no rounding, no underflow)
+        """Codes as float64 values code * 2**-frac (exact)."""
         return np.multiply(np.asarray(codes, dtype=np.float64), 2.0 ** -self.frac)
 
     def quantize(self, x, on_saturate: str = "ignore") -> np.ndarray:
+        """Round down to the grid and saturate (the codes' values); NaN is refused."""
         return self.from_codes(self.to_codes(x, on_saturate))
 
     def to_units(self, x) -> np.ndarray:
+        """Values on the grid as their int64 codes (off the grid or out of range: FormatError)."""
         a = np.asarray(x, dtype=np.float64)
         codes = self.to_codes(a, on_saturate="raise")
         if not np.array_equal(self.from_codes(codes), a):
@@ -277,19 +214,21 @@ class FixedPoint(NumberFormat):
         return codes
 
     def encode(self, x, on_saturate: str = "warn") -> Bits:
+        """Values rounded down and saturated, as ``bits``-bit two's-complement codes."""
         a = np.asarray(x, dtype=np.float64).reshape(-1)
-        if self.bits in _BYTE_SIGNED:  # the big-endian two's-complement bytes are the encoding
-            codes = self._codes(a, np.dtype(_BYTE_SIGNED[self.bits]), on_saturate)
+        if self.bits in SIGNED_BYTE_DTYPES:  # the big-endian two's-complement bytes are the encoding
+            codes = self._codes(a, np.dtype(SIGNED_BYTE_DTYPES[self.bits]), on_saturate)
             return Bits._own(codes.view(np.uint8), a.size * self.bits)
         codes = self._codes(a, np.dtype(np.int64), on_saturate)  # in range by construction
-        return _pack_valid(codes, self.bits)  # two's complement: the low ``bits`` bits of each code
+        return pack_low_bits(codes, self.bits)  # two's complement: the low ``bits`` bits of each code
 
     def decode(self, bits: Bits, count: int | None = None, offset: int = 0) -> np.ndarray:
-        if self.bits in _BYTE_SIGNED and offset % 8 == 0:
-            count = _span(bits, self.bits, count, offset)
-            codes = np.frombuffer(bits.packed, dtype=_BYTE_SIGNED[self.bits], count=count, offset=offset // 8)
+        """Inverse of :meth:`encode`: the values of the two's-complement codes."""
+        if self.bits in SIGNED_BYTE_DTYPES and offset % 8 == 0:
+            count = field_count(bits, self.bits, count, offset)
+            codes = np.frombuffer(bits.packed, dtype=SIGNED_BYTE_DTYPES[self.bits], count=count, offset=offset // 8)
             return np.multiply(codes, 2.0 ** -self.frac, dtype=np.float64)  # exact: a power-of-two scale
-        count = _span(bits, self.bits, count, offset)
+        count = field_count(bits, self.bits, count, offset)
         out = np.empty(count, dtype=np.float64)
         chunk = 1 << 16  # a multiple of 8: every chunk starts on the same bit phase
         for start in range(0, count, chunk):
@@ -298,20 +237,9 @@ class FixedPoint(NumberFormat):
             np.multiply(codes, 2.0 ** -self.frac, out=out[start:start + m])
         return out
 
-    def round_units(self, units) -> np.ndarray:
-        """A sum in units is already on the grid; saturate it to the range."""
-        arr = np.asarray(units, dtype=object).reshape(-1)
-        clipped = [min(max(int(u), self.min_code), self.max_code) for u in arr]
-        return self.from_codes(np.array(clipped, dtype=np.int64)).reshape(np.shape(units))
-
 
 # IEEE-style binary floating point: (total bits, exponent bits, mantissa bits)
-_FLOAT_LAYOUT = {
-    "float16": (16, 5, 10),
-    "bfloat16": (16, 8, 7),
-    "float32": (32, 8, 23),
-    "float64": (64, 11, 52),
-}
+_FLOAT_LAYOUT = {"float16": (16, 5, 10), "bfloat16": (16, 8, 7), "float32": (32, 8, 23), "float64": (64, 11, 52)}
 
 
 FLOAT_DTYPES = tuple(_FLOAT_LAYOUT)
@@ -334,38 +262,47 @@ class FloatFormat(NumberFormat):
 
     @property
     def name(self) -> str:
+        """The dtype name."""
         return self.dtype
 
     @property
     def bits(self) -> int:  # type: ignore[override]
+        """p: 16, 32 or 64."""
         return _FLOAT_LAYOUT[self.dtype][0]
 
     @property
     def exponent_bits(self) -> int:
+        """Bits of the exponent field."""
         return _FLOAT_LAYOUT[self.dtype][1]
 
     @property
     def mantissa_bits(self) -> int:
+        """Bits of the fraction (mantissa) field."""
         return _FLOAT_LAYOUT[self.dtype][2]
 
     @property
     def _bias(self) -> int:
+        """The exponent bias, 2**(exponent_bits - 1) - 1."""
         return (1 << (self.exponent_bits - 1)) - 1
 
     @property
     def unit_exponent(self) -> int:  # type: ignore[override]
         # the smallest subnormal: 2**(1 - bias - mantissa_bits)
+        """Exponent of the smallest subnormal: every value is an integer multiple of it."""
         return 1 - self._bias - self.mantissa_bits
 
     @property
     def max_value(self) -> float:
+        """The largest finite value."""
         return float((2 - 2.0 ** -self.mantissa_bits) * 2.0 ** self._bias)
 
     @property
-    def _max_abs_unit(self) -> int:
+    def max_abs_units(self) -> int:
+        """The largest finite value in units of the smallest subnormal."""
         return ((1 << (self.mantissa_bits + 1)) - 1) << (self._bias - self.mantissa_bits - self.unit_exponent)
 
     def _check_nan(self, a: np.ndarray) -> None:
+        """Refuse NaN (it has no place in an exact computation)."""
         if np.isnan(a).any():
             raise FormatError(f"NaN cannot be encoded in {self.dtype} (commsim refuses NaN)")
 
@@ -385,6 +322,7 @@ class FloatFormat(NumberFormat):
         return rounded.astype(np.uint16)
 
     def _from_patterns(self, u: np.ndarray) -> np.ndarray:
+        """Unsigned bit patterns of the format -> float64 values (exact)."""
         if self.dtype == "float64":
             return u.astype(np.uint64).view(np.float64).copy()
         if self.dtype == "float32":
@@ -394,6 +332,7 @@ class FloatFormat(NumberFormat):
         return (u.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
 
     def quantize(self, x) -> np.ndarray:
+        """Round to nearest even (bfloat16: via float32, as PyTorch does); overflow gives inf, NaN stays NaN."""
         a = np.asarray(x, dtype=np.float64)
         if self.dtype == "float64":
             return a.copy()
@@ -402,11 +341,13 @@ class FloatFormat(NumberFormat):
         return np.where(nan, np.nan, out)
 
     def encode(self, x) -> Bits:
+        """The values' bit patterns after rounding to the format (NaN refused)."""
         a = np.asarray(x, dtype=np.float64).reshape(-1)
         self._check_nan(a)
         return pack_uints(self._to_patterns(a), self.bits)
 
     def decode(self, bits: Bits, count: int | None = None, offset: int = 0) -> np.ndarray:
+        """Inverse of :meth:`encode` (signed zeros and infinities included)."""
         return self._from_patterns(unpack_uints(bits, self.bits, count, offset))
 
     def to_units(self, x) -> np.ndarray:
@@ -430,34 +371,6 @@ class FloatFormat(NumberFormat):
         for i, (mi, si) in enumerate(zip(flat_m.tolist(), flat_s.tolist())):
             out[i] = mi << si if si >= 0 else mi >> -si
         return out.reshape(a.shape)
-
-    def round_units(self, units) -> np.ndarray:
-        """Round exact sums to the format with one round-to-nearest-even step (no double rounding)."""
-        arr = np.asarray(units, dtype=object).reshape(-1)
-        out = np.array([self._round_int(int(u)) for u in arr], dtype=np.float64)
-        return out.reshape(np.shape(units))
-
-    def _round_int(self, u: int) -> float:
-        if u == 0:
-            return 0.0
-        sign, mag = (-1.0 if u < 0 else 1.0), abs(u)
-        # keep mantissa_bits + 1 significant bits, but never below the subnormal unit (2**0 in units)
-        drop = max(mag.bit_length() - (self.mantissa_bits + 1), 0)
-        if drop:
-            q, r = divmod(mag, 1 << drop)
-            half = 1 << (drop - 1)
-            if r > half or (r == half and q & 1):
-                q += 1
-            mag = q << drop
-        try:
-            value = math.ldexp(float(mag >> drop), drop + self.unit_exponent) if drop else \
-                math.ldexp(float(mag), self.unit_exponent)
-        except OverflowError:  # beyond float64 itself (float64 sums): overflows to infinity
-            return sign * math.inf
-        if value > self.max_value:
-            return sign * math.inf
-        return sign * value
-
 
 _FIXED_RE = re.compile(r"^fixed(\d+)(?:\.(\d+))?$")
 
@@ -486,71 +399,29 @@ class BitFormat(NumberFormat):
     bits = 1
     unit_exponent = 0
     name = "bit"
-    _max_abs_unit = 1
+    max_abs_units = 1
 
     def quantize(self, x) -> np.ndarray:
+        """Round down to 0 or 1; NaN is refused."""
         a = np.asarray(x, dtype=np.float64)
         if np.isnan(a).any():
             raise FormatError("NaN has no one-bit representation")
         return np.clip(np.floor(a), 0.0, 1.0) + 0.0
 
     def to_units(self, x) -> np.ndarray:
+        """Bits as int64 0/1 (anything else: FormatError)."""
         a = np.asarray(x, dtype=np.float64)
         if not np.array_equal(self.quantize(a), a):
             raise FormatError("values are not bits (0 or 1); quantize them first")
         return a.astype(np.int64)
 
     def encode(self, x) -> Bits:
+        """One bit per value, after rounding down to 0 or 1."""
         return pack_uints(self.quantize(np.asarray(x, dtype=np.float64).reshape(-1)).astype(np.uint8), 1)
 
     def decode(self, bits: Bits, count: int | None = None, offset: int = 0) -> np.ndarray:
+        """Inverse of :meth:`encode`."""
         return unpack_uints(bits, 1, count, offset).astype(np.float64)
-
-    def round_units(self, units) -> np.ndarray:
-        return np.clip(np.asarray(units, dtype=np.float64), 0.0, 1.0)
 
     def __reduce__(self):
         return (BitFormat, ())
-
-
-class _Quantizer:
-    """An in-place quantizer for float64 arrays that gives exactly ``fmt.quantize`` (tested), with
-    one change for IEEE formats: values saturate at the largest finite number instead of becoming
-    infinite, so no step can produce inf - inf = NaN.  A class, not a closure: models must pickle
-    (the audit mode sends them to other processes)."""
-
-    def __init__(self, fmt: NumberFormat):
-        self.fmt = fmt
-        if isinstance(fmt, FixedPoint):
-            self.mode = "fixed"
-            self.scale, self.inverse = 2.0 ** fmt.frac, 2.0 ** -fmt.frac
-            self.lo, self.hi = float(fmt.min_code), float(fmt.max_code)
-        elif isinstance(fmt, BitFormat):
-            self.mode, self.lo, self.hi = "bit", 0.0, 1.0
-        elif isinstance(fmt, FloatFormat):
-            self.mode, self.lo, self.hi = "float", -fmt.max_value, fmt.max_value
-        else:
-            self.mode = "generic"
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        if self.mode == "fixed":  # scaling by a power of two is exact
-            np.multiply(x, self.scale, out=x)
-            np.floor(x, out=x)
-            np.clip(x, self.lo, self.hi, out=x)
-            np.add(x, 0.0, out=x)  # -0.0 -> +0.0: a code has no signed zero
-            np.multiply(x, self.inverse, out=x)
-        elif self.mode == "bit":
-            np.floor(x, out=x)
-            np.clip(x, 0.0, 1.0, out=x)
-            np.add(x, 0.0, out=x)
-        elif self.mode == "float":
-            np.clip(x, self.lo, self.hi, out=x)
-            if self.fmt.dtype != "float64":
-                x[...] = self.fmt.quantize(x)
-        else:
-            x[...] = self.fmt.quantize(x)
-        return x
-
-
-def _quantizer(fmt: NumberFormat) -> _Quantizer:
-    return _Quantizer(fmt)

@@ -15,20 +15,11 @@ import numpy as np
 
 from commsim.core.channel import Transcript
 from commsim.core.errors import InputError
-from commsim.core.party import Protocol, ProtocolError
-from commsim.core.runner import AuditSession, run_protocol
-from commsim.pipeline.stages import RUNNER_CHECKS, select_instances
+from commsim.core.party import Protocol
+from commsim.pipeline.stages import BatchRun, select_instances, sweep_and_audit
 from commsim.theory.problems import Problem, make_problem
 
-
-@dataclass(frozen=True)
-class BatchRun:
-    """What a vectorized protocol run reports per instance."""
-
-    outputs: np.ndarray
-    alice_to_bob: np.ndarray
-    bob_to_alice: np.ndarray
-    rounds: np.ndarray
+__all__ = ["BatchRun", "CommunicationProtocol", "CcReport", "run_cc"]
 
 
 class CommunicationProtocol(Protocol):
@@ -40,7 +31,7 @@ class CommunicationProtocol(Protocol):
     def __init__(self, problem: Problem):
         if problem.name not in self.problems:
             raise InputError(f"protocol {self.name!r} is for {', '.join(self.problems)}, not {problem.name!r}",
-                             "--protocol")
+                             "protocol")
         self.problem = problem
 
     def run_batch(self, A: np.ndarray, B: np.ndarray) -> BatchRun | None:
@@ -76,41 +67,22 @@ class CcReport:
 
 def run_cc(problem_name: str, n: int, protocol_cls: type, *, instances: int | None = None, seed: int = 0,
            audit: bool = False, progress: Callable | None = None) -> CcReport:
-    """Run a plain protocol over all (or sampled) instances of a problem; worst-case bits and correctness."""
+    """Run a plain protocol over all (or sampled) instances of a problem; worst-case bits and correctness.
+
+    The protocol's vectorized path (when it has one, and not under ``audit``) is held to the runner on a
+    seeded subset by the same stage ``commsim run`` uses (:func:`commsim.pipeline.stages.sweep_and_audit`);
+    without it every instance goes through the runner."""
     problem = make_problem(problem_name, n)
     protocol = protocol_cls(problem)
     A, B, described = select_instances(problem, instances, seed)
     expected = problem.evaluate_batch(A, B)
     count = len(A)
-    batch = None if audit else protocol.run_batch(A, B)
-    checks = np.arange(count) if batch is None else \
-        np.random.default_rng(seed + 1).choice(count, size=min(RUNNER_CHECKS, count), replace=False)
-    outputs = np.zeros(count, dtype=np.int64) if batch is None else np.asarray(batch.outputs)
-    a2b = np.zeros(count, dtype=np.int64) if batch is None else np.asarray(batch.alice_to_bob)
-    b2a = np.zeros(count, dtype=np.int64) if batch is None else np.asarray(batch.bob_to_alice)
-    rounds = np.zeros(count, dtype=np.int64) if batch is None else np.asarray(batch.rounds)
-    session = AuditSession() if audit else None
-    transcript = None
-    try:
-        for step, i in enumerate(checks):
-            result = run_protocol(protocol, A[i], B[i], audit=session or False)
-            t = result.transcript
-            got = (int(result.output), t.bits_by_direction["alice_to_bob"], t.bits_by_direction["bob_to_alice"],
-                   t.rounds)
-            if batch is not None:
-                want = (int(outputs[i]), int(a2b[i]), int(b2a[i]), int(rounds[i]))
-                if got != want:
-                    raise ProtocolError(f"{protocol.name}: batch path disagrees with the runner on instance {i}: "
-                                        f"runner (output, a->b, b->a, rounds) = {got}, batch = {want}")
-            else:
-                outputs[i], a2b[i], b2a[i], rounds[i] = got
-            if transcript is None or t.total_bits > transcript.total_bits:
-                transcript = t
-            if progress:
-                progress(step + 1, len(checks))
-    finally:
-        if session is not None:
-            session.close()
+    audited = sweep_and_audit(protocol, count, lambda i: (A[i], B[i]),
+                              batch=None if audit else protocol.run_batch(A, B), read_output=int, seed=seed,
+                              audit=audit, progress=progress)
+    run = audited.run
+    outputs = np.asarray(run.outputs)
+    a2b, b2a, rounds = (np.asarray(x, dtype=np.int64) for x in (run.alice_to_bob, run.bob_to_alice, run.rounds))
     wrong = np.flatnonzero(outputs != expected)
     total = a2b + b2a
     worst = int(np.argmax(total)) if count else 0
@@ -121,5 +93,5 @@ def run_cc(problem_name: str, n: int, protocol_cls: type, *, instances: int | No
                        "protocol_output": int(outputs[i])}
     return CcReport(problem.name, protocol.name, n, count, described, int(total.max(initial=0)),
                     {"alice_to_bob": int(a2b[worst]), "bob_to_alice": int(b2a[worst])},
-                    int(rounds.max(initial=0)), not wrong.size, int(wrong.size), len(checks), audit, transcript,
-                    first_error)
+                    int(rounds.max(initial=0)), not wrong.size, int(wrong.size), audited.runner_checked, audit,
+                    audited.transcript, first_error)

@@ -12,6 +12,12 @@ from commsim.core.party import Protocol
 from commsim.theory.bounds import LowerBound
 from commsim.theory.problems import Problem
 
+#: Kinds of split between Alice and Bob, as simulators and reductions declare them (the bounds depend on them).
+CONTIGUOUS_PREFIX = "contiguous prefix"   # Alice holds x_1..x_t, Bob the rest (with the output positions)
+QUERY_ONLY = "query only"                 # Alice holds only the output (query) position, Bob every other
+ODD_EVEN = "odd-even"                     # Alice holds the odd positions, Bob the even ones
+ANY_PARTITION = "any"                     # a simulator's partition_kind: it runs on every partition
+
 
 @dataclass(frozen=True)
 class Share:
@@ -92,8 +98,10 @@ class Reduction:
     description: str = ""
     default_model: str = ""     # the spec `commsim run` uses when --model is not given
     default_n: int = 8
+    split: str = ""             # the kind of split its encoding gives (CONTIGUOUS_PREFIX, QUERY_ONLY, ODD_EVEN, ...)
 
     def problem(self, n: int) -> Problem:
+        """The source problem at size n."""
         raise NotImplementedError
 
     def vocabulary(self, n: int) -> list[str]:
@@ -101,6 +109,7 @@ class Reduction:
         raise NotImplementedError
 
     def encode(self, problem: Problem, A: np.ndarray, B: np.ndarray) -> Encoded:
+        """Source instances (A, B) -> model inputs, with the split between the parties."""
         raise NotImplementedError
 
     def decode(self, labels: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -108,18 +117,21 @@ class Reduction:
         raise NotImplementedError
 
     def lower_bound(self, model, wrapper: "Simulator", problem: Problem, encoded: Encoded) -> LowerBound:
+        """The bound that applies to this model's protocol on this encoding (or why none does)."""
         raise NotImplementedError
 
-    def length_bound(self, arch: str, seq_len: int) -> LowerBound:
-        """The bound in the theorem's own form, as a function of the model's sequence length N,
-        for an architecture ``"rnn"`` (hidden-state handoff) or ``"attention"`` (one layer).
-        Used by ``commsim budget``; a bound that does not apply says so."""
+    def length_bound(self, simulator: "Simulator", seq_len: int) -> LowerBound:
+        """The bound in the theorem's own form, as a function of the model's sequence length N, for the
+        protocols of ``simulator`` -- chosen from what the simulator declares about this reduction's
+        :attr:`split` (:meth:`Simulator.split_direction`), never from its name.  Used by
+        ``commsim budget``; a bound that does not apply says so."""
         raise NotImplementedError(f"{self.id} gives no bound as a function of the sequence length")
 
     def check(self, model, wrapper: "Simulator", problem: Problem) -> None:
         """Raise :class:`NotApplicable` (with the paper's reason) when this reduction cannot use the model."""
 
     def seq_len(self, n: int) -> int:
+        """N for source size n."""
         problem = self.problem(n)
         A, B = problem.sample(np.random.default_rng(0), 1)
         return self.encode(problem, A, B).seq_len
@@ -131,12 +143,30 @@ class Reduction:
 
 
 class Simulator:
-    """Base class for model protocols (registry kind ``simulator``)."""
+    """Base class for what turns a model into party programs (registry kind ``simulator``).
+
+    Besides the per-instance :meth:`direction`, a simulator declares what the bounds depend on:
+    :attr:`partition_kind` (the splits it has a protocol for) and :attr:`one_way_splits` (the split
+    kinds on which its protocol is one-way), read through :meth:`split_direction`.
+    """
 
     name: str = ""
     source: str = ""
     #: the architecture name ``commsim budget --arch`` uses for this protocol ("" = not offered)
     arch: str = ""
+    #: the parameters of :meth:`budget_bits` that matter ("heads" absent: ``--heads`` must stay 1)
+    budget_parameters: tuple[str, ...] = ("width", "precision", "heads")
+    #: the splits it has a protocol for: CONTIGUOUS_PREFIX only, or ANY_PARTITION
+    partition_kind: str = ANY_PARTITION
+    #: the split kinds on which its protocol is one-way (only Alice speaks); two-way on the others
+    one_way_splits: tuple[str, ...] = ()
+
+    def split_direction(self, split: str) -> str | None:
+        """``"one-way"`` or ``"two-way"``: the direction of its protocol on a split of kind ``split``;
+        None when it has no protocol for that split (a contiguous-prefix simulator on any other split)."""
+        if self.partition_kind != ANY_PARTITION and split != self.partition_kind:
+            return None
+        return "one-way" if split in self.one_way_splits else "two-way"
 
     def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:
         """The theorem's bit count for an architecture of this width/precision/heads at length N,
@@ -149,6 +179,7 @@ class Simulator:
         return "two-way"
 
     def accepts(self, model) -> bool:
+        """Does this simulator turn ``model`` into party programs?"""
         raise NotImplementedError
 
     def check_partition(self, model, encoded: Encoded) -> None:

@@ -1,68 +1,318 @@
-"""The stages of the pipeline that run_reduction and cc compose."""
+"""The stages of the pipeline, one function per box of DESIGN section 1.
+
+:func:`commsim.pipeline.run.run_reduction` composes them: :func:`prepare` (reduction, problem, model,
+simulator) -> :func:`select_instances` -> :func:`encode_instances` -> :func:`simulate` (the simulator's
+vectorized sweep, audited against the runner by :func:`sweep_and_audit`, which ``commsim cc`` shares)
+-> :func:`decode` -> :func:`lower_bound` -> :func:`find_certificate` -> :func:`make_report`.
+:func:`run_one_instance` is the whole path for a single instance, through the real runner; lessons and
+certificate searches use it, and :func:`direct_answers` (the model's own answers from a direct forward).
+"""
 from __future__ import annotations
 
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from commsim.core.errors import NotApplicable
-from commsim.core.party import ProtocolError
-from commsim.core.runner import AuditSession, run_protocol
-from commsim.pipeline.interfaces import Encoded, Simulator, Sweep
-from commsim.plugins import load_plugins
+from commsim.certify.error import error_certificate
+from commsim.certify.types import Certificate
+from commsim.core.channel import Transcript
+from commsim.core.errors import InputError, NotApplicable
+from commsim.core.party import Protocol, ProtocolError
+from commsim.core.runner import AuditSession, RunResult, run_protocol
+from commsim.pipeline.interfaces import Encoded, Reduction, Simulator, Sweep
+from commsim.pipeline.report import Report
+from commsim.plugins import load_plugins, make_model
+from commsim.theory.bounds import LowerBound
 from commsim.theory.problems import Problem
 
-
-def protocol_for(model) -> Simulator:
-    """The registered model protocol that accepts this model (the model's kind selects it).
-
-    When none does, a model may say why in ``no_protocol_reason`` (e.g. a two-layer transformer,
-    which no protocol of the one-layer kind can simulate); that reason is the refusal."""
-    reg = load_plugins()
-    for entry in reg.entries("simulator"):
-        if entry.obj.accepts(model):
-            return entry.obj
-    reason = getattr(model, "no_protocol_reason", None)
-    raise NotApplicable(reason or f"no registered protocol wraps a model of type {type(model).__name__}", "--model")
-
-
-def _runner_check(wrapper: Simulator, model, encoded: Encoded, sweep: Sweep, indices, audit: bool,
-                  progress: Callable | None) -> None:
-    """Re-run some instances through the real runner; they must match the sweep exactly."""
-    protocol = wrapper.make_protocol(model, encoded)
-    session = AuditSession() if audit else None
-    try:
-        for step, i in enumerate(indices):
-            alice, bob = encoded.shares(int(i))
-            result = run_protocol(protocol, alice, bob, audit=session or False)
-            labels = np.asarray(result.output[0]).reshape(-1)
-            t = result.transcript
-            got = (labels.tolist(), t.bits_by_direction["alice_to_bob"], t.bits_by_direction["bob_to_alice"],
-                   t.rounds)
-            want = (np.asarray(sweep.protocol_labels[i]).reshape(-1).tolist(), int(sweep.alice_to_bob[i]),
-                    int(sweep.bob_to_alice[i]), int(sweep.rounds[i]))
-            if got != want:
-                raise ProtocolError(f"{wrapper.name}: the vectorized sweep disagrees with the runner on instance "
-                                    f"{int(i)}: runner (labels, a->b, b->a, rounds) = {got}, sweep = {want}")
-            if sweep.transcript is None or t.total_bits > sweep.transcript.total_bits:
-                sweep.transcript = t
-            if progress:
-                progress(step + 1, len(indices))
-    finally:
-        if session is not None:
-            session.close()
-
-
-#: the most instances ``--instances all`` enumerates (beyond: sample with ``--instances K``)
+#: the most instances ``instances=None`` (``--instances all``) enumerates; beyond, sample
 MAX_EXHAUSTIVE_INSTANCES = 1 << 24
-
 
 #: instances of every batch sweep that also go through the per-instance runner
 RUNNER_CHECKS = 64
 
+Progress = Callable[[int, int], None]
 
-def select_instances(problem: Problem, instances: int | None, seed: int) -> tuple[np.ndarray, np.ndarray, str]:
-    """Every (alice, bob) pair when ``instances`` is None, else that many seeded samples."""
+
+# ---- prepare: reduction, problem, model, simulator ----------------------------------------------------
+@dataclass(frozen=True)
+class Prepared:
+    """What every later stage works on: the reduction, its problem at size n, the model and the simulator
+    that turns it into party programs (``spec``: the model spec it was built from, when one was given)."""
+
+    reduction: Reduction
+    problem: Problem
+    model: Any
+    simulator: Simulator
+    spec: str | None = None
+
+    @property
+    def model_name(self) -> str:
+        """The model as the report names it: its own spec, else the spec given, else its type."""
+        return getattr(self.model, "spec", self.spec if self.spec is not None else type(self.model).__name__)
+
+
+def simulator_for(model) -> Simulator:
+    """The registered simulator that accepts this model (the model's kind selects it).
+
+    When none does, a model may say why in ``no_protocol_reason`` (e.g. a two-layer transformer,
+    which no simulator of the one-layer kind can run); that reason is the refusal."""
+    for entry in load_plugins().entries("simulator"):
+        if entry.obj.accepts(model):
+            return entry.obj
+    reason = getattr(model, "no_protocol_reason", None)
+    raise NotApplicable(reason or f"no registered simulator wraps a model of type {type(model).__name__}", "model")
+
+
+def prepare(reduction: str | Reduction, model: str | Any | None = None, n: int | None = None) -> Prepared:
+    """The reduction (an id or the object), its problem at size ``n`` (default: the reduction's), the model
+    (a spec string, sized to the task, or a model object; default: the reduction's default model) and the
+    simulator for it; raises :class:`NotApplicable` when the reduction cannot use the model."""
+    if isinstance(reduction, str):
+        reduction = load_plugins().get("reduction", reduction, param="reduction")
+    n = reduction.default_n if n is None else int(n)
+    if n < 1:
+        raise InputError(f"n must be at least 1, got {n}", "n")
+    problem = reduction.problem(n)
+    spec = model if model is not None else reduction.default_model
+    built = make_model(spec, **reduction.model_context(n)) if isinstance(spec, str) else spec
+    simulator = simulator_for(built)
+    reduction.check(built, simulator, problem)
+    return Prepared(reduction, problem, built, simulator, spec if isinstance(spec, str) else None)
+
+
+# ---- select instances ------------------------------------------------------------------------------------
+class Instances(NamedTuple):
+    """The (Alice, Bob) instances a run covers, as aligned arrays, and how they were chosen."""
+
+    alice: np.ndarray
+    bob: np.ndarray
+    described: str
+
+
+def select_instances(problem: Problem, instances: int | None, seed: int) -> Instances:
+    """Every (alice, bob) pair when ``instances`` is None (at most :data:`MAX_EXHAUSTIVE_INSTANCES`),
+    else that many seeded samples."""
     if instances is None:
-        return (*problem.all_pairs(), getattr(problem, "all_description", "all"))
-    return (*problem.sample(np.random.default_rng(seed), instances), f"{instances} sampled (seed {seed})")
+        if problem.input_pairs > MAX_EXHAUSTIVE_INSTANCES:
+            raise InputError(f"instances: all {problem.input_pairs} instances of {problem.name} at n = {problem.n} "
+                             f"are too many to run exhaustively (at most {MAX_EXHAUSTIVE_INSTANCES}); give a number "
+                             f"of instances to sample", "instances")
+        return Instances(*problem.all_pairs(), getattr(problem, "all_description", "all"))
+    return Instances(*problem.sample(np.random.default_rng(seed), instances), f"{instances} sampled (seed {seed})")
+
+
+def encode_instances(setup: Prepared, chosen: Instances) -> Encoded:
+    """The instances as model inputs with the split between the parties; the simulator must accept the split."""
+    encoded = setup.reduction.encode(setup.problem, chosen.alice, chosen.bob)
+    setup.simulator.check_partition(setup.model, encoded)
+    return encoded
+
+
+# ---- sweep and audit (shared with ``commsim cc``) ----------------------------------------------------------
+@dataclass(frozen=True)
+class BatchRun:
+    """Per instance: the protocol's output, the bits each way and the rounds (a vectorized run's report)."""
+
+    outputs: np.ndarray
+    alice_to_bob: np.ndarray
+    bob_to_alice: np.ndarray
+    rounds: np.ndarray
+
+
+@dataclass(frozen=True)
+class Audited:
+    """A sweep checked against the runner: the per-instance results (the batch's, or the runner's when there
+    was no batch), the costliest transcript seen, and how many instances the runner ran."""
+
+    run: BatchRun
+    transcript: Transcript | None
+    runner_checked: int
+
+
+def runner_checks(count: int, seed: int, every: bool) -> np.ndarray:
+    """The instances the runner re-runs: all of them (``every``), else a seeded sample of
+    :data:`RUNNER_CHECKS` (all, in a seeded order, when there are no more)."""
+    if every:
+        return np.arange(count)
+    return np.random.default_rng(seed + 1).choice(count, size=min(RUNNER_CHECKS, count), replace=False)
+
+
+def sweep_and_audit(protocol: Protocol, count: int, shares: Callable[[int], tuple], *, batch: BatchRun | None,
+                    read_output: Callable[[Any], Any] = lambda out: out, seed: int = 0, audit: bool = False,
+                    check_every: bool = False, transcript: Transcript | None = None,
+                    progress: Progress | None = None) -> Audited:
+    """Run instances through the real runner and hold the vectorized sweep to it.
+
+    ``batch`` is the vectorized path's result for all ``count`` instances; a seeded subset
+    (:func:`runner_checks`) is re-run by the runner on ``shares(i)`` and must agree in output
+    (``read_output`` of the runner's output), bits each way and rounds, or a :class:`ProtocolError` (an
+    internal fault) is raised.  Without a batch every instance goes through the runner, which then gives
+    the results.  ``audit`` runs the parties in separate processes.  ``transcript`` is the costliest
+    transcript known so far; the costliest seen is returned.
+    """
+    checks = runner_checks(count, seed, every=check_every or batch is None)
+    results: list | None = None if batch is not None else [None] * count
+    session = AuditSession() if audit else None
+    try:
+        for step, i in enumerate(checks):
+            i = int(i)
+            result = run_protocol(protocol, *shares(i), audit=session or False)
+            t = result.transcript
+            output = read_output(result.output)
+            if batch is not None:
+                got = (np.asarray(output).reshape(-1).tolist(), t.bits_by_direction["alice_to_bob"],
+                       t.bits_by_direction["bob_to_alice"], t.rounds)
+                want = (np.asarray(batch.outputs[i]).reshape(-1).tolist(), int(batch.alice_to_bob[i]),
+                        int(batch.bob_to_alice[i]), int(batch.rounds[i]))
+                if got != want:
+                    raise ProtocolError(f"{protocol.name}: the vectorized sweep disagrees with the runner on instance "
+                                        f"{i}: runner (output, a->b, b->a, rounds) = {got}, sweep = {want}")
+            else:
+                results[i] = (output, t.bits_by_direction["alice_to_bob"], t.bits_by_direction["bob_to_alice"],
+                              t.rounds)
+            if transcript is None or t.total_bits > transcript.total_bits:
+                transcript = t
+            if progress:
+                progress(step + 1, len(checks))
+    finally:
+        if session is not None:
+            session.close()
+    if batch is None:
+        batch = BatchRun(np.array([r[0] for r in results]) if results else np.zeros(0, dtype=np.int64),
+                         *(np.array([r[k] for r in results], dtype=np.int64) for k in (1, 2, 3)))
+    return Audited(batch, transcript, len(checks))
+
+
+def _labels(output) -> np.ndarray:
+    """The output labels of a simulator's party programs (they return ``(labels, raw_output)``)."""
+    return np.asarray(output[0]).reshape(-1)
+
+
+def simulate(setup: Prepared, encoded: Encoded, *, seed: int = 0, audit: bool = False,
+             progress: Callable[[str, int, int], None] | None = None) -> tuple[Sweep, Audited]:
+    """The simulator's vectorized sweep over every instance (protocol and direct forward), audited against
+    the runner (:func:`sweep_and_audit`): every instance in audit mode when there are at most
+    :data:`RUNNER_CHECKS`, else a seeded sample."""
+    sweep = setup.simulator.sweep(setup.model, encoded, progress=_stage(progress, "sweep"))
+    batch = BatchRun(sweep.protocol_labels, sweep.alice_to_bob, sweep.bob_to_alice, sweep.rounds)
+    audited = sweep_and_audit(setup.simulator.make_protocol(setup.model, encoded), encoded.batch, encoded.shares,
+                              batch=batch, read_output=_labels, seed=seed, audit=audit,
+                              check_every=audit and encoded.batch <= RUNNER_CHECKS, transcript=sweep.transcript,
+                              progress=_stage(progress, "runner check"))
+    return sweep, audited
+
+
+def _stage(progress: Callable[[str, int, int], None] | None, name: str) -> Progress | None:
+    """``progress(stage, done, total)`` narrowed to one stage."""
+    return (lambda done, total: progress(name, done, total)) if progress else None
+
+
+# ---- decode, bound -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Outcome:
+    """The decoded answers: the problem's own, the protocol's, the direct forward's, and whether the
+    protocol's raw outputs matched the direct forward bit for bit."""
+
+    expected: np.ndarray
+    answers: np.ndarray
+    direct: np.ndarray
+    exact_match: np.ndarray
+
+    @property
+    def correct(self) -> np.ndarray:
+        """Per instance: the protocol's answer is the problem's."""
+        return self.answers == self.expected
+
+    @property
+    def matches(self) -> np.ndarray:
+        """Per instance: the protocol equals the model (raw outputs bit for bit, and the decoded answers)."""
+        return np.asarray(self.exact_match, dtype=bool) & (self.answers == self.direct)
+
+
+def decode(setup: Prepared, chosen: Instances, sweep: Sweep) -> Outcome:
+    """The model's output labels (from the protocol and from the direct forward) decoded to answers of the
+    source problem, beside the problem's own answers."""
+    expected = setup.problem.evaluate_batch(chosen.alice, chosen.bob)
+    return Outcome(expected, setup.reduction.decode(sweep.protocol_labels, chosen.bob),
+                   setup.reduction.decode(sweep.direct_labels, chosen.bob), sweep.exact_match)
+
+
+def lower_bound(setup: Prepared, encoded: Encoded) -> LowerBound:
+    """The reduction's lower bound for this model and split (or the reason it does not apply)."""
+    return setup.reduction.lower_bound(setup.model, setup.simulator, setup.problem, encoded)
+
+
+# ---- one instance end to end, and the direct forward -----------------------------------------------------
+class InstanceRun(NamedTuple):
+    """One instance through the pipeline: its model input and split, the runner's result (transcript and
+    outputs), the decoded answer of the protocol and the direct forward's."""
+
+    encoded: Encoded
+    result: RunResult
+    answer: int
+    direct_answer: int
+
+
+def _one(a, b) -> tuple[np.ndarray, np.ndarray]:
+    """One (Alice, Bob) instance as batches of one."""
+    return np.asarray(a)[None], np.asarray(b).reshape(1, *np.shape(b))
+
+
+def direct_answers(setup: Prepared, A: np.ndarray, B: np.ndarray, encoded: Encoded | None = None) -> np.ndarray:
+    """The model's answers to instances (A, B) from a direct forward: encode, run the model, decode."""
+    encoded = setup.reduction.encode(setup.problem, A, B) if encoded is None else encoded
+    return setup.reduction.decode(setup.simulator.direct_labels(setup.model, encoded), B)
+
+
+def run_one_instance(setup: Prepared, alice_input, bob_input, *, audit: bool = False) -> InstanceRun:
+    """Encode one instance, split it between the parties, run the simulator's party programs through the
+    runner (``audit``: in separate processes), decode the output; also the direct forward's answer."""
+    A, B = _one(alice_input, bob_input)
+    encoded = setup.reduction.encode(setup.problem, A, B)
+    result = run_protocol(setup.simulator.make_protocol(setup.model, encoded), *encoded.shares(0), audit=audit)
+    answer = int(setup.reduction.decode(_labels(result.output)[None], B)[0])
+    return InstanceRun(encoded, result, answer, int(direct_answers(setup, A, B, encoded)[0]))
+
+
+# ---- certificate, report -----------------------------------------------------------------------------------
+def find_certificate(setup: Prepared, chosen: Instances, outcome: Outcome, bound: LowerBound, bits_used: int, *,
+                     seed: int = 0, search: bool = True,
+                     progress: Callable[[str, int, int], None] | None = None) -> tuple[Certificate | None, str]:
+    """The input on which the model must fail, and what was searched.
+
+    Below the bound the simulator's own search comes first (it says *why* the model must fail: a
+    collision, a crossing); a plain wrong instance is the certificate when that search finds nothing
+    verified."""
+    certificate, searched = None, ""
+    if search and bound.applies and bound.bits is not None and bits_used < bound.bits:
+        certificate, searched = setup.simulator.certificate(setup.model, setup.reduction, setup.problem, bound,
+                                                            seed=seed, progress=_stage(progress, "certificate search"))
+    wrong = np.flatnonzero(~outcome.correct)
+    if wrong.size and (certificate is None or not certificate.verified):
+        certificate = error_certificate(setup.problem, chosen.alice, chosen.bob, outcome.expected, outcome.answers,
+                                        int(wrong[0]), lambda A, B: direct_answers(setup, A, B))
+        searched = (f"{searched}; " if searched else "") + \
+            f"the model is wrong on {wrong.size} of {len(chosen.alice)} instances; the first is the certificate"
+    return certificate, searched
+
+
+def make_report(setup: Prepared, chosen: Instances, encoded: Encoded, sweep: Sweep, audited: Audited,
+                outcome: Outcome, bound: LowerBound, certificate: Certificate | None, searched: str, *,
+                audit: bool = False) -> Report:
+    """The report: bits used (worst instance) against the bound, correctness, exactness, the certificate."""
+    totals = sweep.total_bits
+    worst = int(np.argmax(totals))
+    formula, formula_text = setup.simulator.bits_formula(setup.model, encoded)
+    correct = outcome.correct
+    return Report(
+        reduction=setup.reduction.id, problem=setup.problem.name, task=setup.reduction.task,
+        protocol=setup.simulator.name, model=setup.model_name, n=setup.problem.n, seq_len=encoded.seq_len,
+        instances=chosen.described, instances_run=len(chosen.alice), bits_used=int(totals.max()),
+        bits_by_direction={"alice_to_bob": int(sweep.alice_to_bob[worst]),
+                           "bob_to_alice": int(sweep.bob_to_alice[worst])},
+        rounds=int(np.max(sweep.rounds)), bits_formula=formula, bits_formula_text=formula_text,
+        lower_bound=bound, model_accuracy=float(correct.mean()), model_correct=bool(correct.all()),
+        protocol_matches_model=bool(outcome.matches.all()), runner_checked=audited.runner_checked, audited=audit,
+        certificate=certificate, certificate_search=searched, transcript=audited.transcript, details=sweep.details)

@@ -44,7 +44,7 @@ def _matrix_shape(problem_name: str, n: int) -> tuple[int, int]:
     if problem_name == "dyck22":
         side = 4 ** (n // 2)
         return side, side
-    raise InputError(f"unknown problem {problem_name!r}; expected one of index, eq, disj, dyck22", "PROBLEM")
+    raise InputError(f"unknown problem {problem_name!r}; expected one of index, eq, disj, dyck22", "problem")
 
 
 def largest_matrix_n(problem_name: str, max_cells: int = MAX_MATRIX_CELLS) -> int:
@@ -101,9 +101,9 @@ def communication_matrix(problem_name: str, n: int, *, max_cells: int = MAX_MATR
     problem = make_problem(problem_name, n)
     rows, cols = _matrix_shape(problem_name, int(n))
     if rows * cols > max_cells:
-        raise InputError(f"--n = {n}: the {problem_name} matrix would have {rows} x {cols} cells (at most "
+        raise InputError(f"n = {n}: the {problem_name} matrix would have {rows} x {cols} cells (at most "
                          f"{max_cells}); the largest n that runs is {largest_matrix_n(problem_name, max_cells)}",
-                         "--n")
+                         "n")
     A, B = problem.alice_inputs(), problem.bob_inputs()
     Ar = np.repeat(A, len(B), axis=0)
     Bt = np.tile(B, (len(A),) + (1,) * (B.ndim - 1))

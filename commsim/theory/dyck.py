@@ -170,7 +170,7 @@ def dyck_counts(max_length: int, types: int = 2, depth: int = 2, *, method: str 
     length (Dyck-(2,2) of length 10^4 takes a few milliseconds).
     """
     if max_length < 0:
-        raise InputError(f"length must be non-negative, got {max_length}", "--n")
+        raise InputError(f"length must be non-negative, got {max_length}", "n")
     language = DyckLanguage(types, depth)
     if method == "auto":
         method = "stacks" if len(language.stacks) <= 1024 else "depth"
@@ -199,7 +199,7 @@ def count_dyck(length: int, types: int = 2, depth: int = 2, *, method: str = "au
     For Dyck-(2,2) and even N >= 2 this equals 2^(N-1) (Lemma 1 / Appendix E of [BHBK24]).
     """
     if length < 0:
-        raise InputError(f"length must be non-negative, got {length}", "--n")
+        raise InputError(f"length must be non-negative, got {length}", "n")
     if length % 2:
         return 0
     return dyck_counts(length, types, depth, method=method)[length]
@@ -232,7 +232,7 @@ def _completion_counts(fixed: np.ndarray, fixed_first: bool, N: int, language: D
     table, live = language.transitions, language.reject_state
     ntok = table.shape[1]
     if (N + 1) // 2 * math.log2(ntok) >= 62:
-        raise InputError(f"completion counts at N = {N} would overflow int64")
+        raise InputError(f"completion counts at N = {N} would overflow int64", "n")
     by_token = np.stack([_padded_predecessors(table, live, (tok,)) for tok in range(ntok)])  # (tok, live, P)
     free = _padded_predecessors(table, live, range(ntok))                                  # (live, P')
     m = len(fixed)

@@ -17,7 +17,6 @@ batches, samples with a seed, and enumerates its inputs exhaustively.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 
@@ -37,6 +36,7 @@ def all_bit_strings(n: int) -> np.ndarray:
 
 
 def _bit_vector(x, n: int, who: str) -> np.ndarray:
+    """An input as a uint8 bit vector of length n (else ProblemInputError naming ``who``)."""
     arr = np.asarray(x)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise ProblemInputError(f"{who} must be a bit string of length {n}, got shape {arr.shape}")
@@ -59,22 +59,28 @@ class Problem:
 
     # subclasses: validate_alice, validate_bob, evaluate_batch, alice_inputs, bob_inputs, sample
     def validate(self, alice, bob):
+        """Both inputs validated."""
         return self.validate_alice(alice), self.validate_bob(bob)
 
     def evaluate(self, alice, bob) -> int:
+        """f(alice, bob) of one validated instance."""
         a, b = self.validate(alice, bob)
         return int(self.evaluate_batch(np.asarray(a)[None], np.asarray(b)[None])[0])
 
     def validate_bob(self, bob):
+        """Bob's input, validated (a bit string of length n)."""
         return _bit_vector(bob, self.n, "Bob's input")
 
     def validate_alice(self, alice):
+        """Alice's input, validated (a bit string of length n)."""
         return _bit_vector(alice, self.n, "Alice's input")
 
     def alice_inputs(self) -> np.ndarray:
+        """Every Alice input, one per row."""
         return all_bit_strings(self.n)
 
     def bob_inputs(self) -> np.ndarray:
+        """Every Bob input, one per row."""
         return all_bit_strings(self.n)
 
     @property
@@ -84,10 +90,12 @@ class Problem:
 
     @property
     def bob_input_count(self) -> int:
+        """How many Bob inputs there are (counted, not enumerated)."""
         return 1 << self.n
 
     @property
     def input_pairs(self) -> int:
+        """How many (Alice, Bob) instances there are."""
         return self.alice_input_count * self.bob_input_count
 
     def all_pairs(self) -> tuple[np.ndarray, np.ndarray]:
@@ -97,20 +105,24 @@ class Problem:
         return A[ia.reshape(-1)], B[ib.reshape(-1)]
 
     def sample(self, rng: np.random.Generator, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """``count`` seeded instances (uniform unless a problem samples more usefully)."""
         A = rng.integers(0, 2, size=(count, self.n), dtype=np.uint8)
         B = rng.integers(0, 2, size=(count, self.n), dtype=np.uint8)
         return A, B
 
     def evaluate_batch(self, A, B) -> np.ndarray:  # pragma: no cover - abstract
+        """f on aligned rows of Alice and Bob inputs (subclasses)."""
         raise NotImplementedError
 
 
 @dataclass(frozen=True)
 class Index(Problem):
+    """INDEX_n: Alice a in {0,1}^n, Bob an index b; the answer is a_b."""
     name = "index"
     description = "INDEX_n: Alice a in {0,1}^n, Bob b in [n]; output a_b"
 
     def validate_bob(self, bob) -> int:
+        """An index in 0..n-1."""
         if isinstance(bob, (bool, np.bool_)) or not isinstance(bob, (int, np.integer)):
             raise ProblemInputError(f"Bob's input must be an index in 0..{self.n - 1}, got {bob!r}")
         if not 0 <= int(bob) < self.n:
@@ -118,26 +130,32 @@ class Index(Problem):
         return int(bob)
 
     def bob_inputs(self) -> np.ndarray:
+        """The indices 0..n-1."""
         return np.arange(self.n, dtype=np.int64)
 
     @property
     def bob_input_count(self) -> int:
+        """n."""
         return self.n
 
     def evaluate_batch(self, A, B) -> np.ndarray:
+        """a_b for each row."""
         A, B = np.asarray(A), np.asarray(B, dtype=np.int64)
         return A[np.arange(len(A)), B].astype(np.uint8)
 
     def sample(self, rng, count):
+        """Uniform strings and uniform indices."""
         return rng.integers(0, 2, size=(count, self.n), dtype=np.uint8), rng.integers(0, self.n, size=count)
 
 
 @dataclass(frozen=True)
 class Equality(Problem):
+    """EQ_n: 1 iff a = b."""
     name = "eq"
     description = "EQ_n: 1 iff a = b"
 
     def evaluate_batch(self, A, B) -> np.ndarray:
+        """1 where the rows are equal."""
         return np.all(np.asarray(A) == np.asarray(B), axis=1).astype(np.uint8)
 
     def sample(self, rng, count):
@@ -150,10 +168,12 @@ class Equality(Problem):
 
 @dataclass(frozen=True)
 class Disjointness(Problem):
+    """DISJ_n: 1 iff the sets a and b intersect (the papers' convention)."""
     name = "disj"
     description = "DISJ_n: 1 iff the sets intersect (max_i a_i b_i), the papers' convention"
 
     def evaluate_batch(self, A, B) -> np.ndarray:
+        """1 where the rows share a 1 (the sets intersect)."""
         return np.any((np.asarray(A) & np.asarray(B)) == 1, axis=1).astype(np.uint8)
 
     def sample(self, rng, count):
@@ -183,9 +203,11 @@ class DyckProblem(Problem):
 
     @property
     def language(self) -> DyckLanguage:
+        """The Dyck-(types, depth) language."""
         return DyckLanguage(self.types, self.depth)
 
     def _half(self, x, who: str) -> np.ndarray:
+        """One party's half of the symbols, validated."""
         arr = np.asarray(x)
         if arr.ndim != 1 or arr.shape[0] != self.n // 2:
             raise ProblemInputError(f"{who} must hold {self.n // 2} symbols, got shape {arr.shape}")
@@ -194,9 +216,11 @@ class DyckProblem(Problem):
         return arr.astype(np.uint8)
 
     def validate_alice(self, alice):
+        """Alice's odd-position symbols, validated."""
         return self._half(alice, "Alice's input")
 
     def validate_bob(self, bob):
+        """Bob's even-position symbols, validated."""
         return self._half(bob, "Bob's input")
 
     @staticmethod
@@ -209,13 +233,16 @@ class DyckProblem(Problem):
 
     @staticmethod
     def split(strings) -> tuple[np.ndarray, np.ndarray]:
+        """Whole strings -> (odd-position symbols, even-position symbols)."""
         S = np.atleast_2d(strings)
         return S[:, 0::2], S[:, 1::2]
 
     def evaluate_batch(self, A, B) -> np.ndarray:
+        """1 where the interleaved string is in the language."""
         return self.language.is_member(self.interleave(A, B))
 
     def _all_halves(self) -> np.ndarray:
+        """Every half-string of N/2 symbols, in counting order."""
         k = 2 * self.types
         half = self.n // 2
         if k ** half > (1 << MAX_EXHAUSTIVE_BITS):
@@ -225,16 +252,20 @@ class DyckProblem(Problem):
 
     @property
     def alice_input_count(self) -> int:
+        """(2 types)^(N/2)."""
         return (2 * self.types) ** (self.n // 2)
 
     @property
     def bob_input_count(self) -> int:
+        """(2 types)^(N/2)."""
         return (2 * self.types) ** (self.n // 2)
 
     def alice_inputs(self) -> np.ndarray:
+        """Every half-string."""
         return self._all_halves()
 
     def bob_inputs(self) -> np.ndarray:
+        """Every half-string."""
         return self._all_halves()
 
     def sample(self, rng, count):
@@ -257,8 +288,3 @@ def make_problem(name: str, n: int) -> Problem:
     if name not in _PROBLEMS:
         raise ProblemInputError(f"unknown problem {name!r}; expected one of {', '.join(PROBLEM_NAMES)}")
     return _PROBLEMS[name](int(n))
-
-
-def iter_batches(count: int, batch: int) -> Iterator[slice]:
-    for start in range(0, count, batch):
-        yield slice(start, min(start + batch, count))

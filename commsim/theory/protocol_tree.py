@@ -21,10 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from commsim.core.digests import find_transcript_collision
+from commsim.core.digests import collision_groups
 from commsim.core.errors import InputError
 from commsim.core.runner import run_protocol
-from commsim.plugins import load_plugins
 from commsim.theory.comm_matrix import input_text
 from commsim.theory.fooling import check_problem_args, fooling_set
 from commsim.theory.problems import Problem, make_problem
@@ -181,9 +180,7 @@ def _leaf_check(node, pairs: np.ndarray, values: np.ndarray, outputs: list) -> L
 
 
 def _resolve_protocol(problem: Problem, protocol) -> tuple[Any, str]:
-    if isinstance(protocol, str):
-        cls = load_plugins().get("cc-protocol", protocol, param="--protocol")
-        return cls(problem), protocol
+    """The protocol instance for ``problem`` (a class is built for it) and its name."""
     if isinstance(protocol, type):
         return protocol(problem), getattr(protocol, "name", protocol.__name__)
     return protocol, getattr(protocol, "name", type(protocol).__name__)
@@ -208,7 +205,9 @@ def _pairs(problem_name: str, n: int) -> int:
 
 
 def build_protocol_tree(problem_name: str, n: int, protocol, *, max_pairs: int = MAX_TREE_PAIRS) -> ProtocolTree:
-    """Run ``protocol`` (a registered cc-protocol name, a class, or an instance) on every input pair.
+    """Run ``protocol`` (a protocol class, built for the problem, or an instance) on every input pair.
+
+    The protocol is passed in: resolving a registered name is the caller's job (the command line does it).
 
     Returns the tree with its checks: each transcript leaf a rectangle, each output leaf a
     monochromatic rectangle, depth = worst-case bits, fooling-set members in distinct leaves.
@@ -217,8 +216,8 @@ def build_protocol_tree(problem_name: str, n: int, protocol, *, max_pairs: int =
     problem = make_problem(problem_name, n)
     count = _pairs(problem_name, int(n))
     if count > max_pairs:
-        raise InputError(f"--n = {n}: {count} input pairs are too many to run one by one (at most {max_pairs}); "
-                         f"the largest n that runs is {largest_tree_n(problem_name, max_pairs)}", "--n")
+        raise InputError(f"n = {n}: {count} input pairs are too many to run one by one (at most {max_pairs}); "
+                         f"the largest n that runs is {largest_tree_n(problem_name, max_pairs)}", "n")
     import networkx as nx
 
     proto, name = _resolve_protocol(problem, protocol)
@@ -291,9 +290,9 @@ def _fooling_check(problem_name: str, n: int, problem: Problem, A: np.ndarray, B
             return {"applies": False, "reason": f"the {problem_name} fooling set is one-way (all 2^n rows need "
                                                 f"distinct messages); this protocol is two-way"}
         constant = all(leaf_of[i, j] == leaf_of[i, 0] for i in range(len(A)) for j in range(len(B)))
-        digests = np.array([repr(leaf_of[i, 0]) for i in range(len(A))])
-        clash = find_transcript_collision(digests)
-        return {"applies": True, "members": len(A), "distinct_leaves": len(set(digests.tolist())),
+        groups = collision_groups([repr(leaf_of[i, 0]) for i in range(len(A))])
+        clash = groups.first()
+        return {"applies": True, "members": len(A), "distinct_leaves": groups.distinct,
                 "separated": constant and clash is None, "collision": None if clash is None else list(clash),
                 "bound_bits": fs.lower_bound.bits,
                 "note": "one-way: Alice's message is the whole transcript and must differ for all 2^n inputs"}
@@ -301,8 +300,8 @@ def _fooling_check(problem_name: str, n: int, problem: Problem, A: np.ndarray, B
     row_index = {A[r].tobytes(): r for r in range(len(A))}
     col_index = {B[c].tobytes(): c for c in range(len(B))}
     leaves = [leaf_of[row_index[MA[k].tobytes()], col_index[MB[k].tobytes()]] for k in range(len(MA))]
-    digests = np.array([repr(leaf) for leaf in leaves])
-    clash = find_transcript_collision(digests)
-    return {"applies": True, "members": len(MA), "distinct_leaves": len(set(digests.tolist())),
+    groups = collision_groups([repr(leaf) for leaf in leaves])
+    clash = groups.first()
+    return {"applies": True, "members": len(MA), "distinct_leaves": groups.distinct,
             "separated": clash is None, "collision": None if clash is None else list(clash),
             "bound_bits": fs.lower_bound.bits}

@@ -14,7 +14,7 @@ precision is the narrowest in which it is exact):
                      query position and decides a language (``language=dyck22``); ``width=W`` or a
                      small ``precision=P`` give the reduced variants, which must fail.
 
-Separations (``commsim separate TASK``): ``idxl``, ``dyck22``, ``eq``.
+Their separations (``commsim separate TASK``: ``idxl``, ``dyck22``, ``eq``) are :mod:`protocols.separations`.
 """
 from __future__ import annotations
 
@@ -25,15 +25,11 @@ __all__ = ["register"]
 
 
 def _gamma(spec) -> float:
+    """The spec's gamma (the vectors' largest |inner product|), in (0, 1)."""
     gamma = spec.float("gamma", DEFAULT_GAMMA)
     if not 0 < gamma < 1:
         raise ConstructionError(f"model spec {spec.text!r}: gamma must be in (0, 1), got {gamma}", "--model")
     return gamma
-
-
-def _format_or_none(spec):
-    given = any(spec.has(key) for key in ("precision", "frac", "dtype"))
-    return spec.format() if given else None
 
 
 def make_idxl(spec, n=None, vocab_size=None, reduction=None, **context):
@@ -48,7 +44,7 @@ def make_idxl(spec, n=None, vocab_size=None, reduction=None, **context):
         raise ConstructionError(f"construct:idxl reads the index-idxl encoding (symbols, then an index token); "
                                 f"{reduction} encodes its task differently", "--model")
     gamma, seed = _gamma(spec), spec.int("seed", 0, minimum=0)
-    fmt = _format_or_none(spec)
+    fmt = spec.format_if_given()
     return build_idxl(n, fmt=fmt, symbols=symbols, gamma=gamma, seed=seed, spec=spec.text)
 
 
@@ -58,7 +54,7 @@ def make_match2(spec, vocab_size=None, seq_len=None, **context):
     # with a task, its tokens are the residues 0..M-1 (the blank, token M, is the model's own)
     modulus = spec.int("modulus", 16 if vocab_size is None else max(int(vocab_size), 2), minimum=2)
     length = spec.int("length", 16 if seq_len is None else int(seq_len), minimum=1)
-    return build_match2(length, modulus, fmt=_format_or_none(spec), spec=spec.text)
+    return build_match2(length, modulus, fmt=spec.format_if_given(), spec=spec.text)
 
 
 def make_eq2(spec, n=None, seq_len=None, reduction=None, **context):
@@ -71,7 +67,7 @@ def make_eq2(spec, n=None, seq_len=None, reduction=None, **context):
         raise ConstructionError(f"model spec {spec.text!r}: give n=N/2 (or use it with `commsim run eq-ineq`)",
                                 "--model")
     gamma, seed = _gamma(spec), spec.int("seed", 0, minimum=0)
-    fmt = _format_or_none(spec)
+    fmt = spec.format_if_given()
     if fmt is not None:
         require_fixed(fmt, "construct:eq2")
     return build_eq2(half, fmt=fmt, gamma=gamma, seed=seed, spec=spec.text)
@@ -86,10 +82,11 @@ def make_lookup(spec, seq_len=None, vocab_size=None, **context):
         raise ConstructionError(f"model spec {spec.text!r}: give length=N (or use it with `commsim run "
                                 f"dyck22-fooling`)", "--model")
     width = spec.int("width", None, minimum=1)
-    return build_lookup(length, language, width=width, fmt=_format_or_none(spec), spec=spec.text)
+    return build_lookup(length, language, width=width, fmt=spec.format_if_given(), spec=spec.text)
 
 
 def register(registry) -> None:
+    """The construction model kinds (the separations register themselves: protocols.separations)."""
     registry.register("model", "construct:idxl", make_idxl,
                       "Theorem 1 of [BHBK24]: index lookup, one attention layer of width O(log N) "
                       "(n=, symbols=, gamma=, seed=, precision=)")
@@ -102,6 +99,3 @@ def register(registry) -> None:
     registry.register("model", "construct:lookup", make_lookup,
                       "one attention layer of width N + |alphabet| reading the whole string; decides a language "
                       "(language=dyck22, length=, width=W reduced, precision=)")
-    from protocols.separations import SEPARATIONS
-    for sep in SEPARATIONS:
-        registry.register("separation", sep.name, sep, sep.description)

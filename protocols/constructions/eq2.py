@@ -25,6 +25,7 @@ import math
 import numpy as np
 
 from commsim.core.precision import FixedPoint
+from protocols.constructions.common import grid_ceil
 from protocols.constructions.orthogonal import DEFAULT_GAMMA, find
 from protocols.constructions.transformer import Layer, MultiLayerAttention
 
@@ -42,10 +43,6 @@ class TwoLayerEquality(MultiLayerAttention):
     """The Theorem 6 construction: a two-layer transformer computing INEQ on {0,1}^N."""
 
     no_protocol_reason = NO_PROTOCOL_REASON
-
-    @property
-    def half(self) -> int:
-        return self.seq_len // 2
 
     def trace(self, bits) -> dict:
         """What each layer does on one input x in {0,1}^N (for lessons and reports): layer 1's
@@ -69,14 +66,10 @@ class TwoLayerEquality(MultiLayerAttention):
                 "ineq": int(out[0, 3] > 0), "eq": int(out[0, 3] <= 0)}
 
 
-def _grid_ceil(x: float, frac: int) -> float:
-    return math.ceil(x * 2 ** frac) / 2 ** frac
-
-
 def _scale(k: int, max_inner: int, frac: int) -> float:
     """c on the grid with c (k - max_inner) > (frac + 1) ln 2: the gap between the target logit
     c k/2 and any other, c (<s, s'> - k/2), makes every other exp round down to 0."""
-    return _grid_ceil((frac + 1) * math.log(2) / max(k - max_inner, 1) * 1.05, frac)
+    return grid_ceil((frac + 1) * math.log(2) / max(k - max_inner, 1) * 1.05, frac)
 
 
 def default_format(seq_len: int, k: int, max_inner: int | None = None) -> FixedPoint:
@@ -144,6 +137,7 @@ def build_eq2(n: int, *, fmt: FixedPoint | None = None, gamma: float = DEFAULT_G
     layer2 = Layer(Z, Z.copy(), V2, O2)
 
     def readout(h: np.ndarray) -> np.ndarray:
+        """INEQ: 1 iff the average of the XORs at the last position is > 0."""
         return (h[:, AVG] > 0).astype(np.int64)
 
     weight = math.floor(2 ** f / N) / 2 ** f

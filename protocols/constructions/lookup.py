@@ -138,6 +138,7 @@ def _reader(N: int, S: int, language: Language) -> Callable[[np.ndarray], np.nda
     """psi of the full layer: read every letter back, then test membership (reject if unreadable)."""
 
     def psi(y: np.ndarray) -> np.ndarray:
+        """Decode every position's letter from y, then decide membership (a row that does not decode: reject)."""
         y = np.asarray(y, dtype=np.float64)
         B = y.shape[0]
         vals, present = y[:, :N], y[:, N:N + S] > 0
@@ -163,6 +164,7 @@ def _bag(m: int, language: Language) -> Callable[[np.ndarray], np.ndarray]:
     pairs = [(a, b) for a, b in language.balanced_pairs if a < m and b < m]
 
     def psi(y: np.ndarray) -> np.ndarray:
+        """Accept iff every visible letter pair is balanced."""
         y = np.asarray(y, dtype=np.float64)
         ok = np.ones(y.shape[0], dtype=bool)
         for a, b in pairs:

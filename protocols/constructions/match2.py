@@ -42,6 +42,7 @@ class Match2Construction(AttentionLayer):
 
     @property
     def blank(self) -> int:
+        """The blank token (= M) appended as the last position."""
         return self.info["modulus"]
 
     def with_blank(self, z: np.ndarray) -> np.ndarray:
@@ -74,6 +75,7 @@ def match2_format(length: int, modulus: int) -> FixedPoint:
 
 def build_match2(length: int, modulus: int, *, fmt: NumberFormat | None = None,
                  spec: str = "construct:match2") -> Match2Construction:
+    """The [SHT23] Match2 layer for N residues mod M (width 3; exact by the analysis in the module docstring)."""
     if length < 1 or modulus < 2:
         raise ConstructionError(f"construct:match2 needs N >= 1 and M >= 2, got N={length}, M={modulus}", "--model")
     fmt = require_fixed(fmt or match2_format(length, modulus), "construct:match2")

@@ -65,6 +65,7 @@ def start_k(n: int, gamma: float = DEFAULT_GAMMA) -> int:
 
 
 def _first_k(ok, gamma: float, n: int) -> int:
+    """The smallest k from which ``ok`` holds for three values in a row (coarse scan, then fine)."""
     hi = max(theorem_k(n, gamma), 4)
     lo = 1
     # p(k) is not monotone in k at the level of single steps (the floor in the threshold), so scan
@@ -93,14 +94,17 @@ class NearlyOrthogonal:
 
     @property
     def n(self) -> int:
+        """N: the number of vectors."""
         return int(self.signs.shape[0])
 
     @property
     def k(self) -> int:
+        """k: the dimension."""
         return int(self.signs.shape[1])
 
     @property
     def threshold_int(self) -> int:
+        """The largest |<s_i, s_j>| allowed for gamma (an integer: entries are +-1)."""
         return _threshold(self.k, self.gamma)
 
     @property
@@ -117,6 +121,7 @@ class NearlyOrthogonal:
         return max_abs_inner(self.signs) <= self.threshold_int and bool(np.all(np.abs(self.signs) == 1))
 
     def summary(self) -> dict:
+        """The set's sizes and search statistics as a JSON-able dict."""
         return {"n": self.n, "k": self.k, "gamma": self.gamma, "seed": self.seed,
                 "max_abs_inner": self.max_abs_inner, "max_abs_inner_times_k": self.max_abs_inner_int,
                 "k_theorem": theorem_k(self.n, self.gamma), "repair_rounds": self.rounds,
@@ -255,6 +260,7 @@ class SmallestK:
     attempts: list = field(default_factory=list)   # [(k, succeeded, seconds)]
 
     def to_dict(self) -> dict:
+        """The best set's summary with the bounds k is compared with and every attempt."""
         d = self.best.summary()
         d.update({"k_found": self.best.k, "k_lll": lll_k(self.best.n, self.best.gamma),
                   "k_start": start_k(self.best.n, self.best.gamma),
@@ -275,6 +281,7 @@ def smallest_k(n: int, gamma: float = DEFAULT_GAMMA, seed: int = 0, *, floor: fl
     attempts: list = []
 
     def attempt(k: int):
+        """One seeded search at k, recorded."""
         t0 = time.perf_counter()
         result = search(n, k, gamma, seed, verify=False)
         attempts.append((k, result is not None, time.perf_counter() - t0))

@@ -2,12 +2,13 @@
 
 Used for the two-layer constructions (Theorem 6 of [BHBK24]), which no one-layer protocol can
 simulate.  Every value is a code of a :class:`~commsim.core.precision.FixedPoint` format (value = code
-* 2^-frac) and every operation is done on the integer codes, so the forward pass is exact and
-reproducible (Appendix B.2: round *down*, saturate at the range ends):
+* 2^-frac) and every operation is the exact fixed-point arithmetic of
+:class:`~commsim.core.arithmetic.FixedArithmetic` (Appendix B.2: round *down*, saturate at the range
+ends), the same kernels as the one-layer attention model:
 
-* a linear map ``x W + b``: the exact integer sum of code products, shifted down by ``frac``
-  (floor), plus ``b``;
-* attention logits ``<q_i, k_j>`` the same way; stable softmax: ``M`` = the row maximum,
+* a linear map ``[x W]``: the exact integer sum of code products, rounded down once; a bias is then
+  added (saturating);
+* attention logits ``[<q_i, k_j>]`` the same way; stable softmax: ``M`` = the row maximum,
   ``e_j = [exp(A_ij - M)]`` (so every e_j is in [0, 1]), ``Z = sum e_j`` exactly,
   ``U = sum_j [e_j v_j]`` exactly, and the head output ``o = [U / Z]`` -- one division, exactly the
   semantics of :mod:`protocols.models.attention` (a one-layer model here computes what an
@@ -23,22 +24,13 @@ from typing import Callable
 
 import numpy as np
 
+from commsim.core.arithmetic import FixedArithmetic
 from commsim.core.precision import FixedPoint
 
 __all__ = ["Layer", "MultiLayerAttention"]
 
-_INT64_SAFE = 1 << 62
-_FLOAT64_EXACT = 1 << 53
-
-
-def _int_matmul(a: np.ndarray, b: np.ndarray, bound: int) -> np.ndarray:
-    """Exact integer a @ b (batched).  When every partial sum stays below 2^53 in magnitude the
-    product runs on float64 BLAS (integer-valued doubles are exact there), else on int64."""
-    if bound < _FLOAT64_EXACT:
-        return np.rint(np.matmul(a.astype(np.float64), b.astype(np.float64))).astype(np.int64)
-    if bound >= _INT64_SAFE:  # pragma: no cover - only for very wide formats
-        raise OverflowError("fixed-point product would overflow int64; use a narrower format")
-    return np.matmul(a.astype(np.int64), b.astype(np.int64))
+#: elements of the largest (batch x queries x positions x width) product built at once
+_BLOCK_ELEMENTS = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -59,10 +51,12 @@ class Layer:
 
     @property
     def width(self) -> int:
+        """The query/key width m."""
         return int(self.W_Q.shape[1])
 
     @property
     def parameter_count(self) -> int:
+        """Numbers in the layer's matrices and biases."""
         mats = [self.W_Q, self.W_K, self.W_V, self.W_O, self.W1, self.b1, self.W2, self.b2]
         return int(sum(np.asarray(m).size for m in mats if m is not None))
 
@@ -70,27 +64,29 @@ class Layer:
 @dataclass
 class MultiLayerAttention:
     """Token and position embeddings, then ``layers``; the output is read at ``query_position``
-    (default: the last position) by ``readout(vector) -> label`` (vectorized over rows)."""
+    (default: the last position) by ``readout(vector) -> label`` (vectorized over rows).  ``format``
+    is the number format (p = :attr:`precision`), ``arithmetic`` its exact kernels."""
 
     token_embedding: np.ndarray          # (vocab, d)
     position_embedding: np.ndarray       # (seq_len, d)
     layers: list
-    fmt: FixedPoint
+    format: FixedPoint
     readout: Callable[[np.ndarray], np.ndarray]
     spec: str = ""
     description: str = ""
     info: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        if not isinstance(self.fmt, FixedPoint):
-            raise TypeError("MultiLayerAttention computes in binary fixed point; got " + repr(self.fmt))
-        q = self.fmt.quantize
+        if not isinstance(self.format, FixedPoint):
+            raise TypeError("MultiLayerAttention computes in binary fixed point; got " + repr(self.format))
+        self.arithmetic = FixedArithmetic(self.format)
+        q = self.format.quantize
         for name in ("token_embedding", "position_embedding"):
             arr = np.asarray(getattr(self, name), dtype=np.float64)
             if not np.array_equal(q(arr), arr):
-                raise ValueError(f"{name} is not on the {self.fmt.name} grid")
-        self._tok = self.fmt.to_codes(self.token_embedding, "raise")
-        self._pos = self.fmt.to_codes(self.position_embedding, "raise")
+                raise ValueError(f"{name} is not on the {self.format.name} grid")
+        self._tok = self.format.to_codes(self.token_embedding, "raise")
+        self._pos = self.format.to_codes(self.position_embedding, "raise")
         self._layers = []
         for layer in self.layers:
             codes = {}
@@ -101,21 +97,29 @@ class MultiLayerAttention:
                     continue
                 arr = np.asarray(m, dtype=np.float64)
                 if not np.array_equal(q(arr), arr):
-                    raise ValueError(f"layer parameter {name} is not on the {self.fmt.name} grid")
-                codes[name] = self.fmt.to_codes(arr, "raise")
+                    raise ValueError(f"layer parameter {name} is not on the {self.format.name} grid")
+                codes[name] = self.format.to_codes(arr, "raise")
             self._layers.append(codes)
+
+    @property
+    def fmt(self) -> FixedPoint:
+        """Alias of :attr:`format`, kept while protocols/lessons/two_layers.py reads ``model.fmt``."""
+        return self.format
 
     # ---- sizes ---------------------------------------------------------------
     @property
     def num_layers(self) -> int:
+        """How many attention layers."""
         return len(self.layers)
 
     @property
     def seq_len(self) -> int:
+        """The sequence length N (rows of the position table)."""
         return int(self.position_embedding.shape[0])
 
     @property
     def embedding_dim(self) -> int:
+        """The embedding dimension d."""
         return int(self.token_embedding.shape[1])
 
     @property
@@ -125,53 +129,51 @@ class MultiLayerAttention:
 
     @property
     def precision(self) -> int:
-        return self.fmt.bits
+        """p: bits per number."""
+        return self.format.bits
 
     @property
     def parameter_count(self) -> int:
+        """Numbers in the embeddings and every layer."""
         return int(self.token_embedding.size + self.position_embedding.size +
                    sum(layer.parameter_count for layer in self.layers))
 
-    # ---- exact fixed-point arithmetic -------------------------------------------
-    def _clip(self, codes: np.ndarray) -> np.ndarray:
-        return np.clip(codes, self.fmt.min_code, self.fmt.max_code)
-
-    def _matmul(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """floor(x @ w) on the grid, from codes; exact in int64 (checked)."""
-        bound = int(np.abs(x).max(initial=0)) * int(np.abs(w).max(initial=0)) * max(w.shape[0], 1)
-        return self._clip(_int_matmul(x, w, bound) >> self.fmt.frac)
-
+    # ---- the forward, in the exact fixed-point arithmetic ---------------------------------------
     def _attend(self, x: np.ndarray, layer: dict, query_index: np.ndarray | None,
                 weights: list | None = None) -> np.ndarray:
         """One head: x (B, L, d) codes -> head output (B, Lq, m_v) codes (the weight codes are
         appended to ``weights`` when it is given)."""
-        f = self.fmt.frac
-        q = self._matmul(x if query_index is None else x[:, query_index], layer["W_Q"])
-        k = self._matmul(x, layer["W_K"])
-        v = self._matmul(x, layer["W_V"])
-        bound = int(np.abs(q).max(initial=0)) * int(np.abs(k).max(initial=0)) * max(q.shape[-1], 1)
-        logits = self._clip(_int_matmul(q, np.swapaxes(k, 1, 2), bound) >> f)
-        shifted = (logits - logits.max(axis=-1, keepdims=True)).astype(np.float64) * 2.0 ** -f
-        e = np.minimum(np.floor(np.exp(shifted) * 2.0 ** f), self.fmt.max_code).astype(np.int64)  # [exp] in [0, 1]
-        Z = e.sum(axis=-1)                                                # exact; >= [1] (the maximum's term)
+        ar, f = self.arithmetic, self.format.frac
+        q = ar.matmul(x if query_index is None else x[:, query_index], layer["W_Q"])
+        k = ar.matmul(x, layer["W_K"])
+        v = ar.matmul(x, layer["W_V"])
+        logits = ar.matmul(q, np.swapaxes(k, 1, 2))                      # (B, Lq, L)
+        e = ar.exp_weights(logits, logits.max(axis=-1))                   # [exp(A - M)] in [0, 1]
+        Z = ar.sum_weights(e)                                             # exact; >= [1] (the maximum's term)
         if weights is not None:                                           # for display: [e_j / Z]
             weights.append((e << f) // Z[..., None])
-        U = np.zeros(q.shape[:2] + (v.shape[-1],), dtype=np.int64)        # sum_j [e_j v_j], exact
-        step = max(1, (1 << 22) // max(1, e.shape[0] * e.shape[1] * v.shape[-1]))
-        for s in range(0, e.shape[2], step):
-            U += ((e[:, :, s:s + step, None] * v[:, None, s:s + step, :]) >> f).sum(axis=2)
-        return self._clip((U << f) // Z[..., None])                       # [U / Z]: one division
+        B, Lq, L = e.shape
+        U = np.zeros((B, Lq, v.shape[-1]), dtype=np.int64)                # sum_j [e_j v_j], exact
+        step = max(1, _BLOCK_ELEMENTS // max(1, B * Lq * v.shape[-1]))
+        for s in range(0, L, step):
+            block = v[:, s:s + step]                                      # (B, n, m_v): every query reads it
+            U = U + ar.sum_products(e[:, :, s:s + step], np.broadcast_to(
+                block[:, :, None, :], (B, block.shape[1], Lq, block.shape[2])))
+        return ar.divide(U, Z)                                            # [U / Z]: one division
+
     def _mlp(self, x: np.ndarray, layer: dict) -> np.ndarray:
+        """x + [W2 relu([W1 x] + b1)] + b2 (each sum saturating); x itself without an MLP."""
         if layer["W1"] is None:
             return x
-        h = self._matmul(x, layer["W1"])
+        ar = self.arithmetic
+        h = ar.matmul(x, layer["W1"])
         if layer["b1"] is not None:
-            h = self._clip(h + layer["b1"])
-        h = np.maximum(h, 0)
-        y = self._matmul(h, layer["W2"])
+            h = ar.add(h, layer["b1"])
+        h = ar.relu(h)
+        y = ar.matmul(h, layer["W2"])
         if layer["b2"] is not None:
-            y = self._clip(y + layer["b2"])
-        return self._clip(x + y)
+            y = ar.add(y, layer["b2"])
+        return ar.add(x, y)
 
     def hidden(self, tokens: np.ndarray, query_position: int = -1, trace: dict | None = None) -> np.ndarray:
         """The last layer's output vectors (values, not codes) at ``query_position``, shape (B, d).
@@ -184,20 +186,21 @@ class MultiLayerAttention:
             raise ValueError(f"this model reads sequences of length {self.seq_len}, got {L}")
         if tokens.size and (tokens.min() < 0 or tokens.max() >= self._tok.shape[0]):
             raise ValueError(f"tokens must be in 0..{self._tok.shape[0] - 1}")
-        x = self._clip(self._tok[tokens] + self._pos[None, :L])
+        ar = self.arithmetic
+        x = ar.add(self._tok[tokens], self._pos[None, :L])
         qpos = np.array([query_position % L])
         weights: list | None = [] if trace is not None else None
         for depth, layer in enumerate(self._layers):
             last = depth == len(self._layers) - 1
             qi = qpos if last else None
-            att = self._matmul(self._attend(x, layer, qi, weights), layer["W_O"])
+            att = ar.matmul(self._attend(x, layer, qi, weights), layer["W_O"])
             base = x[:, qpos] if last else x
-            x = self._mlp(self._clip(base + att), layer)
+            x = self._mlp(ar.add(base, att), layer)
             if trace is not None:
-                trace.setdefault("layers", []).append(self.fmt.from_codes(x))
+                trace.setdefault("layers", []).append(self.format.from_codes(x))
         if trace is not None:
-            trace["weights"] = [self.fmt.from_codes(w) for w in weights]
-        return self.fmt.from_codes(x[:, 0])
+            trace["weights"] = [self.format.from_codes(w) for w in weights]
+        return self.format.from_codes(x[:, 0])
 
     def forward(self, tokens: np.ndarray, batch: int | None = None) -> np.ndarray:
         """Labels (B,) read at the query position; runs in chunks to bound memory."""

@@ -16,6 +16,7 @@ from commsim.theory.bounds import ceil_log2
 from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import size_arg as _size
 from protocols.lessons.rnn import engine, messages_of, run_one, tokens_text
+from protocols.theorems import dyck_min_width, exchange_bits, query_bits
 
 __all__ = ["attention_protocol", "attention_dyck", "attention_disj"]
 
@@ -37,13 +38,10 @@ def _positions(pos) -> str:
 
 # ---- attention-protocol ------------------------------------------------------------------------------
 def attention_protocol(n: int | None = None) -> Lesson:
-    from commsim.core.sums import unpack_count, unpack_sum
+    from commsim.core.sums import unpack_count, unpack_signed
     from commsim.plugins import load_plugins, make_model
-    from protocols.simulators.attention_exchange import (
-        make_plan,
-        run_exchange,
-        theorem_bits,
-    )
+    from protocols.simulators.exchange_parties import run_exchange
+    from protocols.simulators.exchange_plan import make_plan, theorem_count
     N = _size(n, 6, 3, 16, "attention-protocol")
     load_plugins()
     model = make_model(PROTOCOL_SPEC, vocab_size=len(PROTOCOL_VOCAB), seq_len=N)
@@ -148,7 +146,7 @@ def attention_protocol(n: int | None = None) -> Lesson:
         reference="Theorem 4 of [BHBK24], proof step 3; Appendix B.2 and D (rounding)"))
 
     u_msg = next(x for x in msgs if x.label.startswith("U"))
-    u_dec = unpack_sum(u_msg.bits, plan.u_width, m)
+    u_dec = unpack_signed(u_msg.bits, plan.u_width, m)
     u_rows = [f"{'i':>3} {'owner':6} {'e_i (units)':>11} {'v_i':>22} {'[e_i v_i] (units)':>22}"]
     for i in order:
         v = V_all[i]
@@ -208,14 +206,15 @@ def attention_protocol(n: int | None = None) -> Lesson:
         out = np.asarray(r.output[1])
         split_rows.append(f"{name:34} Alice {_positions(part):22} {pl.mode:8} {r.transcript.total_bits:>4} bits  "
                           f"output {_vec(out)}  {'= direct' if np.array_equal(out, ar.to_values(direct[0])) else '≠ direct'}")
-    formula, text = theorem_bits(model, plan)
+    formula, text = theorem_count(plan)
+    with_query = formula + query_bits(m, p, model.heads)
     steps.append(Step(
         "Every split gives the same output; the count",
         "Run the exchange for other partitions: the bits change with the split, the output never does. The "
         f"two-way count for this split is {result.transcript.total_bits} bits, within the theorem's "
         f"3m(p + ⌈log2 N⌉)H plus the query.",
         instance="\n".join(split_rows),
-        inequality=rf"{result.transcript.total_bits} \le 3 m (p + \lceil\log_2 N\rceil) H + m p H = {formula}",
+        inequality=rf"{result.transcript.total_bits} \le 3 m (p + \lceil\log_2 N\rceil) H + m p H = {with_query}",
         notes=f"{text}. Consequence: any f a layer computes has communication complexity at most this, for every "
               f"split — so a problem needing more bits (Dyck-(2,2), EQ, DISJ) is out of reach of a small layer.",
         reference="Theorem 4 of [BHBK24]"))
@@ -274,9 +273,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
     A0, B0 = problem.split(x[None])
     encoded, result, answer, direct = run_one(reduction, problem, model, wrapper, A0[0], B0[0])
     m, p, H = model.width, model.precision, model.heads
-    from protocols.simulators.attention_exchange import theorem_bits
-    plan = wrapper.plan(model, encoded)
-    formula, _ = theorem_bits(model, plan)
+    formula = exchange_bits(m, p, H, N) + query_bits(m, p, H)
     steps.append(Step(
         "A one-layer model as a protocol on this split",
         f"Take a one-layer attention model, {model.spec} (m = {m}, H = {H}, p = {p}). Theorem 4 runs it as a "
@@ -332,8 +329,8 @@ def attention_dyck(n: int | None = None) -> Lesson:
             inequality=r"T(x_1, y_1) = T(x_2, y_2) \implies T(x_1, y_2) = T(x_1, y_1)",
             notes=f"certificate verified: {cert.verified}. {cert.explanation}",
             reference="Lemma 1 of [BHBK24]; the rectangle property (REFERENCE section 1)"))
-    L = int(np.ceil(np.log2(N)))
-    need = (N - 1) / (3 * (p + L))
+    L = ceil_log2(N)
+    need = float(dyck_min_width(N, p))
     line = []
     for width, prec, heads in ((m, p, H), (64, 16, 8)):
         rep = budget("attention", width, prec, rid, heads=heads, n=N)
@@ -388,7 +385,6 @@ def attention_disj(n: int | None = None) -> Lesson:
         match3_modulus,
         qsa_first_coordinate,
     )
-    from protocols.simulators.attention_exchange import theorem_bits
     n = _size(n, 4, 2, 8, "attention-disj")
     rid = "disj-match3"
     reduction, problem, model, wrapper = engine(rid, reduction_default(rid), n)
@@ -426,7 +422,7 @@ def attention_disj(n: int | None = None) -> Lesson:
         holdings={"alice": f"a = {_bits(a)} as z_1..z_{n}", "bob": f"b = {_bits(b)} as z_{n + 1}..z_{2 * n}, and z_N"},
         messages=messages_of(result.transcript),
         inequality=rf"\text{{bits}} = {result.transcript.total_bits} \le 3m(p + \lceil\log_2 N\rceil)H + mpH"
-                   rf" = {theorem_bits(model, wrapper.plan(model, encoded))[0]}",
+                   rf" = {exchange_bits(m, p, H, N) + query_bits(m, p, H)}",
         reference="Theorem 4 of [BHBK24]; [SHT23]"))
     fs = fooling_set("disj", n)
     ver = fs.verify()

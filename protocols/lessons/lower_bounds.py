@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from commsim.teach import Lesson, Step
-from commsim.theory.bounds import ceil_log2
 from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import size_arg as _size
+from protocols.theorems import index_two_way_protocol_bits
 
 
 # ---- fooling sets --------------------------------------------------------------------
@@ -43,7 +43,7 @@ def fooling_sets(n: int | None = None) -> Lesson:
         "differ at some index b, so they must get different messages: 2^n inputs, 2^n distinct messages.",
         instance=f"all {fs.size} Alice inputs; e.g. {_bits(fs.member(1)[0])} vs {_bits(fs.member(2)[0])}",
         inequality=rf"\text{{one-way }}\mathrm{{CC}}(\mathrm{{INDEX}}_{{{n}}}) \ge \log_2 2^{{{n}}} = {n}"
-                   rf"\quad\text{{but two-way}} \le \lceil\log_2 {n}\rceil + 1 = {ceil_log2(n) + 1}",
+                   rf"\quad\text{{but two-way}} \le \lceil\log_2 {n}\rceil + 1 = {index_two_way_protocol_bits(n)}",
         notes=f"verified: {ver.ok} ({ver.method})",
         reference=fs.source))
     dy = fooling_set("dyck22", N)

@@ -12,32 +12,23 @@ import numpy as np
 from commsim.teach import Lesson, Step
 from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import size_arg as _size
+from protocols.theorems import handoff_bits
 
-__all__ = ["rnn_index", "rnn_eq", "rnn_disj", "engine", "run_one", "messages_of", "tokens_text", "instances_for"]
+__all__ = ["rnn_index", "rnn_eq", "rnn_disj", "engine", "run_one", "messages_of", "tokens_text"]
 
 
 # ---- the engine calls every lesson makes ---------------------------------------------------------
 def engine(reduction_id: str, spec: str, n: int):
     """(reduction, problem, model, protocol wrapper) exactly as ``commsim run`` builds them."""
-    from commsim.pipeline.stages import protocol_for
-    from commsim.plugins import load_plugins, make_model
-    reduction = load_plugins().get("reduction", reduction_id)
-    problem = reduction.problem(n)
-    model = make_model(spec, **reduction.model_context(n))
-    return reduction, problem, model, protocol_for(model)
+    from commsim.pipeline.stages import prepare
+    setup = prepare(reduction_id, spec, n)
+    return setup.reduction, setup.problem, setup.model, setup.simulator
 
 
 def run_one(reduction, problem, model, wrapper, a, b):
     """One instance through the real runner: (encoded input, run result, answer, direct forward's answer)."""
-    from commsim.core.runner import run_protocol
-    A = np.asarray(a)[None]
-    B = np.asarray(b).reshape(1, *np.shape(b))
-    encoded = reduction.encode(problem, A, B)
-    result = run_protocol(wrapper.make_protocol(model, encoded), *encoded.shares(0))
-    labels = np.asarray(result.output[0]).reshape(1, -1)
-    answer = int(reduction.decode(labels, B)[0])
-    direct = int(reduction.decode(wrapper.direct_labels(model, encoded), B)[0])
-    return encoded, result, answer, direct
+    from commsim.pipeline.stages import Prepared, run_one_instance
+    return run_one_instance(Prepared(reduction, problem, model, wrapper), a, b)
 
 
 def messages_of(transcript) -> list[tuple[str, str, str]]:
@@ -62,11 +53,6 @@ def _states(model, tokens, upto: int) -> list[str]:
 #: lessons run every instance up to this many, and a seeded sample of SAMPLE beyond
 EXHAUSTIVE = 1 << 16
 SAMPLE = 4096
-
-
-def instances_for(problem) -> int | None:
-    """``--instances all`` when the problem is small enough to run in a blink, else a sample size."""
-    return None if problem.input_pairs <= EXHAUSTIVE else SAMPLE
 
 
 def _run(reduction_id: str, spec: str, n: int, exhaustive: int = EXHAUSTIVE):
@@ -165,7 +151,7 @@ def rnn_index(n: int | None = None) -> Lesson:
                  + ", ".join(f"h_{t + 1} = {s}" for t, s in enumerate(states)),
         holdings={"alice": f"a = {_bits(a)}: the symbols s_1..s_{n} (positions 1..{n})",
                   "bob": f"b = {b}: the index token {reduction.vocabulary(n)[int(tokens[-1])]} (position {n + 1})"},
-        inequality=rf"\text{{states}} \le 2^{{m p}} = 2^{{{m} \cdot {p}}} = 2^{{{m * p}}}",
+        inequality=rf"\text{{states}} \le 2^{{m p}} = 2^{{{m} \cdot {p}}} = 2^{{{handoff_bits(m, p)}}}",
         reference="Theorem 2 of [BHBK24] (setting); REFERENCE section 4")]
     steps.append(Step(
         "Theorem 2: the hidden-state handoff is a one-way protocol",

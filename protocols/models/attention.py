@@ -57,26 +57,15 @@ semantics above differ from it only by the roundings; the tests hold float32 lay
 weights to ``|difference| <= 1e-4 * (1 + |output|)`` and float16/bfloat16 layers to ``5e-2`` and
 ``1e-1`` relative-plus-absolute (:data:`FLOAT_TOLERANCE`).
 
-Spec (``commsim run ... --model attention:...``)
-------------------------------------------------
-``attention[:probe][:key=value,...]`` with keys ``heads=H, width=M (m), dim=d, precision=P[,frac=F]``
-or ``dtype=float16|bfloat16|float32|float64``, ``seed=S``, ``vocab=V``, ``classes=C``,
-``positions=P`` (rows of the position table), ``weights=FILE.npz``, ``query=POS`` (0-based;
-negative counts from the end), ``self=0|1`` (whether the query attends to its own position),
-``residual=0|1`` (a random layer whose psi also reads the query's embedding x_N).
-A random layer defaults to the task's vocabulary and sequence length.  ``attention:probe`` is a
-small exact construction (see :func:`probe_layer`) with keys ``at=I/J/...`` (``n`` stands for
-the source problem's size), ``accept=T/...`` or ``reject=T/...`` and ``rule=all|any|differ``.
+Spec keys and the ``attention:probe`` construction: :mod:`protocols.models.attention_spec`.
 """
 from __future__ import annotations
-
-from typing import Sequence
 
 import numpy as np
 
 from commsim.core.arithmetic import arithmetic_for
 from commsim.core.errors import InputError
-from commsim.core.precision import FixedPoint, NumberFormat
+from commsim.core.precision import NumberFormat, parse_format
 
 #: (relative + absolute) tolerance of the reference float semantics against a plain float64 forward
 FLOAT_TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 5e-2, "bfloat16": 1e-1}
@@ -100,12 +89,16 @@ class AttentionLayer:
     embedding appended to y) or a sequence of embedding coordinates (psi reads (y, x_N[coords]));
     psi's input width is then d_out + len(coords).  :attr:`residual_coords` holds the coordinates
     (None when off).
+
+    Attributes: ``format`` (the number format; p = :attr:`precision`), ``arithmetic`` (its exact
+    kernels, :func:`~commsim.core.arithmetic.arithmetic_for`), ``heads``, ``width`` (the m of the
+    theorems), ``dim``, ``spec``.
     """
 
     def __init__(self, fmt: NumberFormat, token_embedding, position_embedding, W_Q, W_K, W_V, W_O,
                  psi=None, *, query: int | None = None, attend_self: bool = True, residual=False, spec: str = ""):
-        self.fmt = fmt
-        self.ar = arithmetic_for(fmt)
+        self.format = fmt
+        self.arithmetic = arithmetic_for(fmt)
         W_Q, W_K, W_V = (np.asarray(w, dtype=np.float64) for w in (W_Q, W_K, W_V))
         if W_Q.ndim != 3 or W_Q.shape != W_K.shape or W_Q.shape != W_V.shape:
             raise InputError(f"W_Q, W_K, W_V must all be (heads, width, dim); got {W_Q.shape}, {W_K.shape}, "
@@ -127,7 +120,7 @@ class AttentionLayer:
                 raise InputError(f"residual coordinates must be integers in 0..{self.dim - 1}; got {list(coords)}")
             self.residual_coords = coords.astype(np.int64)
         psi_in = self.psi_input_width
-        r = self.ar.from_values
+        r = self.arithmetic.from_values
         self.W_Q, self.W_K, self.W_V, self.W_O = r(W_Q), r(W_K), r(W_V), r(W_O)
         self._W_KV = np.concatenate([self.W_K.reshape(-1, self.dim), self.W_V.reshape(-1, self.dim)])
         self._W_Q = self.W_Q.reshape(-1, self.dim)
@@ -166,14 +159,19 @@ class AttentionLayer:
             self.classes = width
         self.query = None if query is None else int(query)
         self.attend_self = bool(attend_self)
-        self.spec = spec or f"attention:heads={self.heads},width={self.width},dim={self.dim}," \
-                            f"{'dtype=' + fmt.name if not self.ar.is_fixed else f'precision={fmt.bits},frac={fmt.frac}'}"
+        fmt_keys = f"precision={fmt.bits},frac={fmt.frac}" if self.arithmetic.is_fixed else f"dtype={fmt.name}"
+        self.spec = spec or f"attention:heads={self.heads},width={self.width},dim={self.dim},{fmt_keys}"
 
     # ---- descriptors
     @property
     def precision(self) -> int:
         """p: bits per number."""
-        return self.fmt.bits
+        return self.format.bits
+
+    #: aliases of :attr:`format` and :attr:`arithmetic`, kept while protocols/simulators, protocols/lessons
+    #: and tests/protocols/simulators read ``model.fmt`` and ``model.ar``
+    fmt = property(lambda self: self.format)
+    ar = property(lambda self: self.arithmetic)
 
     @property
     def residual_width(self) -> int:
@@ -198,6 +196,7 @@ class AttentionLayer:
         return pos
 
     def check_input(self, seq_len: int, tokens: np.ndarray | None = None) -> None:
+        """Refuse an input the layer cannot read: empty, longer than its positions, tokens outside its vocabulary."""
         if seq_len < 1:
             raise InputError("the sequence is empty")
         if self.max_positions is not None and seq_len > self.max_positions:
@@ -213,22 +212,24 @@ class AttentionLayer:
 
     # ---- stage 1: embeddings and projections (pure functions of (position, token))
     def _token_rep(self, tokens: np.ndarray) -> np.ndarray:
+        """E_tok(s) for token ids (rounded): a table row or the rounded value of the function."""
         if self.token_table is not None:
             return self.token_table[tokens]
-        return self.ar.from_values(self.token_fn(np.asarray(tokens)))
+        return self.arithmetic.from_values(self.token_fn(np.asarray(tokens)))
 
     def _position_rep(self, positions: np.ndarray) -> np.ndarray | None:
+        """E_pos(i) for positions (rounded), or None without position embeddings."""
         if self.position_table is not None:
             return self.position_table[positions]
         if self.position_fn is not None:
-            return self.ar.from_values(self.position_fn(np.asarray(positions)))
+            return self.arithmetic.from_values(self.position_fn(np.asarray(positions)))
         return None
 
     def embed(self, tokens: np.ndarray, positions: np.ndarray) -> np.ndarray:
         """x = [E_tok(s) + E_pos(i)] for tokens (B, n) at positions (n,): (B, n, d)."""
         tok = self._token_rep(np.asarray(tokens))
         pos = self._position_rep(np.asarray(positions))
-        return tok if pos is None else self.ar.add(tok, pos)  # broadcasts positions over the rows
+        return tok if pos is None else self.arithmetic.add(tok, pos)  # broadcasts positions over the rows
 
     def keys_values(self, tokens: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """k_i, v_i of tokens (B, n) at positions (n,): two (B, n, H, m) arrays.
@@ -240,11 +241,11 @@ class AttentionLayer:
         if self.vocab_size is not None and B > 2 * self.vocab_size:
             grid = np.broadcast_to(np.arange(self.vocab_size)[None, :], (n, self.vocab_size))
             x = self.embed(grid, np.asarray(positions)[:, None])       # (n, V, d)
-            kv = self.ar.linear(x, self._W_KV).reshape(n, self.vocab_size, 2, H, m)
+            kv = self.arithmetic.linear(x, self._W_KV).reshape(n, self.vocab_size, 2, H, m)
             kv = kv[np.arange(n)[None, :], tokens]                      # (B, n, 2, H, m)
         else:
             x = self.embed(tokens, positions)
-            kv = self.ar.linear(x, self._W_KV).reshape(B, n, 2, H, m)
+            kv = self.arithmetic.linear(x, self._W_KV).reshape(B, n, 2, H, m)
         return kv[:, :, 0], kv[:, :, 1]
 
     def query_embedding(self, query_tokens: np.ndarray, position: int) -> np.ndarray:
@@ -255,7 +256,7 @@ class AttentionLayer:
     def query_vectors(self, query_tokens: np.ndarray, position: int) -> np.ndarray:
         """q = [W_Q x_N] per head for the query tokens (B,): (B, H, m)."""
         x = self.query_embedding(query_tokens, position)
-        return self.ar.linear(x, self._W_Q).reshape(len(x), self.heads, self.width)
+        return self.arithmetic.linear(x, self._W_Q).reshape(len(x), self.heads, self.width)
 
     def residual_input(self, query_tokens: np.ndarray, position: int) -> np.ndarray | None:
         """The coordinates of x_N that psi reads (B, r), or None without a residual path."""
@@ -270,12 +271,12 @@ class AttentionLayer:
         positions = np.asarray(positions, dtype=np.int64)
         B, n = tokens.shape
         H, m = self.heads, self.width
-        A = np.empty((B, H, n), dtype=self.ar.dtype)
-        V = np.empty((B, n, H, m), dtype=self.ar.store)
+        A = np.empty((B, H, n), dtype=self.arithmetic.dtype)
+        V = np.empty((B, n, H, m), dtype=self.arithmetic.store)
         block = max(1, BLOCK_ELEMENTS // max(1, B * H * m))
         for s in range(0, n, block):
             k, v = self.keys_values(tokens[:, s:s + block], positions[s:s + block])
-            A[:, :, s:s + block] = self.ar.logits(q, k)
+            A[:, :, s:s + block] = self.arithmetic.logits(q, k)
             V[:, s:s + block] = v
         return A, V
 
@@ -289,9 +290,9 @@ class AttentionLayer:
         U = np.zeros((B, H, m), dtype=np.int64)
         block = max(1, BLOCK_ELEMENTS // max(1, B * H * m))
         for s in range(0, n, block):
-            e = self.ar.exp_weights(A[:, :, s:s + block], M)
-            Z = Z + self.ar.sum_weights(e)
-            U = U + self.ar.sum_products(e, V[:, s:s + block])
+            e = self.arithmetic.exp_weights(A[:, :, s:s + block], M)
+            Z = Z + self.arithmetic.sum_weights(e)
+            U = U + self.arithmetic.sum_products(e, V[:, s:s + block])
         return Z, U
 
     # ---- stage 4: the division and the readout
@@ -299,23 +300,23 @@ class AttentionLayer:
         """Raw outputs (B, C) in the arithmetic's representation from the exact sums; ``x_query``
         (B, r): the residual coordinates of the query's embedding (:meth:`residual_input`), needed
         exactly when the layer has a residual path."""
-        o = self.ar.divide(U, Z)
-        y = self.ar.linear(o.reshape(o.shape[0], -1), self.W_O)
+        o = self.arithmetic.divide(U, Z)
+        y = self.arithmetic.linear(o.reshape(o.shape[0], -1), self.W_O)
         if self.residual_coords is not None:
             if x_query is None:
                 raise ValueError("this layer's psi reads the query's embedding x_N: pass x_query to finish")
             x_query = np.asarray(x_query).reshape(y.shape[0], self.residual_width)
-            if self.ar.is_fixed:
+            if self.arithmetic.is_fixed:
                 y = np.concatenate([y.astype(np.int64), x_query.astype(np.int64)], axis=1)
             else:
                 y = np.concatenate([y, x_query.astype(np.float64)], axis=1)
         if self.psi_fn is not None:
-            return self.ar.from_values(np.asarray(self.psi_fn(self.ar.to_values(y)), dtype=np.float64)
+            return self.arithmetic.from_values(np.asarray(self.psi_fn(self.arithmetic.to_values(y)), dtype=np.float64)
                                        .reshape(y.shape[0], -1))
         for i, (W, b) in enumerate(self.psi_layers):
-            y = self.ar.linear(y, W, b)
+            y = self.arithmetic.linear(y, W, b)
             if i < len(self.psi_layers) - 1:
-                y = self.ar.relu(y)
+                y = self.arithmetic.relu(y)
         return y
 
     def labels(self, raw: np.ndarray) -> np.ndarray:
@@ -327,6 +328,7 @@ class AttentionLayer:
 
     # ---- the direct forward
     def attended(self, seq_len: int, query: int) -> np.ndarray:
+        """The positions the query at ``query`` attends to (itself included unless attend_self is off)."""
         pos = np.arange(seq_len)
         return pos if self.attend_self else pos[pos != query]
 
@@ -346,11 +348,11 @@ class AttentionLayer:
             A, V = self.scan(T[:, keep], keep, q)
             Z, U = self.aggregate(A, V, A.max(axis=-1))
             out.append(self.finish(U, Z, self.residual_input(T[:, qpos], qpos)))
-        return np.concatenate(out) if out else np.zeros((0, self.classes or 1), dtype=self.ar.dtype)
+        return np.concatenate(out) if out else np.zeros((0, self.classes or 1), dtype=self.arithmetic.dtype)
 
     def forward(self, tokens, query: int | None = None) -> np.ndarray:
         """The outputs psi(y) at the query position, as float64 values (B, C)."""
-        return self.ar.to_values(self.forward_rep(tokens, query))
+        return self.arithmetic.to_values(self.forward_rep(tokens, query))
 
     def decide(self, tokens, query: int | None = None) -> np.ndarray:
         """The model's decisions (B,) at the query position."""
@@ -358,7 +360,7 @@ class AttentionLayer:
 
     def _float_embedding(self, tokens: np.ndarray) -> np.ndarray:
         """x_i = E_tok(s_i) + E_pos(i) in float64 (the rounded parameters, the sum not rounded)."""
-        val = self.ar.to_values
+        val = self.arithmetic.to_values
         tok = val(self._token_rep(tokens))
         pos = self._position_rep(np.arange(tokens.shape[1]))
         return tok if pos is None else tok + val(pos)[None]
@@ -368,7 +370,7 @@ class AttentionLayer:
         tokens = np.atleast_2d(np.asarray(tokens))
         N = tokens.shape[1]
         qpos = self.query_position(N) if query is None else int(query)
-        val = self.ar.to_values
+        val = self.arithmetic.to_values
         x = self._float_embedding(tokens)
         keep = self.attended(N, qpos)
         Wq, Wk, Wv = val(self.W_Q), val(self.W_K), val(self.W_V)
@@ -395,8 +397,8 @@ class AttentionLayer:
         """Save to ``.npz`` (tables only: callable embeddings or psi cannot be saved)."""
         if self.token_table is None or self.position_fn is not None or self.psi_fn is not None:
             raise InputError("a layer with callable embeddings or psi cannot be saved to .npz")
-        val = self.ar.to_values
-        arrays = {"format": np.array(self.fmt.name), "token_embedding": val(self.token_table),
+        val = self.arithmetic.to_values
+        arrays = {"format": np.array(self.format.name), "token_embedding": val(self.token_table),
                   "W_Q": val(self.W_Q), "W_K": val(self.W_K), "W_V": val(self.W_V), "W_O": val(self.W_O),
                   "attend_self": np.array(self.attend_self), "psi_layers": np.array(len(self.psi_layers))}
         if self.position_table is not None:
@@ -412,7 +414,6 @@ class AttentionLayer:
     @classmethod
     def load(cls, path, fmt: NumberFormat | None = None, *, spec: str = "") -> "AttentionLayer":
         """Load a layer saved by :meth:`save`; ``fmt`` re-rounds the weights to another format."""
-        from commsim.core.precision import parse_format
         try:
             with np.load(path, allow_pickle=False) as data:
                 arrays = {k: data[k] for k in data.files}
@@ -447,50 +448,3 @@ def random_layer(fmt: NumberFormat, *, vocab: int, positions: int | None, heads:
         psi = [(np.concatenate([psi[0][0], rng.normal(scale=dim ** -0.5, size=(classes, dim))], axis=1), psi[0][1])]
     return AttentionLayer(fmt, tok, pos, W_Q, W_K, W_V, W_O, psi, query=query, attend_self=attend_self,
                           residual=residual, spec=spec)
-
-
-PROBE_RULES = ("all", "any", "differ")
-
-
-def probe_layer(seq_len: int, vocab: int, at: Sequence[int], accepted: Sequence[int], rule: str = "all",
-                fmt: NumberFormat | None = None, spec: str = "") -> AttentionLayer:
-    """An exact small layer that looks at fixed positions ``at`` and tests their tokens.
-
-    With fixed point and F = 0 the attention is hard: the key is 1 at the probed positions and 0
-    elsewhere, the query is 1, so exp(0 - 1) rounds down to 0 and the weights are 1 on the probed
-    positions only.  A head whose value is 1 on an accepted token computes floor(count / k) = 1
-    iff all k probed tokens are accepted.  ``rule``: ``all`` (class 1 iff every probed token is
-    accepted; one head), ``any`` (iff some is; one head), ``differ`` (iff they are not all alike;
-    two heads).  Width 1, dimension 3, default precision 2 bits — a deliberately tiny layer.
-    """
-    fmt = fmt or FixedPoint(2, 0)
-    if not isinstance(fmt, FixedPoint) or fmt.frac != 0:
-        raise InputError("probe layers are exact in fixed point with frac=0 (e.g. precision=2,frac=0)", "--model")
-    if rule not in PROBE_RULES:
-        raise InputError(f"probe rule must be one of {', '.join(PROBE_RULES)}, got {rule!r}", "--model")
-    flags = np.zeros(seq_len)
-    for a in at:
-        pos = a if a >= 0 else seq_len + a
-        if not 0 <= pos < seq_len:
-            raise InputError(f"probe position {a} is outside a sequence of length {seq_len}", "--model")
-        flags[pos] = 1
-    acc = np.zeros(vocab)
-    for t in accepted:
-        if not 0 <= t < vocab:
-            raise InputError(f"probe token {t} is outside the vocabulary 0..{vocab - 1}", "--model")
-        acc[t] = 1
-    tok = np.stack([np.ones(vocab), acc, np.zeros(vocab)], axis=1)        # [1, accepted(s), 0]
-    pos = np.stack([np.zeros(seq_len), np.zeros(seq_len), flags], axis=1)  # [0, 0, probed(i)]
-    heads = {"all": [[0, 1, 0]], "any": [[1, -1, 0]], "differ": [[0, 1, 0], [1, -1, 0]]}[rule]
-    H = len(heads)
-    W_Q = np.tile(np.array([[[1.0, 0, 0]]]), (H, 1, 1))
-    W_K = np.tile(np.array([[[0, 0, 1.0]]]), (H, 1, 1))
-    W_V = np.array(heads, dtype=np.float64)[:, None, :]
-    W_O = np.eye(H)
-    if rule == "all":        # o = 1 iff all accepted: logits (0, o)
-        psi = [(np.array([[0.0], [1.0]]), np.zeros(2))]
-    elif rule == "any":      # o' = 1 iff none accepted: logits (o', 1 - o')
-        psi = [(np.array([[1.0], [-1.0]]), np.array([0.0, 1.0]))]
-    else:                    # logits (o1 + o2, 1 - o1 - o2)
-        psi = [(np.array([[1.0, 1.0], [-1.0, -1.0]]), np.array([0.0, 1.0]))]
-    return AttentionLayer(fmt, tok, pos, W_Q, W_K, W_V, W_O, psi, spec=spec)

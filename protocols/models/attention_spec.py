@@ -1,19 +1,78 @@
-"""The ``attention`` model spec: parse its keys and build the layer; registration."""
+"""The ``attention`` model kind: its spec keys, the layers they build (random, loaded, or the small
+exact ``probe`` construction), registration.
+
+Spec (``commsim run ... --model attention:...``)
+------------------------------------------------
+``attention[:probe][:key=value,...]`` with keys ``heads=H, width=M (m), dim=d, precision=P[,frac=F]``
+or ``dtype=float16|bfloat16|float32|float64``, ``seed=S``, ``vocab=V``, ``classes=C``,
+``positions=P`` (rows of the position table), ``weights=FILE.npz``, ``query=POS`` (0-based;
+negative counts from the end), ``self=0|1`` (whether the query attends to its own position),
+``residual=0|1`` (a random layer whose psi also reads the query's embedding x_N).
+A random layer defaults to the task's vocabulary and sequence length.  ``attention:probe`` is a
+small exact construction (see :func:`probe_layer`) with keys ``at=I/J/...`` (``n`` stands for
+the source problem's size), ``accept=T/...`` or ``reject=T/...`` and ``rule=all|any|differ``.
+"""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
+
+import numpy as np
 
 from commsim.core.errors import InputError
-from commsim.core.precision import FixedPoint
-from protocols.models.attention import (
-    PROBE_RULES,
-    AttentionLayer,
-    probe_layer,
-    random_layer,
-)
+from commsim.core.precision import FixedPoint, NumberFormat
+from protocols.models.attention import AttentionLayer, random_layer
+
+
+PROBE_RULES = ("all", "any", "differ")
+
+
+def probe_layer(seq_len: int, vocab: int, at: Sequence[int], accepted: Sequence[int], rule: str = "all",
+                fmt: NumberFormat | None = None, spec: str = "") -> AttentionLayer:
+    """An exact small layer that looks at fixed positions ``at`` and tests their tokens.
+
+    With fixed point and F = 0 the attention is hard: the key is 1 at the probed positions and 0
+    elsewhere, the query is 1, so exp(0 - 1) rounds down to 0 and the weights are 1 on the probed
+    positions only.  A head whose value is 1 on an accepted token computes floor(count / k) = 1
+    iff all k probed tokens are accepted.  ``rule``: ``all`` (class 1 iff every probed token is
+    accepted; one head), ``any`` (iff some is; one head), ``differ`` (iff they are not all alike;
+    two heads).  Width 1, dimension 3, default precision 2 bits — a deliberately tiny layer.
+    """
+    fmt = fmt or FixedPoint(2, 0)
+    if not isinstance(fmt, FixedPoint) or fmt.frac != 0:
+        raise InputError("probe layers are exact in fixed point with frac=0 (e.g. precision=2,frac=0)", "--model")
+    if rule not in PROBE_RULES:
+        raise InputError(f"probe rule must be one of {', '.join(PROBE_RULES)}, got {rule!r}", "--model")
+    flags = np.zeros(seq_len)
+    for a in at:
+        pos = a if a >= 0 else seq_len + a
+        if not 0 <= pos < seq_len:
+            raise InputError(f"probe position {a} is outside a sequence of length {seq_len}", "--model")
+        flags[pos] = 1
+    acc = np.zeros(vocab)
+    for t in accepted:
+        if not 0 <= t < vocab:
+            raise InputError(f"probe token {t} is outside the vocabulary 0..{vocab - 1}", "--model")
+        acc[t] = 1
+    tok = np.stack([np.ones(vocab), acc, np.zeros(vocab)], axis=1)        # [1, accepted(s), 0]
+    pos = np.stack([np.zeros(seq_len), np.zeros(seq_len), flags], axis=1)  # [0, 0, probed(i)]
+    heads = {"all": [[0, 1, 0]], "any": [[1, -1, 0]], "differ": [[0, 1, 0], [1, -1, 0]]}[rule]
+    H = len(heads)
+    W_Q = np.tile(np.array([[[1.0, 0, 0]]]), (H, 1, 1))
+    W_K = np.tile(np.array([[[0, 0, 1.0]]]), (H, 1, 1))
+    W_V = np.array(heads, dtype=np.float64)[:, None, :]
+    W_O = np.eye(H)
+    if rule == "all":        # o = 1 iff all accepted: logits (0, o)
+        psi = [(np.array([[0.0], [1.0]]), np.zeros(2))]
+    elif rule == "any":      # o' = 1 iff none accepted: logits (o', 1 - o')
+        psi = [(np.array([[1.0], [-1.0]]), np.array([0.0, 1.0]))]
+    else:                    # logits (o1 + o2, 1 - o1 - o2)
+        psi = [(np.array([[1.0, 1.0], [-1.0, -1.0]]), np.array([0.0, 1.0]))]
+    return AttentionLayer(fmt, tok, pos, W_Q, W_K, W_V, W_O, psi, spec=spec)
 
 
 def _int_list(spec, key: str, text: str, n: int | None) -> list[int]:
+    """A /-separated list of integers; ``n``, ``n+K``, ``n-K`` stand for the problem size plus K."""
     out = []
     for item in text.split("/"):
         item = item.strip()
@@ -75,9 +134,7 @@ def make_attention(spec, vocab_size: int | None = None, seq_len: int | None = No
         for key in ("seed", "residual"):
             if spec.has(key):
                 raise InputError(f"model spec {spec.text!r}: {key}= does not apply to loaded weights", "--model")
-        given = spec.has("precision") or spec.has("dtype")
-        fmt = spec.format() if given else None
-        model = AttentionLayer.load(Path(weights).expanduser(), fmt, spec=spec.text)
+        model = AttentionLayer.load(Path(weights).expanduser(), spec.format_if_given(), spec=spec.text)
         for key, value, have in (("heads", heads, model.heads), ("width", width, model.width),
                                  ("dim", dim, model.dim), ("classes", classes, model.classes),
                                  ("vocab", vocab, model.vocab_size), ("positions", positions, model.max_positions)):
@@ -99,10 +156,8 @@ def make_attention(spec, vocab_size: int | None = None, seq_len: int | None = No
 
 
 def register(registry) -> None:
-    from protocols.simulators.attention_exchange import ATTENTION_EXCHANGE
+    """The ``attention`` model kind (its simulator registers itself: ``protocols.simulators``)."""
     registry.register("model", "attention", make_attention,
                       "one-layer attention (heads=H,width=M,dim=d,precision=P|dtype=...,seed=S,residual=0|1,"
                       "weights=FILE.npz; "
                       "attention:probe,...)")
-    registry.register("simulator", ATTENTION_EXCHANGE.name, ATTENTION_EXCHANGE,
-                      "one-layer attention: max-logit / partial-softmax exchange (Theorem 4 of [BHBK24])")

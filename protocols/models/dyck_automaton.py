@@ -25,12 +25,15 @@ class DyckAutomaton(RecurrentModel):
         self._weights = 2.0 ** np.arange(units - 1, -1, -1)
 
     def _index(self, h: np.ndarray) -> np.ndarray:
+        """The DFA state number of each state (its bits read as a binary number)."""
         return (h * self._weights).sum(axis=1).astype(np.int64)  # small exact integers
 
     def _step(self, h, x, t):
+        """The transition table, written back as bits."""
         nxt = self.table[self._index(h), x]
         return ((nxt[:, None] >> np.arange(self.state_units - 1, -1, -1)) & 1).astype(np.float64)
 
     def _readout(self, h):
+        """(reject, accept): accept in the empty-stack state."""
         accept = (self._index(h) == 0).astype(np.float64)
         return np.stack([1.0 - accept, accept], axis=1)

@@ -28,16 +28,9 @@ import math
 
 import numpy as np
 
-from commsim.core.arithmetic import _Dense, label_dtype
+from commsim.core.arithmetic import Dense, Quantizer, label_dtype, sigmoid
 from commsim.core.errors import ModelError
-from commsim.core.precision import (
-    FixedPoint,
-    FormatError,
-    NumberFormat,
-    _quantizer,
-    parse_format,
-)
-from protocols.adapters.torch.layers import _dot_is_exact, _sigmoid
+from commsim.core.precision import FixedPoint, FormatError, NumberFormat, parse_format
 
 #: rows per chunk of a batched forward (bounds the temporaries)
 _CHUNK_VALUES = 1 << 20
@@ -52,7 +45,7 @@ class RecurrentModel:
     :meth:`initial_state`.  Everything else -- quantization, runs from any state, batched and
     single-sequence forwards, labels -- is here.
 
-    Attributes: ``format`` (the state's number format; p = ``format.bits``), ``width`` (the m of
+    Attributes: ``format`` (the state's number format; p = :attr:`precision`), ``width`` (the m of
     the theorems), ``state_units`` (numbers in the state: m, or 2m for an LSTM), ``vocab_size``,
     ``num_classes``, ``kind`` and ``spec`` (the spec it was built from).
     """
@@ -73,30 +66,40 @@ class RecurrentModel:
         self.vocab_size = int(vocab_size)
         self.num_classes = int(num_classes)
         self.spec = spec or self.kind
-        self._q = _quantizer(fmt)
+        self._q = Quantizer(fmt)
 
     # ---- what the theorems count ------------------------------------------------------------
     @property
-    def precision_bits(self) -> int:
+    def precision(self) -> int:
         """p: bits per number."""
         return int(self.format.bits)
 
     @property
+    def precision_bits(self) -> int:
+        """Alias of :attr:`precision`, kept while protocols/simulators/rnn_handoff.py and
+        protocols/lessons/rnn.py read it."""
+        return self.precision
+
+    @property
     def state_bits(self) -> int:
         """m * p (2m * p for an LSTM): the length of the hidden-state message."""
-        return self.state_units * self.precision_bits
+        return self.state_units * self.precision
 
     def describe_state(self) -> str:
+        """What the state is, in words (units and format)."""
         return f"{self.state_units} unit{'s' if self.state_units != 1 else ''} of {self.format.name}"
 
     # ---- subclass hooks ---------------------------------------------------------------------
     def initial_state(self, batch: int = 1) -> np.ndarray:
+        """h_0 for a batch: zeros unless a subclass says otherwise."""
         return np.zeros((batch, self.state_units))
 
     def _step(self, h: np.ndarray, x: np.ndarray, t: int) -> np.ndarray:  # pragma: no cover - abstract
+        """g_t(x_t, h_{t-1}) in float64, before rounding (subclasses)."""
         raise NotImplementedError
 
     def _readout(self, h: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        """f(h_t) in float64, before rounding (subclasses)."""
         raise NotImplementedError
 
     # ---- quantized step and readout ---------------------------------------------------------
@@ -119,6 +122,7 @@ class RecurrentModel:
         return np.argmax(raw, axis=-1).astype(label_dtype(raw.shape[-1]))
 
     def check_tokens(self, tokens) -> np.ndarray:
+        """Tokens as a (batch, length) integer array inside the vocabulary (else ModelError)."""
         arr = np.asarray(tokens)
         if arr.ndim == 1:
             arr = arr[None, :]
@@ -222,18 +226,19 @@ class _Trainable(RecurrentModel):
                 raise ModelError(f"{self.kind} weights: {name!r} has shape {arr.shape}, expected {shape}")
         # parameters are numbers of the format too ("every parameter is a p-bit number")
         self.params = {k: self.quantize(np.asarray(params[k], dtype=np.float64)) for k in self._shapes(vocab, width, classes)}
-        exact_rec = _dot_is_exact(fmt, width)
-        self._rec = _Dense(self.params["recurrent"], exact_rec)
-        self._out = _Dense(self.params["readout"], exact_rec)
+        self._rec = Dense.for_format(self.params["recurrent"], None, fmt)  # (width, gates * width)
+        self._out = Dense.for_format(self.params["readout"], None, fmt)    # (width, classes)
         # the input term of every gate: the token's input row plus the bias, one float64 sum
         self._embed = self.params["input"] + self.params["bias"]
 
     @classmethod
     def _units(cls, width: int) -> int:
+        """State units for a width m: m (an LSTM: 2m)."""
         return width
 
     @classmethod
     def _shapes(cls, vocab: int, width: int, classes: int) -> dict:
+        """The weight arrays' shapes for (vocab, width, classes)."""
         g = cls._GATES
         return {"input": (vocab, g * width), "recurrent": (width, g * width), "bias": (g * width,),
                 "readout": (width, classes), "readout_bias": (classes,)}
@@ -252,6 +257,7 @@ class _Trainable(RecurrentModel):
         return cls(params, fmt, spec, **extra)
 
     def _readout(self, h: np.ndarray) -> np.ndarray:
+        """y = W_out h + b_out, on the h part of the state."""
         y = self._out(h[:, :self.width])
         y += self.params["readout_bias"]
         return y
@@ -275,6 +281,7 @@ class Elman(_Trainable):
         self.activation = activation
 
     def _step(self, h, x, t):
+        """act(W_rec h + W_in[x] + b)."""
         pre = self._rec(h)
         pre += self._embed[x]
         if self.activation == "tanh":
@@ -295,20 +302,23 @@ class LSTM(_Trainable):
 
     @classmethod
     def _units(cls, width: int) -> int:
+        """(h, c): 2m units."""
         return 2 * width
 
     def describe_state(self) -> str:
+        """The two halves of the state, in words."""
         return f"2 x {self.width} unit{'s' if self.width != 1 else ''} of {self.format.name}"
 
     def _step(self, h, x, t):
+        """The gates i, f, g, o; c rounded before h = o tanh(c); the new state (h, c)."""
         m = self.width
         z = self._rec(h[:, :m])
         z += self._embed[x]
         # each gate on its own contiguous array, so every elementwise loop sees the same layout
-        i = _sigmoid(z[:, :m].copy())
-        f = _sigmoid(z[:, m:2 * m].copy())
+        i = sigmoid(z[:, :m].copy())
+        f = sigmoid(z[:, m:2 * m].copy())
         g = np.tanh(z[:, 2 * m:3 * m].copy())
-        o = _sigmoid(z[:, 3 * m:].copy())
+        o = sigmoid(z[:, 3 * m:].copy())
         c = f * h[:, m:]
         c += i * g
         self._q(c)
@@ -325,11 +335,13 @@ class GRU(_Trainable):
 
     @classmethod
     def _shapes(cls, vocab, width, classes):
+        """The trainable shapes plus the recurrent bias b_hh of PyTorch's GRU."""
         shapes = super()._shapes(vocab, width, classes)
         shapes["recurrent_bias"] = (3 * width,)
         return shapes
 
     def _step(self, h, x, t):
+        """PyTorch's GRU update (:func:`gru_cell`)."""
         m = self.width
         u = self._rec(h)
         u += self.params["recurrent_bias"]
@@ -339,8 +351,8 @@ class GRU(_Trainable):
 def gru_cell(a: np.ndarray, u: np.ndarray, h: np.ndarray, m: int) -> np.ndarray:
     """PyTorch's GRU update from the input part ``a = W_i x + b_i`` and the recurrent part
     ``u = W_h h + b_h`` (3m columns each, gates r, z, n): (1 - z) * n + z * h."""
-    r = _sigmoid(a[:, :m] + u[:, :m])
-    z = _sigmoid(a[:, m:2 * m] + u[:, m:2 * m])
+    r = sigmoid(a[:, :m] + u[:, :m])
+    z = sigmoid(a[:, m:2 * m] + u[:, m:2 * m])
     n = u[:, 2 * m:] * r
     n += a[:, 2 * m:]
     np.tanh(n, out=n)
@@ -389,6 +401,7 @@ def load_model(path: str, fmt: NumberFormat | None = None, spec: str = "") -> _T
 
 
 def _format_spec(fmt: NumberFormat) -> str:
+    """The spec keys of a format: ``precision=P,frac=F`` or ``dtype=NAME``."""
     if isinstance(fmt, FixedPoint):
         return f"precision={fmt.bits},frac={fmt.frac}"
     return f"dtype={fmt.name}"

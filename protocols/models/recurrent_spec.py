@@ -17,6 +17,7 @@ def _vocab_and_classes(spec, vocab_size) -> tuple[int, int, int | None]:
 
 
 def _refuse_small_vocab(spec_text: str, vocab: int, task_vocab: int | None, context: dict) -> None:
+    """Refuse a model that reads fewer tokens than the task uses (NotApplicable)."""
     if task_vocab is not None and vocab < task_vocab:
         task = context.get("reduction") or context.get("task") or "the task"
         raise NotApplicable(f"model {spec_text!r} reads {vocab} input tokens but {task} (n = {context.get('n')}) "
@@ -24,15 +25,16 @@ def _refuse_small_vocab(spec_text: str, vocab: int, task_vocab: int | None, cont
 
 
 def _trainable_factory(kind: str):
+    """The model factory of ``elman``, ``lstm`` or ``gru``: random or loaded weights."""
     cls = _TRAINABLE[kind]
 
     def factory(spec, vocab_size=None, **context):
+        """Build the model from its spec (random weights, or a weights file re-rounded when a format is given)."""
         weights = spec.str("weights")
-        fmt_given = any(spec.has(k) for k in ("precision", "dtype", "frac"))
-        fmt = spec.format()
+        fmt = spec.format_if_given()
         activation = spec.str("activation", None, choices=("tanh", "relu")) if kind == "elman" else None
         if weights is not None:
-            model = load_model(weights, fmt if fmt_given else None, spec.text)
+            model = load_model(weights, fmt, spec.text)
             for key, have in (("width", model.width), ("vocab", model.vocab_size), ("classes", model.num_classes)):
                 want = spec.int(key)
                 if want is not None and want != have:
@@ -50,7 +52,7 @@ def _trainable_factory(kind: str):
         vocab, classes, task_vocab = _vocab_and_classes(spec, vocab_size)
         _refuse_small_vocab(spec.text, vocab, task_vocab, context)
         extra = {"activation": activation or "tanh"} if kind == "elman" else {}
-        return cls.random(fmt, width, vocab, classes, seed, spec.text, **extra)
+        return cls.random(fmt or spec.format(), width, vocab, classes, seed, spec.text, **extra)
 
     factory.__doc__ = (f"{cls.__doc__.splitlines()[0]} Keys: width=M, precision=P[,frac=F] or dtype=, seed=S, "
                        + ("activation=tanh|relu, " if kind == "elman" else "")
@@ -65,20 +67,17 @@ def _dfa_factory(spec, vocab_size=None, **context):
     return model
 
 
-def _memorize_factory(spec, vocab_size=None, n=None, reduction=None, **context):
-    """Stores the input bits the task needs, one bit per unit; capacity=K keeps only K of them."""
-    from commsim.plugins import load_plugins
+def _memorize_factory(spec, vocab_size=None, n=None, reduction=None, memory_program=None, **context):
+    """Stores the input bits the task needs, one bit per unit; capacity=K keeps only K of them.  The
+    reduction hands its memory program over in the model context (``Reduction.model_context``)."""
     capacity = spec.int("capacity", None, minimum=1)
     if reduction is None or n is None:
         raise ModelError(f"model spec {spec.text!r}: memorize is built for a task; use it with `commsim run "
                          f"REDUCTION` (or build protocols.models.memorize.Memorize from a MemoryProgram)", "--model")
-    red = load_plugins().get("reduction", reduction)
-    make_program = getattr(red, "memory_program", None)
-    if make_program is None:
+    if memory_program is None:
         raise NotApplicable(f"memorize has no memory layout for {reduction}: its reduction does not say which "
                             f"input bits to store", "--model")
-    program = make_program(int(n))
-    return Memorize(program, capacity, vocab_size or 2, spec.text)
+    return Memorize(memory_program, capacity, vocab_size or 2, spec.text)
 
 
 _DESCRIPTIONS = {
@@ -91,12 +90,10 @@ _DESCRIPTIONS = {
 
 
 def register(registry) -> None:
+    """The recurrent model kinds (their simulator registers itself: ``protocols.simulators``)."""
     for kind in _TRAINABLE:
         registry.register("model", kind, _trainable_factory(kind), _DESCRIPTIONS[kind])
     registry.register("model", "dfa:dyck22", _dfa_factory,
                       "The Dyck-(2,2) automaton as an RNN: 3 one-bit state units (no keys)")
     registry.register("model", "memorize", _memorize_factory,
                       "Stores the input bits the task needs, one bit per unit (capacity=K keeps only K)")
-    from protocols.simulators import rnn_handoff
-    registry.register("simulator", rnn_handoff.RnnHandoff.name, rnn_handoff.RNN_HANDOFF,
-                      "Hidden-state handoff (Theorem 2 of [BHBK24]): Alice sends h_t, m*p bits, one-way")

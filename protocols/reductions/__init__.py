@@ -11,6 +11,7 @@ MODULES = (index, eq, disj, dyck, attention_tasks)
 
 
 def register(registry) -> None:
+    """Register every reduction of every module."""
     for module in MODULES:
         for cls in module.REDUCTIONS:
             registry.register("reduction", cls.id, cls(), cls.description)

@@ -23,9 +23,10 @@ from fractions import Fraction
 import numpy as np
 
 from commsim.core.errors import InputError
-from commsim.pipeline.interfaces import Encoded, Reduction
+from commsim.pipeline.interfaces import CONTIGUOUS_PREFIX, QUERY_ONLY, Encoded, Reduction
 from commsim.theory.bounds import Conditions, LowerBound
 from commsim.theory.problems import make_problem
+from protocols.theorems import disjointness_bits
 
 __all__ = ["DisjMatch3", "DisjQSA", "match3", "match3_modulus", "qsa_first_coordinate", "REDUCTIONS",
            "QSA_MAX_Q"]
@@ -80,14 +81,18 @@ class DisjMatch3(Reduction):
     description = "DISJ_n into Match3 on 2n + 1 tokens: a one-layer attention needs n bits, Hm(p + log N) = Omega(N)"
     default_model = "attention:heads=1,width=2,dim=8,precision=8,seed=0"
     default_n = 8
+    split = CONTIGUOUS_PREFIX   # Alice z_1..z_n; Bob z_(n+1)..z_(2n) and the query z_N
 
     def problem(self, n: int):
+        """DISJ_n."""
         return make_problem("disj", n)
 
     def vocabulary(self, n: int) -> list[str]:
+        """The residues 0..M-1."""
         return [str(z) for z in range(match3_modulus(n))]
 
     def encode(self, problem, A, B) -> Encoded:
+        """Alice's z_1..z_n, Bob's z_(n+1)..z_(2n), the public z_N = 0; the decision at N."""
         A, B = np.atleast_2d(A), np.atleast_2d(B)
         n = problem.n
         M = match3_modulus(n)
@@ -98,24 +103,31 @@ class DisjMatch3(Reduction):
         return Encoded(tokens, np.arange(n), (2 * n,))
 
     def decode(self, labels, B) -> np.ndarray:
+        """Match3 at N is 1 exactly when the sets intersect: the DISJ answer itself."""
         return (np.asarray(labels)[:, 0] == 1).astype(np.uint8)
 
     def lower_bound(self, model, wrapper, problem, encoded) -> LowerBound:
+        """Fact 1 of [BHBK24]: DISJ_n needs n bits, so a model computing Match3 carries them ([SHT23])."""
         n = problem.n
         extra = ""
         if hasattr(model, "heads") and hasattr(model, "width"):
             extra = f"; for this one-layer attention that asks 3·m·(p + log N)·H >= n, with m = {model.width}, " \
                     f"H = {model.heads}, p = {model.precision}"
-        return LowerBound(n, "DISJ_n fooling set (REFERENCE section 2), as used for Match3 in [SHT23]",
+        return LowerBound(disjointness_bits(n), "DISJ_n fooling set (REFERENCE section 2), as used for Match3 in [SHT23]",
                           Conditions("two-way", "Alice z_1..z_n, Bob z_(n+1)..z_(2n) and the query"),
                           f"every deterministic protocol for DISJ_{n} sends >= n = {n} bits, so a model computing "
                           f"Match3 on N = {2 * n + 1} tokens carries >= {n} bits{extra}")
 
-    def length_bound(self, arch: str, seq_len: int) -> LowerBound:
+    def length_bound(self, simulator, seq_len: int) -> LowerBound:
+        """DISJ_n at N = 2n + 1, one-way or two-way as the simulator declares its protocol on this split."""
         n = max((seq_len - 1) // 2, 0)
-        return LowerBound(n, "[SHT23] via DISJ_n (REFERENCE section 6)",
-                          Conditions("one-way" if arch == "rnn" else "two-way", "halves: Alice z_1..z_n, Bob the rest"),
-                          "Match3 on N = 2n + 1 tokens decides DISJ_n: n bits")
+        direction = simulator.split_direction(self.split)
+        bound = LowerBound(disjointness_bits(n), "[SHT23] via DISJ_n (REFERENCE section 6)",
+                           Conditions(direction or "two-way", "halves: Alice z_1..z_n, Bob the rest"),
+                           "Match3 on N = 2n + 1 tokens decides DISJ_n: n bits")
+        if direction is None:
+            return bound.not_applicable(f"{simulator.name} has no protocol for a {self.split} split")
+        return bound
 
 
 class DisjQSA(Reduction):
@@ -128,17 +140,21 @@ class DisjQSA(Reduction):
     description = "DISJ_q into qSA: Alice owns only the query, so one-way; a one-layer attention needs m p H >= q"
     default_model = "attention:heads=1,width=2,dim=8,precision=4,self=0,seed=0"
     default_n = 8
+    split = QUERY_ONLY
 
     def problem(self, n: int):
+        """DISJ_q (q at most QSA_MAX_Q: the query token ranges over 2^q sets)."""
         if n > QSA_MAX_Q:
             raise InputError(f"--n is q for disj-qsa; the query token ranges over 2^q sets, so q <= {QSA_MAX_Q}, "
                              f"got {n}", "--n")
         return make_problem("disj", n)
 
     def vocabulary(self, n: int) -> list[str]:
+        """+e1, -e1 and the 2^q query sets."""
         return ["+e1", "-e1"] + [f"y={code:0{n}b}" for code in range(1 << n)]
 
     def encode(self, problem, A, B) -> Encoded:
+        """Bob's values at positions 1..2q, Alice's query set at 2q + 1; the decision at the query."""
         A, B = np.atleast_2d(A), np.atleast_2d(B)
         q = problem.n
         tokens = np.ones((A.shape[0], 2 * q + 1), dtype=np.int64)       # "-e1" everywhere ...
@@ -148,9 +164,11 @@ class DisjQSA(Reduction):
         return Encoded(tokens, np.array([2 * q]), (2 * q,))
 
     def decode(self, labels, B) -> np.ndarray:
+        """Class 1 (the average is above -e1) means the sets intersect."""
         return (np.asarray(labels)[:, 0] == 1).astype(np.uint8)
 
     def lower_bound(self, model, wrapper, problem, encoded) -> LowerBound:
+        """DISJ_q needs q bits; one-way (Alice's message is each head's q_N) when the protocol is."""
         q = problem.n
         direction = wrapper.direction(model, encoded)
         if direction == "one-way":
@@ -158,14 +176,17 @@ class DisjQSA(Reduction):
                          f"q_N, so m·p·H >= q ([SHT23])")
         else:
             statement = f"every deterministic protocol for DISJ_{q} sends >= q = {q} bits (fooling set {{(x, ~x)}})"
-        return LowerBound(q, "[SHT23] (qSA) via DISJ_q, REFERENCE section 6",
+        return LowerBound(disjointness_bits(q), "[SHT23] (qSA) via DISJ_q, REFERENCE section 6",
                           Conditions(direction, "Alice: the query position only"), statement)
 
-    def length_bound(self, arch: str, seq_len: int) -> LowerBound:
+    def length_bound(self, simulator, seq_len: int) -> LowerBound:
+        """DISJ_q at N = 2q + 1; not applicable to a simulator without a protocol for this split."""
         q = max((seq_len - 1) // 2, 0)
-        bound = LowerBound(q, "[SHT23] (qSA) via DISJ_q", Conditions("one-way", "Alice: the query position only"),
+        direction = simulator.split_direction(self.split)
+        bound = LowerBound(disjointness_bits(q), "[SHT23] (qSA) via DISJ_q",
+                           Conditions(direction or "one-way", "Alice: the query position only"),
                            "qSA with N >= 2q + 1 decides DISJ_q: q bits")
-        if arch == "rnn":
+        if direction is None:
             return bound.not_applicable("in this reduction Alice owns only the last (query) position, which is not a "
                                         "prefix, so the hidden-state handoff does not apply; index-qsa gives the "
                                         "recurrent bound for qSA")

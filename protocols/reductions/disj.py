@@ -14,6 +14,7 @@ from commsim.theory.bounds import Conditions, LowerBound, ceil_log2
 from commsim.theory.problems import Disjointness, Problem
 from protocols.reductions.index import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype
 from protocols.reductions.layouts import MemoryProgram, StoreAndRecall
+from protocols.theorems import disjointness_bits
 
 __all__ = ["MultiQueryRecall", "REDUCTIONS", "key_vectors"]
 
@@ -37,12 +38,15 @@ class MultiQueryRecall(SourceReduction):
                    "queries them all; m*p >= N/2 = n")
 
     def problem(self, n: int) -> Disjointness:
+        """DISJ_n."""
         return Disjointness(int(n))
 
     def vocabulary(self, n: int) -> list[str]:
+        """0, 1 and the public keys v_1..v_n."""
         return ["0", "1"] + [f"v{i}" for i in range(1, n + 1)]
 
     def encode(self, problem: Problem, A, B) -> Encoded:
+        """v_1 a_1 .. v_n a_n (Alice's prefix), then the queries v_1 .. v_n (Bob's); outputs at the queries."""
         n = problem.n
         keys = np.arange(2, n + 2)
         tokens = np.empty((len(A), 3 * n), dtype=token_dtype(n + 2))
@@ -57,6 +61,7 @@ class MultiQueryRecall(SourceReduction):
         return np.any(recovered & (np.asarray(B) == 1), axis=1).astype(np.uint8)
 
     def memory_program(self, n: int) -> MemoryProgram:
+        """Store a_i in slot i; swap each queried bit into the answer slot."""
         vocab = n + 2
         token_bit = np.full(vocab, -1)
         token_bit[:2] = (0, 1)
@@ -67,17 +72,20 @@ class MultiQueryRecall(SourceReduction):
         return StoreAndRecall(n, store, token_bit, query, query_start=2 * n)
 
     def size_for_length(self, seq_len: int) -> int:
+        """n = N/2 (Theorem 8)."""
         return seq_len // 2  # N = 2n
 
     def one_way_bound(self, n: int) -> LowerBound:
+        """Theorem 8 of [BHBK24]: m·p >= N/2."""
         return LowerBound(
-            n, "Theorem 8 of [BHBK24] (DISJ_n: n bits, Fact 1)", ONE_WAY_CONTIGUOUS,
+            disjointness_bits(n), "Theorem 8 of [BHBK24] (DISJ_n: n bits, Fact 1)", ONE_WAY_CONTIGUOUS,
             f"m*p >= N/2 = {n}: a recurrent model doing MQAR over n = N/2 labelled keys gives a one-way DISJ_n "
             f"protocol of m*p bits (Theorem 2)")
 
     def two_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:
+        """Fact 1 of [BHBK24]: DISJ_n needs n bits two-way too."""
         return LowerBound(
-            n, "DISJ_n deterministic bound (fooling set {(x, complement of x)}; Fact 1 of [BHBK24])",
+            disjointness_bits(n), "DISJ_n deterministic bound (fooling set {(x, complement of x)}; Fact 1 of [BHBK24])",
             Conditions(direction="two-way", partition="any", deterministic=True),
             f"bits exchanged >= n = {n}: DISJ_n needs n bits even with two-way communication")
 

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commsim.core.errors import InputError, NotApplicable
-from commsim.pipeline.interfaces import Encoded, Reduction
+from commsim.core.errors import InputError, NotApplicable, ProblemInputError
+from commsim.pipeline.interfaces import CONTIGUOUS_PREFIX, ODD_EVEN, Encoded, Reduction
 from commsim.theory.bounds import Conditions, LowerBound, ceil_log2
-from commsim.core.errors import ProblemInputError
 from commsim.theory.problems import DyckProblem
+from protocols.theorems import dyck_fooling_bits, dyck_min_width
 
 __all__ = ["DyckFoolingProblem", "DyckFooling", "REDUCTIONS"]
 
@@ -29,6 +29,14 @@ RNN_REASON = ("Dyck-(2,2) needs N - 1 bits only for the odd/even split (Lemma 1 
               "contiguous, so the hidden-state handoff (Theorem 2) gives no protocol for it; and Dyck-(2,2) is "
               "recognized by a 7-state automaton (stacks of depth <= 2, REFERENCE section 2), so a recurrent "
               "model with ceil(log2 8) = 3 state bits suffices: the bound applies to one-layer attention, not RNNs")
+
+
+def _no_protocol_reason(simulator) -> str:
+    """Why the odd/even bound says nothing about ``simulator``, which has no protocol for that split."""
+    if simulator.partition_kind == CONTIGUOUS_PREFIX:   # Theorem 2's setting: the recurrent models
+        return f"dyck22-fooling does not apply to a recurrent model: {RNN_REASON}"
+    return (f"dyck22-fooling bounds protocols on the odd/even split (Lemma 1 of [BHBK24]); {simulator.name} "
+            f"has none for it")
 
 
 @dataclass(frozen=True)
@@ -39,10 +47,12 @@ class DyckFoolingProblem(DyckProblem):
     all_description = "all members of length N: the fooling set"
 
     def all_pairs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every member of length N, split into Alice's odd and Bob's even symbols."""
         return self.split(self.language.members(self.n))
 
     @property
     def input_pairs(self) -> int:
+        """2^(N-1): the number of members."""
         return self.language.count(self.n)
 
 
@@ -57,8 +67,10 @@ class DyckFooling(Reduction):
                    "mH >= (N-1)/(3(p + log N))")
     default_model = "attention:probe:at=0,accept=0/2"
     default_n = 20
+    split = ODD_EVEN
 
     def problem(self, n: int) -> DyckFoolingProblem:
+        """Dyck-(2,2) membership at even length N >= 2, the fooling set as its exhaustive instances."""
         if n < 2:
             raise InputError(f"--n is the Dyck string length N and must be at least 2, got {n}", "--n")
         if n % 2:
@@ -67,37 +79,42 @@ class DyckFooling(Reduction):
         return DyckFoolingProblem(n)
 
     def vocabulary(self, n: int) -> list[str]:
+        """The brackets ( ) [ ]."""
         return list("()[]")
 
     def encode(self, problem, A, B) -> Encoded:
+        """The string itself, Alice at the odd positions (0-based even), the decision at the last position."""
         tokens = DyckProblem.interleave(A, B)
         return Encoded(tokens, np.arange(0, tokens.shape[1], 2), (tokens.shape[1] - 1,))
 
     def decode(self, labels, B) -> np.ndarray:
+        """Class 1 means member."""
         return (np.asarray(labels)[:, 0] == 1).astype(np.uint8)
 
     def check(self, model, wrapper, problem) -> None:
-        if wrapper.name == "rnn-handoff":
-            raise NotApplicable(f"dyck22-fooling does not apply to a recurrent model: {RNN_REASON}", "--model")
-        if wrapper.name != "attention-exchange":
-            raise NotApplicable(f"dyck22-fooling bounds one-layer attention (the protocol of Theorem 4 of "
-                                f"[BHBK24]); {wrapper.name} is not one", "--model")
+        """Refuse a simulator that has no protocol for the odd/even split (a recurrent model's handoff)."""
+        if wrapper.split_direction(self.split) is None:
+            raise NotApplicable(_no_protocol_reason(wrapper), "--model")
 
     def lower_bound(self, model, wrapper, problem, encoded) -> LowerBound:
+        """Lemma 1 of [BHBK24]: N - 1 bits; for a one-layer attention, Theorem 5's width bound beside it."""
         N = problem.n
-        p, m, H = model.precision, model.width, model.heads
-        L = ceil_log2(N)
-        need = (N - 1) / (3 * (p + L))
-        statement = (f"deciding Dyck-(2,2) with the odd/even split takes N - 1 = {N - 1} bits; for a one-layer "
-                     f"attention (Theorem 5): mH >= (N - 1)/(3(p + ceil(log2 N))) = {N - 1}/(3·({p} + {L})) = "
-                     f"{need:.3f}, and this model has mH = {m * H}")
-        return LowerBound(N - 1, "Lemma 1 of [BHBK24]", Conditions("two-way", "odd-even"), statement)
+        statement = f"deciding Dyck-(2,2) with the odd/even split takes N - 1 = {dyck_fooling_bits(N)} bits"
+        if all(hasattr(model, key) for key in ("precision", "width", "heads")):   # a one-layer attention
+            p, m, H = model.precision, model.width, model.heads
+            statement += (f"; for a one-layer attention (Theorem 5): mH >= (N - 1)/(3(p + ceil(log2 N))) = "
+                          f"{N - 1}/(3·({p} + {ceil_log2(N)})) = {float(dyck_min_width(N, p)):.3f}, and this model "
+                          f"has mH = {m * H}")
+        return LowerBound(dyck_fooling_bits(N), "Lemma 1 of [BHBK24]", Conditions("two-way", ODD_EVEN), statement)
 
-    def length_bound(self, arch: str, seq_len: int) -> LowerBound:
-        bound = LowerBound(max(seq_len - 1, 0), "Lemma 1 and Theorem 5 of [BHBK24]", Conditions("two-way", "odd-even"),
+    def length_bound(self, simulator, seq_len: int) -> LowerBound:
+        """Lemma 1 and Theorem 5 of [BHBK24] at length N; not applicable without an odd/even protocol."""
+        bound = LowerBound(dyck_fooling_bits(seq_len), "Lemma 1 and Theorem 5 of [BHBK24]",
+                           Conditions("two-way", ODD_EVEN),
                            "Dyck-(2,2) with the odd/even split takes N - 1 bits: mH >= (N - 1)/(3(p + log N))")
-        if arch == "rnn":
-            return bound.not_applicable(RNN_REASON)
+        if simulator.split_direction(self.split) is None:
+            return bound.not_applicable(RNN_REASON if simulator.partition_kind == CONTIGUOUS_PREFIX
+                                        else _no_protocol_reason(simulator))
         return bound
 
 

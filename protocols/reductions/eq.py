@@ -14,6 +14,7 @@ from commsim.theory.bounds import Conditions, LowerBound
 from commsim.theory.problems import Equality, Problem
 from protocols.reductions.index import ONE_WAY_CONTIGUOUS, SourceReduction
 from protocols.reductions.layouts import MemoryProgram, StoreAndCompare
+from protocols.theorems import equality_bits
 
 __all__ = ["Inequality", "REDUCTIONS"]
 
@@ -28,12 +29,15 @@ class Inequality(SourceReduction):
     description = "EQ -> INEQ on {0,1}^2n: Alice the first half, Bob the second; RNN m*p >= N/2, attention 3m(p+log N)H >= n"
 
     def problem(self, n: int) -> Equality:
+        """EQ_n."""
         return Equality(int(n))
 
     def vocabulary(self, n: int) -> list[str]:
+        """The bits 0 and 1."""
         return ["0", "1"]
 
     def encode(self, problem: Problem, A, B) -> Encoded:
+        """a_1..a_n (Alice's prefix) then b_1..b_n; the decision at the last position."""
         n = problem.n
         tokens = np.empty((len(A), 2 * n), dtype=np.uint8)
         tokens[:, :n] = np.asarray(A)
@@ -45,20 +49,24 @@ class Inequality(SourceReduction):
         return 1 - np.asarray(labels)[:, 0].astype(np.int16)
 
     def memory_program(self, n: int) -> MemoryProgram:
+        """Store the first half, compare the second bit by bit."""
         return StoreAndCompare(n)
 
     def size_for_length(self, seq_len: int) -> int:
+        """n = N/2 (Theorem 11)."""
         return seq_len // 2  # N = 2n
 
     def one_way_bound(self, n: int) -> LowerBound:
+        """Theorem 11 of [BHBK24]: m·p >= N/2."""
         return LowerBound(
-            n, "Theorem 11 of [BHBK24] (EQ_n: n bits, Fact 2; also Lemma 4)", ONE_WAY_CONTIGUOUS,
+            equality_bits(n), "Theorem 11 of [BHBK24] (EQ_n: n bits, Fact 2; also Lemma 4)", ONE_WAY_CONTIGUOUS,
             f"m*p >= N/2 = {n}: a recurrent model computing INEQ on {{0,1}}^{2 * n} gives a one-way EQ_{n} protocol "
             f"of m*p bits (Theorem 2); equivalently a DFA agreeing with INEQ needs 2^(N/2) states (Lemma 4)")
 
     def two_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:
+        """Theorem 12 of [BHBK24]: EQ_n needs n bits two-way too, so 3m(p + log N)H >= n."""
         return LowerBound(
-            n, "Theorem 12 of [BHBK24] (EQ_n: n bits two-way, fooling set {(x, x)})",
+            equality_bits(n), "Theorem 12 of [BHBK24] (EQ_n: n bits two-way, fooling set {(x, x)})",
             Conditions(direction="two-way", partition="any", deterministic=True),
             f"3m(p + log N)H >= n = {n}: EQ_n needs n bits even with two-way communication, so the one-layer "
             f"attention exchange (Theorem 4) must carry them")

@@ -12,10 +12,11 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.core.errors import NotApplicable
-from commsim.pipeline.interfaces import Encoded, Reduction
-from commsim.theory.bounds import Conditions, LowerBound, ceil_log2
+from commsim.pipeline.interfaces import CONTIGUOUS_PREFIX, Encoded, Reduction
+from commsim.theory.bounds import Conditions, LowerBound
 from commsim.theory.problems import Index, Problem
 from protocols.reductions.layouts import MemoryProgram, StoreAndLookup
+from protocols.theorems import index_one_way_bits, index_two_way_protocol_bits
 
 __all__ = ["SourceReduction", "IndexLookup", "AssociativeRecall", "SparseAveraging", "REDUCTIONS", "token_dtype"]
 
@@ -23,21 +24,26 @@ ONE_WAY_CONTIGUOUS = Conditions(direction="one-way", partition="contiguous", det
 
 
 def token_dtype(vocab_size: int) -> np.dtype:
+    """The smallest unsigned type that holds the token ids."""
     return np.dtype(np.uint8 if vocab_size <= 256 else np.uint16 if vocab_size <= 65536 else np.int32)
 
 
 class SourceReduction(Reduction):
     """What the INDEX / EQ / DISJ reductions share: the defaults of ``commsim run``, the vocabulary
-    check, and the choice between the one-way and two-way bound by the protocol's direction.
+    check, the memory program handed to ``memorize``, and the choice between the one-way and two-way
+    bound by the protocol's declared direction.
 
+    Every encoding gives Alice a prefix and Bob the rest, the outputs included (a contiguous split).
     Default model: ``memorize:capacity=7`` at n = 8 -- a state one bit short of the bound, so
     ``commsim run REDUCTION`` finishes in a second and shows the pigeonhole certificate.
     """
 
     default_model = "memorize:capacity=7"
     default_n = 8
+    split = CONTIGUOUS_PREFIX
 
     def check(self, model, wrapper, problem: Problem) -> None:
+        """Refuse a model that reads fewer tokens than the task uses."""
         vocab = getattr(model, "vocab_size", None)
         need = len(self.vocabulary(problem.n))
         if vocab is not None and vocab < need:
@@ -48,14 +54,21 @@ class SourceReduction(Reduction):
         """The memorizing recurrence's layout for this task (see ``protocols.models.memorize.Memorize``)."""
         raise NotImplementedError
 
+    def model_context(self, n: int) -> dict:
+        """The base context, and the ``memory_program`` the ``memorize`` model stores the task's bits by."""
+        return {**super().model_context(n), "memory_program": self.memory_program(n)}
+
     # ---- bounds ------------------------------------------------------------------------------
     def one_way_bound(self, n: int) -> LowerBound:  # pragma: no cover - abstract
+        """The bound on one-way protocols (Alice speaks once), with the theorem it gives."""
         raise NotImplementedError
 
     def two_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:  # pragma: no cover - abstract
+        """The bound on two-way protocols (or ``one_way`` marked not applicable, with the reason)."""
         raise NotImplementedError
 
     def lower_bound(self, model, wrapper, problem: Problem, encoded: Encoded) -> LowerBound:
+        """The one-way bound when the simulator's protocol is one-way on this split, else the two-way one."""
         one_way = self.one_way_bound(problem.n)
         if wrapper.direction(model, encoded) == "one-way":
             return one_way
@@ -65,18 +78,24 @@ class SourceReduction(Reduction):
         """The source problem's n for a model sequence length N, as the theorem states it."""
         raise NotImplementedError
 
-    def length_bound(self, arch: str, seq_len: int) -> LowerBound:
-        """The theorem's bound at sequence length N: the recurrent handoff is one-way, the attention
-        exchange two-way (``commsim budget``)."""
+    def length_bound(self, simulator, seq_len: int) -> LowerBound:
+        """The theorem's bound at sequence length N, one-way or two-way as the simulator declares its
+        protocol on a contiguous split (``commsim budget``)."""
         n = max(self.size_for_length(seq_len), 0)
         one_way = self.one_way_bound(n)
-        return one_way if arch == "rnn" else self.two_way_bound(n, one_way)
+        direction = simulator.split_direction(self.split)
+        if direction is None:
+            return one_way.not_applicable(f"{simulator.name} has no protocol for a {self.split} split")
+        return one_way if direction == "one-way" else self.two_way_bound(n, one_way)
 
 
 class _IndexFamily(SourceReduction):
+    """The INDEX_n reductions: decoding and the two-way bound they share."""
+
     problem_name = "index"
 
     def problem(self, n: int) -> Index:
+        """INDEX_n."""
         return Index(int(n))
 
     def decode(self, labels: np.ndarray, B: np.ndarray) -> np.ndarray:
@@ -84,11 +103,13 @@ class _IndexFamily(SourceReduction):
         return np.asarray(labels)[:, 0]
 
     def two_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:
+        """Not applicable: INDEX_n takes only ceil(log2 n) + 1 bits two-way."""
+        two_way = index_two_way_protocol_bits(n)
         return one_way.not_applicable(
             f"the protocol is two-way, and INDEX_n is easy two-way (Bob sends b, Alice answers: "
-            f"ceil(log2 n) + 1 = {ceil_log2(n) + 1} bits), so only that bound applies and there is no "
+            f"ceil(log2 n) + 1 = {two_way} bits), so only that bound applies and there is no "
             f"contradiction: Theorem 1 of [BHBK24] solves index lookup with one attention layer of width O(log N)",
-            bits=ceil_log2(n) + 1, source="INDEX two-way protocol; Theorem 1 of [BHBK24]")
+            bits=two_way, source="INDEX two-way protocol; Theorem 1 of [BHBK24]")
 
 
 class IndexLookup(_IndexFamily):
@@ -100,9 +121,11 @@ class IndexLookup(_IndexFamily):
     description = "INDEX -> index lookup: Alice's bits are s_1..s_n, Bob's index is the last token; m*p >= n"
 
     def vocabulary(self, n: int) -> list[str]:
+        """0, 1 and the index tokens #1..#n."""
         return ["0", "1"] + [f"#{i}" for i in range(1, n + 1)]
 
     def encode(self, problem: Problem, A, B) -> Encoded:
+        """s_1..s_n = a (Alice's prefix), then the index token #b (Bob's); the decision at the last position."""
         n = problem.n
         A, B = np.asarray(A), np.asarray(B, dtype=np.int64)
         tokens = np.empty((len(A), n + 1), dtype=token_dtype(n + 2))
@@ -111,6 +134,7 @@ class IndexLookup(_IndexFamily):
         return Encoded(tokens, np.arange(n), (n,))
 
     def memory_program(self, n: int) -> MemoryProgram:
+        """Store s_i in slot i; at the index token, look the queried bit up."""
         vocab = n + 2
         token_bit = np.full(vocab, -1)
         token_bit[:2] = (0, 1)
@@ -119,11 +143,13 @@ class IndexLookup(_IndexFamily):
         return StoreAndLookup(n, np.arange(n), token_bit, query, query_position=n)
 
     def size_for_length(self, seq_len: int) -> int:
+        """n = N."""
         return seq_len  # Theorem 3 states m*p >= N, N the string length (the index token aside)
 
     def one_way_bound(self, n: int) -> LowerBound:
+        """Theorem 3 of [BHBK24]: m·p >= N."""
         return LowerBound(
-            n, "Theorem 3 of [BHBK24] (INDEX one-way: n bits, Fact 3)", ONE_WAY_CONTIGUOUS,
+            index_one_way_bits(n), "Theorem 3 of [BHBK24] (INDEX one-way: n bits, Fact 3)", ONE_WAY_CONTIGUOUS,
             f"m*p >= N = {n}: a recurrent model doing index lookup on length-N strings gives a one-way INDEX_N "
             f"protocol of m*p bits (Theorem 2), and INDEX_N needs N bits one-way")
 
@@ -138,9 +164,11 @@ class AssociativeRecall(_IndexFamily):
                    "m*p >= n")
 
     def vocabulary(self, n: int) -> list[str]:
+        """0, 1 and the keys k_1..k_n."""
         return ["0", "1"] + [f"k{i}" for i in range(1, n + 1)]
 
     def encode(self, problem: Problem, A, B) -> Encoded:
+        """The public keys with Alice's labels, then Bob's query key; the decision at the last position."""
         n = problem.n
         A, B = np.asarray(A), np.asarray(B, dtype=np.int64)
         tokens = np.empty((len(A), 2 * n + 1), dtype=token_dtype(n + 2))
@@ -150,6 +178,7 @@ class AssociativeRecall(_IndexFamily):
         return Encoded(tokens, np.arange(2 * n), (2 * n,))
 
     def memory_program(self, n: int) -> MemoryProgram:
+        """Store each label a_i in slot i; at the query key, look it up."""
         vocab = n + 2
         token_bit = np.full(vocab, -1)
         token_bit[:2] = (0, 1)
@@ -160,11 +189,13 @@ class AssociativeRecall(_IndexFamily):
         return StoreAndLookup(n, store, token_bit, query, query_position=2 * n)
 
     def size_for_length(self, seq_len: int) -> int:
+        """n = (N - 1)/2 pairs."""
         return (seq_len - 1) // 2  # n pairs and the query key
 
     def one_way_bound(self, n: int) -> LowerBound:
+        """Proposition 9 of [BHBK24]: m·p >= n pairs."""
         return LowerBound(
-            n, "Proposition 9 of [BHBK24] (INDEX one-way: n bits)", ONE_WAY_CONTIGUOUS,
+            index_one_way_bits(n), "Proposition 9 of [BHBK24] (INDEX one-way: n bits)", ONE_WAY_CONTIGUOUS,
             f"m*p >= N = {n} pairs: Alice feeds the pairs (k_i, a_i), sends h_2N, Bob queries k_b (Theorem 2)")
 
 
@@ -178,10 +209,12 @@ class SparseAveraging(_IndexFamily):
                    "state bits >= n")
 
     def vocabulary(self, n: int) -> list[str]:
+        """Alice's tokens (i, {}, v) and Bob's (n+1, {b}, 0)."""
         alice = [f"({i},{{}},{v})" for i in range(1, n + 1) for v in (0, 1)]
         return alice + [f"({n + 1},{{{b}}},0)" for b in range(1, n + 1)]
 
     def encode(self, problem: Problem, A, B) -> Encoded:
+        """x_i = (i, {}, a_i) for i <= n (Alice), then (n+1, {b}, 0) (Bob); the decision at n+1."""
         n = problem.n
         A, B = np.asarray(A), np.asarray(B, dtype=np.int64)
         tokens = np.empty((len(A), n + 1), dtype=token_dtype(3 * n))
@@ -190,6 +223,7 @@ class SparseAveraging(_IndexFamily):
         return Encoded(tokens, np.arange(n), (n,))
 
     def memory_program(self, n: int) -> MemoryProgram:
+        """Store a_i in slot i; at the query, look the queried bit up."""
         token_bit = np.full(3 * n, -1)
         token_bit[:2 * n] = np.arange(2 * n) % 2
         query = np.full(3 * n, -1)
@@ -197,11 +231,13 @@ class SparseAveraging(_IndexFamily):
         return StoreAndLookup(n, np.arange(n), token_bit, query, query_position=n)
 
     def size_for_length(self, seq_len: int) -> int:
+        """n = N - 1."""
         return seq_len - 1  # n data positions and the query
 
     def one_way_bound(self, n: int) -> LowerBound:
+        """[SHT23], q = 1: state bits >= n = N - 1."""
         return LowerBound(
-            n, "[SHT23] (qSA with q = 1; INDEX one-way: n bits)", ONE_WAY_CONTIGUOUS,
+            index_one_way_bits(n), "[SHT23] (qSA with q = 1; INDEX one-way: n bits)", ONE_WAY_CONTIGUOUS,
             f"state bits >= n = N - 1 = {n}: exact q-sparse averaging with q = 1 solves INDEX_n one-way; "
             f"the [SHT23] statement for an epsilon-approximation reads m >= (N - 1)/2")
 

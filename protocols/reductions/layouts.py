@@ -11,18 +11,22 @@ class MemoryProgram:
     ``slots`` is the number of bits of Alice's input the task needs.  :meth:`step` updates a batch
     of memories (batch, capacity) of 0/1 values after the tokens at position ``t``; a capacity
     below ``slots`` must drop bits.  The readout is the bit in :meth:`answer_slot`.  Reductions
-    provide their program through ``memory_program(n)``.
+    provide their program through ``memory_program(n)`` and hand it to the model factory in their
+    model context (``memory_program``), so ``protocols.models.memorize`` never imports this module.
     """
 
     slots: int = 0
 
     def step(self, mem: np.ndarray, tokens: np.ndarray, t: int) -> np.ndarray:  # pragma: no cover
+        """The memories (batch, capacity) after the tokens at position t."""
         raise NotImplementedError
 
     def answer_slot(self, capacity: int) -> int:
+        """The slot the readout reads."""
         return 0
 
     def describe(self) -> str:
+        """What the program does, in words."""
         return type(self).__name__
 
 
@@ -32,18 +36,21 @@ class _Storing(MemoryProgram):
     are dropped."""
 
     def __init__(self, slots: int, store_slot, token_bit, query_slot):
+        """Slots, the slot of each position's bit, the bit each token carries, the slot each query token asks for."""
         self.slots = int(slots)
         self.store_slot = np.asarray(store_slot, dtype=np.int64)
         self.token_bit = np.asarray(token_bit, dtype=np.int64)
         self.query_slot = np.asarray(query_slot, dtype=np.int64)
 
     def _store(self, mem, tokens, t) -> None:
+        """Write position t's data bit into its slot (dropped beyond the capacity)."""
         if t < len(self.store_slot):
             slot = int(self.store_slot[t])
             if 0 <= slot < mem.shape[1]:
                 mem[:, slot] = np.clip(self.token_bit[tokens], 0, 1)
 
     def _lookup(self, mem, tokens) -> tuple[np.ndarray, np.ndarray]:
+        """The queried bits (0 when dropped) and the slots the query tokens ask for."""
         slot = self.query_slot[tokens]
         ok = (slot >= 0) & (slot < mem.shape[1])
         got = mem[np.arange(mem.shape[0]), np.clip(slot, 0, mem.shape[1] - 1)]
@@ -55,16 +62,19 @@ class StoreAndLookup(_Storing):
     slot 0, the answer slot.  Index lookup, associative recall, q-sparse averaging with q = 1."""
 
     def __init__(self, slots, store_slot, token_bit, query_slot, query_position: int):
+        """A storing program whose query comes at ``query_position``."""
         super().__init__(slots, store_slot, token_bit, query_slot)
         self.query_position = int(query_position)
 
     def step(self, mem, tokens, t):
+        """Store, and at the query position look the bit up into slot 0."""
         self._store(mem, tokens, t)
         if t == self.query_position:
             mem[:, 0] = self._lookup(mem, tokens)[0]
         return mem
 
     def describe(self) -> str:
+        """What the program does, in words."""
         return "stores the data bits, then looks up the queried one"
 
 
@@ -75,10 +85,12 @@ class StoreAndRecall(_Storing):
     slot reads 0."""
 
     def __init__(self, slots, store_slot, token_bit, query_slot, query_start: int):
+        """A storing program whose queries start at ``query_start``."""
         super().__init__(slots, store_slot, token_bit, query_slot)
         self.query_start = int(query_start)
 
     def step(self, mem, tokens, t):
+        """Store, and from query_start on swap each queried bit into slot 0."""
         self._store(mem, tokens, t)
         if t >= self.query_start:
             rows = np.arange(mem.shape[0])
@@ -92,6 +104,7 @@ class StoreAndRecall(_Storing):
         return mem
 
     def describe(self) -> str:
+        """What the program does, in words."""
         return "stores the data bits, then swaps each queried bit into the answer slot"
 
 
@@ -101,9 +114,11 @@ class StoreAndCompare(MemoryProgram):
     comparison is the answer.  With capacity K < n only the first K positions are compared."""
 
     def __init__(self, n: int):
+        """INEQ on {0,1}^(2n): n slots."""
         self.slots = int(n)
 
     def step(self, mem, tokens, t):
+        """Store the first half; compare the second half bit by bit."""
         n, k = self.slots, mem.shape[1]
         bit = np.clip(np.asarray(tokens, dtype=np.float64), 0.0, 1.0)
         if t < n:
@@ -119,7 +134,9 @@ class StoreAndCompare(MemoryProgram):
         return mem
 
     def answer_slot(self, capacity: int) -> int:
+        """The slot of the last comparison's flag."""
         return min(self.slots, capacity) - 1
 
     def describe(self) -> str:
+        """What the program does, in words."""
         return "stores the first half, then compares the second half bit by bit"

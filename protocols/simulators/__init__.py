@@ -1,0 +1,17 @@
+"""Simulators: what turns a model into party programs (registry kind ``simulator``).
+
+``rnn_handoff`` is Theorem 2 of [BHBK24] (any recurrent model, contiguous splits, m·p bits one-way);
+``attention_exchange`` is Theorem 4 of [BHBK24] (one-layer attention, any partition).  The package
+registers them itself through its own entry point (``simulators`` in ``commsim.plugins``).
+"""
+from __future__ import annotations
+
+
+def register(registry) -> None:
+    """Register every simulator; a model's kind selects the one that ``accepts`` it."""
+    from protocols.simulators.attention_exchange import ATTENTION_EXCHANGE
+    from protocols.simulators.rnn_handoff import RNN_HANDOFF
+    registry.register("simulator", RNN_HANDOFF.name, RNN_HANDOFF,
+                      "Hidden-state handoff (Theorem 2 of [BHBK24]): Alice sends h_t, m*p bits, one-way")
+    registry.register("simulator", ATTENTION_EXCHANGE.name, ATTENTION_EXCHANGE,
+                      "one-layer attention: max-logit / partial-softmax exchange (Theorem 4 of [BHBK24])")

@@ -22,13 +22,15 @@ from commsim.certify.pigeonhole import collision_certificate
 from commsim.core.arithmetic import label_dtype
 from commsim.core.errors import NotApplicable
 from commsim.core.party import Protocol, ProtocolError, Receive, Send
-from commsim.pipeline.interfaces import Encoded, Simulator, Share, Sweep
+from commsim.pipeline.interfaces import CONTIGUOUS_PREFIX, Encoded, Simulator, Share, Sweep
 from protocols.models.recurrent import RecurrentModel
+from protocols.theorems import handoff_bits
 
 MESSAGE_LABEL = "hidden state"
 
 
 def _positions_text(positions: np.ndarray, limit: int = 8) -> str:
+    """1-based positions, the first ``limit`` of them."""
     shown = ", ".join(str(int(p) + 1) for p in positions[:limit])
     return shown + (", ..." if len(positions) > limit else "")
 
@@ -60,21 +62,25 @@ class HandoffProtocol(Protocol):
     output_party = "bob"
 
     def __init__(self, model: RecurrentModel, split: int, output_positions: tuple[int, ...]):
+        """The programs for a split after ``split`` positions."""
         self.model = model
         self.split = int(split)
         self.output_positions = tuple(int(p) for p in output_positions)
 
     def _check_share(self, share: Share, party: str, expected: np.ndarray) -> np.ndarray:
+        """The share's tokens (1, k); ProtocolError when it does not hold the expected positions."""
         if not np.array_equal(np.asarray(share.positions), expected):
             raise ProtocolError(f"{party}'s share does not hold positions {_positions_text(expected)}")
         return np.asarray(share.tokens)[None, :]
 
     def alice(self, share: Share):
+        """Alice: run the model on her prefix and send h_t."""
         tokens = self._check_share(share, "alice", np.arange(self.split))
         state, _ = self.model.run(tokens)  # h_t (h_0 when Alice holds nothing)
         yield Send(MESSAGE_LABEL, self.model.format.encode(state))
 
     def bob(self, share: Share):
+        """Bob: decode h_t, resume the model on his suffix, return the outputs."""
         tokens = self._check_share(share, "bob", np.arange(self.split, share.seq_len))
         bits = yield Receive(MESSAGE_LABEL)
         units = self.model.state_units
@@ -91,36 +97,48 @@ class RnnHandoff(Simulator):
     name = "rnn-handoff"
     source = "Theorem 2 of [BHBK24]"
     arch = "rnn"
+    budget_parameters = ("width", "precision")
+    partition_kind = CONTIGUOUS_PREFIX       # Theorem 2: Alice holds x_1..x_t, Bob the rest
+    one_way_splits = (CONTIGUOUS_PREFIX,)    # one message, Alice to Bob
 
     def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:
-        """m·p, whatever N (Theorem 2)."""
-        return width * precision, f"m·p = {width}·{precision} = {width * precision} (Theorem 2)"
+        """Theorem 2 of [BHBK24]: m·p, whatever N (:func:`protocols.theorems.handoff_bits`)."""
+        bits = handoff_bits(width, precision)
+        return bits, f"m·p = {width}·{precision} = {bits} (Theorem 2)"
 
     def accepts(self, model) -> bool:
+        """Any recurrent model (Elman, LSTM, GRU, the Dyck automaton, memorize, ...)."""
         return isinstance(model, RecurrentModel)
 
     def direction(self, model, encoded: Encoded) -> str:
+        """Always one-way: Alice's one message."""
         return "one-way"
 
     def check_partition(self, model, encoded: Encoded) -> None:
+        """The split must give Alice a prefix and Bob the outputs; the tokens must fit the model."""
         split_point(encoded)
         if encoded.tokens.size and int(encoded.tokens.max()) >= model.vocab_size:
             raise NotApplicable(f"the task uses token {int(encoded.tokens.max())} but the model reads only "
                                 f"{model.vocab_size} tokens", "--model")
 
     def bits_formula(self, model, encoded: Encoded) -> tuple[int, str]:
+        """Theorem 2's m·p for this model's state (2m·p for an LSTM's (h, c))."""
         m, p = model.width, model.precision_bits
+        bits = handoff_bits(model.state_units, p)
         if model.state_units == 2 * m and model.kind == "lstm":
-            return model.state_bits, f"2m*p = 2*{m}*{p} = {model.state_bits} bits: the state (h, c), {model.describe_state()}"
-        return model.state_bits, f"m*p = {model.state_units}*{p} = {model.state_bits} bits: h_t, {model.describe_state()}"
+            return bits, f"2m*p = 2*{m}*{p} = {bits} bits: the state (h, c), {model.describe_state()}"
+        return bits, f"m*p = {model.state_units}*{p} = {bits} bits: h_t, {model.describe_state()}"
 
     def make_protocol(self, model, encoded: Encoded) -> HandoffProtocol:
+        """Alice's and Bob's programs for the task's split point."""
         return HandoffProtocol(model, split_point(encoded), encoded.output_positions)
 
     def direct_labels(self, model, encoded: Encoded) -> np.ndarray:
+        """The model's own decisions at the output positions."""
         return model.labels(model.forward_batch(encoded.tokens, encoded.output_positions))
 
     def sweep(self, model, encoded: Encoded, progress=None) -> Sweep:
+        """The handoff and the direct forward on every instance (Alice's state once per run of equal prefixes)."""
         t = split_point(encoded)
         tokens = encoded.tokens
         outs = tuple(encoded.output_positions)
@@ -184,11 +202,13 @@ class RnnHandoff(Simulator):
             raise ProtocolError(f"{reduction.id}: Alice's tokens depend on Bob's input; the encoding is not a split")
 
         def alice_messages(A: np.ndarray) -> np.ndarray:
+            """Alice's messages (h_t encoded) for a batch of her inputs, as rows of bytes."""
             enc = reduction.encode(problem, A, np.repeat(b_fixed, len(A), axis=0))
             states = model.final_states(enc.tokens[:, :t]) if t else model.initial_state(len(A))
             return message_rows(model.format.encode(states), len(A))
 
         def direct_answers(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+            """The model's direct answers on the source problem's instances."""
             return reduction.decode(self.direct_labels(model, reduction.encode(problem, A, B)), B)
 
         return collision_certificate(problem, alice_messages, direct_answers, message_bits=model.state_bits,

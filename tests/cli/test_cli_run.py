@@ -9,9 +9,9 @@ import pytest
 from cli_helpers import invoke, run_main
 
 from commsim.cli import cli
+from commsim.certify.view import certificate_view
 from commsim.cli.common import (
     bit_breakdown,
-    certificate_view,
     progress_bar,
     sequence_lines,
 )
@@ -145,15 +145,16 @@ def test_certificate_view_collision_index_marks_bobs_index():
             "explanation": "", "details": {"colliding_alice_input": [0, 0, 0, 0], "message_bits": 3,
                                            "other_expected": 0, "other_model_output": 0}}
     v = certificate_view(cert, "index")
-    assert v["alice_marks"] == [2] and v["bob_marks"] == [] and len(v["rows"]) == 2
-    assert "position 3" in v["caption"]
+    assert v.alice_marks == [2] and v.bob_marks == [] and len(v.rows) == 2
+    assert "position 3" in v.caption
+    assert v.rows[0].bob_index == 2 and v.rows[0].alice_symbols == ("0", "0", "1", "0")
 
 
 def test_certificate_view_collision_eq_marks_the_differences():
     cert = {"kind": "collision", "alice_input": [0, 1, 1], "bob_input": [0, 1, 0], "expected": 0, "model_output": 1,
             "explanation": "", "details": {"colliding_alice_input": [0, 1, 0]}}
     v = certificate_view(cert, "eq")
-    assert v["alice_marks"] == v["bob_marks"] == [2]
+    assert v.alice_marks == v.bob_marks == [2]
 
 
 def test_certificate_view_rectangle_marks_the_crossed_positions():
@@ -163,23 +164,26 @@ def test_certificate_view_rectangle_marks_the_crossed_positions():
                         "member_2": {"index": 1, "alice": [0, 1, 0], "bob": [0, 0, 1]},
                         "protocol_answer_on_crossing": 1}}
     v = certificate_view(cert, "dyck22")
-    assert [r["label"] for r in v["rows"]] == ["member 0", "member 1", "crossing"]
-    assert v["alice_marks"] == [2] and v["bob_marks"] == [2]
-    assert v["rows"][0]["answer"] == 1 and v["rows"][2]["answer"] == 0
+    assert [r.label for r in v.rows] == ["member 0", "member 1", "crossing"]
+    assert v.alice_marks == [2] and v.bob_marks == [2]
+    assert v.rows[0].answer == 1 and v.rows[2].answer == 0
+    assert v.rows[2].alice_symbols == ("(", ")", ")") and v.rows[2].bob_symbols == ("(", "(", ")")
 
 
 def test_certificate_view_error_disj_marks_the_common_elements():
     cert = {"kind": "error", "alice_input": [1, 0, 1], "bob_input": [0, 0, 1], "expected": 1, "model_output": 0,
             "explanation": "", "details": {}}
-    assert certificate_view(cert, "disj")["alice_marks"] == [2]
+    v = certificate_view(cert, "disj")
+    assert v.alice_marks == [2] and v.to_dict()["rows"][0]["label"] == "wrong on"
 
 
 # ---- budget ------------------------------------------------------------------------------------------
 def _tasks_with_length_bounds():
+    from commsim.pipeline.budget import protocol_for_arch
     out = []
     for entry in load_plugins().entries("reduction"):
         try:
-            entry.obj.length_bound("rnn", 16)
+            entry.obj.length_bound(protocol_for_arch("rnn"), 16)
             out.append(entry.name)
         except NotImplementedError:
             pass

@@ -12,25 +12,33 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.core.precision import NumberFormat, parse_format
-from protocols.adapters.torch.layers import AdapterError, within_tolerance
+from protocols.adapters.torch.fold import TWO_LAYERS
+from protocols.adapters.torch.gpt2 import wrap_gpt2
+from protocols.adapters.torch.layers import AdapterError, tensor, within_tolerance
+from protocols.adapters.torch.mha import wrap_mha
+from protocols.adapters.torch.rnn import wrap_recurrent
+from protocols.adapters.torch.tlens import wrap_bridge, wrap_hooked, wrap_tl_native
+from protocols.models.attention import AttentionLayer
+from protocols.models.recurrent import RecurrentModel
 
 #: keys of a dict of parts (a factory's return value, or a torch.save'd file)
 PARTS = ("core", "embedding", "positions", "head", "residual", "key_embedding", "value_embedding")
 
 
 def resolve_format(precision) -> NumberFormat | None:
+    """A NumberFormat from a format, its name (``16``, ``fixed16.8``, ``bfloat16``) or None."""
     if precision is None or isinstance(precision, NumberFormat):
         return precision
     return parse_format(str(precision))
 
 
 def _class_names(obj) -> set[str]:
+    """The names of the object's classes, its bases included (library types checked without importing them)."""
     return {c.__name__ for c in type(obj).__mro__}
 
 
 def is_commsim_model(obj) -> bool:
-    from protocols.models.attention import AttentionLayer
-    from protocols.models.recurrent import RecurrentModel
+    """Is the object already a commsim model (recurrent or attention)?"""
     return isinstance(obj, (RecurrentModel, AttentionLayer))
 
 
@@ -61,21 +69,18 @@ def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None
     names = _class_names(obj)
     kw = dict(vocab_size=vocab_size, seq_len=seq_len, spec=spec)
     if isinstance(obj, nn.RNNBase):
-        from protocols.adapters.torch.rnn import wrap_recurrent
         return wrap_recurrent(obj, embedding, head, fmt, vocab_size=vocab_size, spec=spec)
     if isinstance(obj, nn.MultiheadAttention):
-        from protocols.adapters.torch.attn import wrap_mha
         return wrap_mha(obj, embedding, positions, head, fmt, residual=bool(residual), key_embedding=key_embedding,
                         value_embedding=value_embedding, **kw)
-    from protocols.adapters.torch import attn
     if names & {"GPT2LMHeadModel", "GPT2Model"}:
-        return attn.wrap_gpt2(obj, fmt, head=head, **kw)
+        return wrap_gpt2(obj, fmt, head=head, **kw)
     if "HookedTransformer" in names:
-        return attn.wrap_hooked(obj, fmt, **kw)
+        return wrap_hooked(obj, fmt, **kw)
     if "TransformerBridge" in names:
-        return attn.wrap_bridge(obj, fmt, **kw)
+        return wrap_bridge(obj, fmt, **kw)
     if "NativeModel" in names:
-        return attn.wrap_tl_native(obj, fmt, **kw)
+        return wrap_tl_native(obj, fmt, **kw)
     if any(n.endswith("PreTrainedModel") for n in names):
         raise AdapterError(f"{type(obj).__name__} is a Hugging Face model commsim does not wrap "
                            f"(supported: a one-layer GPT-2: GPT2LMHeadModel / GPT2Model)")
@@ -84,6 +89,7 @@ def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None
 
 
 def _from_parts(parts: dict, fmt, vocab_size, seq_len, spec, check, **given):
+    """A model from a dict of parts (``core`` and optional ``embedding``, ``head``, ...)."""
     unknown = sorted(set(parts) - set(PARTS))
     if unknown:
         raise AdapterError(f"unknown part(s) {', '.join(map(repr, unknown))}; a dict of parts has keys "
@@ -99,6 +105,7 @@ def _from_parts(parts: dict, fmt, vocab_size, seq_len, spec, check, **given):
 # ---- discovery in a wrapping module ----------------------------------------------------------------
 def _discover(module, fmt, vocab_size, seq_len, spec, check, *, head=None, embedding=None, positions=None,
               residual=None):
+    """Find the core, embeddings and head in a wrapping module and verify them against its forward."""
     import torch.nn as nn
     label = type(module).__name__
     cores = [(n, m) for n, m in module.named_modules() if isinstance(m, (nn.RNNBase, nn.MultiheadAttention))]
@@ -117,7 +124,6 @@ def _discover(module, fmt, vocab_size, seq_len, spec, check, *, head=None, embed
         raise AdapterError(f"{label} mixes a recurrent core ({rnn[0][0]}) with attention ({mha[0][0]}); commsim wraps "
                            f"one or the other")
     if len(mha) > 1:
-        from protocols.adapters.torch.attn import TWO_LAYERS
         raise AdapterError(f"{label} has {len(mha)} attention layers ({', '.join(n for n, _ in mha)}); {TWO_LAYERS}")
     if len(rnn) > 1:
         raise AdapterError(f"{label} has {len(rnn)} recurrent cores ({', '.join(n for n, _ in rnn)}); commsim "
@@ -149,8 +155,6 @@ def _discover(module, fmt, vocab_size, seq_len, spec, check, *, head=None, embed
     if head is None:
         after = [m for _, m in children[index + 1:] if id(m) not in used]
         head = None if not after else (after[0] if len(after) == 1 else nn.Sequential(*after))
-    from protocols.adapters.torch.attn import wrap_mha
-    from protocols.adapters.torch.rnn import wrap_recurrent
     candidates = []
     native = None
     if isinstance(core, nn.RNNBase):
@@ -179,11 +183,11 @@ def _discover(module, fmt, vocab_size, seq_len, spec, check, *, head=None, embed
 
 
 def _module_forward(module, dtype):
+    """A function tokens -> the module's own outputs (float64 numpy)."""
     import torch
 
-    from protocols.adapters.torch.layers import tensor
-
     def forward(tokens):
+        """The module's outputs on token ids (logits when it returns an output object)."""
         with torch.no_grad():
             out = module(torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long))
             if isinstance(out, (tuple, list)):
@@ -223,6 +227,7 @@ def _verify(model, module, label, check, fmt, raise_on_mismatch=True):
 
 
 def _probe_tokens(model, rows: int = 8, seed: int = 0) -> np.ndarray:
+    """Random token rows within the model's vocabulary and positions (for the agreement check)."""
     vocab = model.vocab_size
     length = min(getattr(model, "max_positions", None) or 8, 8)
     return np.random.default_rng(seed).integers(0, vocab, size=(rows, length))
@@ -240,10 +245,9 @@ def agreement(model, tokens=None, *, rows: int = 16, seed: int = 0) -> dict:
         tokens = _probe_tokens(model, rows, seed)
     tokens = np.atleast_2d(np.asarray(tokens))
     theirs = np.asarray(forward(tokens), dtype=np.float64)
-    from protocols.models.attention import AttentionLayer
     if isinstance(model, AttentionLayer):
         ours = model.forward(tokens)
-        fmt_name = model.fmt.name
+        fmt_name = model.format.name
         if theirs.ndim == 3:
             theirs = theirs[:, -1]
     else:

@@ -1,13 +1,12 @@
-"""Numpy forms of the small torch pieces an adapter needs: number formats from dtypes, a
-batch-independent dense product, and heads / output maps (``f`` of Theorem 2, ``psi`` of
-Theorem 4 of [BHBK24]) built from ``nn.Linear`` and pointwise layers.
+"""Numpy forms of the small torch pieces an adapter needs: number formats from dtypes, and heads /
+output maps (``f`` of Theorem 2, ``psi`` of Theorem 4 of [BHBK24]) built from ``nn.Linear`` and
+pointwise layers.
 
 Determinism.  A protocol run (batch 1), a vectorized sweep (large batches) and the direct forward
-must give the same bits.  A BLAS matrix product does not promise that across batch sizes, so every
-product here is either exact (fixed point whose products and sums fit in float64's 53 bits, any
-order gives the same value) or summed term by term in a fixed order, and elementwise numpy
-functions are batch-independent.  A head that is not made of known layers runs through torch one
-row at a time (same shapes every call, hence the same kernel and the same bits).
+must give the same bits.  Every product here is the batch-independent
+:class:`~commsim.core.arithmetic.Dense` of the recurrent models, and elementwise numpy functions are
+batch-independent.  A head that is not made of known layers runs through torch one row at a time
+(same shapes every call, hence the same kernel and the same bits).
 """
 from __future__ import annotations
 
@@ -15,12 +14,9 @@ import math
 
 import numpy as np
 
+from commsim.core.arithmetic import Dense, sigmoid
 from commsim.core.errors import InputError
-from commsim.core.precision import FixedPoint, FloatFormat, NumberFormat
-
-#: torch dtype name -> the commsim number format of the same width (p = the format's bits)
-_DTYPE_FORMAT = {"float32": "float32", "float64": "float64", "bfloat16": "bfloat16", "float16": "float16"}
-
+from commsim.core.precision import FLOAT_DTYPES, FloatFormat, NumberFormat
 
 #: documented agreement with the torch module's own forward: |commsim - torch| <= atol + rtol * |torch|
 #: on the output values.  commsim computes every step in float64 and rounds the state (and the
@@ -30,9 +26,6 @@ TOLERANCE = {"float64": (1e-9, 1e-9), "float32": (2e-4, 2e-4), "float16": (5e-2,
              "bfloat16": (1.5e-1, 1e-1)}
 
 
-_BLAS_ROWS = 512
-
-
 class AdapterError(InputError):
     """A torch object cannot be wrapped as a commsim model (unsupported type, bad file, ...)."""
 
@@ -40,17 +33,27 @@ class AdapterError(InputError):
         super().__init__(message, param)
 
 
+def require_torch():
+    """The torch module, or an :class:`AdapterError` saying how to install it."""
+    try:
+        import torch
+    except ImportError:
+        raise AdapterError("this model needs PyTorch, which is not installed: pip install 'commsim[torch]'") from None
+    return torch
+
+
 def dtype_name(dtype) -> str:
+    """A torch dtype's name without the ``torch.`` prefix (``float32``)."""
     return str(dtype).replace("torch.", "")
 
 
 def format_for_dtype(dtype) -> NumberFormat:
     """float32 -> p = 32, bfloat16 -> 16, float64 -> 64, float16 -> 16 (IEEE semantics)."""
     name = dtype_name(dtype)
-    if name not in _DTYPE_FORMAT:
+    if name not in FLOAT_DTYPES:  # the torch dtypes with an IEEE format of the same name and width
         raise AdapterError(f"parameters of dtype {name} have no commsim number format; "
                            f"use float32, float64, bfloat16 or float16 (or override with precision=)")
-    return FloatFormat(_DTYPE_FORMAT[name])
+    return FloatFormat(name)
 
 
 def tensor(x) -> np.ndarray:
@@ -64,73 +67,24 @@ def tensor(x) -> np.ndarray:
     return np.array(x, dtype=np.float64)
 
 
-def quantizer(fmt: NumberFormat):
-    """An in-place rounding to ``fmt`` that saturates at the largest finite value (no infinities)."""
-    if isinstance(fmt, FixedPoint):
-        scale, inverse = 2.0 ** fmt.frac, 2.0 ** -fmt.frac
-        lo, hi = float(fmt.min_code), float(fmt.max_code)
-
-        def fixed(x: np.ndarray) -> np.ndarray:
-            np.multiply(x, scale, out=x)
-            np.floor(x, out=x)
-            np.clip(x, lo, hi, out=x)
-            np.multiply(x, inverse, out=x)
-            return x
-        return fixed
-    if isinstance(fmt, FloatFormat):
-        top = fmt.max_value
-
-        def floating(x: np.ndarray) -> np.ndarray:
-            np.clip(x, -top, top, out=x)
-            if fmt.dtype != "float64":
-                x[...] = fmt.quantize(x)
-            return x
-        return floating
-
-    def generic(x: np.ndarray) -> np.ndarray:
-        x[...] = fmt.quantize(x)
-        return x
-    return generic
-
-
-def _dot_is_exact(fmt: NumberFormat, terms: int) -> bool:
-    if not isinstance(fmt, FixedPoint):
-        return False
-    return 2 * fmt.bits - 2 + max(terms, 1).bit_length() + 1 <= 53
-
-
-class Dense:
-    """``x @ W + b`` with W stored as (inputs, outputs); batch-independent (see the module docstring)."""
-
-    def __init__(self, weight: np.ndarray, bias: np.ndarray | None = None, exact: bool = False):
-        self.weight = np.ascontiguousarray(weight, dtype=np.float64)
-        self.bias = None if bias is None else np.asarray(bias, dtype=np.float64)
-        self.exact = exact
-
-    @classmethod
-    def for_format(cls, weight, bias, fmt: NumberFormat) -> "Dense":
-        return cls(weight, bias, _dot_is_exact(fmt, np.shape(weight)[0]))
-
-    @property
-    def outputs(self) -> int:
-        return int(self.weight.shape[1])
-
-    def __call__(self, x: np.ndarray) -> np.ndarray:
-        x = np.asarray(x, dtype=np.float64)
-        rows, inputs = x.shape
-        out = np.zeros((rows, self.weight.shape[1]))
-        if inputs and self.exact:
-            for s in range(0, rows, _BLAS_ROWS):
-                np.matmul(x[s:s + _BLAS_ROWS], self.weight, out=out[s:s + _BLAS_ROWS])
-        elif inputs:
-            np.multiply(x[:, 0:1], self.weight[0], out=out)
-            tmp = np.empty_like(out)
-            for j in range(1, inputs):
-                np.multiply(x[:, j:j + 1], self.weight[j], out=tmp)
-                out += tmp
-        if self.bias is not None:
-            out += self.bias
-        return out
+def embedding_weights(embedding, what: str, columns: int | None = None) -> np.ndarray:
+    """The (rows, dim) weights of an ``nn.Embedding`` (fixed: no ``max_norm``) or of a given matrix,
+    as float64; ``columns``: the dim its reader needs (checked when given)."""
+    import torch.nn as nn
+    dim = "dim" if columns is None else columns
+    if isinstance(embedding, nn.Embedding):
+        if embedding.max_norm is not None:
+            raise AdapterError(f"the {what} is an nn.Embedding with max_norm, which renormalizes its weights during "
+                               f"the forward; commsim needs fixed weights (use max_norm=None)")
+        weight = tensor(embedding.weight)
+    elif isinstance(embedding, nn.Module):
+        raise AdapterError(f"the {what} must be an nn.Embedding or a (rows, {dim}) matrix, "
+                           f"got {type(embedding).__name__}")
+    else:
+        weight = tensor(embedding)
+    if weight.ndim != 2 or (columns is not None and weight.shape[1] != columns):
+        raise AdapterError(f"the {what} has shape {tuple(weight.shape)}; it must be a (rows, {dim}) matrix")
+    return weight
 
 
 def _row_sum(x: np.ndarray) -> np.ndarray:
@@ -142,6 +96,7 @@ def _row_sum(x: np.ndarray) -> np.ndarray:
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
+    """The error function, elementwise (math.erf: batch-independent)."""
     return np.vectorize(math.erf, otypes=[np.float64])(x)
 
 
@@ -155,6 +110,7 @@ class Head:
         self.description = description
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
+        """Apply the steps to a (batch, inputs) array."""
         y = np.array(x, dtype=np.float64)
         for step in self.steps:
             y = step(y)
@@ -165,6 +121,7 @@ class Head:
 
 
 def _gelu(approximate: str):
+    """GELU, exact (erf) or its tanh approximation, as a numpy function."""
     if approximate == "tanh":
         c = math.sqrt(2.0 / math.pi)
         return lambda x: 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x ** 3)))
@@ -172,19 +129,21 @@ def _gelu(approximate: str):
 
 
 def _softmax(x):
+    """Softmax over the last axis, summed term by term (batch-independent)."""
     z = x - np.max(x, axis=-1, keepdims=True)
     e = np.exp(z)
     return e / _row_sum(e)[..., None]
 
 
-def _sigmoid(x):
-    with np.errstate(over="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
+def _sigmoid_copy(x):
+    """The logistic function of a copy of ``x`` (the input is left as it is)."""
+    return sigmoid(np.array(x, dtype=np.float64))
 
 
 def layer_norm(weight=None, bias=None, eps: float = 1e-5, *, center: bool = True):
     """LayerNorm (``center``) or RMSNorm over the last axis, as a numpy function (batch-independent)."""
     def apply(x):
+        """Normalize the last axis, then scale and shift."""
         d = x.shape[-1]
         centred = x - (_row_sum(x) / d)[..., None] if center else x
         var = _row_sum(centred * centred) / d
@@ -200,17 +159,18 @@ def layer_norm(weight=None, bias=None, eps: float = 1e-5, *, center: bool = True
 ACTIVATIONS = {
     "relu": lambda x: np.maximum(x, 0.0),
     "tanh": np.tanh,
-    "sigmoid": lambda x: _sigmoid(x),
+    "sigmoid": lambda x: _sigmoid_copy(x),
     "gelu": lambda x: _gelu("none")(x),
     "gelu_new": lambda x: _gelu("tanh")(x),
     "gelu_pytorch_tanh": lambda x: _gelu("tanh")(x),
     "gelu_fast": lambda x: _gelu("tanh")(x),
-    "silu": lambda x: x * _sigmoid(x),
-    "swish": lambda x: x * _sigmoid(x),
+    "silu": lambda x: x * _sigmoid_copy(x),
+    "swish": lambda x: x * _sigmoid_copy(x),
 }
 
 
 def activation(name: str):
+    """The numpy function of an activation named as in Hugging Face / TransformerLens configs."""
     key = (name or "").lower()
     if key not in ACTIVATIONS:
         raise AdapterError(f"activation {name!r} is not supported; supported: {', '.join(sorted(ACTIVATIONS))}")
@@ -242,7 +202,7 @@ def numpy_steps(module, fmt: NumberFormat | None = None) -> list | None:
     if isinstance(module, nn.Tanh):
         return [np.tanh]
     if isinstance(module, nn.Sigmoid):
-        return [_sigmoid]
+        return [_sigmoid_copy]
     if isinstance(module, nn.GELU):
         return [_gelu(module.approximate)]
     if isinstance(module, nn.LeakyReLU):
@@ -262,6 +222,7 @@ def _torch_rows(module, dtype):
     import torch
 
     def apply(x):
+        """The module on each row alone, in ``dtype``; float64 results."""
         out = []
         with torch.no_grad():
             for row in np.asarray(x, dtype=np.float64):
@@ -294,6 +255,7 @@ def numpy_head(module, inputs: int, fmt: NumberFormat | None, dtype=None, name: 
 
 
 def _is_module(obj) -> bool:
+    """Is the object a torch ``nn.Module`` (False without torch)?"""
     try:
         import torch.nn as nn
     except ImportError:  # pragma: no cover - torch is present whenever a head is built

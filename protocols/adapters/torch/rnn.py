@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.arithmetic import _sigmoid
+from commsim.core.arithmetic import Dense, sigmoid
 from commsim.core.precision import NumberFormat
 from protocols.adapters.torch.layers import (
     AdapterError,
-    Dense,
     Head,
+    embedding_weights,
     format_for_dtype,
     numpy_head,
     tensor,
@@ -79,14 +79,17 @@ class TorchRecurrent(RecurrentModel):
 
     @property
     def layers(self) -> int:
+        """The number of stacked layers (every layer's state is handed off)."""
         return self.num_layers
 
     def describe_state(self) -> str:
+        """The state per layer, in words."""
         part = f"(h, c) = {self.h_units} + {self.hidden}" if self.cell == "lstm" else f"h = {self.h_units}"
         layers = f"{self.num_layers} layers x " if self.num_layers > 1 else ""
         return f"{layers}{part} units of {self.format.name}"
 
     def _step(self, h, x, t):
+        """One step of every layer, bottom to top, each layer's h rounded before the next reads it."""
         m, hs = self.hidden, self.h_units
         out = np.empty_like(h)
         a = self._table[x]  # fancy indexing: a fresh (batch, gates * m) array
@@ -103,10 +106,10 @@ class TorchRecurrent(RecurrentModel):
             elif self.cell == "lstm":
                 z = lay["hh"](prev)
                 z += a
-                ig = _sigmoid(z[:, :m])
-                fg = _sigmoid(z[:, m:2 * m])
+                ig = sigmoid(z[:, :m])
+                fg = sigmoid(z[:, m:2 * m])
                 gg = np.tanh(z[:, 2 * m:3 * m], out=z[:, 2 * m:3 * m])
-                og = _sigmoid(z[:, 3 * m:])
+                og = sigmoid(z[:, 3 * m:])
                 c = out[:, off + hs:off + hs + m]
                 np.multiply(fg, h[:, off + hs:off + hs + m], out=c)
                 c += ig * gg
@@ -123,6 +126,7 @@ class TorchRecurrent(RecurrentModel):
         return out
 
     def _readout(self, h):
+        """The head on the top layer's h."""
         off = (self.num_layers - 1) * self.per_layer
         return self.head(h[:, off:off + self.h_units])
 
@@ -137,20 +141,8 @@ def _embedding_matrix(embedding, vocab_size: int | None, input_size: int) -> tup
                                f"the {vocab} tokens: pass embedding= (an nn.Embedding or a (vocab, {input_size}) "
                                f"matrix) or return a wrapping module that has one")
         return np.eye(vocab, input_size), f"one-hot({vocab})"
-    if isinstance(embedding, nn.Embedding):
-        if embedding.max_norm is not None:
-            raise AdapterError("an nn.Embedding with max_norm renormalizes its weights during the forward; "
-                               "commsim needs fixed weights (use max_norm=None)")
-        weight, what = tensor(embedding.weight), "nn.Embedding"
-    elif isinstance(embedding, nn.Module):
-        raise AdapterError(f"the token embedding must be an nn.Embedding or a (vocab, {input_size}) matrix, "
-                           f"got {type(embedding).__name__}")
-    else:
-        weight, what = tensor(embedding), "matrix"
-    if weight.ndim != 2 or weight.shape[1] != input_size:
-        raise AdapterError(f"the token embedding has shape {tuple(weight.shape)}; the core reads "
-                           f"{input_size} inputs, so it must be (vocab, {input_size})")
-    return weight, what
+    what = "nn.Embedding" if isinstance(embedding, nn.Embedding) else "matrix"
+    return embedding_weights(embedding, "token embedding", input_size), what
 
 
 def _torch_parts_forward(embedding, core, head):
@@ -160,6 +152,7 @@ def _torch_parts_forward(embedding, core, head):
     dtype = next(core.parameters()).dtype
 
     def forward(tokens):
+        """The torch parts' outputs on token ids, as float64."""
         with torch.no_grad():
             t = torch.as_tensor(np.asarray(tokens), dtype=torch.long)
             if embedding is None:

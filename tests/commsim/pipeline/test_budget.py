@@ -26,10 +26,27 @@ def test_rnn_max_n_follows_each_theorem_form(task, expected):
 
 def test_max_n_is_the_exact_crossing_for_attention():
     red = load_plugins().get("reduction", "dyck22-fooling")
-    limit = max_length(red, "attention", 8, 16, 2)
-    bits = protocol_for_arch("attention").budget_bits
-    assert bits(8, 16, 2, limit)[0] >= red.length_bound("attention", limit).bits
-    assert bits(8, 16, 2, limit + 1)[0] < red.length_bound("attention", limit + 1).bits
+    attention = protocol_for_arch("attention")
+    limit = max_length(red, attention, 8, 16, 2)
+    bits = attention.budget_bits
+    assert bits(8, 16, 2, limit)[0] >= red.length_bound(attention, limit).bits
+    assert bits(8, 16, 2, limit + 1)[0] < red.length_bound(attention, limit + 1).bits
+
+
+def test_budget_bits_are_the_theorems_counts():
+    """Theorem 2: m·p whatever N; Theorem 4: 3m(p + ceil(log2 N))H (144 at m = 4, p = 8, H = 1, N = 16)."""
+    rnn, attention = protocol_for_arch("rnn"), protocol_for_arch("attention")
+    assert rnn.budget_bits(128, 64, 1, 10)[0] == rnn.budget_bits(128, 64, 1, 10 ** 6)[0] == 128 * 64
+    assert attention.budget_bits(4, 8, 1, 16)[0] == 3 * 4 * (8 + 4) * 1 == 144
+    assert attention.budget_bits(4, 8, 2, 17)[0] == 3 * 4 * (8 + 5) * 2
+    report = budget("attention", 4, 8, "dyck22-fooling", n=16)
+    assert (report.bits, report.bound.bits) == (144, 15) and report.to_dict()["bits_formula"] == 144
+
+
+def test_heads_is_refused_for_an_architecture_without_heads():
+    from commsim.core.errors import InputError
+    with pytest.raises(InputError, match="--heads applies to --arch attention only"):
+        budget("rnn", 2, 8, "eq-ineq", heads=2)
 
 
 def test_bounds_that_do_not_apply_leave_n_unbounded():

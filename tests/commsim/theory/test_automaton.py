@@ -9,16 +9,15 @@ import pytest
 
 from commsim.core.errors import InputError
 from commsim.theory.automaton import (
-    DFA,
     INEQ_MAX_N,
     automaton_report,
     distinguishable_prefixes,
     dyck_dfa,
-    hopcroft_partition,
     ineq,
     ineq_dfa,
     ineq_min_states,
 )
+from commsim.theory.dfa import DFA, hopcroft_partition
 from commsim.theory.dyck import DyckLanguage
 
 

@@ -8,7 +8,6 @@ from functools import lru_cache
 import numpy as np
 import pytest
 
-from commsim.core.digests import find_transcript_collision
 from commsim.core.errors import InputError
 from commsim.theory.dyck import DyckLanguage, count_dyck, dyck_counts
 from commsim.theory.fooling import (
@@ -271,28 +270,7 @@ def test_bounds_and_not_applicable():
     assert (d["size"], d["log2_size"], d["lower_bound_bits"], d["verified"]) == (512, 9.0, 9, None)
 
 
-# ---- certificates ------------------------------------------------------------------
-def test_find_transcript_collision():
-    assert find_transcript_collision(["a", "b", "c"]) is None
-    assert find_transcript_collision(["x", "y", "z", "y", "x"]) == (1, 3)
-    assert find_transcript_collision([b"\x00", b"\x01", b"\x00"]) == (0, 2)
-    assert find_transcript_collision(np.array([5, 6, 7, 8, 6])) == (1, 4)
-    rows = np.array([[0, 1, 1], [1, 0, 0], [0, 1, 0], [1, 0, 0]], dtype=np.uint8)
-    assert find_transcript_collision(rows) == (1, 3)
-    assert find_transcript_collision([]) is None
-    rng = np.random.default_rng(0)
-    digests = rng.integers(0, 50, size=40)
-    got = find_transcript_collision(digests)
-    seen = {}
-    want = None
-    for j, d in enumerate(digests.tolist()):
-        if d in seen:
-            want = (seen[d], j)
-            break
-        seen[d] = j
-    assert got == want
-
-
+# ---- crossings ---------------------------------------------------------------------
 def test_cross_gives_the_wrong_answers_a_collision_forces():
     eq = fooling_set("eq", 4)
     crossed = cross(eq, 3, 9)

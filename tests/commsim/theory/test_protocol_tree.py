@@ -145,14 +145,13 @@ def test_dot_export():
     assert dot.count('"') % 2 == 0
 
 
-def test_registered_names_and_limits():
-    tree = build_protocol_tree("index", 3, "two-way")
+def test_registered_protocols_are_passed_in_and_limits():
+    from commsim.plugins import load_plugins
+    tree = build_protocol_tree("index", 3, load_plugins().get("cc-protocol", "two-way"))
     assert tree.protocol_name == "two-way" and tree.correct
     assert largest_tree_n("eq") == 6 and largest_tree_n("index") == 9 and largest_tree_n("dyck22") == 6
     with pytest.raises(InputError, match="largest n that runs is 6"):
         build_protocol_tree("eq", 7, SendEverything)
-    with pytest.raises(InputError, match="unknown cc-protocol"):
-        build_protocol_tree("eq", 2, "no-such-protocol")
     with pytest.raises(InputError):
         build_protocol_tree("eq", 2, BobSendsIndex)                  # an INDEX-only protocol
     assert MAX_TREE_PAIRS == 1 << 13

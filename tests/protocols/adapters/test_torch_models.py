@@ -69,7 +69,7 @@ def test_recurrent_core_agrees_with_torch_and_protocol_is_exact(cls, extra, laye
     head = nn.Sequential(nn.Linear(top, 7), nn.Tanh(), nn.Linear(7, 2))
     model = from_torch(core, embedding=embedding, head=head)
     assert isinstance(model, RecurrentModel)
-    assert model.format == FloatFormat("float32") and model.precision_bits == 32
+    assert model.format == FloatFormat("float32") and model.precision == 32
     per_layer = top + (hidden if cls is nn.LSTM else 0)
     assert model.state_units == per_layer * layers
     tokens = np.random.default_rng(0).integers(0, VOCAB, size=(12, 7))
@@ -86,7 +86,7 @@ def test_recurrent_precision_from_dtype(dtype, name, bits):
     torch.manual_seed(1)
     core = nn.GRU(4, 5, num_layers=2, batch_first=True).to(dtype)
     model = from_torch(core, embedding=nn.Embedding(VOCAB, 4).to(dtype), head=nn.Linear(5, 2).to(dtype))
-    assert model.format == FloatFormat(name) and model.precision_bits == bits
+    assert model.format == FloatFormat(name) and model.precision == bits
     assert agreement(model)["agrees"]
     report = run_idxl(model)
     assert report.protocol_matches_model and report.bits_used == 2 * 5 * bits
@@ -210,6 +210,18 @@ def test_multihead_attention_refusals():
         from_torch(TwoLayers())
 
 
+
+@pytest.mark.parametrize("core", [nn.LSTM(4, 3, batch_first=True), nn.MultiheadAttention(4, 1)])
+def test_embeddings_are_read_alike_by_every_core(core):
+    """One reader of embeddings for recurrent and attention cores: an nn.Embedding with max_norm (its weights
+    change during the forward) and a table of the wrong width are refused with the same reasons."""
+    with pytest.raises(AdapterError, match="max_norm"):
+        from_torch(core, embedding=nn.Embedding(VOCAB, 4, max_norm=1.0))
+    with pytest.raises(AdapterError, match=r"must be a \(rows, 4\) matrix|must be a \(rows, dim\) matrix"):
+        from_torch(core, embedding=np.zeros((VOCAB, 4, 1)))
+    with pytest.raises(AdapterError, match="must be an nn.Embedding or a"):
+        from_torch(core, embedding=nn.Linear(4, 4))
+
 # ---- Hugging Face GPT-2 ----------------------------------------------------------------------------------
 def gpt2(layers=1, dim=8, heads=2, seed=0, **extra):
     transformers = pytest.importorskip("transformers")
@@ -233,7 +245,7 @@ def test_gpt2_one_layer(dim, heads):
 def test_gpt2_bfloat16_and_two_layers_refused():
     hf = gpt2(seed=1).to(torch.bfloat16)
     model = from_torch(hf)
-    assert model.fmt == FloatFormat("bfloat16") and agreement(model)["agrees"]
+    assert model.format == FloatFormat("bfloat16") and agreement(model)["agrees"]
     with pytest.raises(AdapterError, match="2 layers"):
         from_torch(gpt2(layers=2))
 

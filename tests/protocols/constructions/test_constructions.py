@@ -110,7 +110,7 @@ def test_idxl_sizes_match_the_formulas():
         assert isinstance(model, AttentionLayer) and model.heads == 1
         assert model.width == k and model.dim == 1 + 2 * k           # d = r + 2k, r = 1 for two symbols
         assert info["eta"] >= eta_for(n) == 2 * math.log(3 * (n + 1))
-        assert info["eta"] == info["scale_c"] * k <= model.fmt.max_value
+        assert info["eta"] == info["scale_c"] * k <= model.format.max_value
         assert info["exact_by_analysis"] and info["width_bits"] == k * model.precision
         assert info["parameter_count"] == (n + 2) * model.dim + (n + 1) * model.dim + 3 * k * model.dim + k + \
             sum(W.size + b.size for W, b in model.psi_layers)
@@ -174,6 +174,19 @@ def test_idxl_spec_errors():
         make_model("construct:idxl:n=4,heads=2")
 
 
+@pytest.mark.parametrize("kind", ["construct:idxl:n=4", "construct:match2:modulus=7,length=5",
+                                  "construct:eq2:n=2", "construct:lookup:length=4"])
+def test_constructions_read_the_precision_keys_like_every_model(kind):
+    """No format key: the construction's own (narrowest exact) format; precision=P[,frac=F]: that fixed
+    point; frac= alone: refused for want of precision=, as for every model kind (one parser, ModelSpec)."""
+    default = make_model(kind).format
+    assert isinstance(default, FixedPoint)
+    assert make_model(f"{kind},precision=20,frac=9").format == FixedPoint(20, 9)
+    assert make_model(f"{kind},precision=20").format == FixedPoint(20, 10)
+    with pytest.raises(InputError, match="frac= needs precision="):
+        make_model(f"{kind},frac=3")
+
+
 # ---- Match2 ([SHT23]) ------------------------------------------------------------------------------------
 def test_match2_reference_function():
     Z = np.array([[1, 2, 3], [2, 2, 0], [1, 1, 1]])
@@ -220,7 +233,7 @@ def test_eq2_sizes_and_hard_attention():
         model = build_eq2(n)
         k = model.info["k"]
         assert model.num_layers == 2 and model.embedding_dim == 2 * k + 5 and model.width == k + 1
-        assert model.fmt.frac == math.ceil(math.log2(2 * n)) + 1 and model.info["exact_by_analysis"]
+        assert model.format.frac == math.ceil(math.log2(2 * n)) + 1 and model.info["exact_by_analysis"]
     t = build_eq2(4).trace([1, 0, 1, 1, 1, 0, 0, 1])
     assert t["layer1_target"] == [0, 1, 2, 3, 0, 1, 2, 3]
     assert t["layer1_target_weight"] == [1.0] * 8 and t["layer1_other_weight_max"] == 0.0   # hard attention

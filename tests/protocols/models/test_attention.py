@@ -1,6 +1,7 @@
 """The one-layer attention model: its finite-precision semantics, float mode, specs, save/load."""
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -10,24 +11,20 @@ from hypothesis import strategies as st
 
 from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint, FloatFormat
-from commsim.plugins import make_model
+from commsim.plugins import load_plugins, make_model
 from commsim.theory.dyck import DyckLanguage
-from protocols.models.attention import (
-    FLOAT_TOLERANCE,
-    AttentionLayer,
-    probe_layer,
-    random_layer,
-)
+from protocols.models.attention import FLOAT_TOLERANCE, AttentionLayer, random_layer
+from protocols.models.attention_spec import probe_layer
 
 
 # ---- an independent, slow reference of the documented fixed-point semantics (Python integers) ----
 def reference_codes(model: AttentionLayer, tokens) -> list[int]:
-    fmt = model.fmt
+    fmt = model.format
     F, lo, hi = fmt.frac, fmt.min_code, fmt.max_code
     code = lambda v: int(round(float(v) * 2 ** F))          # parameters are on the grid already
     clip = lambda c: max(lo, min(hi, c))
     rnd = lambda units: clip(units >> F)                      # exact sum in 2^-2F units, floor, saturate
-    val = model.ar.to_values
+    val = model.arithmetic.to_values
     tok, pos = val(model.token_table), None if model.position_table is None else val(model.position_table)
     N = len(tokens)
     qpos = model.query_position(N)
@@ -79,8 +76,8 @@ def test_fixed_point_forward_is_the_documented_semantics(p):
 def test_parameters_are_rounded_down_and_saturated():
     fmt = FixedPoint(4, 2)  # grid 0.25, range [-2, 1.75]
     model = AttentionLayer(fmt, [[0.3, -0.3, 5.0]], None, [[[0.99, 0, 0]]], [[[0, 0, 0]]], [[[0, 0, 0]]], [[1.0]])
-    assert model.ar.to_values(model.token_table).tolist() == [[0.25, -0.5, 1.75]]
-    assert model.ar.to_values(model.W_Q).tolist() == [[[0.75, 0, 0]]]
+    assert model.arithmetic.to_values(model.token_table).tolist() == [[0.25, -0.5, 1.75]]
+    assert model.arithmetic.to_values(model.W_Q).tolist() == [[[0.75, 0, 0]]]
 
 
 def test_batch_paths_agree_row_by_row():
@@ -125,7 +122,7 @@ def test_labels_break_ties_to_the_lowest_class_and_single_outputs_threshold():
 def test_callable_embeddings_and_psi_equal_their_tables():
     fmt = FixedPoint.with_bits(10)
     base = random_layer(fmt, vocab=4, positions=6, heads=2, width=2, dim=3, seed=5)
-    val = base.ar.to_values
+    val = base.arithmetic.to_values
     tok, pos = val(base.token_table), val(base.position_table)
     (W, b), = base.psi_layers
     Wv, bv = val(W), val(b)
@@ -146,12 +143,12 @@ def test_save_and_load_round_trip(tmp_path):
     model.save(path)
     again = AttentionLayer.load(path)
     tokens = np.random.default_rng(2).integers(0, 5, size=(10, 8))
-    assert again.fmt == model.fmt and again.query == -2 and not again.attend_self
+    assert again.format == model.format and again.query == -2 and not again.attend_self
     assert np.array_equal(model.forward_rep(tokens), again.forward_rep(tokens))
     spec = make_model(f"attention:weights={path}", vocab_size=5, seq_len=8)
     assert np.array_equal(spec.forward_rep(tokens), model.forward_rep(tokens))
     requant = make_model(f"attention:weights={path},precision=8,frac=3", vocab_size=5, seq_len=8)
-    assert requant.fmt == FixedPoint(8, 3)
+    assert requant.format == FixedPoint(8, 3)
     with pytest.raises(InputError, match="heads=3 but the weights have 2"):
         make_model(f"attention:weights={path},heads=3")
     with pytest.raises(InputError, match="cannot read"):
@@ -161,8 +158,8 @@ def test_save_and_load_round_trip(tmp_path):
 def test_spec_factory_defaults_to_the_task_and_refuses_unknown_keys():
     model = make_model("attention:heads=2,width=3,dim=5,precision=10,frac=4,seed=1", vocab_size=7, seq_len=11)
     assert (model.heads, model.width, model.dim, model.vocab_size, model.max_positions) == (2, 3, 5, 7, 11)
-    assert model.fmt == FixedPoint(10, 4)
-    assert make_model("attention:dtype=bfloat16", vocab_size=3, seq_len=4).fmt == FloatFormat("bfloat16")
+    assert model.format == FixedPoint(10, 4)
+    assert make_model("attention:dtype=bfloat16", vocab_size=3, seq_len=4).format == FloatFormat("bfloat16")
     with pytest.raises(InputError, match="unknown key"):
         make_model("attention:heads=2,colour=blue", vocab_size=3, seq_len=4)
     with pytest.raises(InputError, match="unknown attention construction"):
@@ -202,3 +199,41 @@ def test_probe_rules(rule):
     acc = (tokens[:, [1, 4]] == 2)
     want = {"all": acc.all(axis=1), "any": acc.any(axis=1), "differ": acc.any(axis=1) & ~acc.all(axis=1)}[rule]
     assert np.array_equal(model.decide(tokens), want.astype(int))
+
+
+# ---- the precision keys on the command line: the same for every model kind --------------------------------
+def _run_cli(capsys, spec: str) -> tuple[int, dict | None, str]:
+    """``commsim run index-idxl --model SPEC --n 4 --json`` through the console script's main."""
+    from commsim.cli import main
+    try:
+        main(["run", "index-idxl", "--model", spec, "--n", "4", "--json"])
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    out, err = capsys.readouterr()
+    return code, (json.loads(out) if code == 0 else None), err
+
+
+@pytest.mark.parametrize("kind", ["attention", "elman"])
+def test_frac_is_accepted_like_precision_by_every_kind(kind, capsys, tmp_path):
+    """``precision=8,frac=3`` is 8-bit fixed point with 3 fraction bits for the attention layer as for a
+    recurrent model: random weights or weights from a file, in-process and on the command line."""
+    from protocols.models.recurrent import random_model
+    context = load_plugins().get("reduction", "index-idxl").model_context(4)
+    spec = f"{kind}:seed=1,frac=3,precision=8"
+    assert make_model(spec, **context).format == FixedPoint(8, 3)
+    code, report, err = _run_cli(capsys, spec)
+    assert code == 0, err
+    assert report["model"] == spec and report["protocol_matches_model"]
+    path = tmp_path / "weights.npz"
+    if kind == "attention":
+        random_layer(FixedPoint(16, 8), vocab=context["vocab_size"], positions=context["seq_len"]).save(path)
+    else:
+        random_model("elman", 3, "16", vocab=context["vocab_size"]).save(str(path))
+    loaded = f"{kind}:weights={path},precision=8,frac=3"
+    assert make_model(loaded, **context).format == FixedPoint(8, 3)  # the stored weights re-rounded
+    code, report, err = _run_cli(capsys, loaded)
+    assert code == 0, err
+    assert report["protocol_matches_model"]
+    code, _, err = _run_cli(capsys, f"{kind}:weights={path},frac=3")  # frac alone: the same clear refusal
+    assert code == 2 and "frac= needs precision=" in err and "unknown key" not in err

@@ -24,10 +24,7 @@ from protocols.reductions.attention_tasks import (
 )
 from protocols.reductions.dyck import DyckFooling
 from protocols.simulators.attention_exchange import ATTENTION_EXCHANGE
-
-
-def registered(kind: str, name: str) -> bool:
-    return name in load_plugins().names(kind)
+from protocols.simulators.rnn_handoff import RNN_HANDOFF
 
 
 def cli(*argv) -> tuple[int, str, str]:
@@ -82,9 +79,7 @@ def test_dyck_bound_holds_for_a_wide_enough_layer():
 
 
 def test_dyck_refuses_recurrent_models_with_the_reason():
-    if not registered("simulator", "rnn-handoff"):
-        pytest.skip("no recurrent model protocol registered")
-    spec = "dfa:dyck22" if registered("model", "dfa:dyck22") else "elman:width=2"
+    spec = "dfa:dyck22"
     with pytest.raises(NotApplicable, match="not contiguous.*7-state automaton"):
         run_reduction("dyck22-fooling", spec, n=8)
     code, _, err = cli("run", "dyck22-fooling", "--model", spec, "--n", "8")
@@ -93,8 +88,8 @@ def test_dyck_refuses_recurrent_models_with_the_reason():
 
 def test_dyck_length_bound_applies_to_attention_only():
     red = DyckFooling()
-    assert red.length_bound("attention", 64).bits == 63 and red.length_bound("attention", 64).applies
-    assert not red.length_bound("rnn", 64).applies
+    assert red.length_bound(ATTENTION_EXCHANGE, 64).bits == 63 and red.length_bound(ATTENTION_EXCHANGE, 64).applies
+    assert not red.length_bound(RNN_HANDOFF, 64).applies
 
 
 @pytest.mark.parametrize("argv, needle", [
@@ -192,8 +187,6 @@ def test_rectangle_on_the_qsa_fooling_set_for_a_constant_answer():
 
 # ---- eq-ineq and index-idxl through the attention exchange (reductions of the recurrent side) -------
 def test_eq_ineq_with_an_under_budget_attention_layer():
-    if not registered("reduction", "eq-ineq"):
-        pytest.skip("eq-ineq is not registered")
     report = run_reduction("eq-ineq", "attention:width=1,precision=2,seed=0", n=19, instances=500)
     assert report.protocol == "attention-exchange" and report.lower_bound.applies
     assert report.lower_bound.bits == 19 and report.bits_used < 19
@@ -201,8 +194,6 @@ def test_eq_ineq_with_an_under_budget_attention_layer():
 
 
 def test_eq_fooling_set_rectangle_for_a_probe_layer():
-    if not registered("reduction", "eq-ineq"):
-        pytest.skip("eq-ineq is not registered")
     red = load_plugins().get("reduction", "eq-ineq")
     problem = red.problem(10)
     model = make_model("attention:probe:at=0/n,accept=1,rule=differ", **red.model_context(10))
@@ -211,8 +202,6 @@ def test_eq_fooling_set_rectangle_for_a_probe_layer():
 
 
 def test_index_idxl_with_attention_reports_the_two_way_bound():
-    if not registered("reduction", "index-idxl"):
-        pytest.skip("index-idxl is not registered")
     report = run_reduction("index-idxl", "attention:width=2,precision=6,seed=0", n=8)
     d = report.to_dict()
     assert d["protocol"] == "attention-exchange" and d["protocol_matches_model"]

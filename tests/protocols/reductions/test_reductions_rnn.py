@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 from commsim.cli import main
-from commsim.core.errors import InputError
-from commsim.pipeline.interfaces import Simulator
+from commsim.core.errors import InputError, NotApplicable
+from commsim.pipeline.interfaces import ANY_PARTITION, CONTIGUOUS_PREFIX, Simulator
 from commsim.pipeline.run import run_reduction
 from commsim.pipeline.stages import select_instances
-from commsim.plugins import load_plugins
+from commsim.plugins import load_plugins, make_model
 from commsim.theory.bounds import ceil_log2
 from protocols.models.recurrent import random_model
 
@@ -147,7 +147,6 @@ def test_bound_sources_name_the_theorems():
 
 
 def test_reduction_refuses_a_model_with_too_few_tokens():
-    from commsim.core.errors import NotApplicable
     with pytest.raises(NotApplicable, match="reads only 3"):
         run_reduction("index-idxl", random_model("elman", 2, "8", vocab=3), 4)
 
@@ -185,9 +184,6 @@ def test_mismatches_exit_2_with_one_line(capsys, argv, match):
 
 def test_a_dyck_string_is_not_an_rnn_split():
     """The odd/even Dyck split is not contiguous: the handoff must refuse it (when the Dyck reduction exists)."""
-    reg = load_plugins()
-    if "dyck22-fooling" not in reg.names("reduction"):
-        pytest.skip("dyck22-fooling is not registered")
     with pytest.raises(InputError, match="contiguous|prefix|odd"):
         run_reduction("dyck22-fooling", "dfa:dyck22", 4)
 
@@ -204,3 +200,62 @@ def test_exhaustive_certificate_search_at_n_20(rid):
 def test_exhaustive_index_sweep_at_n_19():
     d = run_reduction("index-idxl", "elman:width=4,precision=8", 19, certify=False).to_dict()
     assert d["instances_run"] == 19 * 2 ** 19 and d["protocol_matches_model"] and d["bits_used"] == 32
+
+
+# ---- bounds from what a simulator declares, never from its name ----------------------------------------
+class _Declared(Simulator):
+    """A simulator known only by what it declares; its name is misleading on purpose."""
+
+    def __init__(self, name: str, partition_kind: str, one_way_splits: tuple):
+        self.name, self.partition_kind, self.one_way_splits = name, partition_kind, one_way_splits
+
+
+PREFIX_ONE_WAY = _Declared("attention-exchange", CONTIGUOUS_PREFIX, (CONTIGUOUS_PREFIX,))
+ANY_TWO_WAY = _Declared("rnn-handoff", ANY_PARTITION, ())
+
+
+def test_length_bounds_follow_the_declared_direction_not_the_name():
+    eq = _reduction("eq-ineq")
+    assert eq.length_bound(PREFIX_ONE_WAY, 64).conditions.direction == "one-way"
+    two = eq.length_bound(ANY_TWO_WAY, 64)
+    assert two.conditions.direction == "two-way" and "Theorem 12" in two.source and two.bits == 32
+    idx = _reduction("index-idxl")
+    assert idx.length_bound(PREFIX_ONE_WAY, 64).applies and idx.length_bound(PREFIX_ONE_WAY, 64).bits == 64
+    assert not idx.length_bound(ANY_TWO_WAY, 64).applies          # INDEX two-way: only ceil(log2 n) + 1
+    dyck = _reduction("dyck22-fooling")
+    assert not dyck.length_bound(PREFIX_ONE_WAY, 64).applies       # no protocol for the odd/even split
+    assert dyck.length_bound(ANY_TWO_WAY, 64).applies and dyck.length_bound(ANY_TWO_WAY, 64).bits == 63
+    dyck.check(None, ANY_TWO_WAY, None)                             # accepted: it has an odd/even protocol
+    with pytest.raises(NotApplicable, match="not contiguous"):
+        dyck.check(None, PREFIX_ONE_WAY, None)
+    qsa = _reduction("disj-qsa")
+    assert not qsa.length_bound(PREFIX_ONE_WAY, 9).applies         # Alice's query alone is no prefix
+    assert qsa.length_bound(ANY_TWO_WAY, 9).conditions.direction == "two-way"
+    match3 = _reduction("disj-match3")
+    assert match3.length_bound(PREFIX_ONE_WAY, 9).conditions.direction == "one-way"
+    assert match3.length_bound(ANY_TWO_WAY, 9).bits == 4
+
+
+# ---- memorize: the reduction hands its memory program over -------------------------------------------
+@pytest.mark.parametrize("rid", RNN_REDUCTIONS)
+def test_the_reduction_hands_its_memory_program_to_memorize(rid):
+    context = _reduction(rid).model_context(5)
+    assert context["memory_program"].slots == 5
+    model = make_model("memorize:capacity=3", **context)
+    assert model.program is context["memory_program"] and model.state_bits == 3
+
+
+@pytest.mark.parametrize("rid", ["disj-match3", "disj-qsa", "dyck22-fooling"])
+def test_memorize_is_refused_by_reductions_without_a_memory_layout(rid):
+    with pytest.raises(NotApplicable, match=f"memorize has no memory layout for {rid}"):
+        run_reduction(rid, "memorize", 4)
+
+
+def test_memorize_and_reductions_do_not_import_each_other():
+    import grimp
+    graph = grimp.build_graph("protocols", "commsim", cache_dir=None)
+    for module in graph.find_descendants("protocols.reductions") | {"protocols.reductions"}:
+        assert not any(m.startswith("protocols.models") for m in graph.find_modules_directly_imported_by(module))
+    for module in ("protocols.models.memorize", "protocols.models.recurrent_spec"):
+        imported = graph.find_modules_directly_imported_by(module)
+        assert not any(m.startswith("protocols.reductions") for m in imported) and "commsim.plugins" not in imported

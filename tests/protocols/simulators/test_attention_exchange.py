@@ -19,7 +19,7 @@ from protocols.simulators.attention_exchange import (
     make_plan,
     run_exchange,
     simulate,
-    theorem_bits,
+    theorem_count,
 )
 
 
@@ -98,8 +98,8 @@ def test_two_way_layout_and_the_theorem_count():
     assert plan.u_width == p + ceil_log2(N // 2)         # an exact sum of N/2 rounded products
     assert steps["U"] == H * m * plan.u_width
     assert steps["Z"] == H * plan.z_width
-    formula, text = theorem_bits(model, plan)
-    assert formula == 3 * m * (p + ceil_log2(N)) * H + m * p * H and "Theorem 4" in text
+    formula, text = theorem_count(plan)
+    assert formula == 3 * m * (p + ceil_log2(N)) * H and "Theorem 4" in text   # the paper's own count
     assert plan.total_bits <= formula
     assert plan.direction == "two-way"
 
@@ -112,7 +112,7 @@ def test_one_way_variant_when_alice_holds_only_the_query():
         tokens = np.random.default_rng(3).integers(0, 4, size=(6, N))
         plan = make_plan(model, N, [N - 1])
         assert (plan.mode, plan.output_party, plan.direction, plan.rounds) == ("one-way", "bob", "one-way", 1)
-        assert plan.total_bits == H * per_head == theorem_bits(model, plan)[0]
+        assert plan.total_bits == H * per_head == theorem_count(plan)[0]
         for row in tokens:
             result = run_exchange(model, row, [N - 1])
             assert result.transcript.is_one_way and result.transcript.bits_by_direction["bob_to_alice"] == 0
@@ -254,13 +254,13 @@ def test_residual_path_is_exact_and_costs_the_embedding_only_one_way(case):
     embedding = [m for m in plan.messages if m.step == "embedding"]
     if plan.mode == "one-way":
         assert [(m.label, m.sender, m.bits) for m in embedding] == [("embedding", plan.query_owner, r * p)]
-        assert plan.total_bits == base.total_bits + r * p == theorem_bits(model, plan)[0]
+        assert plan.total_bits == base.total_bits + r * p == theorem_count(plan)[0]
         assert items["bits_by_step"]["embedding"] == r * p
-        assert "embedding" in theorem_bits(model, plan)[1]
+        assert "embedding" in theorem_count(plan)[1]
         assert keys.shape[1] == simulate(plain, base, tokens)[1].shape[1] + r
     else:
         assert embedding == [] and "embedding" not in items["bits_by_step"]
-        assert plan.total_bits == base.total_bits and theorem_bits(model, plan) == theorem_bits(plain, base)
+        assert plan.total_bits == base.total_bits and theorem_count(plan) == theorem_count(base)
     assert plan.output_party == base.output_party and plan.mode == base.mode
     for row, want in zip(tokens[:2], direct[:2]):
         result = run_exchange(model, row, alice, query)
@@ -328,3 +328,22 @@ def test_residual_spec_and_sweep_itemize_the_embedding():
     assert sweep.exact_match.all()
     assert sweep.details["bits_by_step"]["embedding"] == 4 * 10 and sweep.details["residual"] == 4
     assert int(sweep.alice_to_bob[0]) == sweep.details["total_bits"] == sweep.details["theorem_bits"]
+
+
+@pytest.mark.parametrize("fmt", [FloatFormat("float64"), FloatFormat("float16"), FixedPoint.with_bits(6)])
+def test_two_way_transcript_keys_mean_equal_transcripts(fmt):
+    """Equal keys exactly when the runner's transcripts are equal, also when the exact sums are wider than
+    int64 (float64: Z and U in units of the smallest subnormal, digested through the message encoding)."""
+    model = random_layer(fmt, vocab=2, positions=6, width=1, dim=2, seed=3)
+    tokens = np.array([[int(c) for c in f"{i:06b}"] for i in range(64)])
+    plan = make_plan(model, 6, [0, 1, 5])
+    assert plan.mode == "two-way"
+    raw, keys = simulate(model, plan, tokens)
+    assert keys.dtype == np.int64 and np.array_equal(model.ar.key(raw), model.ar.key(model.forward_rep(tokens)))
+    protocol = AttentionExchangeProtocol(model, plan)
+    a, b = plan.positions("alice"), plan.positions("bob")
+    digests = [run_protocol(protocol, Share(a, row[a], 6), Share(b, row[b], 6)).transcript.digest() for row in tokens]
+    same_keys = (keys[:, None, :] == keys[None, :, :]).all(axis=2)
+    same_transcripts = np.array([[x == y for y in digests] for x in digests])
+    assert np.array_equal(same_keys, same_transcripts)
+    assert not same_transcripts.all()          # the inputs do give different transcripts

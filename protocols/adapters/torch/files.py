@@ -1,0 +1,59 @@
+"""Saved torch models: loading a ``torch.save`` file safely (weights only, standard ``torch.nn``
+modules) and saving a dict of parts that loads that way (``--model torch:FILE.pt``)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from protocols.adapters.torch.layers import AdapterError, require_torch
+
+#: torch.nn classes a ``torch:`` file may contain (loaded with weights_only=True and these allowed)
+SAFE_MODULES = ("Sequential", "ModuleList", "ModuleDict", "Embedding", "RNN", "LSTM", "GRU", "Linear",
+                "MultiheadAttention", "ReLU", "Tanh", "Sigmoid", "GELU", "LeakyReLU", "Softmax", "Identity",
+                "Dropout", "LayerNorm", "Flatten")
+
+
+def load_torch_file(path: str):
+    """``torch.load(path, weights_only=True)`` with the standard torch.nn classes of
+    :data:`SAFE_MODULES` allowed; anything else that would unpickle code is refused."""
+    import pickle
+    torch = require_torch()
+    import torch.nn as nn
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise AdapterError(f"torch: model file {path!r} does not exist")
+    safe = [getattr(nn, name) for name in SAFE_MODULES]
+    from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
+    safe.append(NonDynamicallyQuantizableLinear)
+    try:
+        with torch.serialization.safe_globals(safe):
+            obj = torch.load(str(p), map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        text = str(exc)
+        marker = "Unsupported global: GLOBAL "
+        if marker in text:
+            name = text.split(marker, 1)[1].split()[0]
+            raise AdapterError(f"torch: {path!r} pickles {name}, which commsim will not load from a file: only "
+                               f"weights and the standard torch.nn modules ({', '.join(SAFE_MODULES)}) load safely "
+                               f"(weights_only=True). Save a dict of standard parts (protocols.adapters.torch."
+                               f"save_parts), or build your class in a python:MODULE:FUNCTION factory that loads a "
+                               f"state_dict") from None
+        detail = text.split("WeightsUnpickler error:", 1)[-1].strip().split("\n\n")[0].strip() \
+            if "WeightsUnpickler error:" in text else ""
+        reason = f"the weights-only unpickler refused it: {detail}" if detail else "unreadable"
+        raise AdapterError(f"torch: {path!r} is not a torch.save file commsim can load safely with weights_only=True "
+                           f"({reason})") from None
+    except Exception as exc:  # not a torch.save file (bad magic number, truncated zip, a text file, ...)
+        raise AdapterError(f"torch: {path!r} is not a file written by torch.save ({type(exc).__name__}: "
+                           f"{str(exc).splitlines()[0] if str(exc) else 'unreadable'})") from None
+    if isinstance(obj, dict) and obj and all(torch.is_tensor(v) for v in obj.values()):
+        raise AdapterError(f"torch: {path!r} holds only a state_dict (weights without the modules that use "
+                           f"them); load it into your module in a python:MODULE:FUNCTION factory, or save the "
+                           f"modules themselves")
+    return obj
+
+
+def save_parts(path: str, core, embedding=None, head=None, positions=None, **extra) -> None:
+    """``torch.save`` a dict of parts that ``--model torch:PATH`` loads safely (standard modules only)."""
+    torch = require_torch()
+    parts = {"core": core, "embedding": embedding, "head": head, "positions": positions, **extra}
+    torch.save({k: v for k, v in parts.items() if v is not None}, path)

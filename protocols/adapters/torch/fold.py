@@ -1,0 +1,233 @@
+"""One attention layer from torch in folded form: the target of every attention wrapper
+(:mod:`.mha` for ``nn.MultiheadAttention``, :mod:`.gpt2` for Hugging Face GPT-2 with one layer,
+:mod:`.tlens` for TransformerLens), and the pieces they share.
+
+The model of Theorem 4 of [BHBK24] is: embeddings x_i (token and position, arbitrary), per head
+q = W_Q x_N, k_i = W_K x_i, v_i = W_V x_i, softmax attention at the query position N, heads
+concatenated and projected by W_O, then an arbitrary output map psi.  A real layer is brought to
+that form by folding, never by approximating:
+
+* projection biases (b_Q, b_K, b_V) ride on a constant coordinate 1 of every embedding; the score
+  scale (1/sqrt(d_head) or TransformerLens' ``attn_scale``) is folded into W_Q;
+* a pre-attention LayerNorm (GPT-2's ``ln_1``) is a function of (position, token): the embedding is
+  a table E(i, s) = ln_1(wte[s] + wpe[i]), one row per position and token;
+* everything after the attention *at the query position* -- W_O's bias, the residual connection,
+  ``ln_2`` and the MLP, the final LayerNorm and the unembedding -- is psi.  psi needs the query
+  position's own residual stream e_N = [wte[s_N] + wpe[N]]: it is stored as extra coordinates of
+  every position's embedding (zero weight in W_Q, W_K, W_V) and read by psi through the layer's
+  residual path (:class:`protocols.models.attention.AttentionLayer`, ``residual=`` those coordinates).
+  The output party gets it for free when it owns the query position; otherwise (the one-way
+  exchange) the query owner sends it as the ``embedding`` message, d·p bits.  The reported width
+  m is the real head width.
+
+Refused, with the reason: more than one layer (Lemma 5 / Corollary 13.1 of [BHBK24]: no protocol
+of this kind exists for two layers), rotary or other non-absolute position schemes, soft-capped
+attention scores, ``add_bias_kv`` / ``add_zero_attn`` (a key that belongs to no party), and
+parallel attention/MLP blocks.
+
+The commsim model (:class:`TorchAttention`, a :class:`protocols.models.attention.AttentionLayer`) has the
+exact finite-precision semantics of :mod:`protocols.models.attention`; the exchange reproduces it bit for
+bit, and it agrees with the torch module's own forward within
+:data:`~protocols.adapters.torch.layers.TOLERANCE`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from commsim.core.precision import NumberFormat
+from protocols.adapters.torch.layers import AdapterError, tensor
+from protocols.models.attention import AttentionLayer
+
+#: positions of the table of a position-free attention model when no sequence length is given
+DEFAULT_POSITIONS = 64
+
+
+#: largest (positions x tokens x dim) embedding table built without being asked to limit it
+MAX_TABLE = 20_000_000
+
+
+TWO_LAYERS = ("the attention protocol wraps one attention layer: for two layers there are models whose output "
+              "needs N/2 bits of communication on every balanced split (Lemma 5 and Corollary 13.1 of [BHBK24]), "
+              "so no exchange of this kind exists")
+
+
+class TorchAttention(AttentionLayer):
+    """A one-layer attention model folded from torch (module docstring).
+
+    The embedding is a (positions, tokens, dim) table; ``residual`` (a sequence of its coordinates,
+    or False) is what psi reads of the query position's embedding besides y = W_O o (the residual
+    stream, :class:`~protocols.models.attention.AttentionLayer`).  ``torch_forward`` runs the original torch
+    module (the agreement check); ``source`` says what was wrapped.
+    """
+
+    def __init__(self, fmt: NumberFormat, table: np.ndarray, W_Q, W_K, W_V, W_O, psi, *, residual=False,
+                 spec: str = "", torch_forward=None, source: str = ""):
+        table = np.asarray(table, dtype=np.float64)
+        if table.ndim != 3:
+            raise AdapterError(f"the embedding table must be (positions, tokens, dim), got shape {table.shape}")
+        super().__init__(fmt, table[0], None, W_Q, W_K, W_V, W_O, psi, residual=residual, spec=spec)
+        self.table = self.arithmetic.from_values(table)
+        self.max_positions = int(table.shape[0])
+        self.torch_forward = torch_forward
+        self.source = source
+
+    def embed(self, tokens, positions):
+        """x = E(i, s): the table row of each (position, token); broadcasts like the base class."""
+        return self.table[np.asarray(positions, dtype=np.int64), np.asarray(tokens, dtype=np.int64)]
+
+    def _float_embedding(self, tokens: np.ndarray) -> np.ndarray:
+        """The (position, token) table rows, as float64 values."""
+        return self.arithmetic.to_values(self.embed(tokens, np.arange(tokens.shape[1])))
+
+    def save(self, path) -> None:
+        """Refused: a wrapped model is saved by saving the torch module."""
+        raise AdapterError("a model wrapped from torch is saved by saving the torch module (torch.save)")
+
+    def __repr__(self) -> str:
+        return f"<TorchAttention {self.spec}: {self.source}>"
+
+
+@dataclass
+class OneLayer:
+    """A one-layer attention model in folded form, before it becomes a :class:`TorchAttention`.
+
+    ``inputs``: named (positions, tokens, dim) tables of the attention's inputs (one shared ``x``,
+    or separate ``q``/``k``/``v`` inputs); ``projections``: for ``q``, ``k``, ``v`` the input name,
+    the weight (H, m, dim) and bias (H, m) or None; ``scale`` multiplies the logits; ``W_O`` (d, H m);
+    ``b_O`` (d,) or None; ``residual``: the (positions, tokens, d) residual stream at each position
+    or None; ``post``: numpy function of the query's residual stream r = b_O + W_O o (+ x_N) -> outputs.
+    """
+
+    inputs: dict
+    projections: dict
+    scale: float
+    W_O: np.ndarray
+    b_O: np.ndarray | None
+    residual: np.ndarray | None
+    post: Callable
+    outputs: int
+    source: str = ""
+    extras: dict = field(default_factory=dict)
+
+
+def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch_forward=None) -> TorchAttention:
+    """Fold a :class:`OneLayer` into a :class:`TorchAttention` (module docstring)."""
+    H, m, _ = layer.projections["q"][1].shape
+    blocks, offset = {}, 0
+    for name, table in layer.inputs.items():
+        blocks[name] = (offset, table.shape[2])
+        offset += table.shape[2]
+    const = offset
+    offset += 1
+    d_res = 0 if layer.residual is None else layer.residual.shape[2]
+    shared = next((name for name, t in layer.inputs.items() if t is layer.residual), None)
+    if shared is not None:   # the residual stream is an input already (nn.MultiheadAttention): read those coordinates
+        res_at, stored = blocks[shared][0], 0
+    else:
+        res_at, stored = offset, d_res
+    dim = offset + stored
+    any_table = next(iter(layer.inputs.values()))
+    P, V = any_table.shape[:2]
+    table = np.zeros((P, V, dim))
+    for name, t in layer.inputs.items():
+        start, size = blocks[name]
+        table[:, :, start:start + size] = t
+    table[:, :, const] = 1.0
+    if stored:
+        table[:, :, res_at:] = layer.residual
+    weights = {}
+    for which in ("q", "k", "v"):
+        source, W, b = layer.projections[which]
+        start, size = blocks[source]
+        scale = layer.scale if which == "q" else 1.0
+        full = np.zeros((H, m, dim))
+        full[:, :, start:start + size] = np.asarray(W) * scale
+        if b is not None:
+            full[:, :, const] = np.asarray(b) * scale
+        weights[which] = full
+    d_out = layer.W_O.shape[0]
+    W_O = np.asarray(layer.W_O, dtype=np.float64)
+    b_O = None if layer.b_O is None else np.asarray(layer.b_O, dtype=np.float64)
+    q_fmt = fmt.quantize
+    b_O_q = None if b_O is None else q_fmt(b_O)
+    post = layer.post
+
+    def psi(y):
+        """psi of the folded layer: the residual stream b_O + W_O o (+ x_N) through the post-attention map."""
+        y = np.asarray(y, dtype=np.float64)
+        stream = y[:, :d_out].copy()
+        if b_O_q is not None:
+            stream += b_O_q
+        if d_res:
+            stream += y[:, d_out:d_out + d_res]
+        return post(stream)
+
+    residual = np.arange(res_at, res_at + d_res) if d_res else False   # psi reads e_N: (y, x_N[residual])
+    return TorchAttention(fmt, table, weights["q"], weights["k"], weights["v"], W_O, psi, residual=residual,
+                          spec=spec, torch_forward=torch_forward, source=layer.source)
+
+
+# ---- pieces the wrappers share -------------------------------------------------------------------
+def check_table_size(vocab: int, positions: int, dim: int, what: str) -> None:
+    """Refuse a (positions, tokens, dim) embedding table larger than :data:`MAX_TABLE` values."""
+    if positions * vocab * dim > MAX_TABLE:
+        raise AdapterError(f"{what}: an embedding table of {positions} positions x {vocab} tokens x {dim} would be "
+                           f"too large; limit it with vocab_size= and seq_len= (commsim run passes the task's)")
+
+
+def vocab_and_positions(model_vocab: int, model_positions: int | None, vocab_size: int | None,
+                        seq_len: int | None, what: str) -> tuple[int, int]:
+    """(tokens, positions) of the table: the task's when given (checked against the model's), else the model's."""
+    vocab = model_vocab if vocab_size is None else int(vocab_size)
+    if vocab > model_vocab:
+        raise AdapterError(f"{what} reads {model_vocab} tokens but the task uses {vocab}")
+    if seq_len is None:
+        if model_positions is None:
+            raise AdapterError(f"{what} has no position limit; pass seq_len=")
+        positions = model_positions
+    else:
+        positions = int(seq_len)
+        if model_positions is not None and positions > model_positions:
+            raise AdapterError(f"{what} has position embeddings for {model_positions} positions; the task needs "
+                               f"{positions}")
+    return vocab, positions
+
+
+def embedding_grid(wte: np.ndarray, wpe: np.ndarray | None, vocab: int, positions: int) -> np.ndarray:
+    """e(i, s) = wte[s] + wpe[i] as a (positions, vocab, d) table (the sum rounded by the caller's format)."""
+    tok = wte[:vocab][None, :, :]
+    if wpe is None:
+        return np.broadcast_to(tok, (positions, vocab, wte.shape[1])).copy()
+    return tok + wpe[:positions][:, None, :]
+
+
+def quantized(fmt: NumberFormat, a):
+    """A torch tensor (or array) rounded to ``fmt`` as float64 values; None stays None."""
+    return None if a is None else fmt.quantize(tensor(a))
+
+
+def last_position_forward(module, call, dtype):
+    """A function tokens -> the module's outputs at the last position (float64 numpy)."""
+    import torch
+
+    def forward(tokens):
+        """The module's outputs at the last position, as float64."""
+        with torch.no_grad():
+            t = torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long)
+            out = call(module, t)
+            if isinstance(out, (tuple, list)):
+                out = out[0]
+            if hasattr(out, "logits"):
+                out = out.logits
+            if out.dim() == 3:
+                out = out[:, -1]
+            return tensor(out)
+    return forward
+
+
+def split_heads(W: np.ndarray, H: int, m: int) -> np.ndarray:
+    """(H m, d) rows -> (H, m, d)."""
+    return W.reshape(H, m, W.shape[1])

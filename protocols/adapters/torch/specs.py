@@ -1,0 +1,247 @@
+"""The torch model kinds of ``--model``: a user's factory, a saved file, Hugging Face GPT-2 and
+TransformerLens, each turned into a commsim model by :func:`~protocols.adapters.torch.adapt.from_torch`.
+
+Model kinds (``commsim run REDUCTION --model SPEC``):
+
+``python:MODULE:FUNCTION[:key=value,...]``
+    imports MODULE (the current directory comes first on ``sys.path``, as for ``python -m``; a path
+    ``dir/file.py`` works too) and calls FUNCTION.  It may return a commsim model, a torch module
+    (``nn.LSTM``/``nn.GRU``/``nn.RNN`` or ``nn.MultiheadAttention`` inside a wrapping module with its
+    ``nn.Embedding`` and head; a one-layer GPT-2; a TransformerLens model) or a dict of parts
+    ``{"embedding", "core", "head", "positions", "residual"}``.  FUNCTION receives, by name, whichever
+    of ``vocab_size``, ``seq_len``, ``n``, ``task``, ``reduction`` it accepts, and every key=value of the
+    spec except ``precision``/``frac``/``dtype`` (ints and floats converted).
+``torch:FILE.pt[:precision=P|dtype=NAME]``
+    loads FILE with ``torch.load(weights_only=True)``: a module built from standard ``torch.nn``
+    classes, or a dict of parts of them.  A file that pickles any other class is refused (loading it
+    would run arbitrary code); load such a model in a ``python:`` factory instead.
+``hf-gpt2[:DIR][:key=value,...]``
+    a one-layer GPT-2 (``transformers.GPT2LMHeadModel``): from a local ``save_pretrained`` directory, a
+    local ``config=FILE.json``, or random weights (``dim``, ``heads``, ``inner``, ``layers``, ``seed``);
+    nothing is downloaded.
+``tl[:key=value,...]``
+    a random one-layer TransformerLens model (TransformerLens 4: ``TransformerBridge.boot_native``;
+    3.x: ``HookedTransformer``), attention-only by default (``dim``, ``heads``, ``d_head``, ``attn_only``,
+    ``norm``, ``layers``, ``seed``).
+
+Precision: the module's dtype (float32 -> p = 32, bfloat16 -> 16, float64 -> 64), or ``precision=P``
+(P-bit fixed point) / ``dtype=NAME`` to override (:meth:`commsim.spec.ModelSpec.format_if_given`).
+torch is imported only when a torch object is handled.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import io
+import os
+import sys
+from pathlib import Path
+
+from commsim.core.errors import InputError
+from commsim.spec import FORMAT_KEYS
+from protocols.adapters.torch.adapt import from_torch
+from protocols.adapters.torch.files import load_torch_file
+from protocols.adapters.torch.layers import AdapterError, require_torch
+
+#: what a ``python:`` factory may receive from the task, by name
+CONTEXT_KEYS = ("vocab_size", "seq_len", "n", "task", "reduction")
+
+
+def _literal(text: str):
+    """A spec value as an int, float or bool when it reads as one, else the text."""
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    return text
+
+
+# ---- python:MODULE:FUNCTION -----------------------------------------------------------------------------
+def load_factory(target: str):
+    """``MODULE:FUNCTION`` or ``path/to/file.py:FUNCTION`` -> the function.  The current directory is put
+    first on ``sys.path`` (as ``python -m`` does) so a module of the project you are in imports."""
+    module_name, sep, func_name = target.rpartition(":")
+    if not sep or not module_name or not func_name:
+        raise AdapterError(f"python: needs MODULE:FUNCTION (e.g. python:examples.factories:lstm_index), got {target!r}")
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
+    if module_name.endswith(".py") or os.sep in module_name or "/" in module_name:
+        path = Path(module_name).expanduser()
+        if not path.is_file():
+            raise AdapterError(f"python: file {module_name!r} does not exist")
+        name = f"commsim_user_{abs(hash(str(path.resolve())))}"
+        module = sys.modules.get(name)
+        if module is None:
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:
+                del sys.modules[name]
+                raise AdapterError(f"python: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from exc
+    else:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name and module_name.startswith(exc.name):
+                raise AdapterError(f"python: cannot import module {module_name!r} ({exc}); run from the directory that "
+                                   f"holds it, or give a path: python:path/to/file.py:{func_name}") from exc
+            raise AdapterError(f"python: importing {module_name!r} failed: {exc}") from exc
+        except Exception as exc:
+            raise AdapterError(f"python: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from exc
+    func = getattr(module, func_name, None)
+    if func is None or not callable(func):
+        raise AdapterError(f"python: module {module_name!r} has no function {func_name!r}")
+    return func
+
+
+def _call_factory(func, label: str, params: dict, context: dict):
+    """Call the user's factory with the context and spec keys it accepts (a clear error otherwise)."""
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):
+        sig = None
+    accepts_any = sig is None or any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values())
+    names = set() if sig is None else set(sig.parameters)
+    kwargs = {k: v for k, v in context.items() if v is not None and (accepts_any or k in names)}
+    for key, value in params.items():
+        if not accepts_any and key not in names:
+            raise AdapterError(f"python: {label} takes no argument {key!r} (its parameters: "
+                               f"{', '.join(sorted(names)) or 'none'})")
+        kwargs[key] = value
+    try:
+        return func(**kwargs)
+    except InputError:
+        raise
+    except Exception as exc:
+        raise AdapterError(f"python: the factory {label} raised {type(exc).__name__}: {exc}") from exc
+
+
+def python_factory(spec, **context):
+    """A user's factory: python:MODULE:FUNCTION[:key=value,...] returning a torch module or a commsim model."""
+    func = load_factory(spec.target)
+    fmt = spec.format_if_given()
+    params = {k: _literal(spec.str(k)) for k in list(spec.params) if k not in FORMAT_KEYS}
+    result = _call_factory(func, spec.target, params, {k: context.get(k) for k in CONTEXT_KEYS})
+    return from_torch(result, precision=fmt, vocab_size=context.get("vocab_size"), seq_len=context.get("seq_len"),
+                      spec=spec.text)
+
+
+# ---- torch:FILE.pt ------------------------------------------------------------------------------------------
+def torch_file_factory(spec, **context):
+    """A saved torch model: torch:FILE.pt (weights-only loading; standard torch.nn modules or a dict of them)."""
+    if not spec.target:
+        raise AdapterError("torch: needs a file, e.g. --model torch:model.pt")
+    fmt = spec.format_if_given()
+    obj = load_torch_file(spec.target)
+    return from_torch(obj, precision=fmt, vocab_size=context.get("vocab_size"), seq_len=context.get("seq_len"),
+                      spec=spec.text)
+
+
+# ---- hf-gpt2 -------------------------------------------------------------------------------------------------
+def gpt2_factory(spec, vocab_size=None, seq_len=None, **context):
+    """A one-layer Hugging Face GPT-2 from a local directory, a local config=FILE.json or random
+    weights (dim, heads, inner, layers, seed, vocab, positions); never downloads."""
+    torch = require_torch()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    try:
+        from transformers import GPT2Config, GPT2LMHeadModel
+    except ImportError:
+        raise AdapterError("hf-gpt2 needs transformers: pip install 'commsim[torch]'") from None
+    fmt = spec.format_if_given()
+    config_file = spec.str("config")
+    keys = ("dim", "heads", "inner", "layers", "vocab", "positions", "seed")
+    if spec.target:
+        given = [k for k in keys if spec.has(k)] + (["config"] if config_file else [])
+        if given:
+            raise AdapterError(f"hf-gpt2: {', '.join(given)} cannot be combined with a model directory")
+        path = Path(spec.target).expanduser()
+        if not path.is_dir():
+            raise AdapterError(f"hf-gpt2: {spec.target!r} is not a directory written by save_pretrained")
+        try:
+            model = GPT2LMHeadModel.from_pretrained(str(path), local_files_only=True)
+        except Exception as exc:
+            raise AdapterError(f"hf-gpt2: cannot load {spec.target!r}: {type(exc).__name__}: {exc}") from None
+    else:
+        if config_file:
+            try:
+                config = GPT2Config.from_json_file(config_file)
+            except Exception as exc:
+                raise AdapterError(f"hf-gpt2: cannot read config {config_file!r}: "
+                                   f"{type(exc).__name__}: {exc}") from None
+        else:
+            dim = spec.int("dim", 16, minimum=1)
+            heads = spec.int("heads", 2, minimum=1)
+            if dim % heads:
+                raise AdapterError(f"hf-gpt2: dim={dim} is not a multiple of heads={heads}")
+            vocab = spec.int("vocab", vocab_size or 16, minimum=1)
+            positions = spec.int("positions", seq_len or 64, minimum=1)
+            config = GPT2Config(n_layer=spec.int("layers", 1, minimum=1), n_embd=dim, n_head=heads,
+                                n_inner=spec.int("inner", None, minimum=1), vocab_size=vocab, n_positions=positions,
+                                bos_token_id=0, eos_token_id=0)
+        torch.manual_seed(spec.int("seed", 0, minimum=0))
+        model = GPT2LMHeadModel(config)
+    model.eval()
+    if fmt is not None and getattr(fmt, "dtype", None) in ("float16", "bfloat16", "float64"):
+        model = model.to(getattr(torch, fmt.dtype))
+    return from_torch(model, precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec.text)
+
+
+# ---- tl ------------------------------------------------------------------------------------------------------
+def tl_factory(spec, vocab_size=None, seq_len=None, **context):
+    """A random one-layer TransformerLens model (attention-only by default): dim, heads, d_head,
+    attn_only=0|1, norm=none|LN|LNPre|RMS, layers, seed, vocab, positions."""
+    torch = require_torch()
+    try:
+        import transformer_lens
+    except ImportError:
+        raise AdapterError("tl needs TransformerLens: pip install 'commsim[torch]'") from None
+    fmt = spec.format_if_given()
+    dim = spec.int("dim", 16, minimum=1)
+    heads = spec.int("heads", 2, minimum=1)
+    d_head = spec.int("d_head", max(dim // heads, 1), minimum=1)
+    norm = spec.str("norm", "none", choices=("none", "LN", "LNPre", "RMS", "RMSPre"))
+    cfg = dict(d_model=dim, n_layers=spec.int("layers", 1, minimum=1), n_heads=heads, d_head=d_head,
+               n_ctx=spec.int("positions", seq_len or 64, minimum=1),
+               d_vocab=spec.int("vocab", vocab_size or 16, minimum=1),
+               attn_only=bool(spec.int("attn_only", 1, minimum=0, maximum=1)),
+               normalization_type=None if norm == "none" else norm, act_fn="gelu", seed=spec.int("seed", 0, minimum=0))
+    bridge = getattr(transformer_lens, "TransformerBridge", None)
+    try:  # TransformerLens 3.x; 4.x removed it (importing it raises ImportError there)
+        from transformer_lens import HookedTransformer, HookedTransformerConfig
+    except ImportError:
+        HookedTransformer = None
+    if HookedTransformer is not None:
+        torch.manual_seed(cfg["seed"])
+        model = HookedTransformer(HookedTransformerConfig(**cfg, positional_embedding_type="standard"))
+    elif bridge is not None:
+        import transformer_lens.model_bridge.sources.native  # noqa: F401  (attaches boot_native)
+        with contextlib.redirect_stdout(io.StringIO()):  # keep --json output clean
+            model = bridge.boot_native(cfg)
+    else:  # pragma: no cover
+        raise AdapterError("this TransformerLens has neither HookedTransformer nor TransformerBridge")
+    model.eval()
+    if fmt is not None and getattr(fmt, "dtype", None) in ("float16", "bfloat16", "float64"):
+        with contextlib.redirect_stdout(io.StringIO()):  # TransformerLens prints "Changing model dtype ..."
+            model = model.to(getattr(torch, fmt.dtype))
+    return from_torch(model, precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec.text)
+
+
+def register(registry) -> None:
+    """The torch model kinds: ``python``, ``torch``, ``hf-gpt2``, ``tl``."""
+    registry.register("model", "python", python_factory,
+                      "your factory: python:MODULE:FUNCTION[:key=value] returning a torch module or a commsim model")
+    registry.register("model", "torch", torch_file_factory,
+                      "a saved torch model: torch:FILE.pt (weights-only loading of standard torch.nn modules)")
+    registry.register("model", "hf-gpt2", gpt2_factory,
+                      "a one-layer Hugging Face GPT-2 (local DIR, config=FILE.json, or random dim=,heads=,seed=)")
+    registry.register("model", "tl", tl_factory,
+                      "a random one-layer TransformerLens model (dim=,heads=,attn_only=,norm=,seed=)")

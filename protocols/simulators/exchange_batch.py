@@ -1,0 +1,66 @@
+"""The attention exchange over a batch: the same computation as the party programs, vectorized.
+
+:func:`simulate` returns, for every row of tokens, the output party's raw output and the transcript's
+keys -- every message value in order, as int64 columns -- so that equal keys mean equal transcripts.
+The rectangle certificate (:mod:`commsim.certify.rectangle`) digests those rows; every collision it
+uses is re-checked on transcripts the runner produced.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from commsim.core.digests import digest_rows, message_rows
+from commsim.core.sums import pack_signed
+from protocols.models.attention import AttentionLayer
+from protocols.simulators.exchange_plan import ExchangePlan
+
+__all__ = ["simulate"]
+
+
+def _sum_keys(sums, width: int, batch: int) -> np.ndarray:
+    """Exact partial sums (Z or U) as int64 key columns, one row per instance.
+
+    Sums that fit in int64 are their own keys.  Wider ones (Python integers: the exact sums of the IEEE
+    formats) are written in ``width``-bit two's complement, as in the message, and each instance's bits
+    are reduced to one 64-bit digest column by :func:`commsim.core.digests.digest_rows`.
+    """
+    a = np.asarray(sums).reshape(batch, -1)
+    if a.dtype != object:
+        return a.astype(np.int64)
+    rows = message_rows(pack_signed(a.reshape(-1), width), batch)
+    return digest_rows(rows).view(np.int64)[:, None]
+
+
+def simulate(model: AttentionLayer, plan: ExchangePlan, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The protocol on a batch of token rows: the output party's raw outputs (B, C) and the
+    transcript keys (B, K) -- every message value in order, so equal keys mean equal transcripts."""
+    T = np.atleast_2d(np.asarray(tokens))
+    B = T.shape[0]
+    ar, qpos = model.ar, plan.query
+    if plan.mode == "local":
+        return model.forward_rep(T, qpos), np.zeros((B, 0), dtype=np.int64)
+    q = model.query_vectors(T[:, qpos], qpos)
+    x_query = model.residual_input(T[:, qpos], qpos)
+    keys = [ar.key(q).reshape(B, -1)]
+    if plan.mode == "one-way":
+        if x_query is not None:
+            keys.append(ar.key(x_query).reshape(B, -1))
+        receiver = plan.output_party
+        pos = plan.attended(receiver)
+        A, V = model.scan(T[:, pos], pos, q)
+        if plan.attend_self:
+            A_s, V_s = model.scan(T[:, [qpos]], np.array([qpos]), q)
+            keys += [ar.key(A_s).reshape(B, -1), ar.key(V_s).reshape(B, -1)]
+            A, V = np.concatenate([A, A_s], axis=2), np.concatenate([V, V_s], axis=1)
+        Z, U = model.aggregate(A, V, A.max(axis=-1))
+        return model.finish(U, Z, x_query), np.concatenate(keys, axis=1)
+    pos_q, pos_o = plan.attended(plan.query_owner), plan.positions(plan.other)
+    A_q, V_q = model.scan(T[:, pos_q], pos_q, q)
+    A_o, V_o = model.scan(T[:, pos_o], pos_o, q)
+    max_q, max_o = A_q.max(axis=-1), A_o.max(axis=-1)
+    M = np.maximum(max_q, max_o)
+    Z_o, U_o = model.aggregate(A_o, V_o, M)
+    Z_q, U_q = model.aggregate(A_q, V_q, M)
+    # Z is unsigned in the message (z_width bits); one more bit writes it in two's complement
+    keys += [ar.key(max_q), ar.key(max_o), _sum_keys(Z_o, plan.z_width + 1, B), _sum_keys(U_o, plan.u_width, B)]
+    return model.finish(U_q + U_o, Z_q + Z_o, x_query), np.concatenate(keys, axis=1)

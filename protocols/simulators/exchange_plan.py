@@ -1,0 +1,207 @@
+"""The attention exchange's message plan: who owns what, who speaks, how wide every message is.
+
+A plan depends on the model's shape (H heads of width m, p bits, the number format, whether the query
+attends to itself, the coordinates of x_N the output map reads), the sequence length N and the
+partition -- never on the tokens -- so one plan serves every instance of a run, and its bits are known
+before anything is run.  The protocol it lays out is described in
+:mod:`protocols.simulators.attention_exchange`; :func:`theorem_count` sets it beside the papers' count.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from commsim.core.errors import InputError
+from protocols.models.attention import AttentionLayer
+from protocols.theorems import exchange_bits, exchange_text, one_way_attention_bits, query_bits
+
+__all__ = ["PartitionError", "MessageSpec", "ExchangePlan", "make_plan", "theorem_count"]
+
+
+class PartitionError(InputError):
+    """The positions given to Alice do not form a valid partition of the sequence."""
+
+
+@dataclass(frozen=True)
+class MessageSpec:
+    """One message of the plan: its step, label, sender, head (None: not per head) and exact width."""
+
+    step: str          # "query", "embedding", "max", "Z", "U" or "self"
+    label: str
+    sender: str
+    head: int | None   # None: not a per-head message (the embedding)
+    bits: int
+
+
+@dataclass(frozen=True)
+class ExchangePlan:
+    """The exchange for one model, sequence length and partition (the same for every instance)."""
+
+    seq_len: int
+    query: int
+    mode: str                           # "two-way", "one-way" or "local"
+    query_owner: str
+    output_party: str
+    alice_positions: tuple[int, ...]
+    bob_positions: tuple[int, ...]
+    heads: int
+    width: int
+    precision: int
+    attend_self: bool
+    number_format: str
+    residual: int = 0                   # coordinates of x_N that psi reads (0: no residual path)
+    other_terms: int = 0                # positions summed by the party that sends Z and U
+    z_width: int = 0
+    u_width: int = 0
+    messages: tuple[MessageSpec, ...] = field(default_factory=tuple)
+
+    def positions(self, party: str) -> np.ndarray:
+        """The positions ``party`` owns, in increasing order."""
+        return np.array(self.alice_positions if party == "alice" else self.bob_positions, dtype=np.int64)
+
+    def attended(self, party: str) -> np.ndarray:
+        """The positions of ``party`` that enter the query's attention."""
+        pos = self.positions(party)
+        return pos if self.attend_self else pos[pos != self.query]
+
+    @property
+    def other(self) -> str:
+        """The party that does not own the query."""
+        return "bob" if self.query_owner == "alice" else "alice"
+
+    @property
+    def total_bits(self) -> int:
+        """Every message's bits, both directions."""
+        return sum(m.bits for m in self.messages)
+
+    @property
+    def alice_to_bob(self) -> int:
+        """The bits Alice sends."""
+        return sum(m.bits for m in self.messages if m.sender == "alice")
+
+    @property
+    def bob_to_alice(self) -> int:
+        """The bits Bob sends."""
+        return sum(m.bits for m in self.messages if m.sender == "bob")
+
+    @property
+    def rounds(self) -> int:
+        """The number of runs of consecutive messages from one sender."""
+        rounds, last = 0, None
+        for m in self.messages:
+            if m.sender != last:
+                rounds, last = rounds + 1, m.sender
+        return rounds
+
+    @property
+    def direction(self) -> str:
+        """``"one-way"`` when only Alice speaks (or nobody), else ``"two-way"``."""
+        senders = {m.sender for m in self.messages}
+        return "one-way" if senders <= {"alice"} else "two-way"
+
+    def itemize(self) -> dict:
+        """Bits per step, per head and per direction; the steps (and the directions) add up to
+        :attr:`total_bits` exactly; per head, the messages that belong to a head (not the embedding)."""
+        steps: dict[str, int] = {}
+        per_head = [dict() for _ in range(self.heads)]
+        for m in self.messages:
+            steps[m.step] = steps.get(m.step, 0) + m.bits
+            if m.head is not None:
+                per_head[m.head][m.step] = per_head[m.head].get(m.step, 0) + m.bits
+        for h in per_head:
+            h["total"] = sum(h.values())
+        return {"bits_by_step": steps, "bits_by_head": per_head,
+                "bits_by_direction": {"alice_to_bob": self.alice_to_bob, "bob_to_alice": self.bob_to_alice},
+                "messages": [{"label": m.label, "step": m.step, "sender": m.sender, "bits": m.bits}
+                             for m in self.messages],
+                "total_bits": self.total_bits}
+
+
+def _validate_partition(seq_len: int, alice_positions) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(Alice's positions, Bob's positions), sorted; PartitionError when Alice's are not distinct
+    integers in 0..N-1."""
+    a = np.asarray(alice_positions)
+    if a.ndim != 1:
+        raise PartitionError(f"Alice's positions must be a flat list of integers, got shape {a.shape}", "partition")
+    if a.size and a.dtype.kind not in "iu":
+        if not np.array_equal(a, np.floor(a)):
+            raise PartitionError("Alice's positions must be integers", "partition")
+        a = a.astype(np.int64)
+    a = a.astype(np.int64)
+    if a.size and (a.min() < 0 or a.max() >= seq_len):
+        bad = int(a.min()) if a.min() < 0 else int(a.max())
+        raise PartitionError(f"position {bad} is outside 0..{seq_len - 1}", "partition")
+    counts = np.bincount(a, minlength=seq_len)
+    if a.size and counts.max() > 1:
+        dup = int(np.argmax(counts > 1))
+        raise PartitionError(f"position {dup} is given to Alice twice (the parts must be disjoint)", "partition")
+    mask = counts > 0
+    return tuple(np.flatnonzero(mask).tolist()), tuple(np.flatnonzero(~mask).tolist())
+
+
+def make_plan(model: AttentionLayer, seq_len: int, alice_positions, query: int | None = None) -> ExchangePlan:
+    """Validate the partition (disjoint, covering, the query owned by one party) and lay out the messages."""
+    model.check_input(seq_len)
+    qpos = model.query_position(seq_len) if query is None else int(query)
+    if not 0 <= qpos < seq_len:
+        raise PartitionError(f"query position {qpos} is outside 0..{seq_len - 1}", "partition")
+    alice, bob = _validate_partition(seq_len, alice_positions)
+    owner = "alice" if qpos in set(alice) else "bob"
+    mine = alice if owner == "alice" else bob
+    other = "bob" if owner == "alice" else "alice"
+    theirs = bob if owner == "alice" else alice
+    H, m, p, ar = model.heads, model.width, model.precision, model.ar
+    common = dict(seq_len=seq_len, query=qpos, query_owner=owner, alice_positions=alice, bob_positions=bob,
+                  heads=H, width=m, precision=p, attend_self=model.attend_self, number_format=model.fmt.name,
+                  residual=model.residual_width)
+    msgs: list[MessageSpec] = []
+    if not theirs:
+        return ExchangePlan(mode="local", output_party=owner, **common)
+    if len(mine) == 1:   # the query owner holds only the query: one-way, the other party outputs
+        for h in range(H):
+            msgs.append(MessageSpec("query", f"query/head {h}", owner, h, m * p))
+        if model.residual_width:
+            msgs.append(MessageSpec("embedding", "embedding", owner, None, model.residual_width * p))
+        if model.attend_self:
+            for h in range(H):
+                msgs.append(MessageSpec("self", f"self/head {h}", owner, h, (m + 1) * p))
+        return ExchangePlan(mode="one-way", output_party=other, messages=tuple(msgs), **common)
+    n_other = len(theirs)
+    z_width = max((n_other * ar.one_units).bit_length(), 1)
+    lo, hi = ar.sum_range(n_other)
+    u_width = max((-lo - 1).bit_length(), hi.bit_length()) + 1
+    for h in range(H):
+        msgs.append(MessageSpec("query", f"query/head {h}", owner, h, m * p))
+    for h in range(H):
+        msgs.append(MessageSpec("max", f"max/head {h}", owner, h, p))
+    for h in range(H):
+        msgs.append(MessageSpec("max", f"max/head {h}", other, h, p))
+    for h in range(H):
+        msgs.append(MessageSpec("Z", f"Z/head {h}", other, h, z_width))
+    for h in range(H):
+        msgs.append(MessageSpec("U", f"U/head {h}", other, h, m * u_width))
+    return ExchangePlan(mode="two-way", output_party=owner, other_terms=n_other, z_width=z_width, u_width=u_width,
+                        messages=tuple(msgs), **common)
+
+
+def theorem_count(plan: ExchangePlan) -> tuple[int, str]:
+    """The papers' count for this plan, and how it is made up: two-way, Theorem 4 of [BHBK24],
+    3m(p + ceil(log2 N))H (:func:`protocols.theorems.exchange_bits`); one-way, the [SHT23] message
+    (:func:`protocols.theorems.one_way_attention_bits`); local, 0."""
+    m, p, H, N = plan.width, plan.precision, plan.heads, plan.seq_len
+    if plan.mode == "local":
+        return 0, "one party owns every position: no communication"
+    if plan.mode == "one-way":
+        base = query_bits(m, p, H)
+        total = one_way_attention_bits(m, p, H, residual=plan.residual, attend_self=plan.attend_self)
+        text = f"one-way ([SHT23]): each head's q_N, m·p·H = {m}·{p}·{H} = {base}"
+        if plan.residual:
+            text += f", plus the query's embedding x_N for psi, d·p = {plan.residual}·{p} = {plan.residual * p}"
+        if plan.attend_self:
+            text += f", plus the query's own logit and value, (m+1)·p·H = {(m + 1) * p * H}"
+        return total, text + (f": {total} bits" if total != base else " bits")
+    total = exchange_bits(m, p, H, N)
+    return total, (f"{exchange_text(m, p, H, N)} bits (Theorem 4 of [BHBK24]); the simulator's exchange also "
+                   f"sends each head's query q_N (m·p·H = {query_bits(m, p, H)} bits) and its sums at their exact "
+                   f"widths: the bits it really sends are the bits used")

@@ -1,0 +1,109 @@
+"""Every formula of the papers, written once: the protocols' bit counts and the lower bounds.
+
+[BHBK24] is Bhattamishra, Hahn, Blunsom, Kanade (2024), "Separations in the Representational
+Capabilities of Transformers and Recurrent Architectures"; [SHT23] is Sanford, Hsu, Telgarsky (2023),
+"Representational Strengths and Limitations of Transformers".  N is the model's sequence length, m the
+width (state units of a recurrence; per-head width of an attention layer), p the bits per number, H the
+number of heads, n the size of a source communication problem.  log N is ceil(log2 N), as in the
+simulators' exact message widths.
+
+Every function takes and returns plain integers (or an exact :class:`~fractions.Fraction`), so the same
+formula serves ``commsim run`` (a built model), ``commsim budget`` (an architecture's parameters),
+``commsim separate`` and the lessons.  :func:`exchange_text` renders Theorem 4's count with its values
+put in, the one text both ``commsim run`` and ``commsim budget`` show for it.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from commsim.theory.bounds import ceil_log2
+
+__all__ = [
+    "handoff_bits",
+    "exchange_bits", "exchange_text", "query_bits", "one_way_attention_bits",
+    "index_one_way_bits", "index_two_way_protocol_bits", "equality_bits", "disjointness_bits",
+    "dyck_fooling_bits", "attention_min_width", "dyck_min_width",
+]
+
+
+def _log_n(seq_len: int) -> int:
+    """ceil(log2 N), with N = 0 read as 1 (a length-0 question costs the log term nothing)."""
+    return ceil_log2(max(int(seq_len), 1))
+
+
+# ---- the upper bounds: what a model's protocol sends ----------------------------------------------
+def handoff_bits(state_units: int, precision: int) -> int:
+    """Theorem 2 of [BHBK24]: a recurrent model whose state is m numbers of p bits gives a one-way
+    protocol of m·p bits on every contiguous split (an LSTM's state (h, c) has 2m units: 2m·p)."""
+    return int(state_units) * int(precision)
+
+
+def exchange_bits(width: int, precision: int, heads: int, seq_len: int) -> int:
+    """Theorem 4 of [BHBK24]: a one-layer attention of H heads of width m at p bits is computed, for any
+    partition of its N positions, by a protocol of 3m(p + log N)H bits."""
+    return 3 * int(width) * (int(precision) + _log_n(seq_len)) * int(heads)
+
+
+def exchange_text(width: int, precision: int, heads: int, seq_len: int) -> str:
+    """Theorem 4's count with its values: ``3m(p + ceil(log2 N))H = 3·4·(8 + 4)·1 = 144``."""
+    return (f"3m(p + ceil(log2 N))H = 3·{width}·({precision} + {_log_n(seq_len)})·{heads} = "
+            f"{exchange_bits(width, precision, heads, seq_len)}")
+
+
+def query_bits(width: int, precision: int, heads: int) -> int:
+    """Each head's query vector q_N, m numbers of p bits: m·p·H.  The whole message of the one-way
+    protocol of [SHT23] (Alice owns only the query), and the first step of the exchange as the
+    simulator runs it (Theorem 4's count of [BHBK24] leaves it out)."""
+    return int(width) * int(precision) * int(heads)
+
+
+def one_way_attention_bits(width: int, precision: int, heads: int, *, residual: int = 0,
+                           attend_self: bool = False) -> int:
+    """The one-way protocol of [SHT23] when Alice owns only the query: each head's q_N (m·p·H), plus the
+    r coordinates of x_N that the output map reads (r·p; REFERENCE section 5, step 1), plus, when the
+    query attends to itself, its own logit and value per head ((m + 1)·p·H; REFERENCE section 6, disj-qsa)."""
+    m, p, H = int(width), int(precision), int(heads)
+    return query_bits(m, p, H) + int(residual) * p + ((m + 1) * p * H if attend_self else 0)
+
+
+# ---- the lower bounds of the source problems (bits every protocol must send) ------------------------
+def index_one_way_bits(n: int) -> int:
+    """Fact 3 of [BHBK24]: INDEX_n needs n bits one-way (Alice to Bob)."""
+    return int(n)
+
+
+def index_two_way_protocol_bits(n: int) -> int:
+    """INDEX_n two-way takes only ceil(log2 n) + 1 bits (Bob sends b, Alice answers a_b), which is why
+    the one-way bound does not bind a two-way protocol (Theorem 1 of [BHBK24] solves index lookup with
+    one attention layer)."""
+    return ceil_log2(max(int(n), 1)) + 1
+
+
+def equality_bits(n: int) -> int:
+    """Fact 2 of [BHBK24]: EQ_n needs n bits, one-way and two-way (fooling set {(x, x)}); with Theorem 2
+    it gives Theorem 11 (a recurrent model deciding INEQ on 2n bits has m·p >= n = N/2), with Theorem 4
+    Theorem 12 (a one-layer attention has 3m(p + log N)H >= n)."""
+    return int(n)
+
+
+def disjointness_bits(n: int) -> int:
+    """Fact 1 of [BHBK24]: DISJ_n needs n bits, one-way and two-way (fooling set {(x, complement of x)});
+    the source of Theorem 8 (MQAR: m·p >= N/2) and of the [SHT23] bounds for Match3 and qSA."""
+    return int(n)
+
+
+def dyck_fooling_bits(seq_len: int) -> int:
+    """Lemma 1 of [BHBK24]: deciding Dyck-(2,2) membership of a length-N string, Alice holding the odd
+    positions and Bob the even ones, takes N - 1 bits (fooling set: all 2^(N-1) members)."""
+    return max(int(seq_len) - 1, 0)
+
+
+def attention_min_width(bound_bits: int, precision: int, seq_len: int) -> Fraction:
+    """The width a one-layer attention needs against a two-way bound of b bits: Theorem 4's protocol
+    carries 3m(p + log N)H bits, so mH >= b / (3(p + log N)) (exact)."""
+    return Fraction(int(bound_bits), 3 * (int(precision) + _log_n(seq_len)))
+
+
+def dyck_min_width(seq_len: int, precision: int) -> Fraction:
+    """Theorem 5 of [BHBK24]: a one-layer attention deciding Dyck-(2,2) has mH >= (N - 1)/(3(p + log N))."""
+    return attention_min_width(dyck_fooling_bits(seq_len), precision, seq_len)

@@ -1,0 +1,112 @@
+"""Every command that writes a file writes it atomically: complete files on success; on failure nothing
+half-written, no temporary file left, an existing file untouched; a missing directory is bad input (exit 2)
+naming the option."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from cli_helpers import invoke, run_main
+
+import commsim.cli.files as files
+from commsim.cli.files import TEMP_PREFIX, write_text
+from commsim.core.errors import InputError
+
+#: (command line without the file, the option, a file name, a check of the complete file's text or bytes)
+WRITERS = [
+    (["tree", "eq", "--n", "2", "--protocol", "one-way"], "--dot", "t.dot",
+     lambda data: data.startswith(b"digraph protocol_tree {") and data.endswith(b"}\n")),
+    (["automaton", "dyck22", "--n", "4"], "--dot", "a.dot",
+     lambda data: data.startswith(b"digraph") and data.endswith(b"}\n")),
+    (["teach", "rnn-eq", "--format", "markdown"], "--out", "notes.md",
+     lambda data: data.startswith(b"# ") and b"Theorem" in data),
+    (["teach", "rnn-eq"], "--out", "walk.txt", lambda data: b"Theorem" in data and data.endswith(b"\n")),
+    (["budget", "--arch", "rnn", "--width", "4", "--precision", "8", "--task", "eq-ineq"], "--plot", "b.svg",
+     lambda data: data.lstrip().startswith(b"<?xml") and data.rstrip().endswith(b"</svg>")),
+    (["separate", "idxl", "--n", "8"], "--plot", "s.png", lambda data: data.startswith(b"\x89PNG\r\n\x1a\n")),
+]
+IDS = [f"{args[0]} {option} {name}" for args, option, name, _ in WRITERS]
+
+
+def _leftovers(directory):
+    return [p.name for p in directory.iterdir() if p.name.startswith(TEMP_PREFIX)]
+
+
+@pytest.mark.parametrize("args,option,name,complete", WRITERS, ids=IDS)
+def test_each_writing_command_writes_a_complete_file(tmp_path, args, option, name, complete):
+    target = tmp_path / name
+    invoke(args + [option, str(target)])
+    assert complete(target.read_bytes())
+    assert _leftovers(tmp_path) == [] and [p.name for p in tmp_path.iterdir()] == [name]
+
+
+@pytest.mark.parametrize("args,option,name,complete", WRITERS, ids=IDS)
+def test_a_missing_directory_is_bad_input_naming_the_option(capsys, tmp_path, args, option, name, complete):
+    code, out, err = run_main(capsys, args + [option, str(tmp_path / "missing" / name)])
+    assert code == 2 and out == ""
+    assert err.startswith(f"Error: {option}") and "does not exist" in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("args,option,name,complete", WRITERS, ids=IDS)
+def test_a_failure_while_writing_leaves_the_old_file_and_no_temporary(capsys, tmp_path, monkeypatch, args, option,
+                                                                       name, complete):
+    target = tmp_path / name
+    target.write_bytes(b"the previous file")
+    real_replace = files.os.replace
+
+    def disk_full(src, dst):                   # the rendered file is complete in the temporary: fail the rename
+        assert src != str(target) and (tmp_path / src.rsplit("/", 1)[-1]).exists()
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(files.os, "replace", disk_full)
+    code, out, err = run_main(capsys, args + [option, str(target)])
+    monkeypatch.setattr(files.os, "replace", real_replace)
+    assert code == 2 and option in err and "No space left on device" in err and err.count("\n") == 1
+    assert target.read_bytes() == b"the previous file" and _leftovers(tmp_path) == []
+
+
+def test_text_half_written_when_the_write_fails_is_removed(tmp_path, monkeypatch):
+    target = tmp_path / "out.txt"
+    real_fdopen = files.os.fdopen
+
+    class HalfWriter:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.fh.close()
+
+        def write(self, text):
+            self.fh.write(text[: len(text) // 2])
+            self.fh.flush()
+            raise OSError(5, "Input/output error")
+    monkeypatch.setattr(files.os, "fdopen", lambda fd, *a, **k: HalfWriter(real_fdopen(fd, *a, **k)))
+    with pytest.raises(OSError, match="Input/output error"):
+        write_text(target, "x" * 1000, option="--out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_figure_that_fails_to_render_leaves_nothing(tmp_path, capsys, monkeypatch):
+    import matplotlib.figure
+
+    def broken_savefig(self, path, **kw):
+        with open(path, "wb") as fh:
+            fh.write(b"<?xml half")
+        raise RuntimeError("renderer crashed")
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", broken_savefig)
+    code, out, err = run_main(capsys, "budget", "--arch", "rnn", "--width", "4", "--precision", "8", "--task", "eq-ineq",
+                              "--plot", str(tmp_path / "b.svg"), "--json")
+    assert code == 1 and json.loads(out)["exit_code"] == 1 and "renderer crashed" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_writer_refuses_a_directory_as_target_and_keeps_the_usual_mode(tmp_path):
+    with pytest.raises(InputError, match="is a directory") as err:
+        write_text(tmp_path, "x", option="--dot")
+    assert err.value.param == "--dot"
+    write_text(tmp_path / "f.txt", "héllo\n", option="--out")
+    assert (tmp_path / "f.txt").read_text(encoding="utf-8") == "héllo\n"
+    assert (tmp_path / "f.txt").stat().st_mode & 0o777 != 0o600           # not mkstemp's private mode
