@@ -30,7 +30,7 @@ class FixedArithmetic:
     is_fixed = True
 
     def __init__(self, fmt: FixedPoint):
-        self.fmt = fmt
+        self.format = fmt
         self.p, self.F = fmt.bits, fmt.frac
         self.lo, self.hi = fmt.min_code, fmt.max_code
         self.dtype = np.dtype(np.int64)
@@ -43,11 +43,11 @@ class FixedArithmetic:
     # conversions
     def from_values(self, x) -> np.ndarray:
         """Codes of x rounded down and saturated, in the narrowest integer type of the format."""
-        return self.fmt.to_codes(np.asarray(x, dtype=np.float64), on_saturate="ignore").astype(self.store)
+        return self.format.to_codes(np.asarray(x, dtype=np.float64), on_saturate="ignore").astype(self.store)
 
     def to_values(self, r) -> np.ndarray:
         """Codes as float64 values (exact)."""
-        return self.fmt.from_codes(np.asarray(r, dtype=np.int64))
+        return self.format.from_codes(np.asarray(r, dtype=np.int64))
 
     def _clip(self, acc) -> np.ndarray:
         """Saturate integers to the code range, as int64."""
@@ -187,7 +187,7 @@ class FloatArithmetic:
     is_fixed = False
 
     def __init__(self, fmt: FloatFormat):
-        self.fmt = fmt
+        self.format = fmt
         self.p = fmt.bits
         self.max = fmt.max_value
         self.dtype = np.dtype(np.float64)
@@ -199,8 +199,8 @@ class FloatArithmetic:
         """Values rounded to the format, overflow saturating at +-max_value (NaN refused)."""
         a = np.asarray(x, dtype=np.float64)
         if np.isnan(a).any():
-            raise FormatError(f"NaN in a {self.fmt.name} computation (commsim refuses NaN)")
-        q = self.fmt.quantize(a)
+            raise FormatError(f"NaN in a {self.format.name} computation (commsim refuses NaN)")
+        q = self.format.quantize(a)
         return np.clip(q, -self.max, self.max)
 
     def to_values(self, r) -> np.ndarray:
@@ -247,14 +247,14 @@ class FloatArithmetic:
         vectorized for formats of at most 24 significant bits (bfloat16, float32): each value is
         m * 2^s units with |m| < 2^24, split as (m << (s mod 16)) into 16-bit-aligned limbs that
         are summed in int64 and joined into Python integers."""
-        if self.fmt.dtype not in ("bfloat16", "float32"):
-            return self.fmt.exact_sum(x, axis=axis)
+        if self.format.dtype not in ("bfloat16", "float32"):
+            return self.format.exact_sum(x, axis=axis)
         x = np.moveaxis(np.asarray(x, dtype=np.float64), axis, -1)
         if x.shape[-1] >= (1 << 22):
-            return self.fmt.exact_sum(x, axis=-1)
+            return self.format.exact_sum(x, axis=-1)
         mant, ex = np.frexp(x)
         M = (mant * float(1 << 24)).astype(np.int64)                  # exact: <= 24 significant bits
-        shift = ex.astype(np.int64) - 24 - self.fmt.unit_exponent
+        shift = ex.astype(np.int64) - 24 - self.format.unit_exponent
         low = shift < 0                                                # subnormals: trailing zeros
         M = np.where(low, M >> np.where(low, -shift, 0), M)
         shift = np.where(low, 0, shift)
@@ -293,11 +293,11 @@ class FloatArithmetic:
 
     def encode(self, r) -> Bits:
         """Values as the format's bit patterns."""
-        return self.fmt.encode(np.asarray(r, dtype=np.float64).reshape(-1))
+        return self.format.encode(np.asarray(r, dtype=np.float64).reshape(-1))
 
     def decode(self, bits: Bits, count: int) -> np.ndarray:
         """Inverse of :meth:`encode`: ``count`` values."""
-        return self.fmt.decode(bits, count)
+        return self.format.decode(bits, count)
 
     def key(self, r) -> np.ndarray:
         """The float64 bit patterns as int64 keys (equality is bit equality, -0.0 != 0.0)."""
@@ -325,7 +325,7 @@ class Quantizer:
     """
 
     def __init__(self, fmt: NumberFormat):
-        self.fmt = fmt
+        self.format = fmt
         if isinstance(fmt, FixedPoint):
             self.mode = "fixed"
             self.scale, self.inverse = 2.0 ** fmt.frac, 2.0 ** -fmt.frac
@@ -351,14 +351,14 @@ class Quantizer:
             np.add(x, 0.0, out=x)
         elif self.mode == "float":
             np.clip(x, self.lo, self.hi, out=x)
-            if self.fmt.dtype != "float64":
-                x[...] = self.fmt.quantize(x)
+            if self.format.dtype != "float64":
+                x[...] = self.format.quantize(x)
         else:
-            x[...] = self.fmt.quantize(x)
+            x[...] = self.format.quantize(x)
         return x
 
     def __repr__(self) -> str:
-        return f"<Quantizer {self.fmt.name}>"
+        return f"<Quantizer {self.format.name}>"
 
 
 # ---- dense products and pointwise functions of the recurrent models and the torch adapters ------

@@ -21,8 +21,6 @@ import numpy as np
 from commsim.core.bits import Bits, field_count, pack_low_bits, pack_uints, unpack_uints
 from commsim.core.errors import InputError
 from commsim.core.sums import SIGNED_BYTE_DTYPES, unpack_signed
-# protocols/simulators/exchange_batch.py imports pack_signed from here: remove once it imports commsim.core.sums
-from commsim.core.sums import pack_signed  # noqa: F401
 
 
 class FormatError(InputError):

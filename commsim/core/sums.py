@@ -93,7 +93,3 @@ def unpack_count(bits: Bits, width: int) -> int:
     field_count(bits, width, 1, 0)
     return int(str(bits[:width]), 2)
 
-
-#: the names the attention exchange and its lesson import (protocols/simulators/exchange_parties.py,
-#: protocols/lessons/attention.py); the same functions -- remove once those import pack_signed/unpack_signed
-pack_sum, unpack_sum = pack_signed, unpack_signed

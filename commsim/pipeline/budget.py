@@ -22,11 +22,11 @@ def architectures() -> dict:
     return {e.obj.arch: e.obj for e in load_plugins().entries("simulator") if getattr(e.obj, "arch", "")}
 
 
-def protocol_for_arch(arch: str):
-    """The simulator for ``--arch``; InputError naming the known ones otherwise."""
+def simulator_for_arch(arch: str):
+    """The simulator for the architecture ``arch``; InputError naming the known ones otherwise."""
     arches = architectures()
     if arch not in arches:
-        raise InputError(f"--arch must be one of {', '.join(sorted(arches))}, got {arch!r}", "--arch")
+        raise InputError(f"arch must be one of {', '.join(sorted(arches))}, got {arch!r}", "arch")
     return arches[arch]
 
 
@@ -85,20 +85,20 @@ def max_length(reduction, simulator, width: int, precision: int, heads: int) -> 
 def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, n: int | None = None,
            n_range: list[int] | None = None) -> BudgetReport:
     """The architecture's protocol bits against the task's bound at N (``n``, else max_n), and max_n."""
-    wrapper = protocol_for_arch(arch)
-    for value, name in ((width, "--width"), (precision, "--precision"), (heads, "--heads")):
+    simulator = simulator_for_arch(arch)
+    for value, name in ((width, "width"), (precision, "precision"), (heads, "heads")):
         if value < 1:
             raise InputError(f"{name} must be at least 1, got {value}", name)
-    if heads != 1 and "heads" not in wrapper.budget_parameters:
+    if heads != 1 and "heads" not in simulator.budget_parameters:
         with_heads = sorted(a for a, s in architectures().items() if "heads" in s.budget_parameters)
-        raise InputError(f"--heads applies to --arch {' or '.join(with_heads)} only", "--heads")
-    reduction = load_plugins().get("reduction", task, param="--task")
-    limit = max_length(reduction, wrapper, width, precision, heads)
+        raise InputError(f"heads is only for the architecture(s) {' or '.join(with_heads)}", "heads")
+    reduction = load_plugins().get("reduction", task, param="task")
+    limit = max_length(reduction, simulator, width, precision, heads)
     N = n if n is not None else (limit if limit else 1)
     if N < 1:
-        raise InputError(f"--n must be at least 1, got {N}", "--n")
-    bound = reduction.length_bound(wrapper, N)
-    bits, bits_text = wrapper.budget_bits(width, precision, heads, N)
+        raise InputError(f"n must be at least 1, got {N}", "n")
+    bound = reduction.length_bound(simulator, N)
+    bits, bits_text = simulator.budget_bits(width, precision, heads, N)
     if not bound.applies:
         verdict = f"the bound does not apply: {bound.reason}"
     elif bits >= bound.bits:
@@ -107,8 +107,8 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
         verdict = f"ruled out at N = {N}: {bits} protocol bits < {bound.bits} needed; the model must fail on some input"
     rows = []
     for length in (n_range or []):
-        b = reduction.length_bound(wrapper, length)
-        used = wrapper.budget_bits(width, precision, heads, length)[0]
+        b = reduction.length_bound(simulator, length)
+        used = simulator.budget_bits(width, precision, heads, length)[0]
         rows.append({"n": length, "bits": used, "lower_bound_bits": b.bits if b.applies else None,
                      "ok": (used >= b.bits) if b.applies and b.bits is not None else None})
     return BudgetReport(arch, task, width, precision, heads, N, bits, bits_text, bound, limit, verdict, rows)

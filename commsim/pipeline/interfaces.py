@@ -69,7 +69,7 @@ class Encoded:
 
 @dataclass
 class Sweep:
-    """A model protocol run over a batch: per instance, the protocol's and the direct forward's
+    """A simulator run over a batch: per instance, the protocol's and the direct forward's
     output labels (batch, outputs), whether the raw outputs matched bit for bit, and the bits."""
 
     protocol_labels: np.ndarray

@@ -18,3 +18,53 @@ def size_arg(n: int | None, default: int, minimum: int, maximum: int, topic: str
         parity = "an even number " if even else ""
         raise InputError(f"--n for {topic} must be {parity}in {minimum}..{maximum}, got {n}", "--n")
     return n
+
+
+def vector_text(values, digits: int = 5) -> str:
+    """A vector of floats, ``digits`` significant digits each."""
+    return "(" + ", ".join(f"{float(v):.{digits}g}" for v in np.asarray(values).reshape(-1)) + ")"
+
+
+def codes_text(values) -> str:
+    """A vector of integer codes."""
+    return "(" + ", ".join(str(int(v)) for v in np.asarray(values).reshape(-1)) + ")"
+
+
+def positions_text(pos) -> str:
+    """0-based positions as the papers' 1-based set."""
+    return "{" + ", ".join(str(int(p) + 1) for p in pos) + "}"
+
+
+def reduction_default(rid: str) -> str:
+    """The model spec ``commsim run REDUCTION`` uses when --model is not given."""
+    from commsim.plugins import load_plugins
+    return load_plugins().get("reduction", rid).default_model
+
+
+def engine(reduction_id: str, spec: str, n: int):
+    """(reduction, problem, model, simulator) exactly as ``commsim run`` builds them."""
+    from commsim.pipeline.stages import prepare
+    setup = prepare(reduction_id, spec, n)
+    return setup.reduction, setup.problem, setup.model, setup.simulator
+
+
+def run_one(reduction, problem, model, wrapper, a, b):
+    """One instance through the real runner: (encoded input, run result, answer, direct forward's answer)."""
+    from commsim.pipeline.stages import Prepared, run_one_instance
+    return run_one_instance(Prepared(reduction, problem, model, wrapper), a, b)
+
+
+def messages_of(transcript) -> list[tuple[str, str, str]]:
+    """A transcript's messages as (sender, label, bits) rows of a lesson step."""
+    return [(m.sender, m.label, str(m.bits)) for m in transcript.messages]
+
+
+def tokens_text(reduction, n: int, tokens) -> str:
+    """Token ids as the task's token names."""
+    names = reduction.vocabulary(n)
+    return " ".join(names[int(t)] for t in np.asarray(tokens).reshape(-1))
+
+
+def value_text(y) -> str:
+    """A scalar as a number, an array as a bit string."""
+    return str(int(y)) if np.ndim(y) == 0 else bits_text(y)

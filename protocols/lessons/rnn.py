@@ -11,6 +11,13 @@ import numpy as np
 
 from commsim.teach import Lesson, Step
 from protocols.lessons.common import bits_text as _bits
+from protocols.lessons.common import (
+    engine,
+    messages_of,
+    run_one,
+    tokens_text,
+    value_text,
+)
 from protocols.lessons.common import size_arg as _size
 from protocols.theorems import handoff_bits
 
@@ -18,28 +25,6 @@ __all__ = ["rnn_index", "rnn_eq", "rnn_disj", "engine", "run_one", "messages_of"
 
 
 # ---- the engine calls every lesson makes ---------------------------------------------------------
-def engine(reduction_id: str, spec: str, n: int):
-    """(reduction, problem, model, protocol wrapper) exactly as ``commsim run`` builds them."""
-    from commsim.pipeline.stages import prepare
-    setup = prepare(reduction_id, spec, n)
-    return setup.reduction, setup.problem, setup.model, setup.simulator
-
-
-def run_one(reduction, problem, model, wrapper, a, b):
-    """One instance through the real runner: (encoded input, run result, answer, direct forward's answer)."""
-    from commsim.pipeline.stages import Prepared, run_one_instance
-    return run_one_instance(Prepared(reduction, problem, model, wrapper), a, b)
-
-
-def messages_of(transcript) -> list[tuple[str, str, str]]:
-    return [(m.sender, m.label, str(m.bits)) for m in transcript.messages]
-
-
-def tokens_text(reduction, n: int, tokens) -> str:
-    names = reduction.vocabulary(n)
-    return " ".join(names[int(t)] for t in np.asarray(tokens).reshape(-1))
-
-
 def _states(model, tokens, upto: int) -> list[str]:
     """The exact state bits h_1 .. h_upto of a recurrent model on one token row."""
     row = np.asarray(tokens).reshape(1, -1)
@@ -89,7 +74,7 @@ def _certificate_step(title: str, report, reduction, problem, model, wrapper, so
                                      else int(cert.bob_input)))
         for sender, lab, bits in messages_of(result.transcript):
             msgs.append((sender, f"{lab} for Alice's {label} = {_bits(a)}", bits))
-        lines.append(f"Alice's {label} = {_bits(a)}, Bob's y = {_show(cert.bob_input)}: {problem.name} = {truth}, "
+        lines.append(f"Alice's {label} = {_bits(a)}, Bob's y = {value_text(cert.bob_input)}: {problem.name} = {truth}, "
                      f"the protocol answers {answer}, the model's direct forward answers {direct}")
     same = len({m[2] for m in msgs}) == 1
     return Step(
@@ -99,17 +84,13 @@ def _certificate_step(title: str, report, reduction, problem, model, wrapper, so
         f"but Bob only sees the message, so the model answers the same on both — and is wrong on one. {why}",
         instance="\n".join(lines),
         holdings={"alice": f"x or x' (she cannot tell Bob which: the messages are {'identical' if same else 'NOT identical'})",
-                  "bob": f"y = {_show(cert.bob_input)}"},
+                  "bob": f"y = {value_text(cert.bob_input)}"},
         messages=msgs,
         inequality=rf"2^{{{problem.n}}} \text{{ Alice inputs}} > 2^{{{report.bits_used}}} \text{{ messages}}"
                    rf" \implies h(x) = h(x') \text{{ for some }} x \ne x'",
         notes=f"search: {report.certificate_search}. Certificate verified by a direct forward: {cert.verified}. "
               f"{cert.explanation}",
         reference=source)
-
-
-def _show(y) -> str:
-    return str(int(y)) if np.ndim(y) == 0 else _bits(y)
 
 
 def _instance(problem, seed: int):

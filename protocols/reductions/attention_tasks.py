@@ -23,7 +23,12 @@ from fractions import Fraction
 import numpy as np
 
 from commsim.core.errors import InputError
-from commsim.pipeline.interfaces import CONTIGUOUS_PREFIX, QUERY_ONLY, Encoded, Reduction
+from commsim.pipeline.interfaces import (
+    CONTIGUOUS_PREFIX,
+    QUERY_ONLY,
+    Encoded,
+    Reduction,
+)
 from commsim.theory.bounds import Conditions, LowerBound
 from commsim.theory.problems import make_problem
 from protocols.theorems import disjointness_bits

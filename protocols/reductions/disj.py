@@ -12,7 +12,7 @@ import numpy as np
 from commsim.pipeline.interfaces import Encoded
 from commsim.theory.bounds import Conditions, LowerBound, ceil_log2
 from commsim.theory.problems import Disjointness, Problem
-from protocols.reductions.index import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype
+from protocols.reductions.base import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype
 from protocols.reductions.layouts import MemoryProgram, StoreAndRecall
 from protocols.theorems import disjointness_bits
 

@@ -12,7 +12,7 @@ import numpy as np
 from commsim.pipeline.interfaces import Encoded
 from commsim.theory.bounds import Conditions, LowerBound
 from commsim.theory.problems import Equality, Problem
-from protocols.reductions.index import ONE_WAY_CONTIGUOUS, SourceReduction
+from protocols.reductions.base import ONE_WAY_CONTIGUOUS, SourceReduction
 from protocols.reductions.layouts import MemoryProgram, StoreAndCompare
 from protocols.theorems import equality_bits
 

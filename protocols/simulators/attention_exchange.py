@@ -51,11 +51,25 @@ import numpy as np
 
 from commsim.core.errors import InputError, NotApplicable
 from commsim.core.party import Protocol
-from commsim.pipeline.interfaces import ANY_PARTITION, QUERY_ONLY, Encoded, Simulator, Sweep
+from commsim.pipeline.interfaces import (
+    ANY_PARTITION,
+    QUERY_ONLY,
+    Encoded,
+    Simulator,
+    Sweep,
+)
 from protocols.models.attention import AttentionLayer
 from protocols.simulators.exchange_batch import simulate
-from protocols.simulators.exchange_parties import AttentionExchangeProtocol, run_exchange
-from protocols.simulators.exchange_plan import ExchangePlan, PartitionError, make_plan, theorem_count
+from protocols.simulators.exchange_parties import (
+    AttentionExchangeProtocol,
+    run_exchange,
+)
+from protocols.simulators.exchange_plan import (
+    ExchangePlan,
+    PartitionError,
+    make_plan,
+    theorem_count,
+)
 from protocols.theorems import exchange_bits, exchange_text
 
 __all__ = ["AttentionExchange", "ATTENTION_EXCHANGE", "AttentionExchangeProtocol", "ExchangePlan", "PartitionError",
@@ -153,7 +167,7 @@ class AttentionExchange(Simulator):
     def certificate(self, model, reduction, problem, bound, *, seed: int = 0, progress: Callable | None = None):
         """The rectangle argument on the problem's fooling set (:mod:`commsim.certify.rectangle`)."""
         from commsim.certify.rectangle import rectangle_certificate
-        from commsim.core.runner import run_protocol
+        from commsim.pipeline.stages import Prepared, direct_answers, run_one_instance
         cache: dict = {}
 
         def plan_for(encoded):
@@ -175,16 +189,15 @@ class AttentionExchange(Simulator):
                 keys.append(k)
             return np.concatenate(answers), np.concatenate(keys)
 
+        setup = Prepared(reduction, problem, model, self)
+
         def direct(A, B):
             """The model's direct answers on instances (A, B)."""
-            encoded = reduction.encode(problem, A, B)
-            return reduction.decode(self.direct_labels(model, encoded), B)
+            return direct_answers(setup, A, B)
 
         def transcript(a, b):
             """The runner's transcript on one instance."""
-            encoded = reduction.encode(problem, np.asarray(a)[None], np.asarray(b)[None])
-            alice, bob = encoded.shares(0)
-            return run_protocol(AttentionExchangeProtocol(model, plan_for(encoded)), alice, bob).transcript
+            return run_one_instance(setup, a, b).result.transcript
 
         one_way = None
         try:

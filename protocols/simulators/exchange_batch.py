@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.digests import digest_rows, message_rows
+from commsim.core.digests import message_rows, row_digests
 from commsim.core.sums import pack_signed
 from protocols.models.attention import AttentionLayer
 from protocols.simulators.exchange_plan import ExchangePlan
@@ -22,13 +22,13 @@ def _sum_keys(sums, width: int, batch: int) -> np.ndarray:
 
     Sums that fit in int64 are their own keys.  Wider ones (Python integers: the exact sums of the IEEE
     formats) are written in ``width``-bit two's complement, as in the message, and each instance's bits
-    are reduced to one 64-bit digest column by :func:`commsim.core.digests.digest_rows`.
+    are reduced to one 64-bit digest column by :func:`commsim.core.digests.row_digests`.
     """
     a = np.asarray(sums).reshape(batch, -1)
     if a.dtype != object:
         return a.astype(np.int64)
     rows = message_rows(pack_signed(a.reshape(-1), width), batch)
-    return digest_rows(rows).view(np.int64)[:, None]
+    return row_digests(rows).view(np.int64)
 
 
 def simulate(model: AttentionLayer, plan: ExchangePlan, tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -14,7 +14,12 @@ import numpy as np
 
 from commsim.core.errors import InputError
 from protocols.models.attention import AttentionLayer
-from protocols.theorems import exchange_bits, exchange_text, one_way_attention_bits, query_bits
+from protocols.theorems import (
+    exchange_bits,
+    exchange_text,
+    one_way_attention_bits,
+    query_bits,
+)
 
 __all__ = ["PartitionError", "MessageSpec", "ExchangePlan", "make_plan", "theorem_count"]
 

@@ -17,12 +17,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.digests import message_rows
 from commsim.certify.pigeonhole import collision_certificate
 from commsim.core.arithmetic import label_dtype
+from commsim.core.digests import message_rows
 from commsim.core.errors import NotApplicable
 from commsim.core.party import Protocol, ProtocolError, Receive, Send
-from commsim.pipeline.interfaces import CONTIGUOUS_PREFIX, Encoded, Simulator, Share, Sweep
+from commsim.pipeline.interfaces import (
+    CONTIGUOUS_PREFIX,
+    Encoded,
+    Share,
+    Simulator,
+    Sweep,
+)
+from commsim.pipeline.stages import Prepared, direct_answers
 from protocols.models.recurrent import RecurrentModel
 from protocols.theorems import handoff_bits
 
@@ -207,11 +214,8 @@ class RnnHandoff(Simulator):
             states = model.final_states(enc.tokens[:, :t]) if t else model.initial_state(len(A))
             return message_rows(model.format.encode(states), len(A))
 
-        def direct_answers(A: np.ndarray, B: np.ndarray) -> np.ndarray:
-            """The model's direct answers on the source problem's instances."""
-            return reduction.decode(self.direct_labels(model, reduction.encode(problem, A, B)), B)
-
-        return collision_certificate(problem, alice_messages, direct_answers, message_bits=model.state_bits,
+        setup = Prepared(reduction, problem, model, self)
+        return collision_certificate(problem, alice_messages, lambda A, B: direct_answers(setup, A, B), message_bits=model.state_bits,
                                      seed=seed, progress=progress, message_name=f"hidden state h_{t}")
 
 

@@ -179,11 +179,11 @@ def test_certificate_view_error_disj_marks_the_common_elements():
 
 # ---- budget ------------------------------------------------------------------------------------------
 def _tasks_with_length_bounds():
-    from commsim.pipeline.budget import protocol_for_arch
+    from commsim.pipeline.budget import simulator_for_arch
     out = []
     for entry in load_plugins().entries("reduction"):
         try:
-            entry.obj.length_bound(protocol_for_arch("rnn"), 16)
+            entry.obj.length_bound(simulator_for_arch("rnn"), 16)
             out.append(entry.name)
         except NotImplementedError:
             pass

@@ -91,7 +91,7 @@ def test_quantizer_examples_and_pickling(fmt):
     else:
         assert same_floats(got, [0.0, 0.0, 0.0, 1.0, 0.0])
     again = pickle.loads(pickle.dumps(Quantizer(fmt)))  # models travel to other processes (audit mode)
-    assert isinstance(again, Quantizer) and again.fmt == fmt
+    assert isinstance(again, Quantizer) and again.format == fmt
     with np.errstate(over="ignore"):
         assert same_floats(again(np.array(x)), got)
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from commsim.core.bits import Bits, BitsError, pack_uints, unpack_uints
-from commsim.core.errors import InputError
+from commsim.core.errors import CommsimError
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -81,7 +81,7 @@ def test_malformed_construction_refused():
         Bits(b"\x00\x00", 8)  # ... and two bytes do not hold exactly 8
     with pytest.raises(BitsError):
         Bits(b"", -1)
-    assert issubclass(BitsError, InputError)
+    assert issubclass(BitsError, CommsimError)  # which exit status (bad input or internal fault): errors.py
 
 
 def test_immutable_storage():

@@ -5,7 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from commsim.cli import cli
-from commsim.pipeline.budget import budget, max_length, protocol_for_arch
+from commsim.pipeline.budget import budget, max_length, simulator_for_arch
 from commsim.plugins import load_plugins
 
 
@@ -26,7 +26,7 @@ def test_rnn_max_n_follows_each_theorem_form(task, expected):
 
 def test_max_n_is_the_exact_crossing_for_attention():
     red = load_plugins().get("reduction", "dyck22-fooling")
-    attention = protocol_for_arch("attention")
+    attention = simulator_for_arch("attention")
     limit = max_length(red, attention, 8, 16, 2)
     bits = attention.budget_bits
     assert bits(8, 16, 2, limit)[0] >= red.length_bound(attention, limit).bits
@@ -35,7 +35,7 @@ def test_max_n_is_the_exact_crossing_for_attention():
 
 def test_budget_bits_are_the_theorems_counts():
     """Theorem 2: m·p whatever N; Theorem 4: 3m(p + ceil(log2 N))H (144 at m = 4, p = 8, H = 1, N = 16)."""
-    rnn, attention = protocol_for_arch("rnn"), protocol_for_arch("attention")
+    rnn, attention = simulator_for_arch("rnn"), simulator_for_arch("attention")
     assert rnn.budget_bits(128, 64, 1, 10)[0] == rnn.budget_bits(128, 64, 1, 10 ** 6)[0] == 128 * 64
     assert attention.budget_bits(4, 8, 1, 16)[0] == 3 * 4 * (8 + 4) * 1 == 144
     assert attention.budget_bits(4, 8, 2, 17)[0] == 3 * 4 * (8 + 5) * 2
@@ -45,7 +45,7 @@ def test_budget_bits_are_the_theorems_counts():
 
 def test_heads_is_refused_for_an_architecture_without_heads():
     from commsim.core.errors import InputError
-    with pytest.raises(InputError, match="--heads applies to --arch attention only"):
+    with pytest.raises(InputError, match=r"heads is only for the architecture\(s\) attention"):
         budget("rnn", 2, 8, "eq-ineq", heads=2)
 
 

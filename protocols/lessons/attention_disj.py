@@ -1,0 +1,171 @@
+"""Lesson ``attention-disj``: the [SHT23] reductions from DISJ to Match3 and q-sparse averaging."""
+from __future__ import annotations
+
+import numpy as np
+
+from commsim.pipeline.stages import Prepared, direct_answers
+from commsim.teach import Lesson, Step
+from protocols.lessons.common import bits_text as _bits
+from protocols.lessons.common import (
+    engine,
+    messages_of,
+    reduction_default,
+    run_one,
+    tokens_text,
+    value_text,
+)
+from protocols.lessons.common import size_arg as _size
+from protocols.theorems import exchange_bits, query_bits
+
+QSA_PROBE = "attention:probe:at=0,accept=2"
+
+
+def attention_disj(n: int | None = None) -> Lesson:
+    from fractions import Fraction
+
+    from commsim.pipeline.budget import budget
+    from commsim.pipeline.run import run_reduction
+    from commsim.theory.fooling import fooling_set
+    from protocols.reductions.attention_tasks import (
+        match3,
+        match3_modulus,
+        qsa_first_coordinate,
+    )
+    n = _size(n, 4, 2, 8, "attention-disj")
+    rid = "disj-match3"
+    reduction, problem, model, wrapper = engine(rid, reduction_default(rid), n)
+    Mod = match3_modulus(n)
+    N = 2 * n + 1
+    rng = np.random.default_rng(20 + n)
+    a = rng.integers(0, 2, n).astype(np.uint8)
+    b = rng.integers(0, 2, n).astype(np.uint8)
+    b[0] = a[0] = 1  # intersect at 1
+    encoded, result, answer, direct = run_one(reduction, problem, model, wrapper, a, b)
+    z = encoded.tokens[0]
+    hits = [i + 1 for i in range(n) if a[i] and b[i]]
+    A_all, B_all = problem.all_pairs()
+    enc_all = reduction.encode(problem, A_all, B_all)
+    agree = bool(np.array_equal(match3(enc_all.tokens, Mod, N - 1), problem.evaluate_batch(A_all, B_all)))
+    steps = [Step(
+        f"Match3 decides DISJ_{n}",
+        "Match3 at position i: is there a pair j, k (distinct, both ≠ i) with z_i + z_j + z_k ≡ 0 mod M? Encode "
+        "Alice's set as z_i = i + 1 (if a_i = 1, else 1), Bob's as z_(n+i) = M − (i + 1) (if b_i = 1, else 1), "
+        "and put z_N = 0 last. With M = 2n + 3 the only zero-sum triples through position N are (0, i + 1, "
+        "M − i − 1) with a_i = b_i = 1: Match3 at N is DISJ (1 = the sets meet).",
+        instance=f"a = {_bits(a)}, b = {_bits(b)}, M = {Mod}, N = {N}\nz = {' '.join(str(int(t)) for t in z)}\n"
+                 f"common elements (1-based): {hits}; Match3 at N = {int(match3(z[None], Mod, N - 1)[0])}; "
+                 f"DISJ(a, b) = {int(problem.evaluate(a, b))}\nchecked on all {len(A_all)} pairs (a, b): "
+                 f"Match3 = DISJ on every one: {agree}",
+        holdings={"alice": f"z_1..z_{n} = {' '.join(str(int(t)) for t in z[:n])}",
+                  "bob": f"z_{n + 1}..z_{N} = {' '.join(str(int(t)) for t in z[n:])}"},
+        reference="[SHT23] (Match3 lower bound); REFERENCE section 6")]
+    m, p, H = model.width, model.precision, model.heads
+    steps.append(Step(
+        "Any layer computing Match3 is a DISJ protocol",
+        f"Run a one-layer model on the Match3 input with Theorem 4's exchange: whatever the weights, Alice and Bob "
+        f"then decide DISJ with the exchange's bits. Here {model.spec}:",
+        instance=f"protocol's DISJ answer {answer}, direct forward {direct}, true {int(problem.evaluate(a, b))}",
+        holdings={"alice": f"a = {_bits(a)} as z_1..z_{n}", "bob": f"b = {_bits(b)} as z_{n + 1}..z_{2 * n}, and z_N"},
+        messages=messages_of(result.transcript),
+        inequality=rf"\text{{bits}} = {result.transcript.total_bits} \le 3m(p + \lceil\log_2 N\rceil)H + mpH"
+                   rf" = {exchange_bits(m, p, H, N) + query_bits(m, p, H)}",
+        reference="Theorem 4 of [BHBK24]; [SHT23]"))
+    fs = fooling_set("disj", n)
+    ver = fs.verify()
+    steps.append(Step(
+        f"DISJ_{n} needs {n} bits: so does Match3",
+        "DISJ has the fooling set {(x, complement of x)} of size 2^n, so every protocol uses n bits on some input. "
+        "A layer computing Match3 on N = 2n + 1 positions therefore carries n bits: Hm(p + log N) = Ω(N).",
+        instance=f"fooling set: {fs.construction}",
+        inequality=rf"3 m (p + \lceil\log_2 N\rceil) H + m p H \ge n = \frac{{N - 1}}{{2}} = {n}",
+        notes=f"verified: {ver.ok} ({ver.method})",
+        reference="[SHT23]; REFERENCE section 2 (DISJ)"))
+    rep = run_reduction(rid, model.spec, n)
+    size = budget("attention", m, p, rid, heads=H)
+    steps.append(Step(
+        "A real layer on every instance",
+        f"commsim runs the layer on all {rep.instances_run} instances. The bound {rep.lower_bound.bits} does not "
+        f"bite at this n (the protocol has {rep.bits_used} bits), and this random layer is simply wrong on many "
+        f"instances. The bound caps how far ANY layer of its size can go:",
+        instance=f"commsim run {rid} --model {model.spec} --n {n}: bits used {rep.bits_used}, bound "
+                 f"{rep.lower_bound.bits}, accuracy {rep.model_accuracy:.4f}, protocol = direct forward: "
+                 f"{rep.protocol_matches_model}\ncertificate: {rep.certificate.explanation if rep.certificate else '—'}\n"
+                 f"commsim budget --arch attention --width {m} --precision {p} --heads {H} --task {rid}: max N = "
+                 f"{size.max_n} ({size.verdict})",
+        inequality=rf"N \le {size.max_n}\ \text{{for}}\ m = {m}, p = {p}, H = {H}",
+        reference="[SHT23]; Theorem 4 of [BHBK24]"))
+
+    # q-sparse averaging
+    qid = "disj-qsa"
+    red_q, prob_q, model_q, wrap_q = engine(qid, reduction_default(qid), n)
+    enc_q, res_q, ans_q, dir_q = run_one(red_q, prob_q, model_q, wrap_q, a, b)
+    avg = qsa_first_coordinate(enc_q.tokens, n)[0]
+    A_q, B_q = prob_q.all_pairs()
+    if len(A_q) > 4096:
+        pick = np.random.default_rng(0).choice(len(A_q), 4096, replace=False)
+        A_q, B_q = A_q[pick], B_q[pick]
+    coords = qsa_first_coordinate(red_q.encode(prob_q, A_q, B_q).tokens, n)
+    exact = all((c == -1) == (v == 0) for c, v in zip(coords, prob_q.evaluate_batch(A_q, B_q)))
+    gap = min((c for c, v in zip(coords, prob_q.evaluate_batch(A_q, B_q)) if v == 1), default=Fraction(1))
+    names = red_q.vocabulary(n)
+    steps.append(Step(
+        f"q-sparse averaging with q = {n}: Alice holds only the query",
+        "qSA outputs the average of the values z_j over a set y of q positions. Alice's set y picks position 2i − 1 "
+        "if a_i = 1, else 2i; Bob's values are +e1 at odd j = 2i − 1 with b_i = 1, else −e1. The average is −e1 "
+        "exactly when the sets are disjoint, and at least 2/q higher otherwise.",
+        instance=f"model input: {tokens_text(red_q, n, enc_q.tokens[0])}\nfirst coordinate of the average: {avg} "
+                 f"(DISJ = {int(prob_q.evaluate(a, b))})\nchecked on {len(A_q)} pairs: average = −1 exactly "
+                 f"when disjoint: {exact}; smallest value when they meet: {gap}",
+        holdings={"alice": f"the query token {names[int(enc_q.tokens[0, -1])]} (position {2 * n + 1})",
+                  "bob": f"the {2 * n} values"},
+        reference="[SHT23] (qSA); REFERENCE section 6"))
+    mq, pq, Hq = model_q.width, model_q.precision, model_q.heads
+    steps.append(Step(
+        "One-way: Alice's only message is the query",
+        "Alice owns a single position, so the exchange degenerates: she sends each head's q_N (plus her own key "
+        "and value when the query attends to itself) and Bob computes everything. A one-way DISJ protocol needs "
+        "q bits, hence m·p·H ≥ q.",
+        instance=f"{model_q.spec}: protocol answer {ans_q}, direct {dir_q}, true {int(prob_q.evaluate(a, b))}",
+        holdings={"alice": f"the query token (a = {_bits(a)})", "bob": f"the values (b = {_bits(b)})"},
+        messages=messages_of(res_q.transcript),
+        inequality=rf"m p H = {mq} \cdot {pq} \cdot {Hq} = {mq * pq * Hq} "
+                   + (r"\ge" if mq * pq * Hq >= n else r"\lt") + f" q = {n}",
+        notes=(f"This model's {mq * pq * Hq} bits allow q ≤ {mq * pq * Hq}; beyond that every layer of its size "
+               f"must fail on some input." if mq * pq * Hq >= n else
+               f"{mq * pq * Hq} < q = {n}: this model must fail on some input."),
+        reference="[SHT23] (qSA lower bound)"))
+    probe = run_reduction(qid, QSA_PROBE, n)
+    r_p, p_p, m_p, w_p = engine(qid, QSA_PROBE, n)
+    A_pr, B_pr = p_p.all_pairs()
+    said = sorted(set(int(v) for v in direct_answers(Prepared(r_p, p_p, m_p, w_p), A_pr, B_pr)))
+    e_p = r_p.encode(p_p, a[None], b[None])
+    cert, searched = w_p.certificate(m_p, r_p, p_p, r_p.lower_bound(m_p, w_p, p_p, e_p), seed=0)
+    if cert is not None:
+        msgs = []
+        d = cert.details
+        for lab, mem in (("member " + str(d.get("member_1", {}).get("index")), d.get("member_1")),
+                         ("member " + str(d.get("member_2", {}).get("index")), d.get("member_2"))):
+            if mem:
+                _, r_m, _, _ = run_one(r_p, p_p, m_p, w_p, mem["alice"], mem["bob"])
+                msgs += [(s, f"{lb} ({lab})", bt) for s, lb, bt in messages_of(r_m.transcript)]
+        crossing = f"crossing: a = {value_text(cert.alice_input)}, b = {value_text(cert.bob_input)}: DISJ = {cert.expected}, " \
+                   f"model says {cert.model_output}"
+    else:
+        msgs, crossing = [], "no certificate"
+    steps.append(Step(
+        "Right on the fooling set is not enough",
+        f"{QSA_PROBE} probes position 1 for a query token, which never appears there: on all {len(A_pr)} "
+        f"instances its DISJ answer is {said} — 'disjoint' — so it is right on every fooling-set member (x, ~x). "
+        f"Its {probe.bits_used}-bit messages give the members only {cert.details.get('distinct_transcripts') if cert else '?'} "
+        f"distinct transcripts; two members collide and their crossing — two sets that meet — gets the same "
+        f"answer.",
+        instance=f"commsim run {qid} --model {QSA_PROBE} --n {n}: bits used {probe.bits_used}, bound "
+                 f"{probe.lower_bound.bits}, accuracy {probe.model_accuracy:.4f}\n{searched}\n{crossing}",
+        messages=msgs,
+        inequality=rf"\#\text{{transcripts}} < 2^{{{n}}} = |S|",
+        notes=(f"certificate verified: {cert.verified}. {cert.explanation}" if cert else ""),
+        reference="REFERENCE section 1 (fooling sets); [SHT23]"))
+    return Lesson("attention-disj", f"DISJ against one attention layer: Match3 and q-sparse averaging (n = {n})",
+                  "Two [SHT23] reductions: Match3 on 2n + 1 positions decides DISJ_n (two-way, n bits), and "
+                  "q-sparse averaging decides DISJ_q with Alice holding only the query (one-way, m·p·H ≥ q).",
+                  steps, n)

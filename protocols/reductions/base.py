@@ -1,0 +1,79 @@
+"""The base the INDEX, EQ and DISJ reductions share: a contiguous split, the memory program handed to
+``memorize``, and the choice of bound by the simulator's declared direction."""
+from __future__ import annotations
+
+import numpy as np
+
+from commsim.core.errors import NotApplicable
+from commsim.pipeline.interfaces import CONTIGUOUS_PREFIX, Encoded, Reduction
+from commsim.theory.bounds import Conditions, LowerBound
+from commsim.theory.problems import Problem
+from protocols.reductions.layouts import MemoryProgram
+
+ONE_WAY_CONTIGUOUS = Conditions(direction="one-way", partition="contiguous", deterministic=True)
+
+
+def token_dtype(vocab_size: int) -> np.dtype:
+    """The smallest unsigned type that holds the token ids."""
+    return np.dtype(np.uint8 if vocab_size <= 256 else np.uint16 if vocab_size <= 65536 else np.int32)
+
+
+class SourceReduction(Reduction):
+    """What the INDEX / EQ / DISJ reductions share: the defaults of ``commsim run``, the vocabulary
+    check, the memory program handed to ``memorize``, and the choice between the one-way and two-way
+    bound by the protocol's declared direction.
+
+    Every encoding gives Alice a prefix and Bob the rest, the outputs included (a contiguous split).
+    Default model: ``memorize:capacity=7`` at n = 8 -- a state one bit short of the bound, so
+    ``commsim run REDUCTION`` finishes in a second and shows the pigeonhole certificate.
+    """
+
+    default_model = "memorize:capacity=7"
+    default_n = 8
+    split = CONTIGUOUS_PREFIX
+
+    def check(self, model, wrapper, problem: Problem) -> None:
+        """Refuse a model that reads fewer tokens than the task uses."""
+        vocab = getattr(model, "vocab_size", None)
+        need = len(self.vocabulary(problem.n))
+        if vocab is not None and vocab < need:
+            raise NotApplicable(f"{self.id} with n = {problem.n} uses {need} input tokens but the model reads only "
+                                f"{vocab}", "--model")
+
+    def memory_program(self, n: int) -> MemoryProgram:  # pragma: no cover - abstract
+        """The memorizing recurrence's layout for this task (see ``protocols.models.memorize.Memorize``)."""
+        raise NotImplementedError
+
+    def model_context(self, n: int) -> dict:
+        """The base context, and the ``memory_program`` the ``memorize`` model stores the task's bits by."""
+        return {**super().model_context(n), "memory_program": self.memory_program(n)}
+
+    # ---- bounds ------------------------------------------------------------------------------
+    def one_way_bound(self, n: int) -> LowerBound:  # pragma: no cover - abstract
+        """The bound on one-way protocols (Alice speaks once), with the theorem it gives."""
+        raise NotImplementedError
+
+    def two_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:  # pragma: no cover - abstract
+        """The bound on two-way protocols (or ``one_way`` marked not applicable, with the reason)."""
+        raise NotImplementedError
+
+    def lower_bound(self, model, wrapper, problem: Problem, encoded: Encoded) -> LowerBound:
+        """The one-way bound when the simulator's protocol is one-way on this split, else the two-way one."""
+        one_way = self.one_way_bound(problem.n)
+        if wrapper.direction(model, encoded) == "one-way":
+            return one_way
+        return self.two_way_bound(problem.n, one_way)
+
+    def size_for_length(self, seq_len: int) -> int:  # pragma: no cover - abstract
+        """The source problem's n for a model sequence length N, as the theorem states it."""
+        raise NotImplementedError
+
+    def length_bound(self, simulator, seq_len: int) -> LowerBound:
+        """The theorem's bound at sequence length N, one-way or two-way as the simulator declares its
+        protocol on a contiguous split (``commsim budget``)."""
+        n = max(self.size_for_length(seq_len), 0)
+        one_way = self.one_way_bound(n)
+        direction = simulator.split_direction(self.split)
+        if direction is None:
+            return one_way.not_applicable(f"{simulator.name} has no protocol for a {self.split} split")
+        return one_way if direction == "one-way" else self.two_way_bound(n, one_way)
