@@ -101,11 +101,6 @@ class MultiLayerAttention:
                 codes[name] = self.format.to_codes(arr, "raise")
             self._layers.append(codes)
 
-    @property
-    def fmt(self) -> FixedPoint:
-        """Alias of :attr:`format`, kept while protocols/lessons/two_layers.py reads ``model.fmt``."""
-        return self.format
-
     # ---- sizes ---------------------------------------------------------------
     @property
     def num_layers(self) -> int:

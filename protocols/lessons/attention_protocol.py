@@ -26,7 +26,7 @@ def attention_protocol(n: int | None = None) -> Lesson:
     N = _size(n, 6, 3, 16, "attention-protocol")
     load_plugins()
     model = make_model(PROTOCOL_SPEC, vocab_size=len(PROTOCOL_VOCAB), seq_len=N)
-    ar, fmt = model.ar, model.fmt
+    ar, fmt = model.arithmetic, model.format
     F, p, m = fmt.frac, model.precision, model.width
     unit = 2.0 ** -F
     tokens = np.random.default_rng(N).integers(0, len(PROTOCOL_VOCAB), N)

@@ -119,7 +119,7 @@ def rnn_index(n: int | None = None) -> Lesson:
     encoded, result, answer, direct = run_one(reduction, problem, model, wrapper, a, b)
     tokens = encoded.tokens[0]
     states = _states(model, tokens, n)
-    m, p = model.state_units, model.precision_bits
+    m, p = model.state_units, model.precision
     steps = [Step(
         "A recurrent model is a machine with m·p bits of state",
         "A recurrent model reads the sequence left to right and carries only its state h_t: m numbers of p bits "

@@ -82,7 +82,7 @@ def two_layers(n: int | None = None) -> Lesson:
         instance=f"commsim run {rid} --model construct:eq2 --n {n}\n→ {refusal}",
         reference="Theorem 4, Lemma 5 and Corollary 13.1 of [BHBK24]"))
 
-    first = MultiLayerAttention(model.token_embedding, model.position_embedding, [model.layers[0]], model.fmt,
+    first = MultiLayerAttention(model.token_embedding, model.position_embedding, [model.layers[0]], model.format,
                                 model.readout)
     rng = np.random.default_rng(30 + n)
     x = rng.integers(0, 2, N).astype(np.int64)
@@ -117,7 +117,7 @@ def two_layers(n: int | None = None) -> Lesson:
     renumbered = np.empty_like(pos)
     renumbered[S_A] = pos[:n]
     renumbered[S_B] = pos[n:]
-    moved = MultiLayerAttention(model.token_embedding, renumbered, model.layers, model.fmt, model.readout)
+    moved = MultiLayerAttention(model.token_embedding, renumbered, model.layers, model.format, model.readout)
     X, checked = inputs(S_A, S_B)
     got = np.asarray(moved.forward(X)).reshape(-1)
     want = np.any(X[:, S_A] != X[:, S_B], axis=1).astype(got.dtype)

@@ -168,11 +168,6 @@ class AttentionLayer:
         """p: bits per number."""
         return self.format.bits
 
-    #: aliases of :attr:`format` and :attr:`arithmetic`, kept while protocols/simulators, protocols/lessons
-    #: and tests/protocols/simulators read ``model.fmt`` and ``model.ar``
-    fmt = property(lambda self: self.format)
-    ar = property(lambda self: self.arithmetic)
-
     @property
     def residual_width(self) -> int:
         """How many coordinates of the query's embedding x_N psi reads (0: no residual path)."""

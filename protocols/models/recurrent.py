@@ -75,12 +75,6 @@ class RecurrentModel:
         return int(self.format.bits)
 
     @property
-    def precision_bits(self) -> int:
-        """Alias of :attr:`precision`, kept while protocols/simulators/rnn_handoff.py and
-        protocols/lessons/rnn.py read it."""
-        return self.precision
-
-    @property
     def state_bits(self) -> int:
         """m * p (2m * p for an LSTM): the length of the hidden-state message."""
         return self.state_units * self.precision

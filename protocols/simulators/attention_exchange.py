@@ -155,7 +155,7 @@ class AttentionExchange(Simulator):
             raw_d = model.forward_rep(rows, plan.query)
             proto[s:s + chunk] = model.labels(raw_p)
             direct[s:s + chunk] = model.labels(raw_d)
-            exact[s:s + chunk] = np.all(model.ar.key(raw_p) == model.ar.key(raw_d), axis=1)
+            exact[s:s + chunk] = np.all(model.arithmetic.key(raw_p) == model.arithmetic.key(raw_d), axis=1)
             if progress:
                 progress(min(s + chunk, B), B)
         details = self.details(model, plan)

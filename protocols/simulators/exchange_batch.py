@@ -36,7 +36,7 @@ def simulate(model: AttentionLayer, plan: ExchangePlan, tokens: np.ndarray) -> t
     transcript keys (B, K) -- every message value in order, so equal keys mean equal transcripts."""
     T = np.atleast_2d(np.asarray(tokens))
     B = T.shape[0]
-    ar, qpos = model.ar, plan.query
+    ar, qpos = model.arithmetic, plan.query
     if plan.mode == "local":
         return model.forward_rep(T, qpos), np.zeros((B, 0), dtype=np.int64)
     q = model.query_vectors(T[:, qpos], qpos)

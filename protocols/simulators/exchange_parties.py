@@ -62,7 +62,7 @@ class AttentionExchangeProtocol(Protocol):
     def _output(self, raw):
         """(labels, output values) of raw model outputs: what the output party returns."""
         model = self.model
-        return np.asarray(model.labels(raw)).reshape(-1), model.ar.to_values(raw)[0]
+        return np.asarray(model.labels(raw)).reshape(-1), model.arithmetic.to_values(raw)[0]
 
     def _local(self, me, share):
         """One party owns every position: it runs the layer alone, no message."""
@@ -78,7 +78,7 @@ class AttentionExchangeProtocol(Protocol):
         model, plan = self.model, self.plan
         q = model.query_vectors(self._query_token(share), plan.query)
         for h in range(plan.heads):
-            yield Send(f"query/head {h}", model.ar.encode(q[0, h]))
+            yield Send(f"query/head {h}", model.arithmetic.encode(q[0, h]))
         return q
 
     def _receive_queries(self):
@@ -86,12 +86,12 @@ class AttentionExchangeProtocol(Protocol):
         plan = self.plan
         q = []
         for h in range(plan.heads):
-            q.append(self.model.ar.decode((yield Receive(f"query/head {h}")), plan.width))
+            q.append(self.model.arithmetic.decode((yield Receive(f"query/head {h}")), plan.width))
         return np.stack(q)[None]
 
     def _sender(self, share):
         """One-way, the query owner ([SHT23]): q_N per head, x_N when psi reads it, its own term."""
-        model, plan, ar = self.model, self.plan, self.model.ar
+        model, plan, ar = self.model, self.plan, self.model.arithmetic
         q = yield from self._send_queries(share)
         if plan.residual:
             yield Send("embedding", ar.encode(model.residual_input(self._query_token(share), plan.query)[0]))
@@ -103,7 +103,7 @@ class AttentionExchangeProtocol(Protocol):
 
     def _receiver(self, share):
         """One-way, the other party: attends over its positions (and the query's own term) and outputs."""
-        model, plan, ar = self.model, self.plan, self.model.ar
+        model, plan, ar = self.model, self.plan, self.model.arithmetic
         H, m = plan.heads, plan.width
         q = yield from self._receive_queries()
         x_query = None
@@ -122,7 +122,7 @@ class AttentionExchangeProtocol(Protocol):
 
     def _query_owner(self, share):
         """Two-way, the query owner: sends q_N and its maximum, adds the other's Z and U, divides once, outputs."""
-        model, plan, ar = self.model, self.plan, self.model.ar
+        model, plan, ar = self.model, self.plan, self.model.arithmetic
         H = plan.heads
         q = yield from self._send_queries(share)
         tok, pos = self._own(share)
@@ -146,7 +146,7 @@ class AttentionExchangeProtocol(Protocol):
 
     def _other(self, share):
         """Two-way, the other party: its maximum, then its exact partial sums Z and U."""
-        model, plan, ar = self.model, self.plan, self.model.ar
+        model, plan, ar = self.model, self.plan, self.model.arithmetic
         H = plan.heads
         q = yield from self._receive_queries()
         theirs = []

@@ -156,9 +156,9 @@ def make_plan(model: AttentionLayer, seq_len: int, alice_positions, query: int |
     mine = alice if owner == "alice" else bob
     other = "bob" if owner == "alice" else "alice"
     theirs = bob if owner == "alice" else alice
-    H, m, p, ar = model.heads, model.width, model.precision, model.ar
+    H, m, p, ar = model.heads, model.width, model.precision, model.arithmetic
     common = dict(seq_len=seq_len, query=qpos, query_owner=owner, alice_positions=alice, bob_positions=bob,
-                  heads=H, width=m, precision=p, attend_self=model.attend_self, number_format=model.fmt.name,
+                  heads=H, width=m, precision=p, attend_self=model.attend_self, number_format=model.format.name,
                   residual=model.residual_width)
     msgs: list[MessageSpec] = []
     if not theirs:

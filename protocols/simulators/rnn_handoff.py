@@ -91,8 +91,8 @@ class HandoffProtocol(Protocol):
         tokens = self._check_share(share, "bob", np.arange(self.split, share.seq_len))
         bits = yield Receive(MESSAGE_LABEL)
         units = self.model.state_units
-        if len(bits) != units * self.model.precision_bits:
-            raise ProtocolError(f"the hidden state should be {units * self.model.precision_bits} bits, got {len(bits)}")
+        if len(bits) != units * self.model.precision:
+            raise ProtocolError(f"the hidden state should be {units * self.model.precision} bits, got {len(bits)}")
         state = self.model.format.decode(bits, count=units).reshape(1, units)
         _, raw = self.model.run(tokens, state=state, start=self.split, outputs=self.output_positions)
         return self.model.labels(raw[0]), raw[0]
@@ -130,7 +130,7 @@ class RnnHandoff(Simulator):
 
     def bits_formula(self, model, encoded: Encoded) -> tuple[int, str]:
         """Theorem 2's m·p for this model's state (2m·p for an LSTM's (h, c))."""
-        m, p = model.width, model.precision_bits
+        m, p = model.width, model.precision
         bits = handoff_bits(model.state_units, p)
         if model.state_units == 2 * m and model.kind == "lstm":
             return bits, f"2m*p = 2*{m}*{p} = {bits} bits: the state (h, c), {model.describe_state()}"
@@ -150,7 +150,7 @@ class RnnHandoff(Simulator):
         tokens = encoded.tokens
         outs = tuple(encoded.output_positions)
         batch, length = tokens.shape
-        units, p = model.state_units, model.precision_bits
+        units, p = model.state_units, model.precision
         ldt = label_dtype(model.num_classes)
         protocol_labels = np.empty((batch, len(outs)), dtype=ldt)
         direct_labels = np.empty((batch, len(outs)), dtype=ldt)

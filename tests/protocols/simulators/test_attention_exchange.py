@@ -57,11 +57,11 @@ def test_protocol_equals_direct_forward_bit_for_bit(case):
     direct = model.forward_rep(tokens, query)
     plan = make_plan(model, tokens.shape[1], alice, query)
     raw, keys = simulate(model, plan, tokens)
-    assert np.array_equal(model.ar.key(raw), model.ar.key(direct))
+    assert np.array_equal(model.arithmetic.key(raw), model.arithmetic.key(direct))
     for row, want in zip(tokens[:2], direct[:2]):
         result = run_exchange(model, row, alice, query)
         labels, out = result.output
-        assert np.array_equal(bit_pattern(out), bit_pattern(model.ar.to_values(want)))
+        assert np.array_equal(bit_pattern(out), bit_pattern(model.arithmetic.to_values(want)))
         assert labels.tolist() == model.labels(want[None]).tolist()
         t = result.transcript
         items = plan.itemize()
@@ -215,7 +215,7 @@ def residual_cases(draw):
     coords = draw(st.one_of(st.none(), st.lists(st.integers(0, dim - 1), min_size=1, max_size=dim, unique=True)))
     if coords is not None:   # psi reads some coordinates of x_N only: the same layer, a narrower first psi layer
         W, b = model.psi_layers[0]
-        val = model.ar.to_values
+        val = model.arithmetic.to_values
         model = AttentionLayer(fmt, val(model.token_table), val(model.position_table), val(model.W_Q),
                                val(model.W_K), val(model.W_V), val(model.W_O),
                                [(val(W)[:, :model.out_dim + len(coords)], val(b))], attend_self=attend_self,
@@ -247,9 +247,9 @@ def test_residual_path_is_exact_and_costs_the_embedding_only_one_way(case):
     direct = model.forward_rep(tokens, query)
     plan = make_plan(model, N, alice, query)
     base = make_plan(plain, N, alice, query)
-    event(f"{plan.mode}, {'fixed point' if model.ar.is_fixed else 'IEEE'}")
+    event(f"{plan.mode}, {'fixed point' if model.arithmetic.is_fixed else 'IEEE'}")
     raw, keys = simulate(model, plan, tokens)
-    assert np.array_equal(model.ar.key(raw), model.ar.key(direct))
+    assert np.array_equal(model.arithmetic.key(raw), model.arithmetic.key(direct))
     items = plan.itemize()
     embedding = [m for m in plan.messages if m.step == "embedding"]
     if plan.mode == "one-way":
@@ -265,7 +265,7 @@ def test_residual_path_is_exact_and_costs_the_embedding_only_one_way(case):
     for row, want in zip(tokens[:2], direct[:2]):
         result = run_exchange(model, row, alice, query)
         labels, out = result.output
-        assert np.array_equal(bit_pattern(out), bit_pattern(model.ar.to_values(want)))
+        assert np.array_equal(bit_pattern(out), bit_pattern(model.arithmetic.to_values(want)))
         assert labels.tolist() == model.labels(want[None]).tolist()
         t = result.transcript
         assert t.total_bits == plan.total_bits == sum(items["bits_by_step"].values())
@@ -339,7 +339,7 @@ def test_two_way_transcript_keys_mean_equal_transcripts(fmt):
     plan = make_plan(model, 6, [0, 1, 5])
     assert plan.mode == "two-way"
     raw, keys = simulate(model, plan, tokens)
-    assert keys.dtype == np.int64 and np.array_equal(model.ar.key(raw), model.ar.key(model.forward_rep(tokens)))
+    assert keys.dtype == np.int64 and np.array_equal(model.arithmetic.key(raw), model.arithmetic.key(model.forward_rep(tokens)))
     protocol = AttentionExchangeProtocol(model, plan)
     a, b = plan.positions("alice"), plan.positions("bob")
     digests = [run_protocol(protocol, Share(a, row[a], 6), Share(b, row[b], 6)).transcript.digest() for row in tokens]
