@@ -116,7 +116,7 @@ class Reduction:
         """Model output labels (batch, outputs) and Bob's inputs -> answers of the source problem."""
         raise NotImplementedError
 
-    def lower_bound(self, model, wrapper: "Simulator", problem: Problem, encoded: Encoded) -> LowerBound:
+    def lower_bound(self, model, simulator: "Simulator", problem: Problem, encoded: Encoded) -> LowerBound:
         """The bound that applies to this model's protocol on this encoding (or why none does)."""
         raise NotImplementedError
 
@@ -127,7 +127,7 @@ class Reduction:
         ``commsim budget``; a bound that does not apply says so."""
         raise NotImplementedError(f"{self.id} gives no bound as a function of the sequence length")
 
-    def check(self, model, wrapper: "Simulator", problem: Problem) -> None:
+    def check(self, model, simulator: "Simulator", problem: Problem) -> None:
         """Raise :class:`NotApplicable` (with the paper's reason) when this reduction cannot use the model."""
 
     def seq_len(self, n: int) -> int:

@@ -33,14 +33,14 @@ def attention_disj(n: int | None = None) -> Lesson:
     )
     n = _size(n, 4, 2, 8, "attention-disj")
     rid = "disj-match3"
-    reduction, problem, model, wrapper = engine(rid, reduction_default(rid), n)
+    reduction, problem, model, simulator = engine(rid, reduction_default(rid), n)
     Mod = match3_modulus(n)
     N = 2 * n + 1
     rng = np.random.default_rng(20 + n)
     a = rng.integers(0, 2, n).astype(np.uint8)
     b = rng.integers(0, 2, n).astype(np.uint8)
     b[0] = a[0] = 1  # intersect at 1
-    encoded, result, answer, direct = run_one(reduction, problem, model, wrapper, a, b)
+    encoded, result, answer, direct = run_one(reduction, problem, model, simulator, a, b)
     z = encoded.tokens[0]
     hits = [i + 1 for i in range(n) if a[i] and b[i]]
     A_all, B_all = problem.all_pairs()

@@ -54,9 +54,9 @@ def attention_dyck(n: int | None = None) -> Lesson:
         inequality=rf"\mathrm{{CC}}_{{\text{{odd/even}}}}(\text{{Dyck-(2,2)}}_{{{N}}}) \ge \log_2 2^{{{N}-1}} = {N - 1}",
         notes=f"fooling set verified: {ver.ok} ({ver.method})",
         reference="Lemma 1 of [BHBK24]"))
-    reduction, problem, model, wrapper = engine(rid, DYCK_SPEC, N)
+    reduction, problem, model, simulator = engine(rid, DYCK_SPEC, N)
     A0, B0 = problem.split(x[None])
-    encoded, result, answer, direct = run_one(reduction, problem, model, wrapper, A0[0], B0[0])
+    encoded, result, answer, direct = run_one(reduction, problem, model, simulator, A0[0], B0[0])
     m, p, H = model.width, model.precision, model.heads
     formula = exchange_bits(m, p, H, N) + query_bits(m, p, H)
     steps.append(Step(
@@ -68,8 +68,8 @@ def attention_dyck(n: int | None = None) -> Lesson:
         messages=messages_of(result.transcript),
         inequality=rf"\text{{bits}} = {result.transcript.total_bits} \le 3m(p + \lceil\log_2 N\rceil)H + mpH = {formula}",
         reference="Theorem 4 of [BHBK24]"))
-    bound = reduction.lower_bound(model, wrapper, problem, encoded)
-    cert, searched = wrapper.certificate(model, reduction, problem, bound, seed=0)
+    bound = reduction.lower_bound(model, simulator, problem, encoded)
+    cert, searched = simulator.certificate(model, reduction, problem, bound, seed=0)
     if cert is None or cert.kind != "rectangle":
         steps.append(Step("The fooling-set sweep", f"no transcript collision: {searched}", reference="Lemma 1"))
     else:
@@ -77,7 +77,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
         m1, m2 = d["member_1"], d["member_2"]
         runs = []
         for mem in (m1, m2):
-            _, r, ans, dirr = run_one(reduction, problem, model, wrapper, mem["alice"], mem["bob"])
+            _, r, ans, dirr = run_one(reduction, problem, model, simulator, mem["alice"], mem["bob"])
             runs.append((mem, r, ans))
         t1, t2 = runs[0][1].transcript, runs[1][1].transcript
         s1 = problem.interleave(np.asarray([m1["alice"]]), np.asarray([m1["bob"]]))[0]
@@ -100,7 +100,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
             reference="Lemma 1 of [BHBK24]; REFERENCE section 1 (fooling sets)"))
         a, b = np.asarray(cert.alice_input), np.asarray(cert.bob_input)
         crossing = problem.interleave(a[None], b[None])[0]
-        _, rc, ans_c, dir_c = run_one(reduction, problem, model, wrapper, a, b)
+        _, rc, ans_c, dir_c = run_one(reduction, problem, model, simulator, a, b)
         steps.append(Step(
             "The crossing: the rectangle property forces a wrong answer",
             f"Give Alice member {m1['index']}'s half and Bob member {m2['index']}'s half. At every message each "

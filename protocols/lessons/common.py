@@ -48,10 +48,10 @@ def engine(reduction_id: str, spec: str, n: int):
     return setup.reduction, setup.problem, setup.model, setup.simulator
 
 
-def run_one(reduction, problem, model, wrapper, a, b):
+def run_one(reduction, problem, model, simulator, a, b):
     """One instance through the real runner: (encoded input, run result, answer, direct forward's answer)."""
     from commsim.pipeline.stages import Prepared, run_one_instance
-    return run_one_instance(Prepared(reduction, problem, model, wrapper), a, b)
+    return run_one_instance(Prepared(reduction, problem, model, simulator), a, b)
 
 
 def messages_of(transcript) -> list[tuple[str, str, str]]:

@@ -48,7 +48,7 @@ def _run(reduction_id: str, spec: str, n: int, exhaustive: int = EXHAUSTIVE):
     return run_reduction(reduction_id, spec, n, instances=count, seed=0)
 
 
-def _certificate_step(title: str, report, reduction, problem, model, wrapper, source: str, why: str) -> Step:
+def _certificate_step(title: str, report, reduction, problem, model, simulator, source: str, why: str) -> Step:
     """A step showing a collision certificate: both Alice inputs run through the runner."""
     cert = report.certificate
     below = report.lower_bound.bits is not None and report.bits_used < report.lower_bound.bits
@@ -69,7 +69,7 @@ def _certificate_step(title: str, report, reduction, problem, model, wrapper, so
     for label, a in (("x", cert.alice_input), ("x'", other)):
         if a is None:
             continue
-        _, result, answer, direct = run_one(reduction, problem, model, wrapper, a, cert.bob_input)
+        _, result, answer, direct = run_one(reduction, problem, model, simulator, a, cert.bob_input)
         truth = int(problem.evaluate(np.asarray(a), np.asarray(cert.bob_input) if np.ndim(cert.bob_input)
                                      else int(cert.bob_input)))
         for sender, lab, bits in messages_of(result.transcript):
@@ -114,9 +114,9 @@ def _budget_line(task: str, width: int, precision: int) -> tuple[int | None, str
 def rnn_index(n: int | None = None) -> Lesson:
     n = _size(n, 6, 3, 12, "rnn-index")
     rid = "index-idxl"
-    reduction, problem, model, wrapper = engine(rid, "memorize", n)
+    reduction, problem, model, simulator = engine(rid, "memorize", n)
     a, b = _instance(problem, 7 + n)
-    encoded, result, answer, direct = run_one(reduction, problem, model, wrapper, a, b)
+    encoded, result, answer, direct = run_one(reduction, problem, model, simulator, a, b)
     tokens = encoded.tokens[0]
     states = _states(model, tokens, n)
     m, p = model.state_units, model.precision
@@ -217,10 +217,10 @@ def rnn_eq(n: int | None = None) -> Lesson:
     n = _size(n, 4, 2, 8, "rnn-eq")
     N = 2 * n
     rid = "eq-ineq"
-    reduction, problem, model, wrapper = engine(rid, "memorize", n)
+    reduction, problem, model, simulator = engine(rid, "memorize", n)
     a, b = _instance(problem, 11 + n)
     b = a.copy() if n % 2 else b  # show an equal pair at odd n, a different one at even n
-    encoded, result, answer, direct = run_one(reduction, problem, model, wrapper, a, b)
+    encoded, result, answer, direct = run_one(reduction, problem, model, simulator, a, b)
     tokens = encoded.tokens[0]
     states = _states(model, tokens, N)
     steps = [Step(
@@ -310,9 +310,9 @@ def rnn_disj(n: int | None = None) -> Lesson:
     from protocols.reductions.disj import key_vectors
     n = _size(n, 4, 2, 10, "rnn-disj")
     rid = "disj-mqar"
-    reduction, problem, model, wrapper = engine(rid, "memorize", n)
+    reduction, problem, model, simulator = engine(rid, "memorize", n)
     a, b = _instance(problem, 5 + n)
-    encoded, result, answer, direct = run_one(reduction, problem, model, wrapper, a, b)
+    encoded, result, answer, direct = run_one(reduction, problem, model, simulator, a, b)
     keys = key_vectors(n)
     tokens = encoded.tokens[0]
     labels = np.asarray(result.output[0]).reshape(-1)

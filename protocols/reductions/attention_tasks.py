@@ -111,7 +111,7 @@ class DisjMatch3(Reduction):
         """Match3 at N is 1 exactly when the sets intersect: the DISJ answer itself."""
         return (np.asarray(labels)[:, 0] == 1).astype(np.uint8)
 
-    def lower_bound(self, model, wrapper, problem, encoded) -> LowerBound:
+    def lower_bound(self, model, simulator, problem, encoded) -> LowerBound:
         """Fact 1 of [BHBK24]: DISJ_n needs n bits, so a model computing Match3 carries them ([SHT23])."""
         n = problem.n
         extra = ""
@@ -172,10 +172,10 @@ class DisjQSA(Reduction):
         """Class 1 (the average is above -e1) means the sets intersect."""
         return (np.asarray(labels)[:, 0] == 1).astype(np.uint8)
 
-    def lower_bound(self, model, wrapper, problem, encoded) -> LowerBound:
+    def lower_bound(self, model, simulator, problem, encoded) -> LowerBound:
         """DISJ_q needs q bits; one-way (Alice's message is each head's q_N) when the protocol is."""
         q = problem.n
-        direction = wrapper.direction(model, encoded)
+        direction = simulator.direction(model, encoded)
         if direction == "one-way":
             statement = (f"a one-way protocol for DISJ_{q} sends >= q = {q} bits; Alice's message is each head's "
                          f"q_N, so m·p·H >= q ([SHT23])")

@@ -32,7 +32,7 @@ class SourceReduction(Reduction):
     default_n = 8
     split = CONTIGUOUS_PREFIX
 
-    def check(self, model, wrapper, problem: Problem) -> None:
+    def check(self, model, simulator, problem: Problem) -> None:
         """Refuse a model that reads fewer tokens than the task uses."""
         vocab = getattr(model, "vocab_size", None)
         need = len(self.vocabulary(problem.n))
@@ -57,10 +57,10 @@ class SourceReduction(Reduction):
         """The bound on two-way protocols (or ``one_way`` marked not applicable, with the reason)."""
         raise NotImplementedError
 
-    def lower_bound(self, model, wrapper, problem: Problem, encoded: Encoded) -> LowerBound:
+    def lower_bound(self, model, simulator, problem: Problem, encoded: Encoded) -> LowerBound:
         """The one-way bound when the simulator's protocol is one-way on this split, else the two-way one."""
         one_way = self.one_way_bound(problem.n)
-        if wrapper.direction(model, encoded) == "one-way":
+        if simulator.direction(model, encoded) == "one-way":
             return one_way
         return self.two_way_bound(problem.n, one_way)
 

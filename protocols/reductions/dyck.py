@@ -91,12 +91,12 @@ class DyckFooling(Reduction):
         """Class 1 means member."""
         return (np.asarray(labels)[:, 0] == 1).astype(np.uint8)
 
-    def check(self, model, wrapper, problem) -> None:
+    def check(self, model, simulator, problem) -> None:
         """Refuse a simulator that has no protocol for the odd/even split (a recurrent model's handoff)."""
-        if wrapper.split_direction(self.split) is None:
-            raise NotApplicable(_no_protocol_reason(wrapper), "--model")
+        if simulator.split_direction(self.split) is None:
+            raise NotApplicable(_no_protocol_reason(simulator), "--model")
 
-    def lower_bound(self, model, wrapper, problem, encoded) -> LowerBound:
+    def lower_bound(self, model, simulator, problem, encoded) -> LowerBound:
         """Lemma 1 of [BHBK24]: N - 1 bits; for a one-layer attention, Theorem 5's width bound beside it."""
         N = problem.n
         statement = f"deciding Dyck-(2,2) with the odd/even split takes N - 1 = {dyck_fooling_bits(N)} bits"
