@@ -44,10 +44,8 @@ def protocol_vs_direct(N: int, heads: int, width: int, dim: int, fmt_name: str, 
     from commsim.core.runner import run_protocol
     from commsim.pipeline.interfaces import Share
     from protocols.models.attention import random_layer
-    from protocols.simulators.attention_exchange import (
-        AttentionExchangeProtocol,
-        make_plan,
-    )
+    from protocols.simulators.exchange_parties import AttentionExchangeProtocol
+    from protocols.simulators.exchange_plan import make_plan
 
     fmt = parse_format(fmt_name)
     model = random_layer(fmt, vocab=16, positions=N, heads=heads, width=width, dim=dim, seed=0)
@@ -79,7 +77,6 @@ def protocol_vs_direct(N: int, heads: int, width: int, dim: int, fmt_name: str, 
 
 def dyck_sweep_child(N: int) -> dict:
     """Runs in a child process: the full fooling-set sweep for one random layer."""
-    from commsim.core.digests import find_transcript_collision
     from commsim.certify.rectangle import sweep_fooling_set
     from commsim.core.precision import FixedPoint
     from commsim.theory.fooling import fooling_set
@@ -99,7 +96,7 @@ def dyck_sweep_child(N: int) -> dict:
         return reduction.decode(model.labels(raw)[:, None], B), keys
 
     sweep = sweep_fooling_set(fs, evaluate, stop_at_error=False)
-    clash = find_transcript_collision(sweep.digests)
+    clash = sweep.collisions.first()
     seconds = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"N": N, "members": int(fs.size), "swept": sweep.swept, "distinct_transcripts": sweep.distinct,

@@ -210,23 +210,3 @@ def _rows_match_groups(rows: np.ndarray, order: np.ndarray, new: np.ndarray) -> 
     head = order[np.maximum.accumulate(np.where(new, np.arange(len(new)), 0))]
     inside = ~new
     return bool(np.array_equal(rows[order[inside]], rows[head[inside]]))
-
-
-# ---- transitional names, for callers outside the engine that still use them ------------------------
-# (protocols/simulators/exchange_batch.py, tests/protocols/**, benchmarks/attention_exchange.py); they
-# call the one digest and the one finder above and go when those callers switch.
-def digest_rows(rows: np.ndarray) -> np.ndarray:
-    """Transitional: :func:`row_digests` folded to one 64-bit word (one-to-one on rows of at most 8 bytes)."""
-    digests = row_digests(rows)
-    return _mix(digests[:, 0] ^ _mix(digests[:, 1]))
-
-
-def find_collisions(rows: np.ndarray, inputs: np.ndarray, limit: int = GROUPS_TRIED) -> tuple[list, int]:
-    """Transitional: ``(pairs of different inputs, number of groups)`` from :func:`collision_groups`."""
-    groups = collision_groups(rows)
-    return groups.pairs(inputs, limit), len(groups)
-
-
-def find_transcript_collision(digests) -> tuple[int, int] | None:
-    """Transitional: :meth:`CollisionGroups.first` of :func:`collision_groups`."""
-    return collision_groups(digests).first()

@@ -62,18 +62,15 @@ from protocols.models.attention import AttentionLayer
 from protocols.simulators.exchange_batch import simulate
 from protocols.simulators.exchange_parties import (
     AttentionExchangeProtocol,
-    run_exchange,
 )
 from protocols.simulators.exchange_plan import (
     ExchangePlan,
-    PartitionError,
     make_plan,
     theorem_count,
 )
 from protocols.theorems import exchange_bits, exchange_text
 
-__all__ = ["AttentionExchange", "ATTENTION_EXCHANGE", "AttentionExchangeProtocol", "ExchangePlan", "PartitionError",
-           "make_plan", "run_exchange", "simulate", "theorem_count"]
+__all__ = ["AttentionExchange", "ATTENTION_EXCHANGE"]
 
 
 class AttentionExchange(Simulator):

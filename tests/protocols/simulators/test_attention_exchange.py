@@ -12,15 +12,13 @@ from commsim.core.runner import run_protocol
 from commsim.pipeline.interfaces import Encoded, Share
 from commsim.theory.bounds import ceil_log2
 from protocols.models.attention import AttentionLayer, random_layer
-from protocols.simulators.attention_exchange import (
-    ATTENTION_EXCHANGE,
+from protocols.simulators.attention_exchange import ATTENTION_EXCHANGE
+from protocols.simulators.exchange_batch import simulate
+from protocols.simulators.exchange_parties import (
     AttentionExchangeProtocol,
-    PartitionError,
-    make_plan,
     run_exchange,
-    simulate,
-    theorem_count,
 )
+from protocols.simulators.exchange_plan import PartitionError, make_plan, theorem_count
 
 
 def bit_pattern(values) -> np.ndarray:

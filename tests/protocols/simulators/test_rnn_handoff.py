@@ -6,9 +6,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commsim.core.digests import digest_rows, find_collisions, message_rows
 from commsim.certify.pigeonhole import collision_certificate, separating_bob_input
 from commsim.core.bits import Bits
+from commsim.core.digests import message_rows
 from commsim.core.errors import NotApplicable
 from commsim.core.precision import FixedPoint, FloatFormat
 from commsim.core.runner import run_protocol
@@ -127,20 +127,6 @@ def test_protocol_is_picklable_and_one_way():
 
 
 # ---- the generic certificate search ---------------------------------------------------------------------
-def test_message_rows_and_digests():
-    bits = Bits.from_str("101" "101" "011" "000")
-    rows = message_rows(bits, 4)
-    assert rows.shape == (4, 1) and rows[0, 0] == rows[1, 0] == 0b10100000
-    d = digest_rows(rows)
-    assert d[0] == d[1] and len(set(d.tolist())) == 3
-    wide = np.random.default_rng(0).integers(0, 256, size=(50, 13), dtype=np.uint8)
-    wide[7] = wide[3]
-    dw = digest_rows(wide)
-    assert dw[7] == dw[3] and len(set(dw.tolist())) == 49
-    pairs, groups = find_collisions(wide, np.arange(50)[:, None])
-    assert pairs == [(3, 7)] and groups == 1
-
-
 @pytest.mark.parametrize("problem,x1,x2", [
     (Index(6), [0, 1, 1, 0, 0, 1], [0, 1, 0, 0, 0, 1]),
     (Equality(5), [1, 0, 1, 1, 0], [1, 0, 1, 1, 1]),
