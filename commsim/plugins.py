@@ -10,7 +10,9 @@ Kinds of entries:
 ``cc-protocol``   plain communication protocols for a source problem (``commsim cc``)
 ``reduction``     reductions from a source problem to a model task (``commsim run``)
 ``model``         model factories, selected by a spec ``KIND[:key=value,...]``
-``simulator``  wrappers that turn a model into a two-party protocol (rnn-handoff, ...)
+``simulator``     what turns a model into two party programs (rnn-handoff, attention-exchange)
+``adapter``       functions ``adapt(obj, **context) -> model | None`` that turn a user's object (a PyTorch
+                  module, ...) into a model a simulator accepts; ``make_model(obj)`` tries them in turn
 ``topic``         teaching walkthroughs (``commsim teach``)
 ``separation``    both sides of a separation (``commsim separate``)
 """
@@ -27,7 +29,7 @@ from commsim.spec import ModelSpec
 ENTRY_POINT_GROUP = "commsim.plugins"
 
 
-KINDS = ("cc-protocol", "reduction", "model", "simulator", "topic", "separation")
+KINDS = ("cc-protocol", "reduction", "model", "simulator", "adapter", "topic", "separation")
 
 
 @dataclass(frozen=True)
@@ -108,12 +110,30 @@ def load_plugins(extra_modules: tuple[str, ...] | list[str] = ()) -> Registry:
     return registry
 
 
-def make_model(text: str, **context) -> Any:
-    """Build a model from a spec.  ``context`` carries what the caller knows (``vocab_size``,
-    ``seq_len``, ``n``, ``task``) so factories can size random models to the task."""
+def make_model(spec_or_object: str | Any, **context) -> Any:
+    """A model from a spec string (``"elman:width=8,precision=8"``) or from an object.
+
+    ``context`` carries what the caller knows (``vocab_size``, ``seq_len``, ``n``, ``task``) so factories
+    can size random models to the task.  An object that a registered simulator accepts is the model
+    itself; any other object (a PyTorch module, ...) goes to the registered adapters in turn, and when
+    none converts it, it is returned unchanged (the simulator lookup then says why nothing wraps it)."""
     reg = load_plugins()
+    if not isinstance(spec_or_object, str):
+        return _adapt(reg, spec_or_object, context)
+    text = spec_or_object
     spec = ModelSpec.parse(text, reg.names("model"))
     factory = reg.get("model", spec.kind, param="model")
     model = factory(spec, **context)
     spec.finish()
     return model
+
+
+def _adapt(reg: Registry, obj: Any, context: dict) -> Any:
+    """``obj`` itself when a simulator accepts it, else the first adapter's conversion, else ``obj``."""
+    if any(entry.obj.accepts(obj) for entry in reg.entries("simulator")):
+        return obj
+    for entry in reg.entries("adapter"):
+        model = entry.obj(obj, **context)
+        if model is not None:
+            return model
+    return obj

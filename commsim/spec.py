@@ -32,7 +32,7 @@ class ModelSpec:
         parts = text.split(":")
         kind = next((":".join(parts[:i]) for i in range(len(parts), 0, -1) if ":".join(parts[:i]) in kinds), None)
         if kind is None:
-            raise InputError(f"unknown model kind in spec {text!r}; known kinds: {', '.join(kinds)}", param="--model")
+            raise InputError(f"unknown model kind in spec {text!r}; known kinds: {', '.join(kinds)}", param="model")
         rest = parts[kind.count(":") + 1:]
         target_parts, param_text = [], []
         for i, part in enumerate(rest):
@@ -46,9 +46,9 @@ class ModelSpec:
                 continue
             key, eq, value = item.partition("=")
             if not eq or not key.strip():
-                raise InputError(f"model spec {text!r}: {item!r} is not key=value", param="--model")
+                raise InputError(f"model spec {text!r}: {item!r} is not key=value", param="model")
             if key.strip() in params:
-                raise InputError(f"model spec {text!r}: {key.strip()!r} is given twice", param="--model")
+                raise InputError(f"model spec {text!r}: {key.strip()!r} is given twice", param="model")
             params[key.strip()] = value.strip()
         return cls(text, kind, ":".join(target_parts), params)
 
@@ -63,7 +63,7 @@ class ModelSpec:
 
     def _bad(self, key: str, value: str, expected: str) -> InputError:
         """The error for a value that is not what ``key`` takes."""
-        return InputError(f"model spec {self.text!r}: {key}={value!r} is not {expected}", param="--model")
+        return InputError(f"model spec {self.text!r}: {key}={value!r} is not {expected}", param="model")
 
     def int(self, key: str, default: int | None = None, *, minimum: int | None = None,
             maximum: int | None = None) -> int | None:
@@ -114,24 +114,24 @@ class ModelSpec:
         precision, frac, dtype = self._raw("precision"), self._raw("frac"), self._raw("dtype")
         if dtype is not None and (precision is not None or frac is not None):
             raise InputError(f"model spec {self.text!r}: give either precision= (fixed point) or dtype=, not both",
-                             param="--model")
+                             param="model")
+        if dtype is None and precision is None and frac is not None:
+            raise InputError(f"model spec {self.text!r}: frac= needs precision=", param="model")
         try:
             if dtype is not None:
                 return FloatFormat(dtype)
             if precision is None:
-                if frac is not None:
-                    raise InputError(f"model spec {self.text!r}: frac= needs precision=", param="--model")
                 return default if default is not None else FixedPoint.with_bits(16)
             if precision.lower() in FLOAT_DTYPES:
                 return parse_format(precision)
             bits = int(precision)
             return FixedPoint.with_bits(bits, None if frac is None else int(frac))
         except ValueError as exc:
-            raise InputError(f"model spec {self.text!r}: {exc}", param="--model") from None
+            raise InputError(f"model spec {self.text!r}: {exc}", param="model") from None
 
     def finish(self) -> None:
         """Refuse keys no factory read (typos, keys of another kind)."""
         unknown = sorted(set(self.params) - self._used)
         if unknown:
             raise InputError(f"model spec {self.text!r}: unknown key(s) {', '.join(unknown)} for kind {self.kind!r}",
-                             param="--model")
+                             param="model")

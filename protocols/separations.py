@@ -101,9 +101,9 @@ class Separation:
     def check_n(self, n: int) -> None:
         """InputError unless n is in range (and even when the task needs it)."""
         if n < self.smallest or n > self.largest:
-            raise InputError(f"--n for {self.name} must be in {self.smallest}..{self.largest}, got {n}", "--n")
+            raise InputError(f"n must be in {self.smallest}..{self.largest} for {self.name}, got {n}", "n")
         if self.even and n % 2:
-            raise InputError(f"--n for {self.name} is a string length N and must be even, got {n}", "--n")
+            raise InputError(f"n must be even for {self.name} (it is a string length N), got {n}", "n")
 
     def run(self, n: int, *, seed: int = 0, instances: int | None = 1000, progress=None,
             **options) -> SeparationResult:
@@ -136,7 +136,7 @@ def _instances(problem, count_all: int, instances: int | None, seed: int, cap: i
     """All pairs when few (or asked for), else ``instances`` seeded samples (at most ``cap``)."""
     if instances is None or count_all <= EXHAUSTIVE_LIMIT:
         if count_all > (1 << 22):
-            raise InputError(f"--instances all would enumerate {count_all} inputs; give a number", "--instances")
+            raise InputError(f"instances: all would enumerate {count_all} inputs; give a number", "instances")
         A, B = problem.all_pairs()
         return A, B, "all"
     k = instances if cap is None else max(1, min(instances, cap))
@@ -270,7 +270,7 @@ class DyckSeparation(Separation):
         total = 4 ** N
         if instances is None or total <= EXHAUSTIVE_LIMIT:
             if total > (1 << 22):
-                raise InputError(f"--instances all would enumerate {total} strings; give a number", "--instances")
+                raise InputError(f"instances: all would enumerate {total} strings; give a number", "instances")
             S = np.array(np.meshgrid(*[np.arange(4)] * N, indexing="ij")).reshape(N, -1).T.astype(np.uint8)
             A, B = problem.split(S)
             described = "all"

@@ -1,15 +1,13 @@
 """Shared pieces of the command line: JSON output, argument parsing, the console."""
 from __future__ import annotations
 
-import json
-import math
 from typing import Any
 
 import click
-import numpy as np
 from rich.console import Console
 
 from commsim.core.errors import InputError
+from commsim.core.jsonable import to_json
 
 console = Console(highlight=False)
 err_console = Console(stderr=True, highlight=False)
@@ -19,31 +17,8 @@ plugin_option = click.option("--plugin", "plugins", multiple=True, metavar="MODU
                              help="Also load plugins from MODULE (its register(registry) is called).")
 
 
-def to_jsonable(obj: Any) -> Any:
-    """numpy scalars/arrays, dataclass-like objects and huge ints made JSON-safe."""
-    if isinstance(obj, dict):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [to_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return to_jsonable(obj.tolist())
-    if isinstance(obj, (np.bool_, bool)):
-        return bool(obj)
-    if isinstance(obj, np.integer):
-        obj = int(obj)
-    if isinstance(obj, int):
-        return obj if abs(obj) < 2 ** 53 else str(obj)
-    if isinstance(obj, np.floating):
-        obj = float(obj)
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else str(obj)
-    if hasattr(obj, "to_dict"):
-        return to_jsonable(obj.to_dict())
-    return obj
-
-
 def emit_json(obj: Any) -> None:
-    click.echo(json.dumps(to_jsonable(obj), indent=2))
+    click.echo(to_json(obj))
 
 
 def parse_instances(value: str) -> int | None:

@@ -19,11 +19,12 @@ from typing import Iterable
 
 import numpy as np
 
-from commsim.core.errors import InputError
+from commsim.core.errors import InternalError
 
 
-class BitsError(InputError):
-    """A bit string or an encoding request is malformed."""
+class BitsError(InternalError):
+    """A bit string or an encoding request is malformed: an internal fault (exit status 1), since every
+    codec here is fed by commsim's own code (simulators, runner, certificates), never by the user directly."""
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

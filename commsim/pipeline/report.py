@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 
 from commsim.certify.types import Certificate
 from commsim.core.channel import Transcript
+from commsim.core.jsonable import to_json
 from commsim.theory.bounds import LowerBound
 
 
@@ -39,6 +40,7 @@ class Report:
 
     @property
     def budget_ok(self) -> bool | None:
+        """Does the run use at least the lower bound's bits (None when no bound applies)?"""
         return self.lower_bound.satisfied_by(self.bits_used)
 
     def to_dict(self) -> dict:
@@ -59,3 +61,7 @@ class Report:
             "transcript": None if self.transcript is None else self.transcript.to_dict(),
             "details": self.details,
         }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """:meth:`to_dict` as JSON text, exactly what ``commsim run --json`` prints."""
+        return to_json(self.to_dict(), indent)

@@ -76,7 +76,7 @@ def prepare(reduction: str | Reduction, model: str | Any | None = None, n: int |
         raise InputError(f"n must be at least 1, got {n}", "n")
     problem = reduction.problem(n)
     spec = model if model is not None else reduction.default_model
-    built = make_model(spec, **reduction.model_context(n)) if isinstance(spec, str) else spec
+    built = make_model(spec, **reduction.model_context(n))
     simulator = simulator_for(built)
     reduction.check(built, simulator, problem)
     return Prepared(reduction, problem, built, simulator, spec if isinstance(spec, str) else None)

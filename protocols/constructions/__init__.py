@@ -28,7 +28,7 @@ def _gamma(spec) -> float:
     """The spec's gamma (the vectors' largest |inner product|), in (0, 1)."""
     gamma = spec.float("gamma", DEFAULT_GAMMA)
     if not 0 < gamma < 1:
-        raise ConstructionError(f"model spec {spec.text!r}: gamma must be in (0, 1), got {gamma}", "--model")
+        raise ConstructionError(f"model spec {spec.text!r}: gamma must be in (0, 1), got {gamma}", "model")
     return gamma
 
 
@@ -39,10 +39,10 @@ def make_idxl(spec, n=None, vocab_size=None, reduction=None, **context):
     n = spec.int("n", n, minimum=1)
     if n is None:
         raise ConstructionError(f"model spec {spec.text!r}: give n=N (or use it with `commsim run index-idxl`)",
-                                "--model")
+                                "model")
     if reduction is not None and reduction != "index-idxl":
         raise ConstructionError(f"construct:idxl reads the index-idxl encoding (symbols, then an index token); "
-                                f"{reduction} encodes its task differently", "--model")
+                                f"{reduction} encodes its task differently", "model")
     gamma, seed = _gamma(spec), spec.int("seed", 0, minimum=0)
     fmt = spec.format_if_given()
     return build_idxl(n, fmt=fmt, symbols=symbols, gamma=gamma, seed=seed, spec=spec.text)
@@ -65,7 +65,7 @@ def make_eq2(spec, n=None, seq_len=None, reduction=None, **context):
         half = None if seq_len is None else int(seq_len) // 2
     if half is None:
         raise ConstructionError(f"model spec {spec.text!r}: give n=N/2 (or use it with `commsim run eq-ineq`)",
-                                "--model")
+                                "model")
     gamma, seed = _gamma(spec), spec.int("seed", 0, minimum=0)
     fmt = spec.format_if_given()
     if fmt is not None:
@@ -80,7 +80,7 @@ def make_lookup(spec, seq_len=None, vocab_size=None, **context):
     length = spec.int("length", seq_len, minimum=1)
     if length is None:
         raise ConstructionError(f"model spec {spec.text!r}: give length=N (or use it with `commsim run "
-                                f"dyck22-fooling`)", "--model")
+                                f"dyck22-fooling`)", "model")
     width = spec.int("width", None, minimum=1)
     return build_lookup(length, language, width=width, fmt=spec.format_if_given(), spec=spec.text)
 

@@ -30,7 +30,7 @@ def require_fixed(fmt: NumberFormat, kind: str) -> FixedPoint:
     """The format, if it is binary fixed point (the constructions are built and verified in it)."""
     if not isinstance(fmt, FixedPoint):
         raise ConstructionError(f"{kind} is built and verified in binary fixed point (precision=P[,frac=F]); "
-                                f"{fmt.name} is not supported", "--model")
+                                f"{fmt.name} is not supported", "model")
     return fmt
 
 

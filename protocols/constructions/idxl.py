@@ -82,12 +82,12 @@ def build_idxl(n: int, *, fmt: NumberFormat | None = None, symbols: int = 2, gam
                ) -> IndexLookupConstruction:
     """The construction for N = ``n`` symbols over an alphabet of ``symbols`` letters."""
     if n < 1:
-        raise ConstructionError(f"construct:idxl needs N >= 1 symbols, got {n}", "--model")
+        raise ConstructionError(f"construct:idxl needs N >= 1 symbols, got {n}", "model")
     if symbols < 2:
-        raise ConstructionError(f"construct:idxl needs at least 2 symbols, got {symbols}", "--model")
+        raise ConstructionError(f"construct:idxl needs at least 2 symbols, got {symbols}", "model")
     vectors = vectors or find(n, gamma, seed)
     if vectors.n < n:
-        raise ConstructionError(f"{vectors.n} nearly orthogonal vectors cannot index {n} positions", "--model")
+        raise ConstructionError(f"{vectors.n} nearly orthogonal vectors cannot index {n} positions", "model")
     k = vectors.k
     fmt = require_fixed(fmt or idxl_format(n, k, symbols, vectors), "construct:idxl")
     eta = eta_for(n)

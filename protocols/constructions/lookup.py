@@ -66,7 +66,7 @@ def parse_language(text: str) -> Language:
     """``dyckKD``: Dyck-(K, D), K bracket types, depth at most D (``dyck22`` is Dyck-(2,2))."""
     m = _DYCK_RE.match(str(text).strip().lower())
     if not m:
-        raise ConstructionError(f"unknown language {text!r}; expected dyckKD, e.g. dyck22 (Dyck-(2,2))", "--model")
+        raise ConstructionError(f"unknown language {text!r}; expected dyckKD, e.g. dyck22 (Dyck-(2,2))", "model")
     lang = DyckLanguage(int(m.group(1)), int(m.group(2)))
     return Language(f"Dyck-({lang.types},{lang.depth})", 2 * lang.types, lang.is_member,
                     tuple((2 * t, 2 * t + 1) for t in range(lang.types)), lang.alphabet)
@@ -94,7 +94,7 @@ def build_lookup(length: int, language: Language | str = "dyck22", *, width: int
         language = parse_language(language)
     N, S = int(length), language.size
     if N < 1:
-        raise ConstructionError(f"construct:lookup needs a length N >= 1, got {N}", "--model")
+        raise ConstructionError(f"construct:lookup needs a length N >= 1, got {N}", "model")
     full = N + S
     reduced = width is not None and width < full
     fmt = require_fixed(fmt or lookup_format(N, S), "construct:lookup")

@@ -77,10 +77,10 @@ def build_match2(length: int, modulus: int, *, fmt: NumberFormat | None = None,
                  spec: str = "construct:match2") -> Match2Construction:
     """The [SHT23] Match2 layer for N residues mod M (width 3; exact by the analysis in the module docstring)."""
     if length < 1 or modulus < 2:
-        raise ConstructionError(f"construct:match2 needs N >= 1 and M >= 2, got N={length}, M={modulus}", "--model")
+        raise ConstructionError(f"construct:match2 needs N >= 1 and M >= 2, got N={length}, M={modulus}", "model")
     fmt = require_fixed(fmt or match2_format(length, modulus), "construct:match2")
     if fmt.bits > 53:  # pragma: no cover - FixedPoint refuses this already
-        raise ConstructionError("construct:match2 needs more than 53 bits at this M and N", "--model")
+        raise ConstructionError("construct:match2 needs more than 53 bits at this M and N", "model")
     c = match2_scale(length, modulus)
     theta = 2 * math.pi * np.arange(modulus) / modulus
     tok = np.zeros((modulus + 1, 5))

@@ -12,11 +12,11 @@ def bits_text(a) -> str:
 
 
 def size_arg(n: int | None, default: int, minimum: int, maximum: int, topic: str, even: bool = False) -> int:
-    """The lesson's instance size: ``--n`` or the default, checked against the range that runs in seconds."""
+    """The lesson's instance size: ``n`` or the default, checked against the range that runs in seconds."""
     n = default if n is None else int(n)
     if n < minimum or n > maximum or (even and n % 2):
         parity = "an even number " if even else ""
-        raise InputError(f"--n for {topic} must be {parity}in {minimum}..{maximum}, got {n}", "--n")
+        raise InputError(f"n must be {parity}in {minimum}..{maximum} for {topic}, got {n}", "n")
     return n
 
 

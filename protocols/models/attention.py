@@ -187,7 +187,7 @@ class AttentionLayer:
             return seq_len - 1
         pos = self.query if self.query >= 0 else seq_len + self.query
         if not 0 <= pos < seq_len:
-            raise InputError(f"query position {self.query} is outside a sequence of length {seq_len}", "--model")
+            raise InputError(f"query position {self.query} is outside a sequence of length {seq_len}", "model")
         return pos
 
     def check_input(self, seq_len: int, tokens: np.ndarray | None = None) -> None:
@@ -196,14 +196,14 @@ class AttentionLayer:
             raise InputError("the sequence is empty")
         if self.max_positions is not None and seq_len > self.max_positions:
             raise InputError(f"the model has position embeddings for {self.max_positions} positions; the input "
-                             f"has {seq_len} (use positions=N or a task of that length)", "--model")
+                             f"has {seq_len} (use positions=N or a task of that length)", "model")
         if tokens is not None and self.vocab_size is not None and tokens.size:
             lo, hi = int(tokens.min()), int(tokens.max())
             if lo < 0 or hi >= self.vocab_size:
                 raise InputError(f"token {lo if lo < 0 else hi} is outside the model's vocabulary "
-                                 f"0..{self.vocab_size - 1}", "--model")
+                                 f"0..{self.vocab_size - 1}", "model")
         if not self.attend_self and seq_len == 1:
-            raise InputError("with self=0 a sequence of length 1 leaves nothing to attend to", "--model")
+            raise InputError("with self=0 a sequence of length 1 leaves nothing to attend to", "model")
 
     # ---- stage 1: embeddings and projections (pure functions of (position, token))
     def _token_rep(self, tokens: np.ndarray) -> np.ndarray:
@@ -413,10 +413,10 @@ class AttentionLayer:
             with np.load(path, allow_pickle=False) as data:
                 arrays = {k: data[k] for k in data.files}
         except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read attention weights {str(path)!r}: {exc}", "--model") from None
+            raise InputError(f"cannot read attention weights {str(path)!r}: {exc}", "model") from None
         missing = [k for k in ("format", "token_embedding", "W_Q", "W_K", "W_V", "W_O") if k not in arrays]
         if missing:
-            raise InputError(f"attention weights {str(path)!r} lack {', '.join(missing)}", "--model")
+            raise InputError(f"attention weights {str(path)!r} lack {', '.join(missing)}", "model")
         fmt = fmt or parse_format(str(arrays["format"]))
         layers = int(arrays.get("psi_layers", np.array(0)))
         psi = [(arrays[f"psi_W{i}"], arrays[f"psi_b{i}"]) for i in range(layers)] or None

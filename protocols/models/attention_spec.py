@@ -40,19 +40,19 @@ def probe_layer(seq_len: int, vocab: int, at: Sequence[int], accepted: Sequence[
     """
     fmt = fmt or FixedPoint(2, 0)
     if not isinstance(fmt, FixedPoint) or fmt.frac != 0:
-        raise InputError("probe layers are exact in fixed point with frac=0 (e.g. precision=2,frac=0)", "--model")
+        raise InputError("probe layers are exact in fixed point with frac=0 (e.g. precision=2,frac=0)", "model")
     if rule not in PROBE_RULES:
-        raise InputError(f"probe rule must be one of {', '.join(PROBE_RULES)}, got {rule!r}", "--model")
+        raise InputError(f"probe rule must be one of {', '.join(PROBE_RULES)}, got {rule!r}", "model")
     flags = np.zeros(seq_len)
     for a in at:
         pos = a if a >= 0 else seq_len + a
         if not 0 <= pos < seq_len:
-            raise InputError(f"probe position {a} is outside a sequence of length {seq_len}", "--model")
+            raise InputError(f"probe position {a} is outside a sequence of length {seq_len}", "model")
         flags[pos] = 1
     acc = np.zeros(vocab)
     for t in accepted:
         if not 0 <= t < vocab:
-            raise InputError(f"probe token {t} is outside the vocabulary 0..{vocab - 1}", "--model")
+            raise InputError(f"probe token {t} is outside the vocabulary 0..{vocab - 1}", "model")
         acc[t] = 1
     tok = np.stack([np.ones(vocab), acc, np.zeros(vocab)], axis=1)        # [1, accepted(s), 0]
     pos = np.stack([np.zeros(seq_len), np.zeros(seq_len), flags], axis=1)  # [0, 0, probed(i)]
@@ -80,13 +80,13 @@ def _int_list(spec, key: str, text: str, n: int | None) -> list[int]:
             if item == "n" or item.startswith("n+") or item.startswith("n-"):
                 if n is None:
                     raise InputError(f"model spec {spec.text!r}: {key}= uses n, but no problem size is known",
-                                     "--model")
+                                     "model")
                 out.append(n + (int(item[1:]) if len(item) > 1 else 0))
             else:
                 out.append(int(item))
         except ValueError:
             raise InputError(f"model spec {spec.text!r}: {key}={text!r} is not a /-separated list of integers",
-                             "--model") from None
+                             "model") from None
     return out
 
 
@@ -96,26 +96,26 @@ def make_attention(spec, vocab_size: int | None = None, seq_len: int | None = No
     target = spec.target
     if target not in ("", "probe"):
         raise InputError(f"model spec {spec.text!r}: unknown attention construction {target!r}; known: probe",
-                         "--model")
+                         "model")
     query = spec.int("query")
     attend_self = bool(spec.int("self", 1, minimum=0, maximum=1))
     if target == "probe":
         for key in ("heads", "width", "dim", "classes", "weights", "seed", "positions", "query", "self", "residual"):
             if spec.has(key):
-                raise InputError(f"model spec {spec.text!r}: {key}= is fixed by the probe construction", "--model")
+                raise InputError(f"model spec {spec.text!r}: {key}= is fixed by the probe construction", "model")
         fmt = spec.format(default=FixedPoint(2, 0))
         vocab = spec.int("vocab", vocab_size, minimum=1)
         if vocab is None or seq_len is None:
             raise InputError("attention:probe needs a task (vocabulary and sequence length): use it with "
-                             "`commsim run`", "--model")
+                             "`commsim run`", "model")
         at_text = spec.str("at")
         if at_text is None:
-            raise InputError(f"model spec {spec.text!r}: probe needs at=POSITION[/POSITION...]", "--model")
+            raise InputError(f"model spec {spec.text!r}: probe needs at=POSITION[/POSITION...]", "model")
         at = _int_list(spec, "at", at_text, n)
         accept, reject = spec.str("accept"), spec.str("reject")
         if (accept is None) == (reject is None):
             raise InputError(f"model spec {spec.text!r}: probe needs exactly one of accept=TOKENS or reject=TOKENS",
-                             "--model")
+                             "model")
         if accept is not None:
             accepted = _int_list(spec, "accept", accept, n)
         else:
@@ -133,13 +133,13 @@ def make_attention(spec, vocab_size: int | None = None, seq_len: int | None = No
     if weights is not None:
         for key in ("seed", "residual"):
             if spec.has(key):
-                raise InputError(f"model spec {spec.text!r}: {key}= does not apply to loaded weights", "--model")
+                raise InputError(f"model spec {spec.text!r}: {key}= does not apply to loaded weights", "model")
         model = AttentionLayer.load(Path(weights).expanduser(), spec.format_if_given(), spec=spec.text)
         for key, value, have in (("heads", heads, model.heads), ("width", width, model.width),
                                  ("dim", dim, model.dim), ("classes", classes, model.classes),
                                  ("vocab", vocab, model.vocab_size), ("positions", positions, model.max_positions)):
             if value is not None and value != have:
-                raise InputError(f"model spec {spec.text!r}: {key}={value} but the weights have {have}", "--model")
+                raise InputError(f"model spec {spec.text!r}: {key}={value} but the weights have {have}", "model")
         if query is not None:
             model.query = query
         if spec.has("self"):

@@ -24,7 +24,7 @@ class Memorize(RecurrentModel):
         """A memory of ``capacity`` one-bit units (default: the program's slots) run by ``program``."""
         capacity = program.slots if capacity is None else int(capacity)
         if capacity < 1:
-            raise ModelError(f"memorize capacity must be at least 1 bit, got {capacity}", "--model")
+            raise ModelError(f"memorize capacity must be at least 1 bit, got {capacity}", "model")
         super().__init__(BitFormat(), capacity, capacity, vocab_size, 2, spec or f"memorize:capacity={capacity}")
         self.program = program
         self.capacity = capacity

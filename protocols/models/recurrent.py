@@ -29,7 +29,7 @@ import math
 import numpy as np
 
 from commsim.core.arithmetic import Dense, Quantizer, label_dtype, sigmoid
-from commsim.core.errors import ModelError
+from commsim.core.errors import InternalError, ModelError
 from commsim.core.precision import FixedPoint, FormatError, NumberFormat, parse_format
 
 #: rows per chunk of a batched forward (bounds the temporaries)
@@ -116,19 +116,20 @@ class RecurrentModel:
         return np.argmax(raw, axis=-1).astype(label_dtype(raw.shape[-1]))
 
     def check_tokens(self, tokens) -> np.ndarray:
-        """Tokens as a (batch, length) integer array inside the vocabulary (else ModelError)."""
+        """Tokens as a (batch, length) integer array inside the vocabulary (else ModelError: the caller's
+        tokens are bad input; commsim's own reductions always give 2-D integer tokens in the vocabulary)."""
         arr = np.asarray(tokens)
         if arr.ndim == 1:
             arr = arr[None, :]
         if arr.ndim != 2:
-            raise ModelError(f"tokens must be a (batch, length) array, got shape {arr.shape}")
+            raise ModelError(f"tokens must be a (batch, length) array, got shape {arr.shape}", "tokens")
         if arr.size:
             if arr.dtype.kind not in "iu":
-                raise ModelError(f"tokens must be integers, got {arr.dtype}")
+                raise ModelError(f"tokens must be integers, got {arr.dtype}", "tokens")
             lo, hi = int(arr.min()), int(arr.max())
             if lo < 0 or hi >= self.vocab_size:
                 raise ModelError(f"token {lo if lo < 0 else hi} is outside the model's vocabulary "
-                                 f"of {self.vocab_size} tokens")
+                                 f"of {self.vocab_size} tokens", "tokens")
         return arr
 
     # ---- runs ------------------------------------------------------------------------------
@@ -136,7 +137,11 @@ class RecurrentModel:
             outputs: tuple[int, ...] | list[int] = ()) -> tuple[np.ndarray, np.ndarray]:
         """Run a batch from ``state`` (default h_0) over ``tokens`` (batch, L) at positions
         ``start .. start+L-1``; returns the final states and the readouts (batch, len(outputs), classes)
-        at the absolute positions ``outputs``.  The handoff protocol is two calls of this."""
+        at the absolute positions ``outputs``.  The handoff protocol is two calls of this.
+
+        A low-level step for simulators: ``outputs`` must lie in ``start .. start+L-1`` (the public
+        :meth:`forward_batch` checks its caller's positions first, the handoff's split puts them in Bob's
+        suffix), so one outside is a fault in the calling code (InternalError), not bad input."""
         toks = self.check_tokens(tokens)
         batch, length = toks.shape
         if state is None:
@@ -147,7 +152,8 @@ class RecurrentModel:
         for k, pos in enumerate(outputs):
             rel = int(pos) - start
             if not 0 <= rel < length:
-                raise ModelError(f"output position {pos} is outside the positions {start}..{start + length - 1} run")
+                raise InternalError(f"output position {pos} is outside the positions {start}..{start + length - 1} "
+                                    f"run: the caller of {self.kind}.run broke its contract")
             where.setdefault(rel, []).append(k)
         raw = np.empty((batch, len(outputs), self.num_classes))
         for j in range(length):
@@ -158,7 +164,8 @@ class RecurrentModel:
                     raw[:, k] = r
         if h.size and np.isnan(h).any():
             raise ModelError(f"the {self.kind} state became NaN by position {start + length - 1} "
-                             f"(its values overflowed {self.format.name}); use smaller weights or fixed point")
+                             f"(its values overflowed {self.format.name}); use smaller weights or fixed point",
+                             "model")
         return h, raw
 
     def chunk_rows(self) -> int:
@@ -172,8 +179,11 @@ class RecurrentModel:
         toks = self.check_tokens(tokens)
         batch, length = toks.shape
         if length == 0:
-            raise ModelError("cannot run a model on empty sequences")
+            raise ModelError("cannot run a model on empty sequences", "tokens")
         outs = (length - 1,) if output_positions is None else tuple(int(p) for p in output_positions)
+        bad = [p for p in outs if not 0 <= p < length]
+        if bad:
+            raise ModelError(f"output position {bad[0]} is outside a sequence of length {length}", "output_positions")
         raw = np.empty((batch, len(outs), self.num_classes))
         rows = self.chunk_rows()
         for s in range(0, batch, rows):
@@ -184,7 +194,7 @@ class RecurrentModel:
         """The direct forward of one sequence: readouts (outputs, classes)."""
         toks = np.asarray(tokens)
         if toks.ndim != 1:
-            raise ModelError(f"forward takes one sequence (1-D tokens), got shape {toks.shape}")
+            raise ModelError(f"forward takes one sequence (1-D tokens), got shape {toks.shape}", "tokens")
         return self.forward_batch(toks[None, :], output_positions)[0]
 
     def final_states(self, tokens) -> np.ndarray:
@@ -374,22 +384,22 @@ def load_model(path: str, fmt: NumberFormat | None = None, spec: str = "") -> _T
         with np.load(path, allow_pickle=False) as data:
             arrays = {k: np.array(data[k]) for k in data.files}
     except FileNotFoundError:
-        raise ModelError(f"weights file {path!r} does not exist", "--model") from None
+        raise ModelError(f"weights file {path!r} does not exist", "model") from None
     except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot read weights file {path!r}: {exc}", "--model") from None
+        raise ModelError(f"cannot read weights file {path!r}: {exc}", "model") from None
     meta = {k[5:]: str(v) for k, v in arrays.items() if k.startswith("meta_")}
     kind = meta.get("kind")
     if kind not in _TRAINABLE:
-        raise ModelError(f"weights file {path!r} does not name a model kind (elman, lstm, gru)", "--model")
+        raise ModelError(f"weights file {path!r} does not name a model kind (elman, lstm, gru)", "model")
     if fmt is None:
         try:
             fmt = parse_format(meta.get("format", "16"))
         except FormatError as exc:
-            raise ModelError(f"weights file {path!r}: {exc}", "--model") from None
+            raise ModelError(f"weights file {path!r}: {exc}", "model") from None
     params = {k: v for k, v in arrays.items() if not k.startswith("meta_")}
     missing = [k for k in ("input", "recurrent", "bias", "readout", "readout_bias") if k not in params]
     if missing:
-        raise ModelError(f"weights file {path!r} lacks {', '.join(missing)}", "--model")
+        raise ModelError(f"weights file {path!r} lacks {', '.join(missing)}", "model")
     extra = {"activation": meta.get("activation", "tanh")} if kind == "elman" else {}
     return _TRAINABLE[kind](params, fmt, spec or f"{kind}:weights={path}", **extra)
 

@@ -21,7 +21,7 @@ def _refuse_small_vocab(spec_text: str, vocab: int, task_vocab: int | None, cont
     if task_vocab is not None and vocab < task_vocab:
         task = context.get("reduction") or context.get("task") or "the task"
         raise NotApplicable(f"model {spec_text!r} reads {vocab} input tokens but {task} (n = {context.get('n')}) "
-                            f"uses {task_vocab}: the model cannot take this task's input", "--model")
+                            f"uses {task_vocab}: the model cannot take this task's input", "model")
 
 
 def _trainable_factory(kind: str):
@@ -39,12 +39,12 @@ def _trainable_factory(kind: str):
                 want = spec.int(key)
                 if want is not None and want != have:
                     raise ModelError(f"model spec {spec.text!r}: {key}={want} but the weights file has {have}",
-                                     "--model")
+                                     "model")
             if activation is not None and activation != model.activation:
                 raise ModelError(f"model spec {spec.text!r}: activation={activation} but the weights file "
-                                 f"has {model.activation}", "--model")
+                                 f"has {model.activation}", "model")
             if spec.has("seed"):
-                raise ModelError(f"model spec {spec.text!r}: seed= has no effect with weights=", "--model")
+                raise ModelError(f"model spec {spec.text!r}: seed= has no effect with weights=", "model")
             _refuse_small_vocab(spec.text, model.vocab_size, vocab_size, context)
             return model
         width = spec.int("width", 8, minimum=1, maximum=4096)
@@ -73,10 +73,10 @@ def _memorize_factory(spec, vocab_size=None, n=None, reduction=None, memory_prog
     capacity = spec.int("capacity", None, minimum=1)
     if reduction is None or n is None:
         raise ModelError(f"model spec {spec.text!r}: memorize is built for a task; use it with `commsim run "
-                         f"REDUCTION` (or build protocols.models.memorize.Memorize from a MemoryProgram)", "--model")
+                         f"REDUCTION` (or build protocols.models.memorize.Memorize from a MemoryProgram)", "model")
     if memory_program is None:
         raise NotApplicable(f"memorize has no memory layout for {reduction}: its reduction does not say which "
-                            f"input bits to store", "--model")
+                            f"input bits to store", "model")
     return Memorize(memory_program, capacity, vocab_size or 2, spec.text)
 
 

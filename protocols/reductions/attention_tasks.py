@@ -150,8 +150,8 @@ class DisjQSA(Reduction):
     def problem(self, n: int):
         """DISJ_q (q at most QSA_MAX_Q: the query token ranges over 2^q sets)."""
         if n > QSA_MAX_Q:
-            raise InputError(f"--n is q for disj-qsa; the query token ranges over 2^q sets, so q <= {QSA_MAX_Q}, "
-                             f"got {n}", "--n")
+            raise InputError(f"n is q for disj-qsa; the query token ranges over 2^q sets, so q <= {QSA_MAX_Q}, "
+                             f"got {n}", "n")
         return make_problem("disj", n)
 
     def vocabulary(self, n: int) -> list[str]:

@@ -38,7 +38,7 @@ class SourceReduction(Reduction):
         need = len(self.vocabulary(problem.n))
         if vocab is not None and vocab < need:
             raise NotApplicable(f"{self.id} with n = {problem.n} uses {need} input tokens but the model reads only "
-                                f"{vocab}", "--model")
+                                f"{vocab}", "model")
 
     def memory_program(self, n: int) -> MemoryProgram:  # pragma: no cover - abstract
         """The memorizing recurrence's layout for this task (see ``protocols.models.memorize.Memorize``)."""

@@ -72,10 +72,10 @@ class DyckFooling(Reduction):
     def problem(self, n: int) -> DyckFoolingProblem:
         """Dyck-(2,2) membership at even length N >= 2, the fooling set as its exhaustive instances."""
         if n < 2:
-            raise InputError(f"--n is the Dyck string length N and must be at least 2, got {n}", "--n")
+            raise InputError(f"n is the Dyck string length N and must be at least 2, got {n}", "n")
         if n % 2:
-            raise ProblemInputError(f"--n must be even for Dyck-(2,2) (Dyck strings have even length), got {n}",
-                                    "--n")
+            raise ProblemInputError(f"n must be even for Dyck-(2,2) (Dyck strings have even length), got {n}",
+                                    "n")
         return DyckFoolingProblem(n)
 
     def vocabulary(self, n: int) -> list[str]:
@@ -94,7 +94,7 @@ class DyckFooling(Reduction):
     def check(self, model, simulator, problem) -> None:
         """Refuse a simulator that has no protocol for the odd/even split (a recurrent model's handoff)."""
         if simulator.split_direction(self.split) is None:
-            raise NotApplicable(_no_protocol_reason(simulator), "--model")
+            raise NotApplicable(_no_protocol_reason(simulator), "model")
 
     def lower_bound(self, model, simulator, problem, encoded) -> LowerBound:
         """Lemma 1 of [BHBK24]: N - 1 bits; for a one-layer attention, Theorem 5's width bound beside it."""

@@ -96,11 +96,11 @@ class AttentionExchange(Simulator):
         """The message plan for this model on the task's partition, its query the task's output position."""
         if len(encoded.output_positions) != 1:
             raise NotApplicable(f"the attention exchange reads one query position; this task reads "
-                                f"{len(encoded.output_positions)} ({list(encoded.output_positions)})", "--model")
+                                f"{len(encoded.output_positions)} ({list(encoded.output_positions)})", "model")
         out = int(encoded.output_positions[0])
         if model.query is not None and model.query_position(encoded.seq_len) != out:
             raise InputError(f"the model reads its decision at position {model.query_position(encoded.seq_len)} "
-                             f"(query={model.query}) but the task reads it at position {out}", "--model")
+                             f"(query={model.query}) but the task reads it at position {out}", "model")
         return make_plan(model, encoded.seq_len, encoded.alice_positions, out)
 
     def check_partition(self, model, encoded: Encoded) -> None:

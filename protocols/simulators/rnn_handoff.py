@@ -51,14 +51,14 @@ def split_point(encoded: Encoded) -> int:
             "the hidden-state handoff (Theorem 2 of [BHBK24]) needs a contiguous split in which Alice holds a "
             f"prefix x_1..x_t; here Alice holds positions {_positions_text(alice)} (1-based) of "
             f"{encoded.seq_len}, which is not a prefix, so the theorem and its one-way bound do not apply",
-            "REDUCTION")
+            "reduction")
     if t >= encoded.seq_len:
         raise NotApplicable("the hidden-state handoff needs Bob to hold a suffix with the output position; "
-                            "here Alice holds every position", "REDUCTION")
+                            "here Alice holds every position", "reduction")
     early = [p for p in encoded.output_positions if p < t]
     if early:
         raise NotApplicable(f"output position {early[0] + 1} lies in Alice's prefix (1..{t}); in the handoff "
-                            f"protocol Bob computes the outputs, so they must lie in his suffix", "REDUCTION")
+                            f"protocol Bob computes the outputs, so they must lie in his suffix", "reduction")
     return t
 
 
@@ -126,7 +126,7 @@ class RnnHandoff(Simulator):
         split_point(encoded)
         if encoded.tokens.size and int(encoded.tokens.max()) >= model.vocab_size:
             raise NotApplicable(f"the task uses token {int(encoded.tokens.max())} but the model reads only "
-                                f"{model.vocab_size} tokens", "--model")
+                                f"{model.vocab_size} tokens", "model")
 
     def bits_formula(self, model, encoded: Encoded) -> tuple[int, str]:
         """Theorem 2's m·p for this model's state (2m·p for an LSTM's (h, c))."""

@@ -75,7 +75,7 @@ def test_plot(tmp_path, suffix, magic):
 @pytest.mark.parametrize("args,fragment", [
     (("separate", "nope", "--n", "8"), "unknown separation"),
     (("separate", "dyck22", "--n", "7"), "even"),
-    (("separate", "idxl", "--n", "2"), "--n for idxl"),
+    (("separate", "idxl", "--n", "2"), "--n must be in 4..16384 for idxl"),
     (("separate", "idxl", "--n", "8", "--plot", "out.pdf"), ".png or .svg"),
     (("separate", "idxl", "--n", "8", "--plot", "/no/such/dir/x.png"), "does not exist"),
     (("separate", "dyck22", "--n", "8", "--gamma", "0.5"), "--gamma does not apply"),

@@ -29,7 +29,7 @@ TOLERANCE = {"float64": (1e-9, 1e-9), "float32": (2e-4, 2e-4), "float16": (5e-2,
 class AdapterError(InputError):
     """A torch object cannot be wrapped as a commsim model (unsupported type, bad file, ...)."""
 
-    def __init__(self, message: str, param: str | None = "--model"):
+    def __init__(self, message: str, param: str | None = "model"):
         super().__init__(message, param)
 
 

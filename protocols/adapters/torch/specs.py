@@ -235,8 +235,18 @@ def tl_factory(spec, vocab_size=None, seq_len=None, **context):
     return from_torch(model, precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec.text)
 
 
+def adapt_object(obj, vocab_size=None, seq_len=None, **context):
+    """The ``adapter`` entry: a torch module (or a dict of parts) handed to ``commsim.make_model`` becomes a
+    commsim model sized to the task; None for anything else (torch is not imported for other objects)."""
+    torch = sys.modules.get("torch")
+    if isinstance(obj, dict) or (torch is not None and isinstance(obj, torch.nn.Module)):
+        return from_torch(obj, vocab_size=vocab_size, seq_len=seq_len, spec=f"python object {type(obj).__name__}")
+    return None
+
+
 def register(registry) -> None:
-    """The torch model kinds: ``python``, ``torch``, ``hf-gpt2``, ``tl``."""
+    """The torch model kinds: ``python``, ``torch``, ``hf-gpt2``, ``tl``; the adapter for torch objects."""
+    registry.register("adapter", "torch", adapt_object, "PyTorch modules (and dicts of their parts) as models")
     registry.register("model", "python", python_factory,
                       "your factory: python:MODULE:FUNCTION[:key=value] returning a torch module or a commsim model")
     registry.register("model", "torch", torch_file_factory,

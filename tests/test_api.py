@@ -1,0 +1,83 @@
+"""The public Python API of DESIGN section 4 and the README: run_reduction, make_model, load_plugins,
+Report.to_dict/to_json, and ``python -m commsim``."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import commsim
+from commsim import Report, load_plugins, make_model, run_reduction
+
+
+def test_run_reduction_returns_a_report_with_the_contract_keys():
+    report = run_reduction("index-idxl", "memorize:capacity=7", n=8)
+    assert isinstance(report, Report)
+    # the memorizing model keeps 7 of the 8 bits: one bit short of Theorem 3's m*p >= N
+    assert (report.bits_used, report.lower_bound.bits, report.budget_ok) == (7, 8, False)
+    assert report.certificate is not None and report.certificate.verified
+    data = json.loads(report.to_json())
+    assert data == json.loads(json.dumps(commsim.core.jsonable.to_jsonable(report.to_dict())))
+    for key in ("reduction", "bits_used", "lower_bound_bits", "bound_applies", "budget_ok", "model_correct",
+                "protocol_matches_model", "certificate", "bits_by_direction", "bits_formula"):
+        assert key in data
+    assert commsim.run is run_reduction
+
+
+def test_run_json_equals_report_to_json(capsys):
+    from commsim.cli import main
+    main(["run", "eq-ineq", "--model", "memorize:capacity=5", "--n", "6", "--json"])
+    printed = json.loads(capsys.readouterr().out)
+    report = run_reduction("eq-ineq", "memorize:capacity=5", n=6)
+    assert printed == json.loads(report.to_json())
+
+
+def test_make_model_from_a_spec_and_from_a_model_object():
+    model = make_model("elman:width=3,precision=8,frac=3,seed=1", vocab_size=4)
+    assert model.width == 3 and model.precision == 8
+    assert make_model(model) is model          # a model a simulator accepts is its own model
+    report = run_reduction("eq-ineq", model, n=3, instances=16)
+    assert report.protocol == "rnn-handoff" and report.bits_used == 3 * 8
+
+
+def test_make_model_adapts_a_torch_module():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    parts = {"embedding": torch.nn.Embedding(8, 4), "core": torch.nn.GRU(4, 5, batch_first=True),
+             "head": torch.nn.Linear(5, 2)}
+    report = run_reduction("index-idxl", parts, n=6, instances=32)
+    assert report.protocol == "rnn-handoff" and report.protocol_matches_model
+    assert report.bits_used == 5 * 32           # a float32 GRU hands off 5 numbers of 32 bits
+    gru = make_model(torch.nn.GRU(3, 4, batch_first=True), vocab_size=3)
+    assert gru.state_bits == 4 * 32
+
+
+def test_an_object_nothing_adapts_is_refused_with_the_reason():
+    with pytest.raises(commsim.NotApplicable, match="no registered simulator"):
+        run_reduction("index-idxl", object(), n=4)
+
+
+def test_load_plugins_lists_every_kind():
+    registry = load_plugins()
+    for kind in ("reduction", "model", "simulator", "adapter", "topic", "separation", "cc-protocol"):
+        assert registry.names(kind), kind
+
+
+def test_python_m_commsim():
+    done = subprocess.run([sys.executable, "-m", "commsim", "--version"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("commsim, version")
+
+
+def test_the_readme_python_example_runs_and_says_what_it_prints():
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = text.index("```python", text.index("## The Python API")) + len("```python")
+    code = text[start:text.index("```", start)]
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)          # noqa: S102 - the README's own example
+    first = run_reduction("index-idxl", "memorize:capacity=7", n=8)
+    assert (first.bits_used, first.lower_bound.bits, first.budget_ok) == (7, 8, False)   # as its comment says
+    assert scope["report"].reduction == "eq-ineq" and scope["report"].protocol_matches_model
