@@ -139,7 +139,7 @@ def python_factory(spec, **context):
 def torch_file_factory(spec, **context):
     """A saved torch model: torch:FILE.pt (weights-only loading; standard torch.nn modules or a dict of them)."""
     if not spec.target:
-        raise AdapterError("torch: needs a file, e.g. --model torch:model.pt")
+        raise AdapterError("torch: needs a file, e.g. torch:model.pt")
     fmt = spec.format_if_given()
     obj = load_torch_file(spec.target)
     return from_torch(obj, precision=fmt, vocab_size=context.get("vocab_size"), seq_len=context.get("seq_len"),

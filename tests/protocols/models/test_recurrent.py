@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commsim.core.errors import InputError, ModelError, NotApplicable
+from commsim.core.errors import InputError, InternalError, ModelError, NotApplicable
 from commsim.core.precision import FixedPoint, FloatFormat
 from commsim.plugins import load_plugins, make_model
 from commsim.theory.dyck import DyckLanguage
@@ -77,8 +77,40 @@ def test_tokens_outside_the_vocabulary_are_refused():
 
 def test_nan_state_is_refused():
     model = random_model("elman", 2, "float64", vocab=2)
-    with pytest.raises(ModelError, match="NaN"):
+    with pytest.raises(ModelError, match="NaN") as err:
         model.run(np.array([[0, 1]]), state=np.array([[np.nan, 0.0]]))
+    assert err.value.param == "model"          # the weights/precision the user chose overflowed: bad input
+
+
+@pytest.mark.parametrize("call,param,match", [
+    (lambda m: m.forward_batch(np.zeros((1, 2, 3), dtype=np.int64)), "tokens", r"\(batch, length\) array"),
+    (lambda m: m.forward_batch(np.array([[0.0, 1.0]])), "tokens", "must be integers"),
+    (lambda m: m.final_states(np.array([[0, 7]])), "tokens", "outside the model's vocabulary"),
+    (lambda m: m.forward(np.array([[0, 1]])), "tokens", "one sequence"),
+    (lambda m: m.forward_batch(np.zeros((2, 0), dtype=np.int64)), "tokens", "empty sequences"),
+    (lambda m: m.forward_batch(np.array([[0, 1, 1]]), output_positions=[3]), "output_positions",
+     "output position 3 is outside a sequence of length 3"),
+    (lambda m: m.forward(np.array([0, 1]), output_positions=[-1]), "output_positions", "output position -1"),
+])
+def test_a_callers_bad_tokens_are_bad_input_naming_the_parameter(call, param, match):
+    model = random_model("elman", 2, "8", vocab=2)
+    with pytest.raises(ModelError, match=match) as err:
+        call(model)
+    assert isinstance(err.value, InputError) and not isinstance(err.value, InternalError)
+    assert err.value.param == param
+
+
+def test_run_with_outputs_outside_its_positions_is_an_internal_fault():
+    """``run`` is the handoff's building block: its callers (forward_batch, the simulator's split) place the
+    outputs inside the positions run, so one outside means the calling code is wrong, not the input."""
+    model = random_model("elman", 2, "8", vocab=2)
+    tokens = np.array([[0, 1, 1, 0]])
+    h, _ = model.run(tokens[:, :2])
+    with pytest.raises(InternalError, match="output position 1 is outside the positions 2..3") as err:
+        model.run(tokens[:, 2:], state=h, start=2, outputs=(1,))
+    assert not isinstance(err.value, InputError)
+    _, raw = model.run(tokens[:, 2:], state=h, start=2, outputs=(3,))    # inside: the direct forward's readout
+    assert np.array_equal(raw[:, 0], model.forward_batch(tokens)[:, 0])
 
 
 @pytest.mark.parametrize("kind", ["elman", "lstm", "gru"])
