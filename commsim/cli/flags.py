@@ -3,8 +3,8 @@
 Each command's mapping from parameter name to flag is read off its click parameters: an option is known
 by its Python name and by its flag without dashes (``--model`` / ``model_spec`` -> ``--model``,
 ``--n-range`` -> ``--n-range``), an argument by its name (``reduction`` -> ``REDUCTION``).  A command may
-add names with a ``flag_aliases`` dict.  Errors that still name a flag themselves (``param="--n"``) are
-shown as they are.
+add names with a ``flag_aliases`` dict.  Errors raised by the command line itself may name the flag
+(``param="--n"``); they are shown as they are.
 """
 from __future__ import annotations
 
