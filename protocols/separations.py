@@ -299,7 +299,7 @@ class DyckSeparation(Separation):
             "a recurrence with 3 state bits (the 8-state automaton) recognizes Dyck-(2,2), while a one-layer "
             "attention needs N - 1 bits of exchange on the odd/even split: mH >= (N - 1)/(3(p + log N))",
             n,
-            {"arch": "recurrent", "model": "dfa:dyck22", "source": "REFERENCE section 7; Lemma 1 of [BHBK24]",
+            {"arch": "recurrent", "model": "dfa:dyck22", "source": "Appendix E of [BHBK24] (a 7-state DFA); Lemma 1 of [BHBK24]",
              "formula": "3 one-bit state units, for every N",
              "verdict": "at N = {N}: the automaton uses {dfa_state_bits} state bits and is correct on {instances} "
                         "inputs; a one-layer attention needs N - 1 = {attn_bound_bits} bits of exchange, i.e. "

@@ -21,7 +21,7 @@ from commsim.theory.bounds import ceil_log2
 __all__ = [
     "handoff_bits",
     "exchange_bits", "exchange_text", "query_bits", "one_way_attention_bits",
-    "index_one_way_bits", "index_two_way_protocol_bits", "equality_bits", "disjointness_bits",
+    "index_one_way_bits", "index_bob_one_way_bits", "index_two_way_protocol_bits", "equality_bits", "disjointness_bits",
     "dyck_fooling_bits", "attention_min_width", "dyck_min_width",
 ]
 
@@ -70,6 +70,14 @@ def one_way_attention_bits(width: int, precision: int, heads: int, *, residual: 
 def index_one_way_bits(n: int) -> int:
     """Fact 3 of [BHBK24]: INDEX_n needs n bits one-way (Alice to Bob)."""
     return int(n)
+
+
+def index_bob_one_way_bits(n: int) -> int:
+    """INDEX_n one-way the other way round, from the index holder (Bob) to Alice, who answers: exactly
+    ceil(log2 n) bits.  Bob sends b (ceil(log2 n) bits suffice); and fewer cannot do: two indices b != b'
+    with the same message give Alice the same view, but some a has a_b != a_b' (REFERENCE's INDEX row:
+    ceil(log2 n) is the two-way cost less Alice's answer bit)."""
+    return ceil_log2(max(int(n), 1))
 
 
 def index_two_way_protocol_bits(n: int) -> int:

@@ -1,6 +1,6 @@
 """The rectangle argument, executed: a certificate that a model must fail.
 
-REFERENCE section 1: if two members (x1, y1), (x2, y2) of a fooling set get the same transcript,
+The rectangle property (behind Fact 4 of [BHBK24]): if two members (x1, y1), (x2, y2) of a fooling set get the same transcript,
 then so do the crossed inputs (x1, y2) and (x2, y1), and the protocol gives them the member's
 answer b — but at least one crossing has the other answer.  A protocol with fewer than
 log2 |S| bits must have such a collision (pigeonhole), and when the protocol simulates a model

@@ -83,14 +83,23 @@ def plot_budget(report, path: str) -> None:
 @click.option("--width", type=int, required=True, help="m: hidden units (rnn) or query/key/value width per head.")
 @click.option("--precision", type=int, required=True, help="p: bits per number.")
 @click.option("--heads", type=int, default=1, show_default=True, help="H: attention heads.")
+@click.option("--dim", type=int, default=8, show_default=True,
+              help="d: the attention layer's embedding width (a one-way plan may send x_N, d·p bits).")
 @click.option("--task", required=True, help="A reduction id, e.g. index-idxl, eq-ineq, dyck22-fooling.")
 @click.option("--n", "n", type=int, default=None, help="Sequence length N to judge (default: max_n).")
 @click.option("--n-range", default=None, help="Table over N: A:B (doublings), A:B:STEP or a,b,c.")
 @click.option("--plot", "plot_path", default=None, metavar="FILE", help="Plot bits vs bound over --n-range (.png/.svg).")
 @plugin_option
 @json_option
-def budget_command(arch, width, precision, heads, task, n, n_range, plot_path, plugins, as_json):
+def budget_command(arch, width, precision, heads, dim, task, n, n_range, plot_path, plugins, as_json):
     """Protocol bits of an architecture against TASK's lower bound, and the largest N not ruled out.
+
+    N is the sequence length in tokens (JSON n_meaning gives the source problem's size beside it: e.g.
+    eq-ineq N = 2n, index-idxl N = n + 1, index-assoc and disj-match3 N = 2n + 1, disj-mqar N = 3n,
+    dyck22-fooling N even); max_n is a valid length, first_ruled_out the smallest ruled out.
+    protocol_bits is what the simulator really sends at N (the attention exchange's message plan, laid
+    out for the papers' layer: the query attends to itself, no residual path, fixed point of p bits
+    with p // 2 fraction bits; the handoff's m·p); bits_formula is the paper's count, shown beside it.
 
     \b
     Examples:
@@ -104,7 +113,9 @@ def budget_command(arch, width, precision, heads, task, n, n_range, plot_path, p
         check_plot_path(plot_path)
     if plot_path and not lengths:
         lengths = parse_range("2:65536")
-    report = budget(arch, width, precision, task, heads=heads, n=n, n_range=lengths)
+    if dim < 1:
+        raise InputError(f"dim must be at least 1, got {dim}", "--dim")
+    report = budget(arch, width, precision, task, heads=heads, n=n, n_range=lengths, dim=dim)
     if plot_path:
         plot_budget(report, plot_path)
     if as_json:
@@ -114,10 +125,16 @@ def budget_command(arch, width, precision, heads, task, n, n_range, plot_path, p
     table = Table(show_header=False, title=f"budget: {task}, {arch}")
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("protocol bits", escape(f"{d['bits_formula']} at N = {d['n']}  ({d['bits_formula_text']})"))
+    table.add_row("N", escape(f"{d['n']} ({d['n_meaning']})"))
+    if d["protocol_bits"] is not None:
+        table.add_row("protocol bits", escape(f"{d['protocol_bits']}: {d['protocol_text']}"))
+    table.add_row("the paper's count", escape(f"{d['bits_formula']}  ({d['bits_formula_text']})"))
     table.add_row("lower bound", escape(f"{d['lower_bound_bits']} bits — {d['bound_note']}") if d["bound_applies"]
                   else escape(f"does not apply: {d['bound_note']}"))
-    table.add_row("max N", "unbounded" if d["max_n"] is None else str(d["max_n"]))
+    table.add_row("max N", ("not ruled out up to N = " + str(d["searched_up_to"]) if d["searched_up_to"] else "unbounded")
+                  if d["max_n"] is None else f"{d['max_n']} (first ruled out: {d['first_ruled_out']})")
+    for note in d["notes"]:
+        table.add_row("note", escape(note))
     table.add_row("verdict", escape(d["verdict"]))
     console.print(table)
     if report.table:

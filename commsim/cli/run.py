@@ -34,6 +34,39 @@ def _bar(used: int, bound: int | None, width: int = 30) -> str:
     return f"[{colour}]{''.join(cells)}[/]  {used} used / {bound} needed"
 
 
+def _counted(entry: dict) -> str:
+    """An evaluation set as "524,288 fooling-set members"."""
+    return f"{entry['instances']:,} {entry['description']}"
+
+
+def _joined(parts: list[str]) -> str:
+    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def correctness_text(d: dict) -> str:
+    """The "model correct" row: yes or no, and on which evaluation sets the model is right or wrong -- never
+    "yes" beside a verified certificate (a verified certificate is an input the model gets wrong)."""
+    sets = d.get("evaluation_sets") or []
+    accuracy = f" (accuracy {d['model_accuracy']:.4f} over all {sum(e['instances'] for e in sets):,} tested)" \
+        if len(sets) > 1 else f" (accuracy {d['model_accuracy']:.4f})"
+    if not sets:
+        return ("[green]yes[/]" if d["model_correct"] else "[red]no[/]") + accuracy
+    right = [e for e in sets if not e["wrong"]]
+    wrong = [e for e in sets if e["wrong"]]
+    if d["model_correct"]:
+        return "[green]yes[/]: " + escape(f"correct on all {_joined([_counted(e) for e in sets])}") + accuracy
+    parts = []
+    if right:
+        parts.append("correct on the " + _joined([_counted(e) for e in right]))
+    if wrong:
+        parts.append("wrong on " + _joined([f"all {_counted(e)}" if e["wrong"] == e["instances"] else
+                                            f"{e['wrong']:,} of the {_counted(e)}" for e in wrong]))
+    cert = d.get("certificate")
+    if not wrong and cert and cert.get("verified"):
+        parts.append(f"wrong on the certificate's {'crossing' if cert['kind'] == 'rectangle' else 'input'} below")
+    return "[red]no[/]: " + escape("; ".join(parts)) + accuracy
+
+
 def render_report(report) -> None:
     """The summary panel, then the certificate (Alice's and Bob's inputs side by side)."""
     d = report.to_dict()
@@ -44,7 +77,9 @@ def render_report(report) -> None:
                                       f"sequence length {d['seq_len']})"))
     table.add_row("model", escape(str(d["model"])))
     table.add_row("protocol", escape(f"{d['protocol']}  ({d['bits_formula_text']})"))
-    table.add_row("instances", escape(f"{d['instances_run']} ({d['instances']}); {d['runner_checked']} re-run "
+    more = [_counted(e) for e in (d.get("evaluation_sets") or [])[1:]]
+    table.add_row("instances", escape(f"{d['instances_run']:,} ({d['instances']})"
+                                      f"{'; also ' + _joined(more) if more else ''}; {d['runner_checked']} re-run "
                                       f"through the runner{' in separate processes' if d['audited'] else ''}"))
     table.add_row("bits used", _bar(d["bits_used"], d["lower_bound_bits"] if d["bound_applies"] else None))
     table.add_row("", f"Alice→Bob {d['bits_by_direction']['alice_to_bob']}, "
@@ -55,8 +90,7 @@ def render_report(report) -> None:
         table.add_row("verdict", verdict)
     else:
         table.add_row("lower bound", f"[yellow]does not apply[/]: {escape(str(d['bound_note']))}")
-    table.add_row("model correct", ("[green]yes[/]" if d["model_correct"] else "[red]no[/]") +
-                  f" (accuracy {d['model_accuracy']:.4f})")
+    table.add_row("model correct", correctness_text(d))
     table.add_row("protocol = model", "[green]yes, bit for bit[/]" if d["protocol_matches_model"] else
                   "[red]NO: the protocol's output differs from the direct forward[/]")
     console.print(Panel(table, title="commsim run", expand=False))

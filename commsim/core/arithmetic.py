@@ -2,7 +2,8 @@
 
 :class:`FixedArithmetic` and :class:`FloatArithmetic` are the semantics of the attention models
 (Appendix B.2 of [BHBK24]: round down and saturate, or IEEE round to nearest even): linear maps
-and dot products exact and rounded once, exact sums in units, one division.  :class:`Dense`,
+and dot products exact and rounded once, exact sums in units, one division (or, the per-weight
+semantics of Appendix D, each weight a_i = [e_i / Z] rounded and the sum of [a_i v_i] rounded).  :class:`Dense`,
 :func:`sigmoid` and :func:`label_dtype` are the batch-independent pieces of the recurrent models
 and the torch adapters, whose values are rounded in place by :class:`Quantizer`.
 """

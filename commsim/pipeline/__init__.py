@@ -1,2 +1,2 @@
-"""The pipeline of DESIGN section 1: the plugin interfaces, the public stages, ``run_reduction`` that
+"""The pipeline (pictured in :mod:`commsim.pipeline.run`): the plugin interfaces, the public stages, ``run_reduction`` that
 composes them, plain communication protocols (``cc``), bit budgets and the report."""

@@ -86,6 +86,27 @@ class Sweep:
         return np.asarray(self.alice_to_bob) + np.asarray(self.bob_to_alice)
 
 
+@dataclass(frozen=True)
+class ShapePlan:
+    """The bits a simulator's protocol sends for an architecture's sizes at one length and partition:
+    per direction, the rounds, and how they are made up (``commsim budget``'s ``protocol_bits``)."""
+
+    alice_to_bob: int
+    bob_to_alice: int
+    rounds: int
+    text: str
+    assumptions: dict = field(default_factory=dict)
+
+    @property
+    def bits(self) -> int:
+        return self.alice_to_bob + self.bob_to_alice
+
+    @property
+    def senders(self) -> frozenset:
+        """The parties that send at least one bit."""
+        return frozenset(p for p, b in (("alice", self.alice_to_bob), ("bob", self.bob_to_alice)) if b)
+
+
 class Reduction:
     """Base class for reductions (registry kind ``reduction``).  Subclasses set the class
     attributes and implement :meth:`problem`, :meth:`vocabulary`, :meth:`encode`, :meth:`decode`
@@ -120,12 +141,45 @@ class Reduction:
         """The bound that applies to this model's protocol on this encoding (or why none does)."""
         raise NotImplementedError
 
-    def length_bound(self, simulator: "Simulator", seq_len: int) -> LowerBound:
+    def length_bound(self, simulator: "Simulator", seq_len: int, senders: frozenset | None = None) -> LowerBound:
         """The bound in the theorem's own form, as a function of the model's sequence length N, for the
         protocols of ``simulator`` -- chosen from what the simulator declares about this reduction's
-        :attr:`split` (:meth:`Simulator.split_direction`), never from its name.  Used by
+        :attr:`split` (:meth:`Simulator.split_direction`), never from its name, or, when ``senders`` is
+        given, from the parties that really speak in the protocol at N (a :class:`ShapePlan`'s).  Used by
         ``commsim budget``; a bound that does not apply says so."""
         raise NotImplementedError(f"{self.id} gives no bound as a function of the sequence length")
+
+    # ---- valid lengths (``commsim budget``): N = length_scale·n + length_offset tokens, n >= min_size --------
+    #: tokens per unit of the source problem's size n, and the tokens besides (N = scale·n + offset)
+    length_scale: int = 0
+    length_offset: int = 0
+    #: the smallest source size the encoding takes
+    min_size: int = 1
+    #: what N counts for this task, in words (tokens, with the source problem's size beside it)
+    n_meaning: str = ""
+
+    def length_for_size(self, n: int) -> int:
+        """The sequence length N (tokens) of the encoding of a size-n source instance."""
+        if not self.length_scale:
+            raise NotImplementedError(f"{self.id} declares no valid lengths")
+        return self.length_scale * int(n) + self.length_offset
+
+    def is_valid_length(self, seq_len: int) -> bool:
+        """Is N the length (in tokens) of some encoded instance?"""
+        if not self.length_scale:
+            raise NotImplementedError(f"{self.id} declares no valid lengths")
+        n, rest = divmod(int(seq_len) - self.length_offset, self.length_scale)
+        return rest == 0 and n >= self.min_size
+
+    def partition(self, seq_len: int):
+        """(Alice's positions, the output positions) of the encoding at a valid length N, without
+        encoding tokens (sequences or ``range`` objects, cheap at any N).  The default encodes one
+        sampled instance; reductions compute it directly."""
+        n = (int(seq_len) - self.length_offset) // self.length_scale
+        problem = self.problem(n)
+        A, B = problem.sample(np.random.default_rng(0), 1)
+        encoded = self.encode(problem, A, B)
+        return encoded.alice_positions, tuple(encoded.output_positions)
 
     def check(self, model, simulator: "Simulator", problem: Problem) -> None:
         """Raise :class:`NotApplicable` (with the paper's reason) when this reduction cannot use the model."""
@@ -154,6 +208,8 @@ class Simulator:
     source: str = ""
     #: the architecture name ``commsim budget --arch`` uses for this protocol ("" = not offered)
     arch: str = ""
+    #: the longest N at which :meth:`shape_plan` is evaluated (None: any; its plan is laid out per position)
+    shape_plan_limit: int | None = None
     #: the parameters of :meth:`budget_bits` that matter ("heads" absent: ``--heads`` must stay 1)
     budget_parameters: tuple[str, ...] = ("width", "precision", "heads")
     #: the splits it has a protocol for: CONTIGUOUS_PREFIX only, or ANY_PARTITION
@@ -172,6 +228,21 @@ class Simulator:
         """The theorem's bit count for an architecture of this width/precision/heads at length N,
         and its formula as text (``commsim budget``)."""
         raise NotImplementedError(f"{self.name} gives no budget formula")
+
+    def shape_plan(self, width: int, precision: int, heads: int, seq_len: int,
+                   alice_positions, output_positions, **shape) -> "ShapePlan":
+        """What the protocol of an architecture of these sizes really sends at length N on this partition,
+        computed without running (``commsim budget``); :class:`NotApplicable` when it has no protocol there.
+        ``shape`` holds further sizes the plan may read (``dim``: the embedding width d)."""
+        raise NotImplementedError(f"{self.name} gives no protocol plan from a shape")
+
+    def senders(self, model, encoded: Encoded) -> frozenset:
+        """The parties that speak in the protocol on this split (from :meth:`direction` unless overridden)."""
+        return frozenset({"alice"}) if self.direction(model, encoded) == "one-way" else frozenset({"alice", "bob"})
+
+    def protocol_bits(self, model, encoded: Encoded) -> int | None:
+        """The bits the protocol really sends on this split, known before running (None: not known)."""
+        return None
 
     def direction(self, model, encoded: Encoded) -> str:
         """``"one-way"`` when only Alice speaks, once, on this split; else ``"two-way"``.

@@ -37,6 +37,10 @@ class Report:
     certificate_search: str = ""
     transcript: Transcript | None = None
     details: dict = field(default_factory=dict)
+    #: accuracy per evaluation set, e.g. {"members": 1.0, "crossings": 0.0, "random_non_members": 0.02}
+    accuracy_by_set: dict = field(default_factory=dict)
+    #: per evaluation set: name, description, instances, wrong, accuracy, protocol_matches_model
+    evaluation_sets: list = field(default_factory=list)
 
     @property
     def budget_ok(self) -> bool | None:
@@ -54,6 +58,7 @@ class Report:
             "lower_bound_bits": lb.bits, "lower_bound_source": lb.source, "lower_bound": lb.to_dict(),
             "bound_applies": lb.applies, "bound_note": lb.note, "budget_ok": self.budget_ok,
             "model_accuracy": self.model_accuracy, "model_correct": self.model_correct,
+            "accuracy_by_set": self.accuracy_by_set, "evaluation_sets": self.evaluation_sets,
             "protocol_matches_model": self.protocol_matches_model, "runner_checked": self.runner_checked,
             "audited": self.audited,
             "certificate": None if self.certificate is None else self.certificate.to_dict(),

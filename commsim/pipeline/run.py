@@ -1,10 +1,11 @@
 """``run_reduction``: a source problem becomes a model task, the model becomes a protocol, and the report
 says how many bits it used against the lower bound.
 
-It reads like the picture in DESIGN section 1, one stage (:mod:`commsim.pipeline.stages`) per box::
+It reads like this picture, one stage (:mod:`commsim.pipeline.stages`) per box::
 
-    instances ──encode──▶ model inputs + split ──simulator──▶ transcripts, outputs (audited by the runner)
-        ──decode──▶ answers ──▶ bound ──▶ certificate ──▶ report
+    instances (+ the reduction's evaluation sets) ──encode──▶ model inputs + split
+        ──simulator──▶ transcripts, outputs (audited by the runner) ──decode──▶ answers
+        ──▶ bound ──▶ certificate ──▶ report
 
 Three plugin roles meet here: a :class:`~commsim.pipeline.interfaces.Reduction` (the problem, the
 encoding and split, the decoding, the lower bound), a :class:`~commsim.pipeline.interfaces.Simulator`
@@ -19,14 +20,13 @@ from typing import Any, Callable
 
 from commsim.pipeline.report import Report
 from commsim.pipeline.stages import (
-    decode,
-    encode_instances,
+    evaluate,
+    evaluation_sets,
     find_certificate,
     lower_bound,
     make_report,
     prepare,
     select_instances,
-    simulate,
 )
 
 
@@ -37,16 +37,14 @@ def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, 
 
     ``reduction_id``: a registered id (or a Reduction); ``model_spec``: a spec string or a model object
     (default: the reduction's default model); ``n``: the source problem's size.  ``instances`` None means
-    every instance; ``audit`` re-runs the checked instances with each party in its own process;
-    ``certify`` searches for an input the model must fail on; ``progress(stage, done, total)`` is called
-    during long work.
+    every instance; the model is also judged on the sets the reduction adds (``accuracy_by_set``);
+    ``audit`` re-runs the checked instances with each party in its own process; ``certify`` searches for
+    an input the model must fail on; ``progress(stage, done, total)`` is called during long work.
     """
     setup = prepare(reduction_id, model_spec, n)
     chosen = select_instances(setup.problem, instances, seed)
-    encoded = encode_instances(setup, chosen)
-    sweep, audited = simulate(setup, encoded, seed=seed, audit=audit, progress=progress)
-    outcome = decode(setup, chosen, sweep)
-    bound = lower_bound(setup, encoded)
-    certificate, searched = find_certificate(setup, chosen, outcome, bound, int(sweep.total_bits.max()), seed=seed,
-                                             search=certify, progress=progress)
-    return make_report(setup, chosen, encoded, sweep, audited, outcome, bound, certificate, searched, audit=audit)
+    evaluated = [evaluate(setup, which, seed=seed, audit=audit, progress=progress)
+                 for which in evaluation_sets(setup, chosen, instances, seed)]
+    bound = lower_bound(setup, evaluated[0].encoded)
+    certificate, searched = find_certificate(setup, evaluated, bound, seed=seed, search=certify, progress=progress)
+    return make_report(setup, chosen, evaluated, bound, certificate, searched, audit=audit)

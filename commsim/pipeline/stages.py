@@ -1,9 +1,11 @@
-"""The stages of the pipeline, one function per box of DESIGN section 1.
+"""The stages of the pipeline, one function per box of the picture in :mod:`commsim.pipeline.run`.
 
 :func:`commsim.pipeline.run.run_reduction` composes them: :func:`prepare` (reduction, problem, model,
-simulator) -> :func:`select_instances` -> :func:`encode_instances` -> :func:`simulate` (the simulator's
-vectorized sweep, audited against the runner by :func:`sweep_and_audit`, which ``commsim cc`` shares)
--> :func:`decode` -> :func:`lower_bound` -> :func:`find_certificate` -> :func:`make_report`.
+simulator) -> :func:`select_instances` -> :func:`evaluation_sets` (the instances, and the sets the reduction
+adds: a language is judged on all its strings, not only on the fooling set's members) -> :func:`evaluate`
+per set (:func:`encode_instances` -> :func:`simulate`, the simulator's vectorized sweep, audited against the
+runner by :func:`sweep_and_audit`, which ``commsim cc`` shares -> :func:`decode`) -> :func:`lower_bound` ->
+:func:`find_certificate` -> :func:`make_report`.
 :func:`run_one_instance` is the whole path for a single instance, through the real runner; lessons and
 certificate searches use it, and :func:`direct_answers` (the model's own answers from a direct forward).
 """
@@ -244,6 +246,61 @@ def lower_bound(setup: Prepared, encoded: Encoded) -> LowerBound:
     return setup.reduction.lower_bound(setup.model, setup.simulator, setup.problem, encoded)
 
 
+# ---- evaluation sets: the instances, and the strings the reduction adds ------------------------------------
+class EvaluationSet(NamedTuple):
+    """(Alice, Bob) instances the model is judged on: ``name`` (its key in ``accuracy_by_set``), the aligned
+    inputs, and ``described``, what they are as a plural noun phrase ("random non-members (seed 0)")."""
+
+    name: str
+    alice: np.ndarray
+    bob: np.ndarray
+    described: str
+
+
+def evaluation_sets(setup: Prepared, chosen: Instances, instances: int | None, seed: int) -> list[EvaluationSet]:
+    """The chosen instances first, then the sets the reduction declares beyond them.
+
+    A reduction may define ``evaluation_sets(problem, alice, bob, seed)`` returning more
+    :class:`EvaluationSet` values: e.g. Dyck-(2,2), whose fooling set holds only members while membership is
+    a function of every string of length N, adds the non-members (Lemma 1 of [BHBK24] bounds a protocol that
+    decides membership on all strings).  A problem names its exhaustive set with ``all_set = (name, phrase)``."""
+    if instances is None:
+        name, phrase = getattr(setup.problem, "all_set", ("instances", "instances"))
+    else:
+        name, phrase = "sampled", f"sampled instances (seed {seed})"
+    extra = getattr(setup.reduction, "evaluation_sets", None)
+    more = list(extra(setup.problem, chosen.alice, chosen.bob, seed)) if extra is not None else []
+    return [EvaluationSet(name, chosen.alice, chosen.bob, phrase), *more]
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """One evaluation set through encode -> simulate (audited) -> decode."""
+
+    which: EvaluationSet
+    chosen: Instances
+    encoded: Encoded
+    sweep: Sweep
+    audited: Audited
+    outcome: Outcome
+
+    @property
+    def wrong(self) -> np.ndarray:
+        """The indices of the instances the model gets wrong."""
+        return np.flatnonzero(~self.outcome.correct)
+
+
+def evaluate(setup: Prepared, which: EvaluationSet, *, seed: int = 0, audit: bool = False,
+             progress: Callable[[str, int, int], None] | None = None) -> Evaluated:
+    """Encode one set, run the simulator's audited sweep on it (the protocol must equal the direct forward
+    on these strings too) and decode the answers."""
+    chosen = Instances(which.alice, which.bob, which.described)
+    encoded = encode_instances(setup, chosen)
+    named = (lambda stage, done, total: progress(f"{stage} ({which.name})", done, total)) if progress else None
+    sweep, audited = simulate(setup, encoded, seed=seed, audit=audit, progress=named)
+    return Evaluated(which, chosen, encoded, sweep, audited, decode(setup, chosen, sweep))
+
+
 # ---- one instance end to end, and the direct forward -----------------------------------------------------
 class InstanceRun(NamedTuple):
     """One instance through the pipeline: its model input and split, the runner's result (transcript and
@@ -277,42 +334,57 @@ def run_one_instance(setup: Prepared, alice_input, bob_input, *, audit: bool = F
 
 
 # ---- certificate, report -----------------------------------------------------------------------------------
-def find_certificate(setup: Prepared, chosen: Instances, outcome: Outcome, bound: LowerBound, bits_used: int, *,
-                     seed: int = 0, search: bool = True,
+def find_certificate(setup: Prepared, evaluated: list[Evaluated], bound: LowerBound, *, seed: int = 0,
+                     search: bool = True,
                      progress: Callable[[str, int, int], None] | None = None) -> tuple[Certificate | None, str]:
     """The input on which the model must fail, and what was searched.
 
-    Below the bound the simulator's own search comes first (it says *why* the model must fail: a
-    collision, a crossing); a plain wrong instance is the certificate when that search finds nothing
-    verified."""
+    Below the bound (bits used: the worst instance of every set) the simulator's own search comes first (it
+    says *why* the model must fail: a collision, a crossing); a plain wrong instance -- of the first set with
+    one -- is the certificate when that search finds nothing verified."""
     certificate, searched = None, ""
+    bits_used = max(int(e.sweep.total_bits.max()) for e in evaluated if e.chosen.alice.shape[0])
     if search and bound.applies and bound.bits is not None and bits_used < bound.bits:
         certificate, searched = setup.simulator.certificate(setup.model, setup.reduction, setup.problem, bound,
                                                             seed=seed, progress=_stage(progress, "certificate search"))
-    wrong = np.flatnonzero(~outcome.correct)
-    if wrong.size and (certificate is None or not certificate.verified):
-        certificate = error_certificate(setup.problem, chosen.alice, chosen.bob, outcome.expected, outcome.answers,
-                                        int(wrong[0]), lambda A, B: direct_answers(setup, A, B))
-        searched = (f"{searched}; " if searched else "") + \
-            f"the model is wrong on {wrong.size} of {len(chosen.alice)} instances; the first is the certificate"
+    failing = [e for e in evaluated if e.wrong.size]
+    if failing and (certificate is None or not certificate.verified):
+        e = failing[0]
+        certificate = error_certificate(setup.problem, e.chosen.alice, e.chosen.bob, e.outcome.expected,
+                                        e.outcome.answers, int(e.wrong[0]), lambda A, B: direct_answers(setup, A, B),
+                                        where=f"the {e.which.described}")
+        searched = (f"{searched}; " if searched else "") + "the model is wrong on " + ", ".join(
+            f"{f.wrong.size:,} of the {len(f.chosen.alice):,} {f.which.described}" for f in failing) + \
+            f"; the first of the {e.which.described} is the certificate"
     return certificate, searched
 
 
-def make_report(setup: Prepared, chosen: Instances, encoded: Encoded, sweep: Sweep, audited: Audited,
-                outcome: Outcome, bound: LowerBound, certificate: Certificate | None, searched: str, *,
-                audit: bool = False) -> Report:
-    """The report: bits used (worst instance) against the bound, correctness, exactness, the certificate."""
-    totals = sweep.total_bits
-    worst = int(np.argmax(totals))
-    formula, formula_text = setup.simulator.bits_formula(setup.model, encoded)
-    correct = outcome.correct
+def make_report(setup: Prepared, chosen: Instances, evaluated: list[Evaluated], bound: LowerBound,
+                certificate: Certificate | None, searched: str, *, audit: bool = False) -> Report:
+    """The report: bits used (worst instance of every set) against the bound, correctness on every set (and
+    none when a verified certificate shows a failing input), exactness on every set, the certificate."""
+    main = evaluated[0]
+    costliest = max((e for e in evaluated if e.chosen.alice.shape[0]), key=lambda e: int(e.sweep.total_bits.max()))
+    worst = int(np.argmax(costliest.sweep.total_bits))
+    formula, formula_text = setup.simulator.bits_formula(setup.model, main.encoded)
+    correct = np.concatenate([e.outcome.correct for e in evaluated])
+    transcripts = [e.audited.transcript for e in evaluated if e.audited.transcript is not None]
+    sets = [{"name": e.which.name, "description": e.which.described, "instances": len(e.chosen.alice),
+             "wrong": int(e.wrong.size), "accuracy": float(e.outcome.correct.mean()) if len(e.chosen.alice) else 1.0,
+             "protocol_matches_model": bool(e.outcome.matches.all())} for e in evaluated]
+    refuted = certificate is not None and certificate.verified
     return Report(
         reduction=setup.reduction.id, problem=setup.problem.name, task=setup.reduction.task,
-        protocol=setup.simulator.name, model=setup.model_name, n=setup.problem.n, seq_len=encoded.seq_len,
-        instances=chosen.described, instances_run=len(chosen.alice), bits_used=int(totals.max()),
-        bits_by_direction={"alice_to_bob": int(sweep.alice_to_bob[worst]),
-                           "bob_to_alice": int(sweep.bob_to_alice[worst])},
-        rounds=int(np.max(sweep.rounds)), bits_formula=formula, bits_formula_text=formula_text,
-        lower_bound=bound, model_accuracy=float(correct.mean()), model_correct=bool(correct.all()),
-        protocol_matches_model=bool(outcome.matches.all()), runner_checked=audited.runner_checked, audited=audit,
-        certificate=certificate, certificate_search=searched, transcript=audited.transcript, details=sweep.details)
+        protocol=setup.simulator.name, model=setup.model_name, n=setup.problem.n, seq_len=main.encoded.seq_len,
+        instances=chosen.described, instances_run=len(main.chosen.alice),
+        bits_used=int(costliest.sweep.total_bits[worst]),
+        bits_by_direction={"alice_to_bob": int(costliest.sweep.alice_to_bob[worst]),
+                           "bob_to_alice": int(costliest.sweep.bob_to_alice[worst])},
+        rounds=max(int(np.max(e.sweep.rounds)) for e in evaluated if e.chosen.alice.shape[0]),
+        bits_formula=formula, bits_formula_text=formula_text,
+        lower_bound=bound, model_accuracy=float(correct.mean()), model_correct=bool(correct.all()) and not refuted,
+        protocol_matches_model=all(s["protocol_matches_model"] for s in sets),
+        runner_checked=sum(e.audited.runner_checked for e in evaluated), audited=audit,
+        certificate=certificate, certificate_search=searched,
+        transcript=max(transcripts, key=lambda t: t.total_bits) if transcripts else None, details=main.sweep.details,
+        accuracy_by_set={s["name"]: s["accuracy"] for s in sets}, evaluation_sets=sets)

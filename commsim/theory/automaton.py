@@ -8,7 +8,7 @@ the number of states of the *minimal* DFA.  This module supplies the minimal DFA
   Hopcroft's partition refinement) live in :mod:`commsim.theory.dfa`;
 * :func:`dyck_dfa` — Dyck-(k, D) from :attr:`commsim.theory.dyck.DyckLanguage.transitions`; for
   Dyck-(2,2), over all lengths, 7 live states (the stacks of depth <= 2) plus the reject sink
-  (REFERENCE section 2), so a 3-bit state suffices and Lemma 4 asks for only 3 bits;
+  (Appendix E of [BHBK24]), so a 3-bit state suffices and Lemma 4 asks for only 3 bits;
 * :func:`ineq_dfa` — INEQ restricted to {0,1}^N (first half != second half) as the trie of all
   prefixes, minimized; its minimal DFA has 3 * 2^(N/2) + N/2 - 2 states (see :func:`ineq_min_states`);
 * :func:`distinguishable_prefixes` — the Myhill–Nerode argument of Theorem 11 (proof 2): the 2^(N/2)
@@ -46,7 +46,7 @@ DISTINGUISH_EXHAUSTIVE_MAX_N = 20
 
 # ---- the languages ---------------------------------------------------------------
 def dyck_dfa(types: int = 2, depth: int = 2) -> DFA:
-    """The stack automaton of Dyck-(types, depth) over all lengths (REFERENCE section 2).
+    """The stack automaton of Dyck-(types, depth) over all lengths (Appendix E of [BHBK24]).
 
     States: every stack of depth <= D (named by its open brackets, ``ε`` for the empty stack, the
     start and only accepting state) and the reject sink.

@@ -3,7 +3,7 @@
 Rows are Alice's inputs, columns Bob's, both in the problem's enumeration order
 (:meth:`~commsim.theory.problems.Problem.alice_inputs`); Dyck-(2,2) uses the odd/even split.
 
-Bounds (REFERENCE section 1; standard facts, e.g. Kushilevitz & Nisan, ch. 1-2):
+Bounds (standard facts, e.g. Kushilevitz & Nisan, ch. 1-2; Fact 4 of [BHBK24]):
 
 * **log-rank**: a deterministic protocol of cost c partitions M into at most 2^c monochromatic
   rectangles, and M is the sum of its 1-rectangles, each of rank 1 over *any* field; so

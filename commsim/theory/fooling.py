@@ -1,11 +1,11 @@
 """Fooling sets: build, count, verify; rectangle crossings for certificates.
 
-A *fooling set* for f (Definition 1 / Fact 4 of [BHBK24], REFERENCE section 1) is a set S of
+A *fooling set* for f (Definition 1 / Fact 4 of [BHBK24]) is a set S of
 input pairs and a value b with f(x, y) = b on S such that for every two distinct members
 (x1, y1), (x2, y2): f(x1, y2) != b or f(x2, y1) != b.  Distinct members then need distinct
 transcripts (rectangle property), so every deterministic protocol sends >= log2 |S| bits.
 
-The sets (REFERENCE section 2), built by :func:`fooling_set` -- values of
+The sets (Facts 1-4 of [BHBK24], Appendices B.1 and E), built by :func:`fooling_set` -- values of
 :class:`~commsim.theory.fooling_set.FoolingSet`; the Dyck one lives in :mod:`commsim.theory.dyck_fooling`:
 
 * INDEX_n, **one-way**: the 2^n Alice inputs, pairwise separated by some Bob index, so a
@@ -97,7 +97,7 @@ class IndexRows(FoolingSet):
             f"the 2^n distinct rows of INDEX bound one-way protocols only; two-way, Bob sends b and Alice "
             f"answers a_b with ceil(log2 n) + 1 bits, and the log-rank bound (rank n) gives only "
             f"ceil(log2 n) = {ceil_log2(n)} bits", bits=ceil_log2(n),
-            source="log-rank bound for INDEX (rank n), REFERENCE section 2")
+            source="log-rank bound for INDEX (rank n; Kushilevitz and Nisan, ch. 1)")
 
     def verify(self, *, pairwise_limit: int = PAIRWISE_LIMIT) -> FoolingVerification:
         """Evaluate the whole 2^n x n table of INDEX and check its rows are pairwise distinct."""
@@ -158,24 +158,24 @@ def check_problem_args(problem_name: str, n, max_n: int | None = None, names=FOO
 
 
 def fooling_set(problem_name: str, n: int) -> FoolingSet:
-    """The fooling set of REFERENCE section 2 for ``problem_name`` (index, eq, disj, dyck22) at size n."""
+    """The fooling set (Facts 1-4 of [BHBK24]) for ``problem_name`` (index, eq, disj, dyck22) at size n."""
     n = check_problem_args(problem_name, n, MAX_FOOLING_N)
     problem = make_problem(problem_name, n)
     if problem_name == "index":
         return IndexRows(problem, 1 << n, "one-way", None,
                          f"all 2^{n} Alice inputs a in {{0,1}}^{n}; rows (a_b)_b pairwise distinct (one-way)",
-                         "pigeonhole over Alice's messages; REFERENCE section 2 (used in Theorem 3 of [BHBK24])",
+                         "pigeonhole over Alice's messages (Fact 3 of [BHBK24], used in Theorem 3)",
                          f"a one-way protocol for INDEX_{n} sends >= {n} bits: the 2^{n} Alice inputs need "
                          f"pairwise distinct messages", "contiguous")
     if problem_name == "eq":
         return EqualityDiagonal(problem, 1 << n, "two-way", 1,
                                 f"{{(x, x) : x in {{0,1}}^{n}}}, value 1, size 2^{n}",
-                                "fooling set {(x, x)} (Fact 4 of [BHBK24]); REFERENCE section 2",
+                                "fooling set {(x, x)} (Facts 2 and 4 of [BHBK24])",
                                 f"every deterministic protocol for EQ_{n} sends >= {n} bits", "contiguous")
     if problem_name == "disj":
         return DisjointComplements(problem, 1 << n, "two-way", 0,
                                    f"{{(x, complement of x) : x in {{0,1}}^{n}}}, value 0 (disjoint), size 2^{n}",
-                                   "fooling set {(x, complement x)} (Fact 4 of [BHBK24]); REFERENCE section 2",
+                                   "fooling set {(x, complement x)} (Facts 1 and 4 of [BHBK24])",
                                    f"every deterministic protocol for DISJ_{n} sends >= {n} bits", "contiguous")
     size = count_dyck(n, 2, 2)
     return DyckMembers(problem, size, "two-way", 1,
@@ -199,7 +199,7 @@ def cross(fs: FoolingSet, i: int, j: int) -> list[Crossing]:
 
     Two-way set: ``[(x_i, y_j, f), (x_j, y_i, f)]``; at least one value differs from the set's
     value b, so a protocol giving members i and j the same transcript answers one of these wrongly
-    (rectangle property, REFERENCE section 1).
+    (rectangle property, behind Fact 4 of [BHBK24]).
     One-way set (INDEX): the Bob input b separating the two Alice inputs, ``[(x_i, b, f), (x_j, b, f)]``
     with different values; a one-way protocol sending the same message for x_i and x_j gives Bob
     the same view on both, so it answers one of them wrongly.

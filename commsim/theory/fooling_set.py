@@ -1,6 +1,6 @@
 """The fooling set as a value: members, exact size, the lower bound it gives, and exhaustive verification.
 
-A *fooling set* for f (Definition 1 / Fact 4 of [BHBK24], REFERENCE section 1) is a set S of input
+A *fooling set* for f (Definition 1 / Fact 4 of [BHBK24]) is a set S of input
 pairs and a value b with f(x, y) = b on S such that for every two distinct members (x1, y1), (x2, y2):
 f(x1, y2) != b or f(x2, y1) != b.  Distinct members then need distinct transcripts (rectangle property),
 so every deterministic protocol sends >= log2 |S| bits.  The sets themselves are built in

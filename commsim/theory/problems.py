@@ -1,6 +1,6 @@
 """Source communication problems: INDEX, EQ, DISJ and bounded Dyck languages.
 
-Conventions (REFERENCE section 2):
+Conventions (Facts 1-3 in Appendix B.1 and Lemma 1 of [BHBK24]):
 
 * INDEX_n: Alice holds ``a`` in {0,1}^n, Bob an index ``b`` in ``range(n)`` (0-based here;
   the papers count from 1); the answer is ``a[b]``.

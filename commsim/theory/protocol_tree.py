@@ -7,7 +7,7 @@ sender, label and exact bits; a node's ``bits`` attribute counts the bits on its
 of the tree in bits is the protocol's worst-case cost.
 
 Leaves (complete transcripts) hold the set of inputs that produce them.  The rectangle property
-(REFERENCE section 1) says each such set is a combinatorial rectangle X' x Y'; this module checks
+(Kushilevitz and Nisan, ch. 1) says each such set is a combinatorial rectangle X' x Y'; this module checks
 it instead of assuming it.  The protocol's answer is given by its output party, which knows the
 transcript and its own input, so under each transcript leaf one child per answer ("output
 leaves") splits the rectangle into sub-rectangles; each must be *monochromatic* — f constant on

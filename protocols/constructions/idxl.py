@@ -9,7 +9,7 @@ Input: symbols s_1..s_N, then an index token p; output s_p.  The vocabulary is t
 * ``W_Q = c * (select the middle block)``, ``W_K`` = select the last block, ``W_V`` = select the first
   block, one head of width m = k.  The logit at position i is ``c <s(p), s(i)>``: ``c k`` at i = p, at
   most ``c floor(k/4)`` elsewhere, 0 at the query itself;
-* ``eta = c k >= 2 ln(3 (N + 1))`` (REFERENCE: eta > 2 ln(3N)) leaves every other term below
+* ``eta = c k >= 2 ln(3 (N + 1))`` (Appendix C.2 of [BHBK24]: eta > 2 ln(3N)) leaves every other term below
   ``exp(-eta / 2)`` when gamma <= 1/2 (for larger gamma, c grows to keep the gap
   ``c (k - max |<s(i), s(j)>|) >= ln(3 (N + 1))``): the other N terms sum to <= 1/3, Z <= 4/3, so the head output is >= 3/4 (minus one grid step) on the bits of
   rho(s_p) that are 1 and <= 1/4 on those that are 0, whatever the rounding (every rounding is down);

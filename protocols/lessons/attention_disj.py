@@ -58,7 +58,7 @@ def attention_disj(n: int | None = None) -> Lesson:
                  f"Match3 = DISJ on every one: {agree}",
         holdings={"alice": f"z_1..z_{n} = {' '.join(str(int(t)) for t in z[:n])}",
                   "bob": f"z_{n + 1}..z_{N} = {' '.join(str(int(t)) for t in z[n:])}"},
-        reference="[SHT23] (Match3 lower bound); REFERENCE section 6")]
+        reference="[SHT23] (Match3 lower bound)")]
     m, p, H = model.width, model.precision, model.heads
     steps.append(Step(
         "Any layer computing Match3 is a DISJ protocol",
@@ -79,7 +79,7 @@ def attention_disj(n: int | None = None) -> Lesson:
         instance=f"fooling set: {fs.construction}",
         inequality=rf"3 m (p + \lceil\log_2 N\rceil) H + m p H \ge n = \frac{{N - 1}}{{2}} = {n}",
         notes=f"verified: {ver.ok} ({ver.method})",
-        reference="[SHT23]; REFERENCE section 2 (DISJ)"))
+        reference="[SHT23]; Fact 1 of [BHBK24] (DISJ)"))
     rep = run_reduction(rid, model.spec, n)
     size = budget("attention", m, p, rid, heads=H)
     steps.append(Step(
@@ -118,21 +118,30 @@ def attention_disj(n: int | None = None) -> Lesson:
                  f"when disjoint: {exact}; smallest value when they meet: {gap}",
         holdings={"alice": f"the query token {names[int(enc_q.tokens[0, -1])]} (position {2 * n + 1})",
                   "bob": f"the {2 * n} values"},
-        reference="[SHT23] (qSA); REFERENCE section 6"))
-    mq, pq, Hq = model_q.width, model_q.precision, model_q.heads
+        reference="[SHT23] (qSA)"))
+    mq, pq, Hq, dq = model_q.width, model_q.precision, model_q.heads, model_q.dim
+    plan_q = wrap_q.plan(model_q, enc_q)
+    side = r"(2m + 1) p H" if model_q.attend_self else r"m p H"
+    query_side = (2 * mq + 1) * pq * Hq if model_q.attend_self else mq * pq * Hq
+    sent = plan_q.total_bits
     steps.append(Step(
-        "One-way: Alice's only message is the query",
-        "Alice owns a single position, so the exchange degenerates: she sends each head's q_N (plus her own key "
-        "and value when the query attends to itself) and Bob computes everything. A one-way DISJ protocol needs "
-        "q bits, hence m·p·H ≥ q.",
-        instance=f"{model_q.spec}: protocol answer {ans_q}, direct {dir_q}, true {int(prob_q.evaluate(a, b))}",
+        "One-way: Alice's only message is about the query",
+        "Alice owns a single position, so the exchange degenerates to one message. Either she sends x_N, her "
+        "position's embedding (d·p bits), from which Bob computes her query q_N, her key, value and logit himself; "
+        "or she sends each head's q_N (m·p·H bits) and, when the query attends to its own position (as the "
+        "papers' layer does), her own logit and value ((m + 1)·p·H bits). She sends the cheaper one. A one-way "
+        "DISJ protocol needs q bits, hence min(d·p, (2m + 1)·p·H) ≥ q for a self-attending layer "
+        f"(min(d·p, m·p·H) ≥ q without self-attention; this layer attends to itself: "
+        f"{'yes' if model_q.attend_self else 'no'}).",
+        instance=f"{model_q.spec}: protocol answer {ans_q}, direct {dir_q}, true {int(prob_q.evaluate(a, b))}\n"
+                 f"message sent: {plan_q.one_way_message} ({plan_q.one_way_reason})",
         holdings={"alice": f"the query token (a = {_bits(a)})", "bob": f"the values (b = {_bits(b)})"},
         messages=messages_of(res_q.transcript),
-        inequality=rf"m p H = {mq} \cdot {pq} \cdot {Hq} = {mq * pq * Hq} "
-                   + (r"\ge" if mq * pq * Hq >= n else r"\lt") + f" q = {n}",
-        notes=(f"This model's {mq * pq * Hq} bits allow q ≤ {mq * pq * Hq}; beyond that every layer of its size "
-               f"must fail on some input." if mq * pq * Hq >= n else
-               f"{mq * pq * Hq} < q = {n}: this model must fail on some input."),
+        inequality=rf"\min(d p, {side}) = \min({dq * pq}, {query_side}) = {sent} "
+                   + (r"\ge" if sent >= n else r"\lt") + f" q = {n}",
+        notes=(f"This model's {sent} bits allow q ≤ {sent}; beyond that every layer of its size "
+               f"must fail on some input." if sent >= n else
+               f"{sent} < q = {n}: this model must fail on some input."),
         reference="[SHT23] (qSA lower bound)"))
     probe = run_reduction(qid, QSA_PROBE, n)
     r_p, p_p, m_p, w_p = engine(qid, QSA_PROBE, n)
@@ -164,8 +173,9 @@ def attention_disj(n: int | None = None) -> Lesson:
         messages=msgs,
         inequality=rf"\#\text{{transcripts}} < 2^{{{n}}} = |S|",
         notes=(f"certificate verified: {cert.verified}. {cert.explanation}" if cert else ""),
-        reference="REFERENCE section 1 (fooling sets); [SHT23]"))
+        reference="fooling sets (Facts 1-3 of [BHBK24]); [SHT23]"))
     return Lesson("attention-disj", f"DISJ against one attention layer: Match3 and q-sparse averaging (n = {n})",
                   "Two [SHT23] reductions: Match3 on 2n + 1 positions decides DISJ_n (two-way, n bits), and "
-                  "q-sparse averaging decides DISJ_q with Alice holding only the query (one-way, m·p·H ≥ q).",
+                  "q-sparse averaging decides DISJ_q with Alice holding only the query (one-way, "
+                  "min(d·p, (2m + 1)·p·H) ≥ q for a self-attending layer).",
                   steps, n)

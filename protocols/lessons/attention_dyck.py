@@ -34,7 +34,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
                    f"{lang.decode(show[0][1::2])}",
         holdings={"alice": "positions 1, 3, 5, ...", "bob": "positions 2, 4, 6, ..."},
         inequality=rf"\text{{members of length }} {N} = 2^{{{N}-1}} = {fs.size}",
-        reference="Lemma 1 and Appendix E of [BHBK24]; REFERENCE section 2")]
+        reference="Lemma 1 and Appendix E of [BHBK24]")]
     x = np.asarray(fs.strings(3 % fs.size, 3 % fs.size + 1)[0])
     odd = x[0::2]
     from itertools import product
@@ -97,7 +97,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
             messages=msgs,
             inequality=rf"\#\text{{transcripts}} = {d['distinct_transcripts']} < |S| = {d['members']}",
             notes=searched,
-            reference="Lemma 1 of [BHBK24]; REFERENCE section 1 (fooling sets)"))
+            reference="Lemma 1 of [BHBK24]; fooling sets: Definition 1 and Fact 4 of [BHBK24]"))
         a, b = np.asarray(cert.alice_input), np.asarray(cert.bob_input)
         crossing = problem.interleave(a[None], b[None])[0]
         _, rc, ans_c, dir_c = run_one(reduction, problem, model, simulator, a, b)
@@ -113,7 +113,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
             messages=messages_of(rc.transcript),
             inequality=r"T(x_1, y_1) = T(x_2, y_2) \implies T(x_1, y_2) = T(x_1, y_1)",
             notes=f"certificate verified: {cert.verified}. {cert.explanation}",
-            reference="Lemma 1 of [BHBK24]; the rectangle property (REFERENCE section 1)"))
+            reference="Lemma 1 of [BHBK24]; the rectangle property (behind Fact 4 of [BHBK24])"))
     L = ceil_log2(N)
     need = float(dyck_min_width(N, p))
     line = []
@@ -146,10 +146,10 @@ def attention_dyck(n: int | None = None) -> Lesson:
         "its own transcript, and it spends ≥ N − 1 bits. The bound does not touch recurrent models at all: the "
         "split is not contiguous, and a 3-bit automaton recognizes the language.",
         instance=f"commsim run {rid} --model construct:lookup --n {N}: bits used {wide.bits_used} ≥ "
-                 f"{wide.lower_bound.bits}, correct on all {wide.instances_run} members: {wide.model_correct}\n"
+                 f"{wide.lower_bound.bits}, correct on every string tested (members, crossings, non-members): {wide.model_correct}\n"
                  f"fooling-set sweep: {searched_w}\ncommsim run {rid} --model dfa:dyck22: refused — {rnn_note}",
         inequality=rf"\text{{bits}} = {wide.bits_used} \ge N - 1 = {N - 1}",
-        reference="Theorem 5 and Lemma 1 of [BHBK24]; REFERENCE section 2 (the 7-state automaton)"))
+        reference="Theorem 5 and Lemma 1 of [BHBK24]; the 7-state automaton: Appendix E of [BHBK24]"))
     return Lesson("attention-dyck", f"Dyck-(2,2) against one attention layer (Lemma 1, Theorem 5; N = {N})",
                   "The fooling set of all members, a real layer's transcripts on it, a collision, the crossing on "
                   "which the layer must be wrong, and the width bound mH ≥ (N − 1)/(3(p + log N)).", steps, N)

@@ -64,7 +64,7 @@ def attention_protocol(n: int | None = None) -> Lesson:
         holdings=held,
         inequality=r"A_i = q_N \cdot k_i,\quad e_i = [\exp(A_i - M)],\quad Z = \sum_i e_i = Z_A + Z_B,\quad "
                    r"o = \frac{U_A + U_B}{Z},\quad U = \sum_i [e_i v_i]",
-        reference="Theorem 4 of [BHBK24] (Theorem 7 of [SHT23]); REFERENCE section 5")]
+        reference="Theorem 4 and Appendix D of [BHBK24] (Theorem 7 of [SHT23])")]
 
     q_msg = next(x for x in msgs if x.label.startswith("query"))
     q_dec = ar.decode(q_msg.bits, m)
@@ -166,7 +166,7 @@ def attention_protocol(n: int | None = None) -> Lesson:
         inequality=r"\text{protocol}(x_{S_A}, x_{S_B}) = f(x)\ \text{exactly}",
         notes="The float64 line shows what rounding costs: a little, but the protocol reproduces the rounded model "
               "exactly, which is what the argument needs.",
-        reference="Theorem 4 of [BHBK24]; REFERENCE section 3 (exact sums)"))
+        reference="Theorem 4 of [BHBK24]; finite precision: Appendices B.2 and D of [BHBK24] (exact sums)"))
 
     rng = np.random.default_rng(100 + N)
     splits = [("Alice: the first half", list(range(N // 2)) + [qpos]),

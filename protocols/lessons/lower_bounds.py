@@ -18,7 +18,7 @@ def fooling_sets(n: int | None = None) -> Lesson:
         "The rectangle property",
         "If inputs (x1, y1) and (x2, y2) get the same transcript, so do (x1, y2) and (x2, y1): at every message "
         "the speaker sees only its own input and the transcript so far, so it cannot tell the crossed inputs apart.",
-        reference="REFERENCE section 1; Fact 4 and Definition 1 of [BHBK24]")]
+        reference="Definition 1 and Fact 4 of [BHBK24] (Appendix E)")]
     for name, desc in (("eq", "EQ"), ("disj", "DISJ")):
         fs = fooling_set(name, n)
         ver = fs.verify()
@@ -70,7 +70,7 @@ def fooling_sets(n: int | None = None) -> Lesson:
             inequality=rf"\text{{rank}}_\mathbb{{R}} = {rep.rank_real},\ \text{{rank}}_{{GF(2)}} = {rep.rank_gf2},"
                        rf"\ \lceil\log_2 \#\text{{rows}}\rceil = {rep.one_way_bits},"
                        rf"\ \text{{fooling set found}}: {rep.fooling.size}",
-            reference="REFERENCE section 1 (rectangles); log-rank and distinct rows are standard"))
+            reference="the rectangle property, log-rank and distinct rows: standard (Kushilevitz and Nisan, ch. 1-2, cited in Appendix B.1 of [BHBK24])"))
     return Lesson("fooling-sets", "Fooling sets and the rectangle argument",
                   "Why a protocol that uses too few bits must confuse two inputs, shown on EQ, DISJ, INDEX and "
                   "Dyck-(2,2) with exhaustive checks.", steps, n)

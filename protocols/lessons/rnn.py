@@ -133,7 +133,7 @@ def rnn_index(n: int | None = None) -> Lesson:
         holdings={"alice": f"a = {_bits(a)}: the symbols s_1..s_{n} (positions 1..{n})",
                   "bob": f"b = {b}: the index token {reduction.vocabulary(n)[int(tokens[-1])]} (position {n + 1})"},
         inequality=rf"\text{{states}} \le 2^{{m p}} = 2^{{{m} \cdot {p}}} = 2^{{{handoff_bits(m, p)}}}",
-        reference="Theorem 2 of [BHBK24] (setting); REFERENCE section 4")]
+        reference="Theorem 2 of [BHBK24] (setting; Appendix C.1)")]
     steps.append(Step(
         "Theorem 2: the hidden-state handoff is a one-way protocol",
         "Split the sequence where Alice's part ends. Alice runs the model on her prefix and sends h_t — exactly "
@@ -144,7 +144,7 @@ def rnn_index(n: int | None = None) -> Lesson:
         messages=messages_of(result.transcript),
         inequality=rf"\text{{bits}} = m p = {m} \cdot {p} = {result.transcript.total_bits}",
         notes=f"one message, Alice to Bob: a one-way protocol ({result.transcript.rounds} round).",
-        reference="Theorem 2 of [BHBK24]; REFERENCE section 4"))
+        reference="Theorem 2 of [BHBK24] (Appendix C.1)"))
     from commsim.theory.fooling import fooling_set
     fs = fooling_set("index", n)
     ver = fs.verify()

@@ -1,21 +1,14 @@
 """One-layer attention with exact finite-precision semantics (the model of Theorem 4 of [BHBK24]).
 
-The layer
----------
-Token embeddings ``E_tok`` (a table V x d, or a function of the token ids) and position
-embeddings ``E_pos`` (a table P x d, a function of the positions, or none); H heads, each with
-``W_Q, W_K, W_V`` (m x d); an output projection ``W_O`` (d_out x H m); an output map ``psi`` (an
-MLP given by its weights, ReLU between layers, or any Python callable); the decision is read at
-one query position (default: the last) as the argmax of psi's output (ties go to the lowest
-class; with a single output, the label is 1 when it is > 0).  The attention at the query position
-ranges over every position, the query's own included (``attend_self=False`` leaves it out).
+The layer: token and position embeddings (tables or functions), H heads of width m with
+``W_Q, W_K, W_V`` (m x d), ``W_O`` (d_out x H m) and an output map ``psi`` (an MLP, ReLU between
+layers, or a callable), read at one query position (default the last; the label is the argmax of
+psi's output, ties to the lowest class, or > 0 for one output).  The query attends to every position,
+its own included (``attend_self=False`` leaves it out).
 
-Finite-precision semantics (REFERENCE section 3; Appendix B.2 and D of [BHBK24])
---------------------------------------------------------------------------------
-Every parameter is rounded to the number format ``fmt`` once, at construction.  Writing ``[t]``
-for rounding to the format — fixed point: round **down** to the grid 2^-F, saturate at both
-ends; IEEE formats: round to nearest even, overflow saturates to the largest finite value — the
-forward pass at query position N is::
+Finite-precision semantics (Appendix B.2 and D of [BHBK24]): every parameter is rounded to the
+format once, at construction; writing [t] for rounding (fixed point: down to the grid 2^-F, saturating;
+IEEE: to nearest even, overflow saturating), the forward pass at query position N is::
 
     x_i   = [E_tok(s_i) + E_pos(i)]                 (each embedding rounded, then their sum)
     q     = [W_Q x_N],  k_i = [W_K x_i],  v_i = [W_V x_i]          (per head)
@@ -27,36 +20,19 @@ forward pass at query position N is::
     o     = [U / Z]                                 one division per value, rounded
     y     = [W_O (o_1, ..., o_H)],  output = psi(y) (each MLP layer [W h + b], ReLU between)
 
-With a residual path (``residual=True``, or a list of embedding coordinates), psi also reads the
-query position's own embedding x_N (the rounded [E_tok(s_N) + E_pos(N)] above, those coordinates
-of it): its input is the concatenation (y, x_N[coords]), so a first MLP layer [W_y, W_x] computes
-W_y y + W_x x_N + b (a residual connection is W_x = W_y).  This is how a real transformer's
-residual stream and MLP at the query position enter psi; the exchange of
-:mod:`protocols.simulators.attention_exchange` delivers x_N to the output party (free when it owns the query
-position, ``len(coords)`` numbers of p bits otherwise).
+``division="per-weight"`` is the semantics of Appendix D of [BHBK24] instead: each weight is
+rounded first, a_i = [e_i / Z], then U = sum_i [a_i v_i] (products rounded, the sum exact) and o = [U].
+Under per-weight the exchange needs Z at both parties before any U term: one more message per head.
 
-Linear maps and dot products are evaluated *exactly* and rounded once: under fixed point the
-operands are integer codes, so the sum of products is an exact integer (float64 when it stays
-below 2^53, int64 or Python integers beyond); under IEEE formats they are accumulated in float64
-in index order (a fixed order, so every position's value is a pure function of that position).
-``exp`` is numpy's float64 ``exp``; ``[U / Z]`` is floor division of integers (fixed point) or
-Python's correctly rounded integer division followed by rounding to the format (IEEE).
-
-Sums are carried in units of the format's smallest step (``fmt.unit_exponent``), so Z and U are
-exact integers and any split of the positions into partial sums gives the same totals: the
-property that makes the partial-softmax exchange of :mod:`protocols.simulators.attention_exchange` produce
-*bit-identical* outputs for every partition.  Dividing once at the end (rather than summing
-``e_i / Z * v_i``) is what keeps the result split-invariant; this is the semantics of the direct
-forward here as well, so protocol and model are compared under one definition.
-
-Float mode and a plain float forward
-------------------------------------
-:meth:`AttentionLayer.float_forward` runs the same (rounded) parameters through an ordinary
-float64 forward (no intermediate rounding, softmax normalized per term).  The reference float
-semantics above differ from it only by the roundings; the tests hold float32 layers of unit-scale
-weights to ``|difference| <= 1e-4 * (1 + |output|)`` and float16/bfloat16 layers to ``5e-2`` and
-``1e-1`` relative-plus-absolute (:data:`FLOAT_TOLERANCE`).
-
+With a residual path (``residual=True``, or a list of coordinates), psi's input is (y, x_N[coords]).
+Linear maps and dot products are exact and rounded once (fixed point: exact integer sums of codes;
+IEEE: float64, accumulated in index order).  ``exp`` is numpy's float64 ``exp``; a division [u / z]
+(of U by Z, or of e_i by Z) is floor division of integers (fixed point) or Python's correctly rounded
+integer division, then rounded to the format (IEEE).  Sums are carried in units of the format's
+smallest step, so Z and U are exact integers and any split of the positions gives the same totals:
+the exchange of :mod:`protocols.simulators.attention_exchange` is *bit-identical* to the direct
+forward for every partition, under either division.  :meth:`AttentionLayer.float_forward` is a
+plain float64 forward with the same parameters; float layers stay within :data:`FLOAT_TOLERANCE`.
 Spec keys and the ``attention:probe`` construction: :mod:`protocols.models.attention_spec`.
 """
 from __future__ import annotations
@@ -67,10 +43,10 @@ from commsim.core.arithmetic import arithmetic_for
 from commsim.core.errors import InputError
 from commsim.core.precision import NumberFormat, parse_format
 
+#: the division semantics (module docstring): one rounding of U / Z, or each weight [e_i / Z] first
+DIVISIONS = ("once", "per-weight")
 #: (relative + absolute) tolerance of the reference float semantics against a plain float64 forward
 FLOAT_TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 5e-2, "bfloat16": 1e-1}
-
-
 #: elements of the largest temporary (batch x positions x heads x width) built at once
 BLOCK_ELEMENTS = 1 << 21
 
@@ -85,10 +61,8 @@ class AttentionLayer:
     (float64 (B, d_out) -> (B, C)), or None (the output is y itself).  Functions must be pure
     (the same value for the same token/position, whatever the batch).
 
-    ``residual``: False (psi reads y only), True (psi reads (y, x_N): the query position's whole
-    embedding appended to y) or a sequence of embedding coordinates (psi reads (y, x_N[coords]));
-    psi's input width is then d_out + len(coords).  :attr:`residual_coords` holds the coordinates
-    (None when off).
+    ``residual``: False, True (psi reads (y, x_N)) or embedding coordinates (psi reads (y, x_N[coords]));
+    ``division``: ``"once"`` or ``"per-weight"`` (Appendix D of [BHBK24]; module docstring).
 
     Attributes: ``format`` (the number format; p = :attr:`precision`), ``arithmetic`` (its exact
     kernels, :func:`~commsim.core.arithmetic.arithmetic_for`), ``heads``, ``width`` (the m of the
@@ -96,8 +70,12 @@ class AttentionLayer:
     """
 
     def __init__(self, fmt: NumberFormat, token_embedding, position_embedding, W_Q, W_K, W_V, W_O,
-                 psi=None, *, query: int | None = None, attend_self: bool = True, residual=False, spec: str = ""):
+                 psi=None, *, query: int | None = None, attend_self: bool = True, residual=False, division: str = "once",
+                 spec: str = ""):
         self.format = fmt
+        if division not in DIVISIONS:
+            raise InputError(f"division must be one of {', '.join(DIVISIONS)}; got {division!r}", "model")
+        self.division = division
         self.arithmetic = arithmetic_for(fmt)
         W_Q, W_K, W_V = (np.asarray(w, dtype=np.float64) for w in (W_Q, W_K, W_V))
         if W_Q.ndim != 3 or W_Q.shape != W_K.shape or W_Q.shape != W_V.shape:
@@ -110,11 +88,8 @@ class AttentionLayer:
         if W_O.ndim != 2 or W_O.shape[1] != self.heads * self.width:
             raise InputError(f"W_O must be (d_out, heads*width = {self.heads * self.width}); got {W_O.shape}")
         self.out_dim = int(W_O.shape[0])
-        if residual is True:
-            self.residual_coords = np.arange(self.dim)
-        elif residual is False or residual is None:
-            self.residual_coords = None
-        else:
+        self.residual_coords = np.arange(self.dim) if residual is True else None
+        if residual is not True and residual is not False and residual is not None:
             coords = np.asarray(residual).reshape(-1)
             if coords.dtype.kind not in "iu" or (coords.size and (coords.min() < 0 or coords.max() >= self.dim)):
                 raise InputError(f"residual coordinates must be integers in 0..{self.dim - 1}; got {list(coords)}")
@@ -144,8 +119,7 @@ class AttentionLayer:
         # psi
         self.psi_fn, self.psi_layers = None, []
         if callable(psi):
-            self.psi_fn = psi
-            self.classes = None
+            self.psi_fn, self.classes = psi, None
         elif psi is None:
             self.classes = psi_in
         else:
@@ -160,7 +134,8 @@ class AttentionLayer:
         self.query = None if query is None else int(query)
         self.attend_self = bool(attend_self)
         fmt_keys = f"precision={fmt.bits},frac={fmt.frac}" if self.arithmetic.is_fixed else f"dtype={fmt.name}"
-        self.spec = spec or f"attention:heads={self.heads},width={self.width},dim={self.dim},{fmt_keys}"
+        div_key = "" if division == "once" else f",division={division}"
+        self.spec = spec or f"attention:heads={self.heads},width={self.width},dim={self.dim},{fmt_keys}{div_key}"
 
     # ---- descriptors
     @property
@@ -250,8 +225,17 @@ class AttentionLayer:
 
     def query_vectors(self, query_tokens: np.ndarray, position: int) -> np.ndarray:
         """q = [W_Q x_N] per head for the query tokens (B,): (B, H, m)."""
-        x = self.query_embedding(query_tokens, position)
-        return self.arithmetic.linear(x, self._W_Q).reshape(len(x), self.heads, self.width)
+        return self.queries_of(self.query_embedding(query_tokens, position))
+
+    def queries_of(self, x: np.ndarray) -> np.ndarray:
+        """q = [W_Q x] per head for embeddings x (B, d): (B, H, m)."""
+        return self.arithmetic.linear(np.asarray(x), self._W_Q).reshape(len(x), self.heads, self.width)
+
+    def own_term(self, x: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The query position's own logit A (B, H, 1) and value v (B, 1, H, m), from its embedding x_N
+        (B, d) and the queries q (B, H, m): the same values :meth:`scan` gives for that position."""
+        kv = self.arithmetic.linear(np.asarray(x)[:, None], self._W_KV).reshape(len(x), 1, 2, self.heads, self.width)
+        return self.arithmetic.logits(q, kv[:, :, 0]).astype(self.arithmetic.dtype, copy=False), kv[:, :, 1]
 
     def residual_input(self, query_tokens: np.ndarray, position: int) -> np.ndarray | None:
         """The coordinates of x_N that psi reads (B, r), or None without a residual path."""
@@ -277,34 +261,52 @@ class AttentionLayer:
 
     # ---- stage 3: exact partial sums given the global maximum
     def aggregate(self, A: np.ndarray, V: np.ndarray, M: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Z = sum e_i (B, H) and U = sum [e_i v_i] (B, H, m), exact integers in units, for the
-        positions of (A, V) and the maximum logit M (B, H)."""
+        """Z = sum e_i (B, H) and U = sum [e_i v_i] or, per-weight, sum [[e_i / Z] v_i] (B, H, m), exact in
+        units, for (A, V) holding *every* attended position and the maximum logit M (B, H)."""
+        if self.division == "per-weight":
+            Z = self.weight_sum(A, M)
+            return Z, self.weighted_sum(A, V, M, Z)
+        return self.partial_sums(A, V, M)
+
+    def weight_sum(self, A: np.ndarray, M: np.ndarray) -> np.ndarray:
+        """A partial Z = sum e_i (B, H) over the positions of A, exact in units."""
+        return self.partial_sums(A, None, M)[0]
+
+    def weighted_sum(self, A: np.ndarray, V: np.ndarray, M: np.ndarray, Z=None) -> np.ndarray:
+        """A partial U (B, H, m) over (A, V), exact in units; per-weight needs the *whole* Z (B, H)."""
+        if (per_weight := self.division == "per-weight") and Z is None:
+            raise ValueError("per-weight division rounds each weight e_i / Z: pass the whole sum Z")
+        return self.partial_sums(A, V, M, Z if per_weight else None)[1]
+
+    def partial_sums(self, A, V, M, Z=None) -> tuple[np.ndarray, np.ndarray]:
+        """(sum e_i, sum [w_i v_i]) in blocks, w_i = e_i or, given Z, [e_i / Z]; V None: Z only."""
+        ar = self.arithmetic
         B, H, n = A.shape
-        m = self.width
-        Z = np.zeros((B, H), dtype=np.int64)
-        U = np.zeros((B, H, m), dtype=np.int64)
-        block = max(1, BLOCK_ELEMENTS // max(1, B * H * m))
+        Zs, U = np.zeros((B, H), dtype=np.int64), np.zeros((B, H, self.width), dtype=np.int64)
+        block = max(1, BLOCK_ELEMENTS // max(1, B * H * self.width))
         for s in range(0, n, block):
-            e = self.arithmetic.exp_weights(A[:, :, s:s + block], M)
-            Z = Z + self.arithmetic.sum_weights(e)
-            U = U + self.arithmetic.sum_products(e, V[:, s:s + block])
-        return Z, U
+            e = ar.exp_weights(A[:, :, s:s + block], M)
+            Zs = Zs + ar.sum_weights(e)
+            if V is not None:   # [e_i / Z]: e_i in units (IEEE: exact), divided as U / Z is
+                w = e if Z is None else ar.divide(e if ar.is_fixed else ar.exact_sum(e[..., None], -1), Z)
+                U = U + ar.sum_products(w, V[:, s:s + block])
+        return Zs, U
 
     # ---- stage 4: the division and the readout
     def finish(self, U: np.ndarray, Z: np.ndarray, x_query: np.ndarray | None = None) -> np.ndarray:
         """Raw outputs (B, C) in the arithmetic's representation from the exact sums; ``x_query``
         (B, r): the residual coordinates of the query's embedding (:meth:`residual_input`), needed
-        exactly when the layer has a residual path."""
-        o = self.arithmetic.divide(U, Z)
+        exactly when the layer has a residual path.  Division once: o = [U / Z]; per-weight: o = [U]."""
+        ar = self.arithmetic   # per-weight: [U], the exact sum's value rounded (U / Z with Z exactly one)
+        one = np.full(np.shape(U)[:-1], 1 << ar.F if ar.is_fixed else ar.one_units, dtype=object)
+        o = ar.divide(U, Z if self.division == "once" else one)
         y = self.arithmetic.linear(o.reshape(o.shape[0], -1), self.W_O)
         if self.residual_coords is not None:
             if x_query is None:
                 raise ValueError("this layer's psi reads the query's embedding x_N: pass x_query to finish")
             x_query = np.asarray(x_query).reshape(y.shape[0], self.residual_width)
-            if self.arithmetic.is_fixed:
-                y = np.concatenate([y.astype(np.int64), x_query.astype(np.int64)], axis=1)
-            else:
-                y = np.concatenate([y, x_query.astype(np.float64)], axis=1)
+            dt = np.int64 if self.arithmetic.is_fixed else np.float64
+            y = np.concatenate([y.astype(dt), x_query.astype(dt)], axis=1)
         if self.psi_fn is not None:
             return self.arithmetic.from_values(np.asarray(self.psi_fn(self.arithmetic.to_values(y)), dtype=np.float64)
                                        .reshape(y.shape[0], -1))
@@ -395,7 +397,8 @@ class AttentionLayer:
         val = self.arithmetic.to_values
         arrays = {"format": np.array(self.format.name), "token_embedding": val(self.token_table),
                   "W_Q": val(self.W_Q), "W_K": val(self.W_K), "W_V": val(self.W_V), "W_O": val(self.W_O),
-                  "attend_self": np.array(self.attend_self), "psi_layers": np.array(len(self.psi_layers))}
+                  "attend_self": np.array(self.attend_self), "psi_layers": np.array(len(self.psi_layers)),
+                  "division": np.array(self.division)}
         if self.position_table is not None:
             arrays["position_embedding"] = val(self.position_table)
         if self.query is not None:
@@ -424,13 +427,15 @@ class AttentionLayer:
                    arrays["W_V"], arrays["W_O"], psi,
                    query=int(arrays["query"]) if "query" in arrays else None,
                    attend_self=bool(arrays.get("attend_self", np.array(True))),
-                   residual=arrays["residual"] if "residual" in arrays else False, spec=spec)
+                   residual=arrays["residual"] if "residual" in arrays else False,
+                   division=str(arrays["division"]) if "division" in arrays else "once", spec=spec)
 
 
 # ---- factories ------------------------------------------------------------------------------------
 def random_layer(fmt: NumberFormat, *, vocab: int, positions: int | None, heads: int = 1, width: int = 4,
                  dim: int = 8, classes: int = 2, seed: int = 0, query: int | None = None,
-                 attend_self: bool = True, residual: bool = False, spec: str = "") -> AttentionLayer:
+                 attend_self: bool = True, residual: bool = False, division: str = "once",
+                 spec: str = "") -> AttentionLayer:
     """A seeded random layer: unit-variance embeddings, weights of variance 1/fan-in, a linear psi
     (with ``residual``, psi reads (y, x_N): its weight is (classes, 2 dim), drawn after the others)."""
     rng = np.random.default_rng(seed)
@@ -442,4 +447,4 @@ def random_layer(fmt: NumberFormat, *, vocab: int, positions: int | None, heads:
     if residual:
         psi = [(np.concatenate([psi[0][0], rng.normal(scale=dim ** -0.5, size=(classes, dim))], axis=1), psi[0][1])]
     return AttentionLayer(fmt, tok, pos, W_Q, W_K, W_V, W_O, psi, query=query, attend_self=attend_self,
-                          residual=residual, spec=spec)
+                          residual=residual, division=division, spec=spec)

@@ -7,7 +7,10 @@ Spec (``commsim run ... --model attention:...``)
 or ``dtype=float16|bfloat16|float32|float64``, ``seed=S``, ``vocab=V``, ``classes=C``,
 ``positions=P`` (rows of the position table), ``weights=FILE.npz``, ``query=POS`` (0-based;
 negative counts from the end), ``self=0|1`` (whether the query attends to its own position),
-``residual=0|1`` (a random layer whose psi also reads the query's embedding x_N).
+``residual=0|1`` (a random layer whose psi also reads the query's embedding x_N),
+``division=once|per-weight`` (the softmax's division: ``once``, the default, rounds o = [U / Z] once;
+``per-weight`` is Appendix D of [BHBK24], each weight a_i = [e_i / Z] rounded, then o = [sum [a_i v_i]];
+:mod:`protocols.models.attention`; any layer, probe and loaded weights included).
 A random layer defaults to the task's vocabulary and sequence length.  ``attention:probe`` is a
 small exact construction (see :func:`probe_layer`) with keys ``at=I/J/...`` (``n`` stands for
 the source problem's size), ``accept=T/...`` or ``reject=T/...`` and ``rule=all|any|differ``.
@@ -21,7 +24,7 @@ import numpy as np
 
 from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint, NumberFormat
-from protocols.models.attention import AttentionLayer, random_layer
+from protocols.models.attention import DIVISIONS, AttentionLayer, random_layer
 
 
 PROBE_RULES = ("all", "any", "differ")
@@ -97,6 +100,14 @@ def make_attention(spec, vocab_size: int | None = None, seq_len: int | None = No
     if target not in ("", "probe"):
         raise InputError(f"model spec {spec.text!r}: unknown attention construction {target!r}; known: probe",
                          "model")
+    model = _make(spec, target, vocab_size, seq_len, n)
+    if spec.has("division"):
+        model.division = spec.str("division", "once", DIVISIONS)
+    return model
+
+
+def _make(spec, target: str, vocab_size: int | None, seq_len: int | None, n: int | None) -> AttentionLayer:
+    """The layer of the spec, before its division key."""
     query = spec.int("query")
     attend_self = bool(spec.int("self", 1, minimum=0, maximum=1))
     if target == "probe":
@@ -159,5 +170,6 @@ def register(registry) -> None:
     """The ``attention`` model kind (its simulator registers itself: ``protocols.simulators``)."""
     registry.register("model", "attention", make_attention,
                       "one-layer attention (heads=H,width=M,dim=d,precision=P|dtype=...,seed=S,residual=0|1,"
+                      "division=once|per-weight (o = [U/Z] once, or each weight [e_i/Z] first: App. D),"
                       "weights=FILE.npz; "
                       "attention:probe,...)")

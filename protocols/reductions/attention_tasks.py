@@ -1,6 +1,6 @@
 """DISJ into the [SHT23] tasks that one-layer attention finds hard: Match3 and q-sparse averaging.
 
-``disj-match3`` (REFERENCE section 6).  Match3 at position i: 1 iff there are distinct j, k, both
+``disj-match3`` ([SHT23]).  Match3 at position i: 1 iff there are distinct j, k, both
 different from i, with z_i + z_j + z_k = 0 (mod M).  With N = 2n + 1 tokens and M = 2n + 3 > 2n + 2:
 Alice's z_i = 1 if a_i = 0 else i + 1 (i = 1..n), Bob's z_(n+i) = 1 if b_i = 0 else M - (i + 1), and
 a public z_N = 0 (Bob's).  At position N the only triples summing to 0 mod M are (0, i + 1, M - (i + 1))
@@ -11,7 +11,11 @@ computing Match3 thus gives a protocol for DISJ_n: its bits, about 3m(p + log N)
 Alice owns only the query position N, whose set y holds 2i - 1 if a_i = 1 and 2i otherwise; Bob owns
 the values z_j = e_1 if j is odd and b_((j+1)/2) = 1, else -e_1.  The average is -e_1 exactly when the
 sets are disjoint, and otherwise at least 2/q above, so any 1/(2q)-approximation decides DISJ_q.  Alice
-holds only the query, so the attention protocol is one-way (she sends each head's q_N): m p H >= q.
+holds only the query, so the attention protocol is one-way, and her one message is the cheaper of x_N
+(d·p bits: Bob computes everything about her position from it) and each head's q_N (m·p·H), plus, when
+the query attends to itself as the papers' layer does, her own logit and value ((m + 1)·p·H): so
+min(d·p, (2m + 1)·p·H) >= q for a self-attending layer, min(d·p, m·p·H) >= q without self-attention
+([SHT23]; with a residual path add the r coordinates of x_N psi reads to the q_N side).
 
 Tokens: Match3 uses z itself (vocabulary 0..M-1); qSA uses 0 = "+e1", 1 = "-e1" and 2 + code(a) for
 the query's set (code(a) = a read as a binary number, a_1 most significant; vocabulary 2 + 2^q).
@@ -31,7 +35,7 @@ from commsim.pipeline.interfaces import (
 )
 from commsim.theory.bounds import Conditions, LowerBound
 from commsim.theory.problems import make_problem
-from protocols.theorems import disjointness_bits
+from protocols.theorems import disjointness_bits, one_way_attention_bits
 
 __all__ = ["DisjMatch3", "DisjQSA", "match3", "match3_modulus", "qsa_first_coordinate", "REDUCTIONS",
            "QSA_MAX_Q"]
@@ -82,11 +86,13 @@ class DisjMatch3(Reduction):
     id = "disj-match3"
     problem_name = "disj"
     task = "Match3 (mod M = 2n + 3), read at the last position"
-    source = "[SHT23] (Match3 lower bound for one-layer attention), REFERENCE section 6"
+    source = "[SHT23] (Match3 lower bound for one-layer attention)"
     description = "DISJ_n into Match3 on 2n + 1 tokens: a one-layer attention needs n bits, Hm(p + log N) = Omega(N)"
     default_model = "attention:heads=1,width=2,dim=8,precision=8,seed=0"
     default_n = 8
     split = CONTIGUOUS_PREFIX   # Alice z_1..z_n; Bob z_(n+1)..z_(2n) and the query z_N
+    length_scale, length_offset = 2, 1
+    n_meaning = "N = 2n + 1 tokens: Alice's z_1..z_n and Bob's z_(n+1)..z_(2n) of DISJ_n, then the public z_N = 0"
 
     def problem(self, n: int):
         """DISJ_n."""
@@ -118,16 +124,22 @@ class DisjMatch3(Reduction):
         if hasattr(model, "heads") and hasattr(model, "width"):
             extra = f"; for this one-layer attention that asks 3·m·(p + log N)·H >= n, with m = {model.width}, " \
                     f"H = {model.heads}, p = {model.precision}"
-        return LowerBound(disjointness_bits(n), "DISJ_n fooling set (REFERENCE section 2), as used for Match3 in [SHT23]",
+        return LowerBound(disjointness_bits(n), "DISJ_n fooling set (Facts 1 and 4 of [BHBK24]), as used for Match3 in [SHT23]",
                           Conditions("two-way", "Alice z_1..z_n, Bob z_(n+1)..z_(2n) and the query"),
                           f"every deterministic protocol for DISJ_{n} sends >= n = {n} bits, so a model computing "
                           f"Match3 on N = {2 * n + 1} tokens carries >= {n} bits{extra}")
 
-    def length_bound(self, simulator, seq_len: int) -> LowerBound:
-        """DISJ_n at N = 2n + 1, one-way or two-way as the simulator declares its protocol on this split."""
+    def partition(self, seq_len: int) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Alice: z_1..z_n; the decision at N."""
+        n = (int(seq_len) - 1) // 2
+        return range(n), (2 * n,)
+
+    def length_bound(self, simulator, seq_len: int, senders: frozenset | None = None) -> LowerBound:
+        """DISJ_n at N = 2n + 1, one-way or two-way as the simulator declares its protocol on this split
+        (DISJ_n needs n bits in either direction, so the parties that speak do not change it)."""
         n = max((seq_len - 1) // 2, 0)
         direction = simulator.split_direction(self.split)
-        bound = LowerBound(disjointness_bits(n), "[SHT23] via DISJ_n (REFERENCE section 6)",
+        bound = LowerBound(disjointness_bits(n), "[SHT23] via DISJ_n (Fact 1 of [BHBK24])",
                            Conditions(direction or "two-way", "halves: Alice z_1..z_n, Bob the rest"),
                            "Match3 on N = 2n + 1 tokens decides DISJ_n: n bits")
         if direction is None:
@@ -136,16 +148,21 @@ class DisjMatch3(Reduction):
 
 
 class DisjQSA(Reduction):
-    """DISJ_q into q-sparse averaging ([SHT23]): Alice holds only the query, one-way, m p H >= q."""
+    """DISJ_q into q-sparse averaging ([SHT23]): Alice holds only the query, one-way; her message (the
+    cheaper of x_N and q_N with her own term) has min(d·p, (2m + 1)·p·H) >= q bits (m·p·H without self)."""
 
     id = "disj-qsa"
     problem_name = "disj"
     task = "q-sparse averaging (qSA), read at the query position 2q + 1"
-    source = "[SHT23] (qSA lower bound), REFERENCE section 6"
-    description = "DISJ_q into qSA: Alice owns only the query, so one-way; a one-layer attention needs m p H >= q"
+    source = "[SHT23] (qSA lower bound), via DISJ_q (Fact 1 of [BHBK24])"
+    description = ("DISJ_q into qSA: Alice owns only the query, so one-way; a one-layer attention needs "
+                   "min(d·p, (2m + 1)·p·H) >= q (min(d·p, m·p·H) >= q when the query does not attend to itself)")
     default_model = "attention:heads=1,width=2,dim=8,precision=4,self=0,seed=0"
     default_n = 8
     split = QUERY_ONLY
+    length_scale, length_offset = 2, 1
+    n_meaning = (f"N = 2q + 1 tokens: Bob's 2q values, then Alice's query (its set encodes her DISJ_q input); "
+                 f"`commsim run` takes q <= {QSA_MAX_Q} (the query token ranges over 2^q sets)")
 
     def problem(self, n: int):
         """DISJ_q (q at most QSA_MAX_Q: the query token ranges over 2^q sets)."""
@@ -173,18 +190,23 @@ class DisjQSA(Reduction):
         return (np.asarray(labels)[:, 0] == 1).astype(np.uint8)
 
     def lower_bound(self, model, simulator, problem, encoded) -> LowerBound:
-        """DISJ_q needs q bits; one-way (Alice's message is each head's q_N) when the protocol is."""
+        """DISJ_q needs q bits; one-way (Alice's message: the cheaper of x_N and q_N with her own term)
+        when the protocol is."""
         q = problem.n
         direction = simulator.direction(model, encoded)
         if direction == "one-way":
-            statement = (f"a one-way protocol for DISJ_{q} sends >= q = {q} bits; Alice's message is each head's "
-                         f"q_N, so m·p·H >= q ([SHT23])")
+            statement = (f"a one-way protocol for DISJ_{q} sends >= q = {q} bits; " + _qsa_message(model, q) +
+                         " ([SHT23])")
         else:
             statement = f"every deterministic protocol for DISJ_{q} sends >= q = {q} bits (fooling set {{(x, ~x)}})"
-        return LowerBound(disjointness_bits(q), "[SHT23] (qSA) via DISJ_q, REFERENCE section 6",
+        return LowerBound(disjointness_bits(q), "[SHT23] (qSA lower bound) via DISJ_q",
                           Conditions(direction, "Alice: the query position only"), statement)
 
-    def length_bound(self, simulator, seq_len: int) -> LowerBound:
+    def partition(self, seq_len: int) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Alice: only the query position N; the decision there."""
+        return range(int(seq_len) - 1, int(seq_len)), (int(seq_len) - 1,)
+
+    def length_bound(self, simulator, seq_len: int, senders: frozenset | None = None) -> LowerBound:
         """DISJ_q at N = 2q + 1; not applicable to a simulator without a protocol for this split."""
         q = max((seq_len - 1) // 2, 0)
         direction = simulator.split_direction(self.split)
@@ -196,6 +218,24 @@ class DisjQSA(Reduction):
                                         "prefix, so the hidden-state handoff does not apply; index-qsa gives the "
                                         "recurrent bound for qSA")
         return bound
+
+
+def _qsa_message(model, q: int) -> str:
+    """What Alice's one-way message is for this layer, and the inequality it must satisfy."""
+    m, p, H = (getattr(model, k, None) for k in ("width", "precision", "heads"))
+    if None in (m, p, H):
+        return f"Alice's one message must carry >= {q} bits"
+    attend_self, r, d = getattr(model, "attend_self", True), getattr(model, "residual_width", 0), \
+        getattr(model, "dim", None)
+    query = one_way_attention_bits(m, p, H, residual=r, attend_self=attend_self)
+    side = ("(2m + 1)·p·H" if attend_self else "m·p·H") + (" + r·p" if r else "")
+    if d is None:
+        return f"Alice's message is each head's q_N and what it needs, {side} = {query} >= q"
+    bits = min(d * p, query)
+    return (f"Alice's message is the cheaper of x_N (d·p = {d * p}, from which Bob computes q_N, her key, value "
+            f"and logit) and each head's q_N with " + ("her own logit and value" if attend_self else "nothing else")
+            + (" and x_N's coordinates psi reads" if r else "") + f" ({side} = {query}), so min(d·p, {side}) = "
+            f"{bits} >= q")
 
 
 REDUCTIONS = [DisjMatch3, DisjQSA]

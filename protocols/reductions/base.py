@@ -57,23 +57,50 @@ class SourceReduction(Reduction):
         """The bound on two-way protocols (or ``one_way`` marked not applicable, with the reason)."""
         raise NotImplementedError
 
-    def lower_bound(self, model, simulator, problem: Problem, encoded: Encoded) -> LowerBound:
-        """The one-way bound when the simulator's protocol is one-way on this split, else the two-way one."""
-        one_way = self.one_way_bound(problem.n)
-        if simulator.direction(model, encoded) == "one-way":
+    def bob_one_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:
+        """The bound on protocols where only Bob speaks (Bob -> Alice); by default the two-way one, which
+        binds every protocol."""
+        return self.two_way_bound(n, one_way)
+
+    def bound_for_senders(self, n: int, senders: frozenset) -> LowerBound:
+        """The bound for a protocol in which exactly ``senders`` speak: Alice alone (or nobody), the
+        one-way bound; Bob alone, :meth:`bob_one_way_bound`; both, the two-way bound."""
+        one_way = self.one_way_bound(n)
+        if senders <= {"alice"}:
             return one_way
-        return self.two_way_bound(problem.n, one_way)
+        if senders == {"bob"}:
+            return self.bob_one_way_bound(n, one_way)
+        return self.two_way_bound(n, one_way)
+
+    def lower_bound(self, model, simulator, problem: Problem, encoded: Encoded) -> LowerBound:
+        """The bound for the parties that really speak in the simulator's protocol on this split."""
+        return self.bound_for_senders(problem.n, simulator.senders(model, encoded))
+
+    def partition(self, seq_len: int) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Alice holds the prefix of :meth:`alice_length` positions; the outputs are :meth:`output_positions`."""
+        n = (int(seq_len) - self.length_offset) // self.length_scale
+        return range(self.alice_length(n)), self.output_positions(n)
+
+    def alice_length(self, n: int) -> int:  # pragma: no cover - abstract
+        """How many positions (a prefix) Alice holds at source size n."""
+        raise NotImplementedError
+
+    def output_positions(self, n: int) -> tuple[int, ...]:
+        """Where the decision is read at source size n: the last position."""
+        return (self.length_for_size(n) - 1,)
 
     def size_for_length(self, seq_len: int) -> int:  # pragma: no cover - abstract
         """The source problem's n for a model sequence length N, as the theorem states it."""
         raise NotImplementedError
 
-    def length_bound(self, simulator, seq_len: int) -> LowerBound:
-        """The theorem's bound at sequence length N, one-way or two-way as the simulator declares its
-        protocol on a contiguous split (``commsim budget``)."""
+    def length_bound(self, simulator, seq_len: int, senders: frozenset | None = None) -> LowerBound:
+        """The theorem's bound at sequence length N (tokens) for the parties that speak (``senders``, from
+        the protocol's plan), else as the simulator declares its protocol on a contiguous split."""
         n = max(self.size_for_length(seq_len), 0)
         one_way = self.one_way_bound(n)
         direction = simulator.split_direction(self.split)
         if direction is None:
             return one_way.not_applicable(f"{simulator.name} has no protocol for a {self.split} split")
+        if senders is not None:
+            return self.bound_for_senders(n, frozenset(senders))
         return one_way if direction == "one-way" else self.two_way_bound(n, one_way)

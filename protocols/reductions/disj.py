@@ -1,4 +1,4 @@
-"""DISJ_n -> multi-query associative recall (REFERENCE section 6; Theorem 8 of [BHBK24]).
+"""DISJ_n -> multi-query associative recall (Theorem 8 of [BHBK24]).
 
 Alice feeds the labelled pairs (v_i, a_i) for public distinct unit vectors v_i; Bob feeds every v_i
 as a query, reads all of a from the outputs, and computes DISJ(a, b) himself (b never enters the
@@ -32,6 +32,9 @@ class MultiQueryRecall(SourceReduction):
 
     id = "disj-mqar"
     problem_name = "disj"
+    length_scale, length_offset = 3, 0
+    n_meaning = ("N = 3n tokens: n keys with their labels (2n tokens) of DISJ_n, then the n queries; Theorem 8's N "
+                 "counts the 2n vectors (labels aside), so its m·p >= N/2 is m·p >= n")
     task = "mqar"
     source = "Theorem 8 of [BHBK24]"
     description = ("DISJ -> multi-query associative recall: Alice labels public unit vectors with her bits, Bob "
@@ -72,14 +75,22 @@ class MultiQueryRecall(SourceReduction):
         return StoreAndRecall(n, store, token_bit, query, query_start=2 * n)
 
     def size_for_length(self, seq_len: int) -> int:
-        """n = N/2 (Theorem 8)."""
-        return seq_len // 2  # N = 2n
+        """n = N/3 (N = 3n tokens; Theorem 8's N = 2n counts the vectors, labels aside)."""
+        return seq_len // 3
+
+    def alice_length(self, n: int) -> int:
+        """The n labelled keys."""
+        return 2 * n
+
+    def output_positions(self, n: int) -> tuple[int, ...]:
+        """Every query."""
+        return range(2 * n, 3 * n)
 
     def one_way_bound(self, n: int) -> LowerBound:
         """Theorem 8 of [BHBK24]: m·p >= N/2."""
         return LowerBound(
             disjointness_bits(n), "Theorem 8 of [BHBK24] (DISJ_n: n bits, Fact 1)", ONE_WAY_CONTIGUOUS,
-            f"m*p >= N/2 = {n}: a recurrent model doing MQAR over n = N/2 labelled keys gives a one-way DISJ_n "
+            f"m*p >= n = {n}: a recurrent model doing MQAR over n labelled keys gives a one-way DISJ_n "
             f"protocol of m*p bits (Theorem 2)")
 
     def two_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:

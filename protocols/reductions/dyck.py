@@ -7,9 +7,11 @@ about 3m(p + log N)H bits for *any* split (Theorem 4), hence Theorem 5: mH >= (N
 
 The bound does not touch recurrent models: the split is not contiguous, so the hidden-state
 handoff (Theorem 2) is no protocol for it, and Dyck-(2,2) is recognized by a 7-state automaton
-(REFERENCE section 2) — a constant-size recurrence suffices.
+(Appendix E of [BHBK24]) — a constant-size recurrence suffices.
 
-``--instances all`` runs the fooling set itself: every member of length N.
+``--instances all`` runs the fooling set itself: every member of length N.  Membership is a function of
+every string of length N, so the model is also judged on non-members (:meth:`DyckFooling.evaluation_sets`):
+all 4^N strings when there are at most 2^16, else crossings of members and seeded random non-members.
 """
 from __future__ import annotations
 
@@ -19,15 +21,23 @@ import numpy as np
 
 from commsim.core.errors import InputError, NotApplicable, ProblemInputError
 from commsim.pipeline.interfaces import CONTIGUOUS_PREFIX, ODD_EVEN, Encoded, Reduction
+from commsim.pipeline.stages import EvaluationSet
 from commsim.theory.bounds import Conditions, LowerBound, ceil_log2
 from commsim.theory.problems import DyckProblem
-from protocols.theorems import dyck_fooling_bits, dyck_min_width
+from protocols.theorems import dyck_fooling_bits, dyck_min_width, exchange_bits
 
 __all__ = ["DyckFoolingProblem", "DyckFooling", "REDUCTIONS"]
 
+#: all (2 types)^N strings are judged when there are at most 2^this many (N <= 8 for Dyck-(2,2); at N = 10,
+#: 2^20 strings would make every run of a wide layer take tens of seconds)
+EXHAUSTIVE_STRINGS_LOG2 = 16
+
+#: otherwise: this many seeded crossings of members, and as many seeded uniformly random non-members
+CROSSINGS = RANDOM_NON_MEMBERS = 4096
+
 RNN_REASON = ("Dyck-(2,2) needs N - 1 bits only for the odd/even split (Lemma 1 of [BHBK24]), which is not "
               "contiguous, so the hidden-state handoff (Theorem 2) gives no protocol for it; and Dyck-(2,2) is "
-              "recognized by a 7-state automaton (stacks of depth <= 2, REFERENCE section 2), so a recurrent "
+              "recognized by a 7-state automaton (stacks of depth <= 2, Appendix E of [BHBK24]), so a recurrent "
               "model with ceil(log2 8) = 3 state bits suffices: the bound applies to one-layer attention, not RNNs")
 
 
@@ -45,6 +55,7 @@ class DyckFoolingProblem(DyckProblem):
     every member of length N (2^(N-1) of them), Alice's odd-position symbols with Bob's even ones."""
 
     all_description = "all members of length N: the fooling set"
+    all_set = ("members", "fooling-set members")
 
     def all_pairs(self) -> tuple[np.ndarray, np.ndarray]:
         """Every member of length N, split into Alice's odd and Bob's even symbols."""
@@ -68,6 +79,8 @@ class DyckFooling(Reduction):
     default_model = "attention:probe:at=0,accept=0/2"
     default_n = 20
     split = ODD_EVEN
+    length_scale, length_offset = 2, 0
+    n_meaning = "N = 2k tokens: the bracket string itself (Dyck strings have even length); Lemma 1's N"
 
     def problem(self, n: int) -> DyckFoolingProblem:
         """Dyck-(2,2) membership at even length N >= 2, the fooling set as its exhaustive instances."""
@@ -91,6 +104,34 @@ class DyckFooling(Reduction):
         """Class 1 means member."""
         return (np.asarray(labels)[:, 0] == 1).astype(np.uint8)
 
+    def evaluation_sets(self, problem, alice, bob, seed: int) -> list[EvaluationSet]:
+        """The strings beyond the fooling set the model is judged on: membership is a function of every string
+        of length N, and the fooling set holds only members (a layer answering 1 everywhere is right on all of
+        them).  All (2 types)^N strings when there are at most 2^16; else :data:`CROSSINGS` crossings of the
+        run's members (Alice's part of one, Bob's part of another: the inputs of the rectangle argument of
+        Lemma 1 of [BHBK24]) and :data:`RANDOM_NON_MEMBERS` uniformly random non-members, seeded."""
+        N, k = problem.n, 2 * problem.types
+        if k ** N <= 1 << EXHAUSTIVE_STRINGS_LOG2:
+            codes = np.arange(k ** N)
+            strings = np.stack([(codes // k ** (N - 1 - i)) % k for i in range(N)], axis=1).astype(np.uint8)
+            return [EvaluationSet("all_strings", *problem.split(strings), f"strings of length {N} (all {k}^{N})")]
+        rng = np.random.default_rng(seed)
+        members = np.flatnonzero(problem.evaluate_batch(alice, bob) == 1)
+        if members.size >= 2:
+            A, B = np.asarray(alice)[members], np.asarray(bob)[members]
+        else:
+            A, B = problem.split(problem.language.sample_members(rng, N, CROSSINGS))
+        i = rng.integers(0, len(A), CROSSINGS)
+        j = (i + rng.integers(1, len(A), CROSSINGS)) % len(A)
+        found: list[np.ndarray] = []
+        while sum(map(len, found)) < RANDOM_NON_MEMBERS:
+            S = rng.integers(0, k, size=(2 * RANDOM_NON_MEMBERS, N)).astype(np.uint8)
+            found.append(S[problem.language.is_member(S) == 0])
+        non_members = np.concatenate(found)[:RANDOM_NON_MEMBERS]
+        return [EvaluationSet("crossings", A[i], B[j], f"crossings of two members (seed {seed})"),
+                EvaluationSet("random_non_members", *problem.split(non_members),
+                              f"uniformly random non-members (seed {seed})")]
+
     def check(self, model, simulator, problem) -> None:
         """Refuse a simulator that has no protocol for the odd/even split (a recurrent model's handoff)."""
         if simulator.split_direction(self.split) is None:
@@ -102,13 +143,24 @@ class DyckFooling(Reduction):
         statement = f"deciding Dyck-(2,2) with the odd/even split takes N - 1 = {dyck_fooling_bits(N)} bits"
         if all(hasattr(model, key) for key in ("precision", "width", "heads")):   # a one-layer attention
             p, m, H = model.precision, model.width, model.heads
-            statement += (f"; for a one-layer attention (Theorem 5): mH >= (N - 1)/(3(p + ceil(log2 N))) = "
+            sent = simulator.protocol_bits(model, encoded)
+            if sent is not None:
+                verdict = "enough" if sent >= N - 1 else "too few: the model must err on some member or crossing"
+                statement += (f"; this layer's exchange on the odd/even split really sends {sent} bits, "
+                              f"against N - 1 = {N - 1} needed ({verdict})")
+            statement += (f"; Theorem 5 states it with the paper's count 3m(p + ceil(log2 N))H = "
+                          f"{exchange_bits(m, p, H, N)} bits: mH >= (N - 1)/(3(p + ceil(log2 N))) = "
                           f"{N - 1}/(3·({p} + {ceil_log2(N)})) = {float(dyck_min_width(N, p)):.3f}, and this model "
                           f"has mH = {m * H}")
         return LowerBound(dyck_fooling_bits(N), "Lemma 1 of [BHBK24]", Conditions("two-way", ODD_EVEN), statement)
 
-    def length_bound(self, simulator, seq_len: int) -> LowerBound:
-        """Lemma 1 and Theorem 5 of [BHBK24] at length N; not applicable without an odd/even protocol."""
+    def partition(self, seq_len: int) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Alice: the odd positions (0-based even); the decision at the last position."""
+        return range(0, int(seq_len), 2), (int(seq_len) - 1,)
+
+    def length_bound(self, simulator, seq_len: int, senders: frozenset | None = None) -> LowerBound:
+        """Lemma 1 and Theorem 5 of [BHBK24] at length N; not applicable without an odd/even protocol
+        (N - 1 bits in any direction, so the parties that speak do not change it)."""
         bound = LowerBound(dyck_fooling_bits(seq_len), "Lemma 1 and Theorem 5 of [BHBK24]",
                            Conditions("two-way", ODD_EVEN),
                            "Dyck-(2,2) with the odd/even split takes N - 1 bits: mH >= (N - 1)/(3(p + log N))")

@@ -1,4 +1,4 @@
-"""EQ_n -> INEQ on {0,1}^(2n) (REFERENCE section 6; Theorems 11 and 12 of [BHBK24]).
+"""EQ_n -> INEQ on {0,1}^(2n) (Theorems 11 and 12 of [BHBK24]).
 
 INEQ(x) = 1 iff the first half of x differs from the second.  Alice's a is the first half, Bob's b
 the second (a contiguous split), the answer is read at the last position and EQ = 1 - INEQ.  EQ_n
@@ -24,6 +24,8 @@ class Inequality(SourceReduction):
 
     id = "eq-ineq"
     problem_name = "eq"
+    length_scale, length_offset = 2, 0
+    n_meaning = "N = 2n tokens: the bits a_1..a_n b_1..b_n of EQ_n (INEQ on {0,1}^N)"
     task = "ineq"
     source = "Theorems 11 and 12 of [BHBK24]"
     description = "EQ -> INEQ on {0,1}^2n: Alice the first half, Bob the second; RNN m*p >= N/2, attention 3m(p+log N)H >= n"
@@ -55,6 +57,10 @@ class Inequality(SourceReduction):
     def size_for_length(self, seq_len: int) -> int:
         """n = N/2 (Theorem 11)."""
         return seq_len // 2  # N = 2n
+
+    def alice_length(self, n: int) -> int:
+        """a_1..a_n."""
+        return n
 
     def one_way_bound(self, n: int) -> LowerBound:
         """Theorem 11 of [BHBK24]: m·p >= N/2."""

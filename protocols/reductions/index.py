@@ -1,4 +1,4 @@
-"""Reductions from INDEX_n (REFERENCE section 6): index lookup, associative recall, q-sparse averaging.
+"""Reductions from INDEX_n (docs/RESULTS.md; Theorem 3 and Proposition 9 of [BHBK24], [SHT23]): index lookup, associative recall, q-sparse averaging.
 
 In each, Alice's bits a become the prefix of the model's input and Bob's index b its last token, so a
 recurrent model solving the task gives, by the hidden-state handoff (Theorem 2 of [BHBK24]), a
@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.pipeline.interfaces import Encoded
-from commsim.theory.bounds import LowerBound
+from commsim.theory.bounds import Conditions, LowerBound
 from commsim.theory.problems import Index, Problem
 from protocols.reductions.base import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype
 from protocols.reductions.layouts import MemoryProgram, StoreAndLookup
-from protocols.theorems import index_one_way_bits, index_two_way_protocol_bits
+from protocols.theorems import index_bob_one_way_bits, index_one_way_bits, index_two_way_protocol_bits
 
 __all__ = ["IndexLookup", "AssociativeRecall", "SparseAveraging", "REDUCTIONS"]
 
@@ -40,12 +40,24 @@ class _IndexFamily(SourceReduction):
             f"contradiction: Theorem 1 of [BHBK24] solves index lookup with one attention layer of width O(log N)",
             bits=two_way, source="INDEX two-way protocol; Theorem 1 of [BHBK24]")
 
+    def bob_one_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:
+        """Only Bob (the index holder) speaks: INDEX_n one-way from Bob to Alice costs ceil(log2 n) bits."""
+        bits = index_bob_one_way_bits(n)
+        return LowerBound(
+            bits, "INDEX_n one-way from the index holder (Bob -> Alice): ceil(log2 n) bits",
+            Conditions("one-way", "contiguous; only Bob (the index holder) speaks, Bob -> Alice"),
+            f"the protocol is one-way from Bob to Alice (Alice -> Bob 0 bits): Alice must tell all n = {n} indices "
+            f"apart, so Bob sends >= ceil(log2 n) = {bits} bits; the n-bit one-way bound is for Alice -> Bob "
+            f"only, and INDEX is easy this way round (Theorem 1 of [BHBK24]: one attention layer does index lookup)")
+
 
 class IndexLookup(_IndexFamily):
     """INDEX_n -> index lookup (IdxL): s_1..s_n then an index token p; the output is s_p."""
 
     id = "index-idxl"
     task = "idxl"
+    length_scale, length_offset = 1, 1
+    n_meaning = "N = n + 1 tokens: the n bits s_1..s_n of INDEX_n, then the index token (Theorem 3's N is n)"
     source = "Theorem 3 of [BHBK24]"
     description = "INDEX -> index lookup: Alice's bits are s_1..s_n, Bob's index is the last token; m*p >= n"
 
@@ -72,8 +84,12 @@ class IndexLookup(_IndexFamily):
         return StoreAndLookup(n, np.arange(n), token_bit, query, query_position=n)
 
     def size_for_length(self, seq_len: int) -> int:
-        """n = N."""
-        return seq_len  # Theorem 3 states m*p >= N, N the string length (the index token aside)
+        """n = N - 1 (N counts the index token too)."""
+        return seq_len - 1  # Theorem 3 states m*p >= n, n the string length (the index token aside)
+
+    def alice_length(self, n: int) -> int:
+        """s_1..s_n."""
+        return n
 
     def one_way_bound(self, n: int) -> LowerBound:
         """Theorem 3 of [BHBK24]: m·p >= N."""
@@ -88,6 +104,8 @@ class AssociativeRecall(_IndexFamily):
 
     id = "index-assoc"
     task = "assoc"
+    length_scale, length_offset = 2, 1
+    n_meaning = "N = 2n + 1 tokens: n (key, label) pairs of INDEX_n, then the query key"
     source = "Proposition 9 of [BHBK24]"
     description = ("INDEX -> associative recall: fixed public keys labelled with Alice's bits, Bob's query key last; "
                    "m*p >= n")
@@ -121,6 +139,10 @@ class AssociativeRecall(_IndexFamily):
         """n = (N - 1)/2 pairs."""
         return (seq_len - 1) // 2  # n pairs and the query key
 
+    def alice_length(self, n: int) -> int:
+        """The n pairs."""
+        return 2 * n
+
     def one_way_bound(self, n: int) -> LowerBound:
         """Proposition 9 of [BHBK24]: m·p >= n pairs."""
         return LowerBound(
@@ -133,6 +155,8 @@ class SparseAveraging(_IndexFamily):
 
     id = "index-qsa"
     task = "qsa"
+    length_scale, length_offset = 1, 1
+    n_meaning = "N = n + 1 tokens: n data positions x_1..x_n of INDEX_n, then the query x_(n+1)"
     source = "[SHT23]"
     description = ("INDEX -> q-sparse averaging (q = 1): Alice's x_i = (i, {}, a_i), Bob's x_{n+1} = (n+1, {b}, 0); "
                    "state bits >= n")
@@ -162,6 +186,10 @@ class SparseAveraging(_IndexFamily):
     def size_for_length(self, seq_len: int) -> int:
         """n = N - 1."""
         return seq_len - 1  # n data positions and the query
+
+    def alice_length(self, n: int) -> int:
+        """x_1..x_n."""
+        return n
 
     def one_way_bound(self, n: int) -> LowerBound:
         """[SHT23], q = 1: state bits >= n = N - 1."""

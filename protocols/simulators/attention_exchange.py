@@ -55,6 +55,7 @@ from commsim.pipeline.interfaces import (
     ANY_PARTITION,
     QUERY_ONLY,
     Encoded,
+    ShapePlan,
     Simulator,
     Sweep,
 )
@@ -68,6 +69,7 @@ from protocols.simulators.exchange_plan import (
     make_plan,
     theorem_count,
 )
+from protocols.simulators.exchange_shape import LayerShape
 from protocols.theorems import exchange_bits, exchange_text
 
 __all__ = ["AttentionExchange", "ATTENTION_EXCHANGE"]
@@ -82,11 +84,38 @@ class AttentionExchange(Simulator):
     budget_parameters = ("width", "precision", "heads")
     partition_kind = ANY_PARTITION           # Theorem 4 holds for any partition of the positions
     one_way_splits = (QUERY_ONLY,)           # Alice holding only the query sends, Bob answers ([SHT23])
+    shape_plan_limit = 1 << 20               # the plan lists every position: budget evaluates it up to 2^20
 
     def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:
         """Theorem 4 of [BHBK24]: 3m(p + ceil(log2 N))H (:func:`protocols.theorems.exchange_bits`)."""
         return (exchange_bits(width, precision, heads, seq_len),
                 f"{exchange_text(width, precision, heads, seq_len)} (Theorem 4 of [BHBK24])")
+
+    def shape_plan(self, width: int, precision: int, heads: int, seq_len: int, alice_positions,
+                   output_positions, dim: int | None = 8, **_) -> ShapePlan:
+        """The message plan ``run`` executes, for the papers' layer of these sizes
+        (:class:`~protocols.simulators.exchange_shape.LayerShape`) at length N on this partition."""
+        if len(output_positions) != 1:
+            raise NotApplicable(f"the attention exchange (Theorem 4 of [BHBK24]) computes the output at one query "
+                                f"position; this task reads {len(output_positions)} outputs, one per query, and the "
+                                f"one-layer lower-bound technique does not apply to associative recall with many "
+                                f"queries (Appendix C of [BHBK24], Discussion)", "model")
+        shape = LayerShape(int(heads), int(width), int(precision), dim=dim)
+        plan = make_plan(shape, int(seq_len), np.asarray(alice_positions, dtype=np.int64), int(output_positions[0]))
+        formula, _ = theorem_count(plan)
+        steps = ", ".join(f"{k} {v}" for k, v in plan.itemize()["bits_by_step"].items())
+        text = (f"{plan.mode} exchange at N = {seq_len}: {plan.total_bits} bits ({steps}; Alice→Bob "
+                f"{plan.alice_to_bob}, Bob→Alice {plan.bob_to_alice})")
+        return ShapePlan(plan.alice_to_bob, plan.bob_to_alice, plan.rounds, text,
+                         {**shape.assumptions(), "mode": plan.mode, "plan_formula": formula})
+
+    def senders(self, model, encoded: Encoded) -> frozenset:
+        """The parties that send a message in the plan."""
+        return frozenset(m.sender for m in self.plan(model, encoded).messages)
+
+    def protocol_bits(self, model, encoded: Encoded) -> int:
+        """The plan's bits, both directions."""
+        return self.plan(model, encoded).total_bits
 
     def accepts(self, model) -> bool:
         """Any one-layer attention (:class:`AttentionLayer`)."""

@@ -39,6 +39,17 @@ def simulate(model: AttentionLayer, plan: ExchangePlan, tokens: np.ndarray) -> t
     ar, qpos = model.arithmetic, plan.query
     if plan.mode == "local":
         return model.forward_rep(T, qpos), np.zeros((B, 0), dtype=np.int64)
+    if plan.mode == "one-way" and plan.one_way_message == "embedding":   # x_N alone: the receiver does the rest
+        x = model.query_embedding(T[:, qpos], qpos)
+        q = model.queries_of(x)
+        pos = plan.attended(plan.output_party)
+        A, V = model.scan(T[:, pos], pos, q)
+        if plan.attend_self:
+            A_s, V_s = model.own_term(x, q)
+            A, V = np.concatenate([A, A_s], axis=2), np.concatenate([V, V_s.astype(V.dtype)], axis=1)
+        Z, U = model.aggregate(A, V, A.max(axis=-1))
+        x_query = x[:, model.residual_coords] if plan.residual else None
+        return model.finish(U, Z, x_query), ar.key(x).reshape(B, -1)
     q = model.query_vectors(T[:, qpos], qpos)
     x_query = model.residual_input(T[:, qpos], qpos)
     keys = [ar.key(q).reshape(B, -1)]
@@ -59,8 +70,15 @@ def simulate(model: AttentionLayer, plan: ExchangePlan, tokens: np.ndarray) -> t
     A_o, V_o = model.scan(T[:, pos_o], pos_o, q)
     max_q, max_o = A_q.max(axis=-1), A_o.max(axis=-1)
     M = np.maximum(max_q, max_o)
-    Z_o, U_o = model.aggregate(A_o, V_o, M)
-    Z_q, U_q = model.aggregate(A_q, V_q, M)
+    if plan.division == "per-weight":   # a_i = [e_i / Z]: the whole Z first, then the U terms
+        Z_o, Z_q = model.weight_sum(A_o, M), model.weight_sum(A_q, M)
+        U_o, U_q = model.weighted_sum(A_o, V_o, M, Z_q + Z_o), model.weighted_sum(A_q, V_q, M, Z_q + Z_o)
+    else:                               # division once: each part's (Z, U) in one pass
+        (Z_o, U_o), (Z_q, U_q) = model.partial_sums(A_o, V_o, M), model.partial_sums(A_q, V_q, M)
+    Z = Z_q + Z_o
     # Z is unsigned in the message (z_width bits); one more bit writes it in two's complement
-    keys += [ar.key(max_q), ar.key(max_o), _sum_keys(Z_o, plan.z_width + 1, B), _sum_keys(U_o, plan.u_width, B)]
-    return model.finish(U_q + U_o, Z_q + Z_o, x_query), np.concatenate(keys, axis=1)
+    keys += [ar.key(max_q), ar.key(max_o), _sum_keys(Z_o, plan.z_width + 1, B)]
+    if plan.division == "per-weight":   # the query owner's partial Z travels back
+        keys.append(_sum_keys(Z_q, plan.z_owner_width + 1, B))
+    keys.append(_sum_keys(U_o, plan.u_width, B))
+    return model.finish(U_q + U_o, Z, x_query), np.concatenate(keys, axis=1)

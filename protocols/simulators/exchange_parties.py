@@ -90,8 +90,12 @@ class AttentionExchangeProtocol(Protocol):
         return np.stack(q)[None]
 
     def _sender(self, share):
-        """One-way, the query owner ([SHT23]): q_N per head, x_N when psi reads it, its own term."""
+        """One-way, the query owner ([SHT23]): x_N alone, or q_N per head, x_N's coordinates psi reads and
+        its own term -- the plan's cheaper message."""
         model, plan, ar = self.model, self.plan, self.model.arithmetic
+        if plan.one_way_message == "embedding":
+            yield Send("embedding", ar.encode(model.query_embedding(self._query_token(share), plan.query)[0]))
+            return None
         q = yield from self._send_queries(share)
         if plan.residual:
             yield Send("embedding", ar.encode(model.residual_input(self._query_token(share), plan.query)[0]))
@@ -105,6 +109,17 @@ class AttentionExchangeProtocol(Protocol):
         """One-way, the other party: attends over its positions (and the query's own term) and outputs."""
         model, plan, ar = self.model, self.plan, self.model.arithmetic
         H, m = plan.heads, plan.width
+        if plan.one_way_message == "embedding":   # x_N: q_N, the query's own term and psi's input follow
+            x = ar.decode((yield Receive("embedding")), plan.dim)[None]
+            q = model.queries_of(x)
+            tok, pos = self._own(share)
+            A, V = model.scan(tok, pos, q)
+            if plan.attend_self:
+                A_s, V_s = model.own_term(x, q)
+                A, V = np.concatenate([A, A_s], axis=2), np.concatenate([V, V_s.astype(V.dtype)], axis=1)
+            x_query = x[:, model.residual_coords] if plan.residual else None
+            Z, U = model.aggregate(A, V, A.max(axis=-1))
+            return self._output(model.finish(U, Z, x_query))
         q = yield from self._receive_queries()
         x_query = None
         if plan.residual:
@@ -121,7 +136,8 @@ class AttentionExchangeProtocol(Protocol):
         return self._output(model.finish(U, Z, x_query))
 
     def _query_owner(self, share):
-        """Two-way, the query owner: sends q_N and its maximum, adds the other's Z and U, divides once, outputs."""
+        """Two-way, the query owner: sends q_N and its maximum, adds the other's Z (per-weight: sends its own
+        partial Z back) and U, divides, outputs."""
         model, plan, ar = self.model, self.plan, self.model.arithmetic
         H = plan.heads
         q = yield from self._send_queries(share)
@@ -137,12 +153,17 @@ class AttentionExchangeProtocol(Protocol):
         Z_other = np.zeros((1, H), dtype=object)
         for h in range(H):
             Z_other[0, h] = unpack_count((yield Receive(f"Z/head {h}")), plan.z_width)
+        Z = model.weight_sum(A, M)
+        Z_all = _exact(Z + Z_other)
+        if plan.division == "per-weight":
+            for h in range(H):
+                yield Send(f"Z owner/head {h}", pack_count(Z[0, h], plan.z_owner_width))
         U_other = np.zeros((1, H, plan.width), dtype=object)
         for h in range(H):
             U_other[0, h] = unpack_signed((yield Receive(f"U/head {h}")), plan.u_width, plan.width)
-        Z, U = model.aggregate(A, V, M)
+        U = model.weighted_sum(A, V, M, Z_all)
         x_query = model.residual_input(self._query_token(share), plan.query)   # its own position: no bits
-        return self._output(model.finish(_exact(U + U_other), _exact(Z + Z_other), x_query))
+        return self._output(model.finish(_exact(U + U_other), Z_all, x_query))
 
     def _other(self, share):
         """Two-way, the other party: its maximum, then its exact partial sums Z and U."""
@@ -158,9 +179,16 @@ class AttentionExchangeProtocol(Protocol):
         for h in range(H):
             yield Send(f"max/head {h}", ar.encode(local_max[0, h:h + 1]))
         M = np.maximum(local_max, np.array([theirs], dtype=local_max.dtype))
-        Z, U = model.aggregate(A, V, M)
+        Z = model.weight_sum(A, M)
         for h in range(H):
             yield Send(f"Z/head {h}", pack_count(Z[0, h], plan.z_width))
+        Z_all = None
+        if plan.division == "per-weight":   # a_i = [e_i / Z] needs the whole Z: the owner's part comes back
+            Z_owner = np.zeros((1, H), dtype=object)
+            for h in range(H):
+                Z_owner[0, h] = unpack_count((yield Receive(f"Z owner/head {h}")), plan.z_owner_width)
+            Z_all = _exact(Z + Z_owner)
+        U = model.weighted_sum(A, V, M, Z_all)
         for h in range(H):
             yield Send(f"U/head {h}", pack_signed(U[0, h], plan.u_width))
         return None

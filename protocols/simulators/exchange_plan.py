@@ -1,9 +1,20 @@
 """The attention exchange's message plan: who owns what, who speaks, how wide every message is.
 
 A plan depends on the model's shape (H heads of width m, p bits, the number format, whether the query
-attends to itself, the coordinates of x_N the output map reads), the sequence length N and the
-partition -- never on the tokens -- so one plan serves every instance of a run, and its bits are known
-before anything is run.  The protocol it lays out is described in
+attends to itself, the coordinates of x_N the output map reads, the embedding width d, the division
+semantics), the sequence length N and the partition -- never on the tokens -- so one plan serves every
+instance of a run, and its bits are known before anything is run.  :func:`make_plan` reads only those
+shape attributes (``heads, width, precision, format, attend_self, residual_width``, and, when present,
+``dim`` and ``division``), so a shape object without weights gives the same plan as the model.
+
+One-way (the query owner holds only the query) the sender sends the cheaper valid message
+(:func:`one_way_choice`): x_N itself (d·p bits; everything about the query position follows from it),
+or each head's q_N, plus its own logit and value when the query attends to itself and the
+coordinates of x_N psi reads ((m·p·H + (m + 1)·p·H [+ r·p]) bits); a tie goes to q_N.
+
+Under per-weight division (Appendix D of [BHBK24]: a_i = [e_i / Z]) the other party needs Z before
+it can form its U terms: two-way, after it sends its Z the query owner sends back its own partial Z
+(``Z owner/head h``), and only then does U travel: four rounds instead of two.  The protocol it lays out is described in
 :mod:`protocols.simulators.attention_exchange`; :func:`theorem_count` sets it beside the papers' count.
 """
 from __future__ import annotations
@@ -21,7 +32,7 @@ from protocols.theorems import (
     query_bits,
 )
 
-__all__ = ["PartitionError", "MessageSpec", "ExchangePlan", "make_plan", "theorem_count"]
+__all__ = ["PartitionError", "MessageSpec", "ExchangePlan", "make_plan", "one_way_choice", "theorem_count"]
 
 
 class PartitionError(InputError):
@@ -56,6 +67,11 @@ class ExchangePlan:
     attend_self: bool
     number_format: str
     residual: int = 0                   # coordinates of x_N that psi reads (0: no residual path)
+    dim: int | None = None              # d, the embedding width (None: unknown, x_N is not an option)
+    division: str = "once"              # "once" (o = [U / Z]) or "per-weight" (a_i = [e_i / Z] first)
+    one_way_message: str = ""           # one-way: "embedding" (x_N) or "query" (q_N [+ self, + x_N coords])
+    one_way_reason: str = ""            # one-way: why that message (both widths)
+    z_owner_width: int = 0              # per-weight two-way: the query owner's partial Z
     other_terms: int = 0                # positions summed by the party that sends Z and U
     z_width: int = 0
     u_width: int = 0
@@ -120,7 +136,8 @@ class ExchangePlan:
                 "bits_by_direction": {"alice_to_bob": self.alice_to_bob, "bob_to_alice": self.bob_to_alice},
                 "messages": [{"label": m.label, "step": m.step, "sender": m.sender, "bits": m.bits}
                              for m in self.messages],
-                "total_bits": self.total_bits}
+                "division": self.division, "one_way_message": self.one_way_message or None,
+                "one_way_reason": self.one_way_reason or None, "total_bits": self.total_bits}
 
 
 def _validate_partition(seq_len: int, alice_positions) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -145,8 +162,31 @@ def _validate_partition(seq_len: int, alice_positions) -> tuple[tuple[int, ...],
     return tuple(np.flatnonzero(mask).tolist()), tuple(np.flatnonzero(~mask).tolist())
 
 
+def one_way_choice(width: int, precision: int, heads: int, *, dim: int | None = None, residual: int = 0,
+                   attend_self: bool = True) -> tuple[str, int, int, str]:
+    """The one-way sender's message: ``(kind, bits, other option's bits, why)``, kind ``"embedding"``
+    (x_N, d·p bits) or ``"query"`` (:func:`protocols.theorems.one_way_attention_bits`: q_N per head, its own
+    logit and value when the query attends to itself, the r coordinates of x_N psi reads), whichever is
+    cheaper (a tie, or d unknown: the query).  min(d·p, (2m + 1)·p·H) for a self-attending layer."""
+    m, p, H = int(width), int(precision), int(heads)
+    query = one_way_attention_bits(m, p, H, residual=residual, attend_self=attend_self)
+    parts = f"q_N, m·p·H = {m * p * H}" + (f", + its own logit and value, (m+1)·p·H = {(m + 1) * p * H}"
+                                             if attend_self else "") + \
+        (f", + the {residual} coordinates of x_N psi reads, r·p = {residual * p}" if residual else "")
+    if dim is None:
+        return "query", query, query, f"q_N and what it needs ({parts}): {query} bits (d unknown)"
+    embedding = int(dim) * p
+    if embedding < query:
+        return "embedding", embedding, query, (f"x_N, d·p = {dim}·{p} = {embedding} bits, is cheaper than q_N and "
+                                               f"what it needs ({parts}: {query} bits); the receiver computes "
+                                               f"q_N, the query's key, value and logit and psi's input from x_N")
+    return "query", query, embedding, (f"q_N and what it needs ({parts}: {query} bits) is no more than x_N "
+                                       f"(d·p = {dim}·{p} = {embedding} bits)")
+
+
 def make_plan(model: AttentionLayer, seq_len: int, alice_positions, query: int | None = None) -> ExchangePlan:
-    """Validate the partition (disjoint, covering, the query owned by one party) and lay out the messages."""
+    """Validate the partition (disjoint, covering, the query owned by one party) and lay out the messages.
+    Reads the model's shape only (module docstring); ``dim`` and ``division`` default to None and "once"."""
     model.check_input(seq_len)
     qpos = model.query_position(seq_len) if query is None else int(query)
     if not 0 <= qpos < seq_len:
@@ -157,23 +197,32 @@ def make_plan(model: AttentionLayer, seq_len: int, alice_positions, query: int |
     other = "bob" if owner == "alice" else "alice"
     theirs = bob if owner == "alice" else alice
     H, m, p, ar = model.heads, model.width, model.precision, model.arithmetic
+    dim, division = getattr(model, "dim", None), getattr(model, "division", "once")
     common = dict(seq_len=seq_len, query=qpos, query_owner=owner, alice_positions=alice, bob_positions=bob,
                   heads=H, width=m, precision=p, attend_self=model.attend_self, number_format=model.format.name,
-                  residual=model.residual_width)
+                  residual=model.residual_width, dim=dim, division=division)
     msgs: list[MessageSpec] = []
     if not theirs:
         return ExchangePlan(mode="local", output_party=owner, **common)
     if len(mine) == 1:   # the query owner holds only the query: one-way, the other party outputs
-        for h in range(H):
-            msgs.append(MessageSpec("query", f"query/head {h}", owner, h, m * p))
-        if model.residual_width:
-            msgs.append(MessageSpec("embedding", "embedding", owner, None, model.residual_width * p))
-        if model.attend_self:
+        kind, _, _, why = one_way_choice(m, p, H, dim=dim, residual=model.residual_width,
+                                         attend_self=model.attend_self)
+        if kind == "embedding":
+            msgs.append(MessageSpec("embedding", "embedding", owner, None, dim * p))
+        else:
             for h in range(H):
-                msgs.append(MessageSpec("self", f"self/head {h}", owner, h, (m + 1) * p))
-        return ExchangePlan(mode="one-way", output_party=other, messages=tuple(msgs), **common)
+                msgs.append(MessageSpec("query", f"query/head {h}", owner, h, m * p))
+            if model.residual_width:
+                msgs.append(MessageSpec("embedding", "embedding", owner, None, model.residual_width * p))
+            if model.attend_self:
+                for h in range(H):
+                    msgs.append(MessageSpec("self", f"self/head {h}", owner, h, (m + 1) * p))
+        return ExchangePlan(mode="one-way", output_party=other, messages=tuple(msgs), one_way_message=kind,
+                            one_way_reason=why, **common)
     n_other = len(theirs)
     z_width = max((n_other * ar.one_units).bit_length(), 1)
+    n_own = len(mine) if model.attend_self else len(mine) - 1
+    z_owner_width = max((n_own * ar.one_units).bit_length(), 1) if division == "per-weight" else 0
     lo, hi = ar.sum_range(n_other)
     u_width = max((-lo - 1).bit_length(), hi.bit_length()) + 1
     for h in range(H):
@@ -184,10 +233,12 @@ def make_plan(model: AttentionLayer, seq_len: int, alice_positions, query: int |
         msgs.append(MessageSpec("max", f"max/head {h}", other, h, p))
     for h in range(H):
         msgs.append(MessageSpec("Z", f"Z/head {h}", other, h, z_width))
+    for h in range(H if division == "per-weight" else 0):   # the other party needs the whole Z for [e_i / Z]
+        msgs.append(MessageSpec("Z", f"Z owner/head {h}", owner, h, z_owner_width))
     for h in range(H):
         msgs.append(MessageSpec("U", f"U/head {h}", other, h, m * u_width))
     return ExchangePlan(mode="two-way", output_party=owner, other_terms=n_other, z_width=z_width, u_width=u_width,
-                        messages=tuple(msgs), **common)
+                        z_owner_width=z_owner_width, messages=tuple(msgs), **common)
 
 
 def theorem_count(plan: ExchangePlan) -> tuple[int, str]:
@@ -198,15 +249,17 @@ def theorem_count(plan: ExchangePlan) -> tuple[int, str]:
     if plan.mode == "local":
         return 0, "one party owns every position: no communication"
     if plan.mode == "one-way":
-        base = query_bits(m, p, H)
-        total = one_way_attention_bits(m, p, H, residual=plan.residual, attend_self=plan.attend_self)
-        text = f"one-way ([SHT23]): each head's q_N, m·p·H = {m}·{p}·{H} = {base}"
-        if plan.residual:
-            text += f", plus the query's embedding x_N for psi, d·p = {plan.residual}·{p} = {plan.residual * p}"
-        if plan.attend_self:
-            text += f", plus the query's own logit and value, (m+1)·p·H = {(m + 1) * p * H}"
-        return total, text + (f": {total} bits" if total != base else " bits")
+        kind, total, _, why = one_way_choice(m, p, H, dim=plan.dim, residual=plan.residual,
+                                             attend_self=plan.attend_self)
+        if plan.dim is None:
+            return total, f"one-way ([SHT23]): {why}"
+        query = one_way_attention_bits(m, p, H, residual=plan.residual, attend_self=plan.attend_self)
+        return total, (f"one-way ([SHT23]): the cheaper of x_N (d·p = {plan.dim}·{p} = {plan.dim * p}) and each "
+                       f"head's q_N with what it needs ({query}): {total} bits; {why}")
     total = exchange_bits(m, p, H, N)
+    extra = (f"; per-weight division (Appendix D): the query owner also sends its partial Z, "
+             f"{plan.z_owner_width} bits per head, so that the other party can round a_i = [e_i / Z]"
+             if plan.division == "per-weight" else "")
     return total, (f"{exchange_text(m, p, H, N)} bits (Theorem 4 of [BHBK24]); the simulator's exchange also "
                    f"sends each head's query q_N (m·p·H = {query_bits(m, p, H)} bits) and its sums at their exact "
-                   f"widths: the bits it really sends are the bits used")
+                   f"widths{extra}: the bits it really sends are the bits used")

@@ -25,6 +25,7 @@ from commsim.core.party import Protocol, ProtocolError, Receive, Send
 from commsim.pipeline.interfaces import (
     CONTIGUOUS_PREFIX,
     Encoded,
+    ShapePlan,
     Share,
     Simulator,
     Sweep,
@@ -112,6 +113,28 @@ class RnnHandoff(Simulator):
         """Theorem 2 of [BHBK24]: m·p, whatever N (:func:`protocols.theorems.handoff_bits`)."""
         bits = handoff_bits(width, precision)
         return bits, f"m·p = {width}·{precision} = {bits} (Theorem 2)"
+
+    def shape_plan(self, width: int, precision: int, heads: int, seq_len: int, alice_positions,
+                   output_positions, **_) -> ShapePlan:
+        """The handoff for m state units of p bits: one message h_t of m·p bits, Alice to Bob, on a split
+        where Alice holds a prefix and Bob the outputs (NotApplicable on any other)."""
+        if isinstance(alice_positions, range) and alice_positions.start == 0 and alice_positions.step == 1:
+            t = alice_positions.stop     # a prefix (checked without listing it: N may be huge)
+            first = output_positions[0] if isinstance(output_positions, range) else min(output_positions)
+            if t >= seq_len or first < t:
+                raise NotApplicable("the hidden-state handoff needs Bob to hold a suffix with the outputs",
+                                    "reduction")
+        else:
+            t = split_point(Encoded(np.zeros((0, int(seq_len)), dtype=np.uint8),
+                                    np.asarray(alice_positions, dtype=np.int64),
+                                    tuple(int(p) for p in output_positions)))
+        bits = handoff_bits(width, precision)
+        return ShapePlan(bits, 0, 1, f"one-way handoff of h_{t}: m·p = {width}·{precision} = {bits} bits, "
+                         f"Alice→Bob (any N)", {"state_units": int(width), "number_format": f"{precision}-bit numbers"})
+
+    def protocol_bits(self, model, encoded: Encoded) -> int:
+        """The state's bits: m·p (2m·p for an LSTM)."""
+        return handoff_bits(model.state_units, model.precision)
 
     def accepts(self, model) -> bool:
         """Any recurrent model (Elman, LSTM, GRU, the Dyck automaton, memorize, ...)."""

@@ -57,9 +57,18 @@ def test_run_json_rectangle_certificate():
     assert cert["details"]["transcripts_equal"] is True
 
 
-def test_run_bound_not_applicable_is_reported():
+def test_run_reports_the_bound_of_the_direction_that_really_spoke():
+    # Theorem 1's layer: only Bob (the index and the query) speaks, so INDEX one-way from Bob binds: ceil(log2 4)
     d = invoke("run", "index-idxl", "--model", "construct:idxl", "--n", "4", "--json")
-    assert d["bound_applies"] is False and d["bound_note"] and d["model_correct"] is True
+    assert d["bits_by_direction"]["alice_to_bob"] == 0 and d["bound_applies"] is True
+    assert d["lower_bound_bits"] == 2 and d["budget_ok"] is True and d["model_correct"] is True
+
+
+def test_budget_says_when_no_proof_gives_a_bound():
+    # Appendix C of [BHBK24]: the one-layer technique gives no bound for recall with many queries
+    d = invoke("budget", "--arch", "attention", "--width", "2", "--precision", "8", "--task", "disj-mqar",
+               "--json")
+    assert d["bound_applies"] is False and d["bound_note"] and d["max_n"] is None
 
 
 # ---- run: the panel, the certificate, the transcript ---------------------------------------------
@@ -69,6 +78,26 @@ def test_run_panel_and_certificate_side_by_side():
                    "protocol = model", "Alice holds", "Bob holds", "fails on", "same message as", "highlighted:",
                    "index"):
         assert needle in out, needle
+
+
+def test_run_dyck_panel_never_says_correct_beside_a_certificate_proving_it_wrong():
+    """Dyck-(2,2) membership is a function of every string: a layer right on all fooling-set members but below
+    Lemma 1's N - 1 bits is wrong on a crossing, and the panel says so in the same words as the JSON."""
+    out = invoke("run", "dyck22-fooling", "--n", "18")
+    assert "certificate: rectangle (verified" in out
+    line = next(row for row in out.splitlines() if "model correct" in row)
+    assert "model correct     no: correct on the 131,072 fooling-set members; wrong on" in line
+    assert "yes" not in line
+    d = invoke("run", "dyck22-fooling", "--n", "18", "--json")
+    assert d["model_correct"] is False and d["accuracy_by_set"]["members"] == 1.0
+    assert set(d["accuracy_by_set"]) == {"members", "crossings", "random_non_members"}
+
+
+def test_run_dyck_constant_one_layer_is_not_correct():
+    d = invoke("run", "dyck22-fooling", "--model", "attention:probe:at=0,accept=0/1/2/3", "--n", "12", "--json")
+    assert d["model_correct"] is False and d["certificate"]["verified"] is True
+    assert d["certificate"]["expected"] == 0 and d["certificate"]["model_output"] == 1
+    assert d["accuracy_by_set"]["members"] == 1.0 and d["accuracy_by_set"]["random_non_members"] == 0.0
 
 
 def test_run_transcript_draws_the_exchange_with_per_head_bits():
@@ -203,7 +232,9 @@ def test_budget_json_contract(task):
 
 def test_budget_index_idxl_numbers():
     d = invoke("budget", "--arch", "rnn", "--width", "128", "--precision", "64", "--task", "index-idxl", "--json")
-    assert d["max_n"] == 8192 and d["bits_formula"] == 8192
+    # Section 6 of [BHBK24]: m*p = 128*64 = 8192 bits store strings of N = 8192 symbols; with the index
+    # token the sequence is 8193 tokens long, and one symbol more is ruled out
+    assert d["max_n"] == 8193 and d["first_ruled_out"] == 8194 and d["bits_formula"] == 8192
 
 
 def test_budget_table():
@@ -281,3 +312,53 @@ def test_json_error_is_valid_json(capsys, args, needle):
     assert code == 2
     d = json.loads(out)
     assert d["exit_code"] == 2 and needle.lower() in d["error"].lower()
+
+
+# ---- user-facing text cites the papers or the project's own docs, never the developers' notes --------------
+DANGLING = ("REFERENCE", "DESIGN section")
+
+
+def _no_dangling(text: str, where: str) -> None:
+    for needle in DANGLING:
+        assert needle not in text, f"{where} cites {needle!r}, a file users never get: {text[:300]}"
+
+
+def test_lessons_cite_the_papers_not_internal_notes():
+    """Every lesson's full content (claims, instances, inequalities, references) cites the papers or the
+    project's docs."""
+    topics = [e["name"] for e in invoke("teach", "--list", "--json")["topics"]]
+    assert topics
+    for topic in topics:
+        _no_dangling(json.dumps(invoke("teach", topic, "--json")), f"lesson {topic}")
+
+
+def test_listings_bound_notes_and_refusals_cite_the_papers_not_internal_notes():
+    """`commsim list --json`, every reduction's source and description, its bound as a function of N for
+    every simulator (or the reason it does not apply), and what `run` says with a recurrent and an attention
+    model (bound note, or the refusal)."""
+    from commsim.core.errors import InputError
+    from commsim.pipeline.run import run_reduction
+
+    _no_dangling(json.dumps(invoke("list", "--json")), "commsim list --json")
+    reg = load_plugins()
+    simulators = [e.obj for e in reg.entries("simulator")]
+    checked = 0
+    for entry in reg.entries("reduction"):
+        red = entry.obj
+        _no_dangling(f"{red.source} {red.description} {entry.description}", f"{red.id} source/description")
+        N = red.seq_len(red.default_n)
+        for sim in simulators:
+            try:
+                bound = red.length_bound(sim, N)
+            except (NotImplementedError, ValueError):
+                continue
+            _no_dangling(json.dumps(bound.to_dict()) + str(bound.note), f"{red.id} length bound ({sim.name})")
+            checked += 1
+        for spec in ("lstm:width=2,precision=4", "attention:width=2,precision=6,seed=0"):
+            try:
+                text = run_reduction(red, spec, red.default_n, instances=4, certify=False).to_json()
+            except InputError as exc:
+                text = str(exc)
+            _no_dangling(text, f"run {red.id} --model {spec}")
+            checked += 1
+    assert checked >= 2 * len(reg.entries("reduction"))

@@ -24,6 +24,11 @@ Model kinds (``commsim run REDUCTION --model SPEC``):
     3.x: ``HookedTransformer``), attention-only by default (``dim``, ``heads``, ``d_head``, ``attn_only``,
     ``norm``, ``layers``, ``seed``).
 
+Division: ``division=once|per-weight`` (every kind) sets the attention layer's softmax division
+(:mod:`protocols.models.attention`: ``once``, the default, rounds o = [U / Z] once; ``per-weight`` is
+Appendix D of [BHBK24], each weight [e_i / Z] rounded first).  The agreement with the torch forward is
+checked before it is applied, under ``once``; a recurrent model refuses the key.
+
 Precision: the module's dtype (float32 -> p = 32, bfloat16 -> 16, float64 -> 64), or ``precision=P``
 (P-bit fixed point) / ``dtype=NAME`` to override (:meth:`commsim.spec.ModelSpec.format_if_given`).
 torch is imported only when a torch object is handled.
@@ -44,9 +49,21 @@ from commsim.spec import FORMAT_KEYS
 from protocols.adapters.torch.adapt import from_torch
 from protocols.adapters.torch.files import load_torch_file
 from protocols.adapters.torch.layers import AdapterError, require_torch
+from protocols.models.attention import DIVISIONS, AttentionLayer
 
 #: what a ``python:`` factory may receive from the task, by name
 CONTEXT_KEYS = ("vocab_size", "seq_len", "n", "task", "reduction")
+
+
+def _with_division(model, spec):
+    """The spec's ``division=once|per-weight`` key, passed through to the attention layer built."""
+    if spec.has("division"):
+        division = spec.str("division", "once", DIVISIONS)
+        if not isinstance(model, AttentionLayer):
+            raise AdapterError(f"division= applies to an attention layer; {spec.text!r} is a "
+                               f"{type(model).__name__}")
+        model.division = division
+    return model
 
 
 def _literal(text: str):
@@ -129,10 +146,10 @@ def python_factory(spec, **context):
     """A user's factory: python:MODULE:FUNCTION[:key=value,...] returning a torch module or a commsim model."""
     func = load_factory(spec.target)
     fmt = spec.format_if_given()
-    params = {k: _literal(spec.str(k)) for k in list(spec.params) if k not in FORMAT_KEYS}
+    params = {k: _literal(spec.str(k)) for k in list(spec.params) if k not in FORMAT_KEYS and k != "division"}
     result = _call_factory(func, spec.target, params, {k: context.get(k) for k in CONTEXT_KEYS})
-    return from_torch(result, precision=fmt, vocab_size=context.get("vocab_size"), seq_len=context.get("seq_len"),
-                      spec=spec.text)
+    return _with_division(from_torch(result, precision=fmt, vocab_size=context.get("vocab_size"),
+                                     seq_len=context.get("seq_len"), spec=spec.text), spec)
 
 
 # ---- torch:FILE.pt ------------------------------------------------------------------------------------------
@@ -142,8 +159,8 @@ def torch_file_factory(spec, **context):
         raise AdapterError("torch: needs a file, e.g. torch:model.pt")
     fmt = spec.format_if_given()
     obj = load_torch_file(spec.target)
-    return from_torch(obj, precision=fmt, vocab_size=context.get("vocab_size"), seq_len=context.get("seq_len"),
-                      spec=spec.text)
+    return _with_division(from_torch(obj, precision=fmt, vocab_size=context.get("vocab_size"),
+                                     seq_len=context.get("seq_len"), spec=spec.text), spec)
 
 
 # ---- hf-gpt2 -------------------------------------------------------------------------------------------------
@@ -192,7 +209,8 @@ def gpt2_factory(spec, vocab_size=None, seq_len=None, **context):
     model.eval()
     if fmt is not None and getattr(fmt, "dtype", None) in ("float16", "bfloat16", "float64"):
         model = model.to(getattr(torch, fmt.dtype))
-    return from_torch(model, precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec.text)
+    return _with_division(from_torch(model, precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec.text),
+                          spec)
 
 
 # ---- tl ------------------------------------------------------------------------------------------------------
@@ -232,7 +250,8 @@ def tl_factory(spec, vocab_size=None, seq_len=None, **context):
     if fmt is not None and getattr(fmt, "dtype", None) in ("float16", "bfloat16", "float64"):
         with contextlib.redirect_stdout(io.StringIO()):  # TransformerLens prints "Changing model dtype ..."
             model = model.to(getattr(torch, fmt.dtype))
-    return from_torch(model, precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec.text)
+    return _with_division(from_torch(model, precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec.text),
+                          spec)
 
 
 def adapt_object(obj, vocab_size=None, seq_len=None, **context):

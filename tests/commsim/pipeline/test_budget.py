@@ -5,32 +5,44 @@ import pytest
 from click.testing import CliRunner
 
 from commsim.cli import cli
-from commsim.pipeline.budget import budget, max_length, simulator_for_arch
+from commsim.pipeline.budget import budget, simulator_for_arch
 from commsim.plugins import load_plugins
 
 
-def test_rnn_width_128_precision_64_index_lookup_max_n_is_8192():
-    """REFERENCE section 8: m p = 8192 bits, IdxL needs N bits, so N > 8192 is ruled out."""
+def test_rnn_width_128_precision_64_index_lookup_max_n_is_8193_tokens():
+    """Theorem 3: m·p >= n for IdxL on n bits; N = n + 1 tokens (the index token), so N = 8193."""
     report = budget("rnn", 128, 64, "index-idxl")
-    assert report.max_n == 8192
-    assert report.bits == 8192
-    assert report.bound.bits == 8192
+    assert report.max_n == 8193 and report.first_ruled_out == 8194
+    assert report.bits == 8192 and report.bound.bits == 8192
 
 
-@pytest.mark.parametrize("task, expected", [("eq-ineq", 2 * 64 + 1), ("disj-mqar", 2 * 64 + 1),
-                                            ("index-assoc", 2 * 64 + 2), ("index-qsa", 65)])
-def test_rnn_max_n_follows_each_theorem_form(task, expected):
-    # width 8 at 8 bits = 64 state bits; eq/mqar bound N/2, assoc (N-1)/2, qsa N-1
-    assert budget("rnn", 8, 8, task).max_n == expected
+# width 10, precision 8: m·p = 80 state bits (the issue's values, from the theorems' statements)
+@pytest.mark.parametrize("task, expected", [
+    ("eq-ineq", 2 * 80),          # Theorem 11: m·p >= n, N = 2n (INEQ has even lengths)
+    ("disj-mqar", 3 * 80),        # Theorem 8: m·p >= n, N = 3n tokens (n labelled keys, n queries)
+    ("index-assoc", 2 * 80 + 1),  # Proposition 9: 80 pairs = 161 tokens
+    ("disj-match3", 2 * 80 + 1),  # DISJ_n, N = 2n + 1
+    ("index-idxl", 80 + 1),       # Theorem 3: n bits and the index token
+    ("index-qsa", 80 + 1)])       # [SHT23], q = 1: n data positions and the query
+def test_rnn_max_n_is_the_largest_valid_length(task, expected):
+    report = budget("rnn", 10, 8, task)
+    red = load_plugins().get("reduction", task)
+    assert report.max_n == expected and red.is_valid_length(expected)
+    assert report.first_ruled_out == min(L for L in range(expected + 1, expected + 4) if red.is_valid_length(L))
 
 
-def test_max_n_is_the_exact_crossing_for_attention():
-    red = load_plugins().get("reduction", "dyck22-fooling")
-    attention = simulator_for_arch("attention")
-    limit = max_length(red, attention, 8, 16, 2)
-    bits = attention.budget_bits
-    assert bits(8, 16, 2, limit)[0] >= red.length_bound(attention, limit).bits
-    assert bits(8, 16, 2, limit + 1)[0] < red.length_bound(attention, limit + 1).bits
+def test_attention_dyck_max_n_is_even_and_agrees_with_the_verdicts():
+    report = budget("attention", 10, 8, "dyck22-fooling")
+    assert report.max_n % 2 == 0 and report.first_ruled_out == report.max_n + 2
+    assert "not ruled out" in budget("attention", 10, 8, "dyck22-fooling", n=report.max_n).verdict
+    assert budget("attention", 10, 8, "dyck22-fooling", n=report.first_ruled_out).verdict.startswith("ruled out")
+
+
+def test_issue_example_is_not_ruled_out_by_the_real_protocol():
+    """The exchange really sends 84 bits at N = 80 (m = 1, p = 16): >= 79; the paper's count 69 is shown beside."""
+    d = budget("attention", 1, 16, "dyck22-fooling", n=80).to_dict()
+    assert (d["protocol_bits"], d["bits_formula"], d["lower_bound_bits"]) == (84, 69, 79)
+    assert d["verdict"].startswith("not ruled out") and any("lower than" in note for note in d["notes"])
 
 
 def test_budget_bits_are_the_theorems_counts():
@@ -51,7 +63,9 @@ def test_heads_is_refused_for_an_architecture_without_heads():
 
 def test_bounds_that_do_not_apply_leave_n_unbounded():
     assert budget("rnn", 1, 1, "dyck22-fooling").max_n is None          # a 7-state automaton suffices
-    assert budget("attention", 1, 1, "index-idxl").max_n is None        # two-way: only log n + 1
+    # one-way from Bob: q_N and the query's own term, 2 + 4 = 6 bits, tell at most 2^6 = 64 indices apart
+    report = budget("attention", 1, 2, "index-idxl")
+    assert (report.max_n, report.first_ruled_out) == (64 + 1, 65 + 1)
 
 
 def test_budget_json_and_table_and_plot(tmp_path):
@@ -62,7 +76,7 @@ def test_budget_json_and_table_and_plot(tmp_path):
     data = json.loads(out.output)
     for key in ("arch", "task", "width", "precision", "heads", "bits_formula", "lower_bound_bits", "max_n", "verdict"):
         assert key in data
-    assert data["max_n"] == 8192
+    assert data["max_n"] == 8193 and data["n_meaning"].startswith("N = n + 1 tokens")
     plot = tmp_path / "b.png"
     out = runner.invoke(cli, ["budget", "--arch", "attention", "--width", "4", "--precision", "8", "--heads", "2",
                               "--task", "eq-ineq", "--n-range", "8:1024", "--plot", str(plot)])

@@ -137,7 +137,9 @@ def test_idxl_through_the_reduction_exhaustive():
     assert report.model_correct and report.protocol_matches_model
     assert report.instances_run == 6 * 2 ** 6
     assert report.protocol == "attention-exchange"
-    assert not report.lower_bound.applies          # two-way: only ceil(log2 n) + 1 binds
+    # only Bob (the index and query holder) speaks: INDEX one-way from Bob needs ceil(log2 n) bits
+    assert report.bits_by_direction["alice_to_bob"] == 0
+    assert report.lower_bound.applies and report.lower_bound.bits == 3 and report.budget_ok
 
 
 def test_idxl_contract_sampled():

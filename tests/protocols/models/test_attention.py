@@ -18,7 +18,9 @@ from protocols.models.attention_spec import probe_layer
 
 
 # ---- an independent, slow reference of the documented fixed-point semantics (Python integers) ----
-def reference_codes(model: AttentionLayer, tokens) -> list[int]:
+def reference_codes(model: AttentionLayer, tokens, division: str = "once") -> list[int]:
+    """The documented semantics with Python integers; ``division="per-weight"``: Appendix D of [BHBK24],
+    a_i = [e_i / Z] rounded down, o = [sum_i [a_i v_i]]."""
     fmt = model.format
     F, lo, hi = fmt.frac, fmt.min_code, fmt.max_code
     code = lambda v: int(round(float(v) * 2 ** F))          # parameters are on the grid already
@@ -42,9 +44,13 @@ def reference_codes(model: AttentionLayer, tokens) -> list[int]:
         M = max(A.values())
         e = {i: min(math.floor(math.exp((A[i] - M) * 2.0 ** -F) * 2.0 ** F), hi) for i in attended}
         Z = sum(e.values())
+        a = {i: clip((e[i] << F) // Z) for i in attended}    # per-weight: each weight rounded first
         for j in range(model.width):
-            U = sum((e[i] * vals[i][j]) >> F for i in attended)
-            o.append(clip((U << F) // Z))
+            if division == "per-weight":
+                o.append(clip(sum((a[i] * vals[i][j]) >> F for i in attended)))
+            else:
+                U = sum((e[i] * vals[i][j]) >> F for i in attended)
+                o.append(clip((U << F) // Z))
     y = lin(val(model.W_O), o)
     for li, (W, b) in enumerate(model.psi_layers):
         Wv, bv = val(W), val(b)
@@ -57,7 +63,7 @@ def reference_codes(model: AttentionLayer, tokens) -> list[int]:
 layer_params = st.fixed_dictionaries({
     "bits": st.integers(2, 24), "frac_share": st.floats(0, 0.99), "N": st.integers(1, 9), "V": st.integers(1, 5),
     "heads": st.integers(1, 3), "width": st.integers(1, 4), "dim": st.integers(1, 5), "classes": st.integers(1, 3),
-    "seed": st.integers(0, 10 ** 6), "self": st.booleans()})
+    "seed": st.integers(0, 10 ** 6), "self": st.booleans(), "division": st.sampled_from(["once", "per-weight"])})
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -65,11 +71,12 @@ layer_params = st.fixed_dictionaries({
 def test_fixed_point_forward_is_the_documented_semantics(p):
     fmt = FixedPoint(p["bits"], min(int(p["frac_share"] * p["bits"]), p["bits"] - 1))
     model = random_layer(fmt, vocab=p["V"], positions=p["N"], heads=p["heads"], width=p["width"], dim=p["dim"],
-                         classes=p["classes"], seed=p["seed"], attend_self=p["self"] or p["N"] == 1)
+                         classes=p["classes"], seed=p["seed"], attend_self=p["self"] or p["N"] == 1,
+                         division=p["division"])
     rng = np.random.default_rng(p["seed"])
     tokens = rng.integers(0, p["V"], size=(3, p["N"]))
     got = model.forward_rep(tokens)
-    for row, want in zip(got, (reference_codes(model, t) for t in tokens)):
+    for row, want in zip(got, (reference_codes(model, t, p["division"]) for t in tokens)):
         assert row.tolist() == want
 
 
@@ -89,12 +96,52 @@ def test_batch_paths_agree_row_by_row():
     assert np.array_equal(whole, rows)
 
 
-def test_wide_formats_use_exact_integers():
+@pytest.mark.parametrize("division", ["once", "per-weight"])
+def test_wide_formats_use_exact_integers(division):
     for bits in (30, 40, 53):
-        model = random_layer(FixedPoint.with_bits(bits), vocab=3, positions=5, heads=2, width=2, dim=3, seed=bits)
+        model = random_layer(FixedPoint.with_bits(bits), vocab=3, positions=5, heads=2, width=2, dim=3, seed=bits,
+                             division=division)
         tokens = np.random.default_rng(bits).integers(0, 3, size=(2, 5))
         for row, t in zip(model.forward_rep(tokens), tokens):
-            assert row.tolist() == reference_codes(model, t)
+            assert row.tolist() == reference_codes(model, t, division)
+
+
+def test_per_weight_division_is_appendix_d_and_differs_from_dividing_once():
+    """Appendix D of [BHBK24] rounds each weight a_i = [e_i / Z], then sums [a_i v_i]: a hand example.
+    Two equal logits (e = 1, 1; Z = 2) at 2 fraction bits, values 0.75 and 0.25: once, o = [(0.75 + 0.25)
+    / 2] = 0.5; per weight, a = [1/2] = 0.5 each, o = [0.5·0.75] + [0.5·0.25] = 0.25 + 0 = 0.25 (each
+    product rounded down)."""
+    fmt = FixedPoint(5, 2)
+    tok = [[1.0, 0.75], [1.0, 0.25]]                        # x = (1, value)
+    W_Q, W_K, W_V = [[[0.0, 0.0]]], [[[0.0, 0.0]]], [[[0.0, 1.0]]]   # all logits 0; v = value
+    once = AttentionLayer(fmt, tok, None, W_Q, W_K, W_V, [[1.0]])
+    per = AttentionLayer(fmt, tok, None, W_Q, W_K, W_V, [[1.0]], division="per-weight")
+    assert once.forward([[0, 1]]).tolist() == [[0.5]] and per.forward([[0, 1]]).tolist() == [[0.25]]
+    with pytest.raises(InputError, match="division"):
+        AttentionLayer(fmt, tok, None, W_Q, W_K, W_V, [[1.0]], division="twice")
+    with pytest.raises(ValueError, match="whole sum Z"):
+        per.weighted_sum(np.zeros((1, 1, 2)), np.zeros((1, 2, 1, 1), dtype=np.int64), np.zeros((1, 1)))
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["float64", "float32", "float16", "bfloat16"]), st.integers(1, 16), st.integers(0, 10 ** 6))
+def test_per_weight_float_semantics_stay_close_to_a_plain_float_forward(dtype, N, seed):
+    model = random_layer(FloatFormat(dtype), vocab=5, positions=N, heads=2, width=3, dim=6, seed=seed,
+                         division="per-weight")
+    tokens = np.random.default_rng(seed).integers(0, 5, size=(8, N))
+    ref, plain = model.forward(tokens), model.float_forward(tokens)
+    assert np.all(np.abs(ref - plain) <= FLOAT_TOLERANCE[dtype] * (1 + np.abs(plain)))
+
+
+def test_division_spec_key_save_and_load(tmp_path):
+    model = make_model("attention:heads=2,width=2,dim=3,precision=10,division=per-weight", vocab_size=4, seq_len=6)
+    assert model.division == "per-weight" and "division=per-weight" in model.spec
+    assert make_model("attention:precision=10", vocab_size=4, seq_len=6).division == "once"
+    model.save(tmp_path / "pw.npz")
+    assert AttentionLayer.load(tmp_path / "pw.npz").division == "per-weight"
+    assert make_model(f"attention:weights={tmp_path / 'pw.npz'},division=once").division == "once"
+    with pytest.raises(InputError, match="division"):
+        make_model("attention:division=twice", vocab_size=4, seq_len=6)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -237,3 +284,20 @@ def test_frac_is_accepted_like_precision_by_every_kind(kind, capsys, tmp_path):
     assert report["protocol_matches_model"]
     code, _, err = _run_cli(capsys, f"{kind}:weights={path},frac=3")  # frac alone: the same clear refusal
     assert code == 2 and "frac= needs precision=" in err and "unknown key" not in err
+
+
+def test_division_spec_key_passes_through_the_torch_adapters():
+    """division=per-weight on an adapted torch model (hf-gpt2) sets the attention layer's division; the
+    exchange stays exact under it, and a recurrent model refuses the key."""
+    pytest.importorskip("transformers")
+    from commsim.pipeline.run import run_reduction
+    once = make_model("hf-gpt2:dim=8,heads=2,seed=0,precision=10", vocab_size=4, seq_len=6)
+    per = make_model("hf-gpt2:dim=8,heads=2,seed=0,precision=10,division=per-weight", vocab_size=4, seq_len=6)
+    assert (once.division, per.division) == ("once", "per-weight")
+    tokens = np.random.default_rng(0).integers(0, 4, size=(30, 6))
+    once.division = "per-weight"                  # the key does exactly this to the adapted layer
+    assert np.array_equal(once.forward(tokens), per.forward(tokens))
+    report = run_reduction("eq-ineq", "hf-gpt2:dim=8,heads=2,seed=0,division=per-weight", 3, certify=False)
+    assert report.protocol_matches_model and report.details["division"] == "per-weight"
+    with pytest.raises(InputError, match="division"):
+        make_model("torch:/nonexistent.pt,division=sometimes")

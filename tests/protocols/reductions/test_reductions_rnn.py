@@ -220,7 +220,8 @@ def test_length_bounds_follow_the_declared_direction_not_the_name():
     two = eq.length_bound(ANY_TWO_WAY, 64)
     assert two.conditions.direction == "two-way" and "Theorem 12" in two.source and two.bits == 32
     idx = _reduction("index-idxl")
-    assert idx.length_bound(PREFIX_ONE_WAY, 64).applies and idx.length_bound(PREFIX_ONE_WAY, 64).bits == 64
+    # N = 64 tokens: Alice's 63 bits and Bob's index token, so Theorem 3 asks for 63 bits one-way
+    assert idx.length_bound(PREFIX_ONE_WAY, 64).applies and idx.length_bound(PREFIX_ONE_WAY, 64).bits == 63
     assert not idx.length_bound(ANY_TWO_WAY, 64).applies          # INDEX two-way: only ceil(log2 n) + 1
     dyck = _reduction("dyck22-fooling")
     assert not dyck.length_bound(PREFIX_ONE_WAY, 64).applies       # no protocol for the odd/even split

@@ -19,6 +19,7 @@ from protocols.simulators.exchange_parties import (
     run_exchange,
 )
 from protocols.simulators.exchange_plan import PartitionError, make_plan, theorem_count
+from protocols.theorems import one_way_attention_bits, query_bits
 
 
 def bit_pattern(values) -> np.ndarray:
@@ -38,7 +39,7 @@ def cases(draw):
     attend_self = draw(st.booleans()) or N == 1
     model = random_layer(fmt, vocab=V, positions=N, heads=draw(st.integers(1, 3)), width=draw(st.integers(1, 4)),
                          dim=draw(st.integers(1, 5)), classes=draw(st.integers(1, 3)), seed=draw(st.integers(0, 9999)),
-                         attend_self=attend_self)
+                         attend_self=attend_self, division=draw(st.sampled_from(["once", "per-weight"])))
     alice = draw(st.lists(st.booleans(), min_size=N, max_size=N))
     query = draw(st.integers(0, N - 1))
     tokens = np.array(draw(st.lists(st.lists(st.integers(0, V - 1), min_size=N, max_size=N), min_size=1,
@@ -49,9 +50,10 @@ def cases(draw):
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cases())
 def test_protocol_equals_direct_forward_bit_for_bit(case):
-    """Any layer, format, head count, partition and query position: the runner's output (every message
-    a real bit string) equals the direct forward exactly, and the bits add up exactly."""
+    """Any layer, format, head count, partition, query position and division semantics: the runner's
+    output (every message a real bit string) equals the direct forward exactly, and the bits add up exactly."""
     model, alice, query, tokens = case
+    event(f"{model.division}, {'fixed point' if model.arithmetic.is_fixed else 'IEEE'}")
     direct = model.forward_rep(tokens, query)
     plan = make_plan(model, tokens.shape[1], alice, query)
     raw, keys = simulate(model, plan, tokens)
@@ -65,7 +67,8 @@ def test_protocol_equals_direct_forward_bit_for_bit(case):
         items = plan.itemize()
         assert t.total_bits == plan.total_bits == items["total_bits"]
         assert sum(items["bits_by_step"].values()) == t.total_bits
-        assert sum(h["total"] for h in items["bits_by_head"]) == t.total_bits
+        not_per_head = sum(m.bits for m in plan.messages if m.head is None)   # x_N: not one head's message
+        assert sum(h["total"] for h in items["bits_by_head"]) + not_per_head == t.total_bits
         assert t.bits_by_direction == items["bits_by_direction"]
         by_label: dict = {}
         for m in items["messages"]:
@@ -103,18 +106,52 @@ def test_two_way_layout_and_the_theorem_count():
 
 
 def test_one_way_variant_when_alice_holds_only_the_query():
+    """[SHT23]: Alice holds only the query and sends one message.  Without self-attention q_N (m·p·H) is
+    enough; with it, Bob also needs her own logit and value ((m + 1)·p·H) -- unless x_N (d·p) is cheaper,
+    from which Bob computes all of it: the message is min(d·p, (2m + 1)·p·H) bits."""
     N, m, H, p = 9, 3, 2, 6
-    for attend_self, per_head in ((False, m * p), (True, m * p + (m + 1) * p)):
-        model = random_layer(FixedPoint.with_bits(p), vocab=4, positions=N, heads=H, width=m, dim=5, seed=2,
+    for attend_self, dim, kind, bits in ((False, 7, "query", m * p * H), (True, 20, "query", (2 * m + 1) * p * H),
+                                         (True, 5, "embedding", 5 * p), (False, 4, "embedding", 4 * p),
+                                         (False, 6, "query", m * p * H)):   # a tie goes to q_N
+        model = random_layer(FixedPoint.with_bits(p), vocab=4, positions=N, heads=H, width=m, dim=dim, seed=2,
                              attend_self=attend_self)
         tokens = np.random.default_rng(3).integers(0, 4, size=(6, N))
         plan = make_plan(model, N, [N - 1])
         assert (plan.mode, plan.output_party, plan.direction, plan.rounds) == ("one-way", "bob", "one-way", 1)
-        assert plan.total_bits == H * per_head == theorem_count(plan)[0]
+        assert plan.one_way_message == kind and plan.total_bits == bits == theorem_count(plan)[0]
+        assert bits == min(dim * p, m * p * H + ((m + 1) * p * H if attend_self else 0))
+        assert plan.itemize()["one_way_message"] == kind and "x_N" in plan.one_way_reason
         for row in tokens:
             result = run_exchange(model, row, [N - 1])
             assert result.transcript.is_one_way and result.transcript.bits_by_direction["bob_to_alice"] == 0
+            assert result.transcript.total_bits == bits
             assert np.array_equal(result.output[1], model.forward(row[None])[0])
+
+
+def test_the_qsa_one_way_message_is_the_cheaper_valid_one():
+    """Issue 12, defect 5: `run disj-qsa` with heads=1, width=4, precision=8 (dim 8, self-attending) sent
+    q_N + self = 72 bits, and with residual=1 q_N + x_N + self = 136 bits; x_N alone (d·p = 64) suffices."""
+    from commsim.pipeline.run import run_reduction
+    for spec in ("attention:heads=1,width=4,precision=8,seed=0", "attention:heads=1,width=4,precision=8,seed=0,"
+                                                                 "residual=1"):
+        rep = run_reduction("disj-qsa", spec, 4)
+        assert rep.bits_used == min(8 * 8, (2 * 4 + 1) * 8 * 1) == 64
+        assert rep.protocol_matches_model and rep.lower_bound.conditions.direction == "one-way"
+    rep = run_reduction("disj-qsa", "attention:heads=1,width=4,precision=8,seed=0,self=0", 4)
+    assert rep.bits_used == 4 * 8 * 1                      # q_N alone: m·p·H < d·p
+
+
+def test_a_shape_without_dim_or_division_still_plans():
+    """make_plan reads shape attributes only; dim and division default (None: q_N is the one-way message)."""
+    from types import SimpleNamespace
+    model = random_layer(FixedPoint.with_bits(8), vocab=3, positions=6, heads=2, width=3, dim=4, seed=0)
+    shape = SimpleNamespace(heads=2, width=3, precision=8, format=model.format, arithmetic=model.arithmetic,
+                            attend_self=True, residual_width=0, check_input=model.check_input,
+                            query_position=model.query_position)
+    plan = make_plan(shape, 6, [5])
+    assert plan.division == "once" and plan.dim is None and plan.one_way_message == "query"
+    assert plan.total_bits == (2 * 3 + 1) * 8 * 2
+    assert make_plan(shape, 6, [0, 2, 4]).total_bits == make_plan(model, 6, [0, 2, 4]).total_bits
 
 
 def test_bob_holding_only_the_query_speaks_alone_and_counts_as_two_way():
@@ -208,7 +245,8 @@ def residual_cases(draw):
     dim = draw(st.integers(1, 5))
     attend_self = draw(st.booleans())
     kw = dict(vocab=V, positions=N, heads=draw(st.integers(1, 3)), width=draw(st.integers(1, 4)), dim=dim,
-              classes=draw(st.integers(1, 3)), seed=draw(st.integers(0, 9999)), attend_self=attend_self)
+              classes=draw(st.integers(1, 3)), seed=draw(st.integers(0, 9999)), attend_self=attend_self,
+              division=draw(st.sampled_from(["once", "per-weight"])))
     model = random_layer(fmt, residual=True, **kw)
     coords = draw(st.one_of(st.none(), st.lists(st.integers(0, dim - 1), min_size=1, max_size=dim, unique=True)))
     if coords is not None:   # psi reads some coordinates of x_N only: the same layer, a narrower first psi layer
@@ -217,7 +255,7 @@ def residual_cases(draw):
         model = AttentionLayer(fmt, val(model.token_table), val(model.position_table), val(model.W_Q),
                                val(model.W_K), val(model.W_V), val(model.W_O),
                                [(val(W)[:, :model.out_dim + len(coords)], val(b))], attend_self=attend_self,
-                               residual=coords)
+                               residual=coords, division=kw["division"])
     plain = random_layer(fmt, **kw)
     query = draw(st.integers(0, N - 1))
     split = draw(st.sampled_from(["any", "alice-only-query", "bob-only-query", "local"]))
@@ -251,11 +289,18 @@ def test_residual_path_is_exact_and_costs_the_embedding_only_one_way(case):
     items = plan.itemize()
     embedding = [m for m in plan.messages if m.step == "embedding"]
     if plan.mode == "one-way":
-        assert [(m.label, m.sender, m.bits) for m in embedding] == [("embedding", plan.query_owner, r * p)]
-        assert plan.total_bits == base.total_bits + r * p == theorem_count(plan)[0]
-        assert items["bits_by_step"]["embedding"] == r * p
-        assert "embedding" in theorem_count(plan)[1]
-        assert keys.shape[1] == simulate(plain, base, tokens)[1].shape[1] + r
+        d, m, H = model.dim, model.width, model.heads
+        query_message = one_way_attention_bits(m, p, H, residual=r, attend_self=model.attend_self)
+        assert plan.total_bits == min(d * p, query_message) == theorem_count(plan)[0]   # the cheaper message
+        assert "x_N" in theorem_count(plan)[1]
+        if plan.one_way_message == "embedding":      # x_N whole: d numbers, nothing else
+            assert [(m.label, m.sender, m.bits) for m in plan.messages] == [("embedding", plan.query_owner, d * p)]
+            assert keys.shape[1] == d and d * p < query_message
+        else:                                        # q_N and the rest, plus the r coordinates psi reads
+            assert [(m.label, m.sender, m.bits) for m in embedding] == [("embedding", plan.query_owner, r * p)]
+            assert items["bits_by_step"]["embedding"] == r * p and query_message <= d * p
+            assert plan.total_bits == query_bits(m, p, H) * (2 if model.attend_self else 1) + \
+                (H * p if model.attend_self else 0) + r * p
     else:
         assert embedding == [] and "embedding" not in items["bits_by_step"]
         assert plan.total_bits == base.total_bits and theorem_count(plan) == theorem_count(base)
@@ -267,7 +312,7 @@ def test_residual_path_is_exact_and_costs_the_embedding_only_one_way(case):
         assert labels.tolist() == model.labels(want[None]).tolist()
         t = result.transcript
         assert t.total_bits == plan.total_bits == sum(items["bits_by_step"].values())
-        assert t.total_bits - sum(h["total"] for h in items["bits_by_head"]) == r * p * len(embedding)
+        assert t.total_bits - sum(h["total"] for h in items["bits_by_head"]) == sum(m.bits for m in embedding)
         assert [(m.sender, m.label, len(m.bits)) for m in t] == \
             [(m["sender"], m["label"], m["bits"]) for m in items["messages"]]
         assert t.bits_by_direction == items["bits_by_direction"]
@@ -345,3 +390,55 @@ def test_two_way_transcript_keys_mean_equal_transcripts(fmt):
     same_transcripts = np.array([[x == y for y in digests] for x in digests])
     assert np.array_equal(same_keys, same_transcripts)
     assert not same_transcripts.all()          # the inputs do give different transcripts
+
+
+# ---- per-weight division (Appendix D of [BHBK24]): Z must reach both parties before U --------------------
+@pytest.mark.parametrize("fmt", [FixedPoint.with_bits(10), FixedPoint(6, 3), FloatFormat("float16"),
+                                 FloatFormat("float64")])
+def test_per_weight_exchange_sends_z_both_ways_and_stays_exact(fmt):
+    """Appendix D: a_i = [e_i / Z] needs the whole Z at the party forming the terms, so the other party
+    learns the query owner's partial Z (the paper exchanges Z_A and Z_B) before it sends U: one more
+    message per head and four rounds; every bit counted, the output bit-identical to the direct forward."""
+    N, H, m = 8, 2, 3
+    once = random_layer(fmt, vocab=3, positions=N, heads=H, width=m, dim=4, seed=5)
+    per = random_layer(fmt, vocab=3, positions=N, heads=H, width=m, dim=4, seed=5, division="per-weight")
+    alice = [0, 3, 4, 7]                                   # Alice owns the query (7) and three more positions
+    p_once, p_per = make_plan(once, N, alice), make_plan(per, N, alice)
+    assert (p_once.rounds, p_per.rounds) == (2, 4) and p_per.division == "per-weight"
+    back = [msg for msg in p_per.messages if msg.label.startswith("Z owner")]
+    assert [(msg.sender, msg.bits) for msg in back] == [("alice", p_per.z_owner_width)] * H
+    assert p_per.z_owner_width == (4 * per.arithmetic.one_units).bit_length()   # 4 attended terms of at most [1]
+    assert p_per.total_bits == p_once.total_bits + H * p_per.z_owner_width
+    assert p_per.itemize()["bits_by_step"]["Z"] == H * (p_per.z_width + p_per.z_owner_width)
+    assert "per-weight" in theorem_count(p_per)[1]
+    tokens = np.array([[int(c) for c in np.base_repr(i, 3).zfill(N)] for i in range(0, 3 ** N, 37)])
+    direct_per, direct_once = per.forward_rep(tokens), once.forward_rep(tokens)
+    assert not np.array_equal(per.arithmetic.key(direct_per), once.arithmetic.key(direct_once))  # a real option
+    raw, keys = simulate(per, p_per, tokens)
+    assert np.array_equal(per.arithmetic.key(raw), per.arithmetic.key(direct_per))
+    protocol = AttentionExchangeProtocol(per, p_per)
+    a, b = p_per.positions("alice"), p_per.positions("bob")
+    digests = []
+    for row, want in zip(tokens[:12], direct_per[:12]):
+        result = run_protocol(protocol, Share(a, row[a], N), Share(b, row[b], N))
+        assert np.array_equal(bit_pattern(result.output[1]), bit_pattern(per.arithmetic.to_values(want)))
+        assert result.transcript.total_bits == p_per.total_bits and result.transcript.rounds == 4
+        assert [(msg.sender, msg.label, len(msg.bits)) for msg in result.transcript] == \
+            [(msg.sender, msg.label, msg.bits) for msg in p_per.messages]
+        digests.append(result.transcript.digest())
+    for i in range(12):
+        for j in range(12):
+            assert (digests[i] == digests[j]) == bool(np.array_equal(keys[i], keys[j]))
+
+
+def test_per_weight_one_way_and_local_need_no_extra_message():
+    """One party computes every term (one-way: the receiver, after the query's message; local: the owner):
+    the per-weight division needs no more bits there."""
+    for attend_self in (True, False):
+        kw = dict(vocab=3, positions=6, heads=2, width=2, dim=5, seed=1, attend_self=attend_self)
+        once = random_layer(FixedPoint.with_bits(8), **kw)
+        per = random_layer(FixedPoint.with_bits(8), division="per-weight", **kw)
+        for alice in ([5], [0, 1, 2, 3, 4], []):
+            assert make_plan(per, 6, alice).total_bits == make_plan(once, 6, alice).total_bits
+            for row in np.random.default_rng(0).integers(0, 3, size=(5, 6)):
+                assert np.array_equal(run_exchange(per, row, alice).output[1], per.forward(row[None])[0])
