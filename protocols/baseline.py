@@ -1,4 +1,4 @@
-"""Baseline protocols for the source problems (REFERENCE section 2).
+"""Baseline protocols for the source problems (INDEX, EQ, DISJ: Facts 1-3 of [BHBK24]).
 
 * ``one-way``: Alice sends her whole input (n bits); Bob answers.  Matches the one-way
   bounds for INDEX and the deterministic bounds for EQ and DISJ.

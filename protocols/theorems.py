@@ -60,8 +60,8 @@ def query_bits(width: int, precision: int, heads: int) -> int:
 def one_way_attention_bits(width: int, precision: int, heads: int, *, residual: int = 0,
                            attend_self: bool = False) -> int:
     """The one-way protocol of [SHT23] when Alice owns only the query: each head's q_N (m·p·H), plus the
-    r coordinates of x_N that the output map reads (r·p; REFERENCE section 5, step 1), plus, when the
-    query attends to itself, its own logit and value per head ((m + 1)·p·H; REFERENCE section 6, disj-qsa)."""
+    r coordinates of x_N that the output map reads (r·p; step 1 of the protocol in Appendix D of [BHBK24]), plus, when the
+    query attends to itself, its own logit and value per head ((m + 1)·p·H; the qSA reduction of [SHT23])."""
     m, p, H = int(width), int(precision), int(heads)
     return query_bits(m, p, H) + int(residual) * p + ((m + 1) * p * H if attend_self else 0)
 
@@ -75,7 +75,7 @@ def index_one_way_bits(n: int) -> int:
 def index_bob_one_way_bits(n: int) -> int:
     """INDEX_n one-way the other way round, from the index holder (Bob) to Alice, who answers: exactly
     ceil(log2 n) bits.  Bob sends b (ceil(log2 n) bits suffice); and fewer cannot do: two indices b != b'
-    with the same message give Alice the same view, but some a has a_b != a_b' (REFERENCE's INDEX row:
+    with the same message give Alice the same view, but some a has a_b != a_b' (Fact 3 of [BHBK24]:
     ceil(log2 n) is the two-way cost less Alice's answer bit)."""
     return ceil_log2(max(int(n), 1))
 
@@ -115,3 +115,12 @@ def attention_min_width(bound_bits: int, precision: int, seq_len: int) -> Fracti
 def dyck_min_width(seq_len: int, precision: int) -> Fraction:
     """Theorem 5 of [BHBK24]: a one-layer attention deciding Dyck-(2,2) has mH >= (N - 1)/(3(p + log N))."""
     return attention_min_width(dyck_fooling_bits(seq_len), precision, seq_len)
+
+
+def one_way_message_bits(width: int, precision: int, heads: int, dim: int | None = None, *, residual: int = 0,
+                         attend_self: bool = True) -> int:
+    """[SHT23] one-way, the sender holding only the query: the cheaper valid message, x_N (d·p bits, from
+    which the receiver computes everything about the query position) or :func:`one_way_attention_bits`;
+    min(d·p, (2m + 1)·p·H) for a self-attending layer without a residual path (d unknown: the latter)."""
+    query = one_way_attention_bits(width, precision, heads, residual=residual, attend_self=attend_self)
+    return query if dim is None else min(int(dim) * int(precision), query)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -107,6 +107,16 @@ class ShapePlan:
         return frozenset(p for p, b in (("alice", self.alice_to_bob), ("bob", self.bob_to_alice)) if b)
 
 
+class EvaluationSet(NamedTuple):
+    """(Alice, Bob) instances the model is judged on: ``name`` (its key in ``accuracy_by_set``), the aligned
+    inputs, and ``described``, what they are as a plural noun phrase ("random non-members (seed 0)")."""
+
+    name: str
+    alice: np.ndarray
+    bob: np.ndarray
+    described: str
+
+
 class Reduction:
     """Base class for reductions (registry kind ``reduction``).  Subclasses set the class
     attributes and implement :meth:`problem`, :meth:`vocabulary`, :meth:`encode`, :meth:`decode`
@@ -183,6 +193,11 @@ class Reduction:
 
     def check(self, model, simulator: "Simulator", problem: Problem) -> None:
         """Raise :class:`NotApplicable` (with the paper's reason) when this reduction cannot use the model."""
+
+    def evaluation_sets(self, problem: Problem, alice: np.ndarray, bob: np.ndarray, seed: int) -> list[EvaluationSet]:
+        """Inputs beyond the run's instances the model is judged on (none by default): a task whose answer
+        is defined on more inputs than the source problem's instances declares them here (Dyck-(2,2))."""
+        return []
 
     def seq_len(self, n: int) -> int:
         """N for source size n."""

@@ -22,7 +22,13 @@ from commsim.core.channel import Transcript
 from commsim.core.errors import InputError, NotApplicable
 from commsim.core.party import Protocol, ProtocolError
 from commsim.core.runner import AuditSession, RunResult, run_protocol
-from commsim.pipeline.interfaces import Encoded, Reduction, Simulator, Sweep
+from commsim.pipeline.interfaces import (
+    Encoded,
+    EvaluationSet,
+    Reduction,
+    Simulator,
+    Sweep,
+)
 from commsim.pipeline.report import Report
 from commsim.plugins import load_plugins, make_model
 from commsim.theory.bounds import LowerBound
@@ -247,29 +253,17 @@ def lower_bound(setup: Prepared, encoded: Encoded) -> LowerBound:
 
 
 # ---- evaluation sets: the instances, and the strings the reduction adds ------------------------------------
-class EvaluationSet(NamedTuple):
-    """(Alice, Bob) instances the model is judged on: ``name`` (its key in ``accuracy_by_set``), the aligned
-    inputs, and ``described``, what they are as a plural noun phrase ("random non-members (seed 0)")."""
-
-    name: str
-    alice: np.ndarray
-    bob: np.ndarray
-    described: str
-
-
 def evaluation_sets(setup: Prepared, chosen: Instances, instances: int | None, seed: int) -> list[EvaluationSet]:
     """The chosen instances first, then the sets the reduction declares beyond them.
 
-    A reduction may define ``evaluation_sets(problem, alice, bob, seed)`` returning more
-    :class:`EvaluationSet` values: e.g. Dyck-(2,2), whose fooling set holds only members while membership is
+    A reduction's :meth:`~commsim.pipeline.interfaces.Reduction.evaluation_sets` may return more: e.g. Dyck-(2,2), whose fooling set holds only members while membership is
     a function of every string of length N, adds the non-members (Lemma 1 of [BHBK24] bounds a protocol that
     decides membership on all strings).  A problem names its exhaustive set with ``all_set = (name, phrase)``."""
     if instances is None:
         name, phrase = getattr(setup.problem, "all_set", ("instances", "instances"))
     else:
         name, phrase = "sampled", f"sampled instances (seed {seed})"
-    extra = getattr(setup.reduction, "evaluation_sets", None)
-    more = list(extra(setup.problem, chosen.alice, chosen.bob, seed)) if extra is not None else []
+    more = list(setup.reduction.evaluation_sets(setup.problem, chosen.alice, chosen.bob, seed))
     return [EvaluationSet(name, chosen.alice, chosen.bob, phrase), *more]
 
 

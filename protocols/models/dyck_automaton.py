@@ -11,7 +11,7 @@ from protocols.models.recurrent import RecurrentModel
 class DyckAutomaton(RecurrentModel):
     """The Dyck-(2,2) DFA as an RNN: its 8 states (7 stacks of depth <= 2 and a reject sink) in
     3 one-bit units; the step is the transition table, the readout says "accept" in the empty-stack
-    state (REFERENCE section 7: a constant-size recurrence recognizes bounded Dyck)."""
+    state (Appendix E of [BHBK24]: a constant-size recurrence recognizes bounded Dyck)."""
 
     kind = "dfa:dyck22"
 

@@ -1,4 +1,4 @@
-"""The reductions of REFERENCE section 6, one module per source problem family.
+"""The reductions of [BHBK24] and [SHT23], one module per source problem family.
 
 Each module defines :class:`commsim.pipeline.interfaces.Reduction` subclasses and lists them in
 ``REDUCTIONS``; :func:`register` registers every one.

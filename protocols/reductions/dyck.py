@@ -20,8 +20,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from commsim.core.errors import InputError, NotApplicable, ProblemInputError
-from commsim.pipeline.interfaces import CONTIGUOUS_PREFIX, ODD_EVEN, Encoded, Reduction
-from commsim.pipeline.stages import EvaluationSet
+from commsim.pipeline.interfaces import (
+    CONTIGUOUS_PREFIX,
+    ODD_EVEN,
+    Encoded,
+    EvaluationSet,
+    Reduction,
+)
 from commsim.theory.bounds import Conditions, LowerBound, ceil_log2
 from commsim.theory.problems import DyckProblem
 from protocols.theorems import dyck_fooling_bits, dyck_min_width, exchange_bits

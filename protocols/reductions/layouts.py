@@ -6,7 +6,7 @@ import numpy as np
 
 # ---- memorizing recurrences ---------------------------------------------------------------------------
 class MemoryProgram:
-    """How a memorizing recurrence handles one task's tokens (REFERENCE section 7).
+    """How a memorizing recurrence handles one task's tokens (the memorizing recurrences that attain Theorems 3, 8 and 11 of [BHBK24]).
 
     ``slots`` is the number of bits of Alice's input the task needs.  :meth:`step` updates a batch
     of memories (batch, capacity) of 0/1 values after the tokens at position ``t``; a capacity

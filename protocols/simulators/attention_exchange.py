@@ -24,17 +24,22 @@ once, at the output party, Z needs to travel one way only (the theorem's account
 ways).  :meth:`AttentionExchange.bits_formula` reports the theorem's own count, 3m(p + ceil(log2 N))H
 (:func:`protocols.theorems.exchange_bits`), which leaves out the query's vectors this exchange also
 sends; the bits it really sends are the plan's (:mod:`protocols.simulators.exchange_plan`), reported
-beside it.  The REFERENCE (section 8) warns that the theorem's count is an order of magnitude: counted
+beside it.  Appendix D of [BHBK24] gives the count as an order of magnitude: counted
 step by step a head can cost more when p is large relative to log N.
 
-one-way (the query owner owns *only* the query position): the [SHT23] protocol — the query owner
-sends each head's q_N (``query/head h``, m·p bits), when psi reads the query's embedding (a layer
-with a residual path) the coordinates x_N it reads (``embedding``, r·p bits for r coordinates:
-REFERENCE section 5, step 1), and, when the query attends to itself, its own logit and value
-(``self/head h``, (m + 1)·p bits); the other party computes everything and outputs.
+one-way (the query owner owns *only* the query position): the [SHT23] protocol -- the query owner sends
+the cheaper valid message (:func:`protocols.simulators.exchange_plan.one_way_choice`): either x_N
+(``embedding``, d·p bits, from which the other party computes q_N, the query's own key, value and
+logit and psi's input), or each head's q_N (``query/head h``, m·p bits), with its own logit and value
+when the query attends to itself (``self/head h``, (m + 1)·p bits) and the coordinates of x_N psi
+reads when the layer has a residual path (r·p bits); the other party computes everything and outputs.
 When Alice is that sender the protocol is one-way in the sense of the lower bounds
-(:meth:`AttentionExchange.direction` says ``"one-way"``); when Bob is, only Bob speaks, which the
-one-way bounds (Alice speaks) do not cover, so it counts as ``"two-way"``.
+(:meth:`AttentionExchange.direction` says ``"one-way"``); when Bob is, only Bob speaks: one-way from Bob,
+which the reductions bound by what Bob's input needs (INDEX: ceil(log2 n) bits).
+
+division: with ``division=per-weight`` (Appendix D of [BHBK24]: a_i = [e_i / Z] rounded per weight)
+both parties need Z before any weighted sum, so in the two-way exchange the query owner also sends its
+partial Z (``Z owner/head h``) and the exchange takes four rounds instead of two.
 
 local: one party owns every position and answers alone (0 bits).
 

@@ -29,6 +29,7 @@ from protocols.theorems import (
     exchange_bits,
     exchange_text,
     one_way_attention_bits,
+    one_way_message_bits,
     query_bits,
 )
 
@@ -170,17 +171,18 @@ def one_way_choice(width: int, precision: int, heads: int, *, dim: int | None = 
     cheaper (a tie, or d unknown: the query).  min(d·p, (2m + 1)·p·H) for a self-attending layer."""
     m, p, H = int(width), int(precision), int(heads)
     query = one_way_attention_bits(m, p, H, residual=residual, attend_self=attend_self)
+    cheapest = one_way_message_bits(m, p, H, dim, residual=residual, attend_self=attend_self)
     parts = f"q_N, m·p·H = {m * p * H}" + (f", + its own logit and value, (m+1)·p·H = {(m + 1) * p * H}"
                                              if attend_self else "") + \
         (f", + the {residual} coordinates of x_N psi reads, r·p = {residual * p}" if residual else "")
     if dim is None:
         return "query", query, query, f"q_N and what it needs ({parts}): {query} bits (d unknown)"
     embedding = int(dim) * p
-    if embedding < query:
-        return "embedding", embedding, query, (f"x_N, d·p = {dim}·{p} = {embedding} bits, is cheaper than q_N and "
+    if cheapest < query:
+        return "embedding", cheapest, query, (f"x_N, d·p = {dim}·{p} = {embedding} bits, is cheaper than q_N and "
                                                f"what it needs ({parts}: {query} bits); the receiver computes "
                                                f"q_N, the query's key, value and logit and psi's input from x_N")
-    return "query", query, embedding, (f"q_N and what it needs ({parts}: {query} bits) is no more than x_N "
+    return "query", cheapest, embedding, (f"q_N and what it needs ({parts}: {query} bits) is no more than x_N "
                                        f"(d·p = {dim}·{p} = {embedding} bits)")
 
 

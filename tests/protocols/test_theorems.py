@@ -122,3 +122,11 @@ def test_run_and_budget_agree_on_the_recurrent_count():
     report = run_reduction("index-idxl", "elman:width=4,precision=8", 8, instances=16, certify=False)
     assert report.bits_formula == report.bits_used == handoff_bits(4, 8)
     assert budget("rnn", 4, 8, "index-idxl", n=report.seq_len).bits == report.bits_formula
+
+
+def test_the_one_way_message_is_the_cheaper_of_the_embedding_and_the_query_terms():
+    from protocols.theorems import one_way_message_bits
+    # [SHT23] with the query attending to itself: q_N (m·p·H) and its own logit and value ((m + 1)·p·H)
+    assert one_way_message_bits(4, 8, 1) == (2 * 4 + 1) * 8 * 1 == 72
+    assert one_way_message_bits(4, 8, 1, dim=8) == min(8 * 8, 72) == 64          # x_N is cheaper
+    assert one_way_message_bits(2, 4, 1, dim=8, attend_self=False) == 2 * 4 == 8   # q_N alone is cheaper
