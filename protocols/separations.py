@@ -248,8 +248,9 @@ class IdxlSeparation(Separation):
                    "m·p, every parameter at p bits (embedding tables included), the exchange's bits on the "
                    "index-idxl split, accuracy, and whether the protocol's output equals the model's bit for bit. "
                    "memo acc.: the memorizing recurrence, whose state is exactly N bits.", INPUTS_NOTE,
-                   "The attention exchange is two-way, so INDEX's one-way bound does not bind it "
-                   "(two-way INDEX takes ceil(log2 N) + 1 bits)."])
+                   "On the index-idxl split only Bob (the index and the query) speaks: INDEX one-way from "
+                   "Bob costs only ceil(log2 n) bits, so Theorem 3's n bits (Alice to Bob) do not bind the "
+                   "attention layer."])
 
 
 # ---- dyck22 ---------------------------------------------------------------------------------------
