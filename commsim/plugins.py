@@ -76,6 +76,9 @@ class Registry:
         """Import ``module_path`` and call its ``register(registry)`` (once)."""
         if module_path in self._loaded:
             return
+        if not all(part.isidentifier() for part in module_path.split(".")):
+            raise InputError(f"plugin {module_path!r} is not a dotted module name (such as my_plugins or "
+                             "pkg.plugins); give the module, not a file or directory path", param="plugin")
         try:
             module = importlib.import_module(module_path)
         except ImportError as exc:

@@ -4,6 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from commsim.core.errors import InputError
+
+#: the largest integer a spec key takes (2^31 - 1): every size key is far below, and seeds stay numpy seeds
+MAX_SPEC_INT = (1 << 31) - 1
 from commsim.core.precision import FLOAT_DTYPES, FixedPoint, FloatFormat, NumberFormat, parse_format
 
 #: the keys that choose a number format: ``precision=P[,frac=F]`` (fixed point) or ``dtype=NAME``
@@ -16,14 +19,23 @@ class ModelSpec:
     """A parsed ``KIND[:TARGET][:key=value,...]`` model spec.
 
     Factories read their parameters with the ``int``/``float``/``str``/``format``
-    helpers, then call :meth:`finish`, which refuses keys nobody read.
+    helpers (and a target, ``python:MODULE:FUNCTION``, ``torch:FILE``, with :attr:`target`), then
+    call :meth:`finish`, which refuses keys nobody read and a target no factory read: a segment
+    that is not ``key=value`` (``elman:widht8``) is an error naming it, never ignored.
     """
 
     text: str
     kind: str
-    target: str = ""
+    segments: str = ""
     params: dict[str, str] = field(default_factory=dict)
     _used: set = field(default_factory=set)
+    _target_read: bool = False
+
+    @property
+    def target(self) -> str:
+        """The segments between the kind and the key=value pairs (``""`` when none), marked as read."""
+        self._target_read = True
+        return self.segments
 
     @classmethod
     def parse(cls, text: str, kinds: list[str]) -> "ModelSpec":
@@ -39,6 +51,9 @@ class ModelSpec:
             if "=" in part:
                 param_text = rest[i:]
                 break
+            if not part.strip():
+                raise InputError(f"model spec {text!r}: empty segment after {':'.join([kind, *target_parts])!r}; "
+                                 "write KIND or KIND:key=value,...", param="model")
             target_parts.append(part)
         params: dict[str, str] = {}
         for item in ":".join(param_text).split(","):
@@ -67,10 +82,16 @@ class ModelSpec:
 
     def int(self, key: str, default: int | None = None, *, minimum: int | None = None,
             maximum: int | None = None) -> int | None:
-        """An integer key, within [minimum, maximum] when given; ``default`` when absent."""
+        """An integer key, within [minimum, maximum] when given (never above :data:`MAX_SPEC_INT`: sizes
+        beyond it cannot be built, seeds beyond it are not numpy seeds); ``default`` when absent."""
         raw = self._raw(key)
         if raw is None:
             return default
+        maximum = MAX_SPEC_INT if maximum is None else min(maximum, MAX_SPEC_INT)
+        if len(raw.strip()) > 40:                      # judged by its length: no 10^6-digit parse, no echo
+            shown = self.text if len(self.text) <= 80 else self.text[:60] + "..."
+            raise InputError(f"model spec {shown!r}: {key}= must be an integer <= {maximum}, got "
+                             f"{len(raw.strip())} characters", param="model")
         try:
             value = int(raw)
         except ValueError:
@@ -130,7 +151,10 @@ class ModelSpec:
             raise InputError(f"model spec {self.text!r}: {exc}", param="model") from None
 
     def finish(self) -> None:
-        """Refuse keys no factory read (typos, keys of another kind)."""
+        """Refuse keys no factory read (typos, keys of another kind) and a target no factory read."""
+        if self.segments and not self._target_read:
+            raise InputError(f"model spec {self.text!r}: segment {self.segments.split(':')[0]!r} is not key=value "
+                             f"(kind {self.kind!r} takes key=value pairs only)", param="model")
         unknown = sorted(set(self.params) - self._used)
         if unknown:
             raise InputError(f"model spec {self.text!r}: unknown key(s) {', '.join(unknown)} for kind {self.kind!r}",

@@ -3,6 +3,7 @@ has a ``--json`` form, bad input exits 2 with a one-line reason naming the flag,
 exits 1 (with the traceback when ``COMMSIM_DEBUG`` is set)."""
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -16,6 +17,15 @@ from commsim.core.errors import CommsimError, InputError
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 
+class _Escaped(Exception):
+    """Carries an exception past click's ``main``, which would turn Ctrl-C *and* an EOFError into
+    "Aborted" (exit 1) and a closed stdout into exit 1; :func:`main` handles ``original`` itself."""
+
+    def __init__(self, original: BaseException):
+        super().__init__(repr(original))
+        self.original = original
+
+
 class CommsimGroup(click.Group):
     """The command group; an error from a command learns that command's parameter -> flag mapping."""
 
@@ -25,6 +35,8 @@ class CommsimGroup(click.Group):
         except CommsimError as exc:
             exc.cli_flags = flags_of(self.commands.get(ctx.invoked_subcommand or ""))
             raise
+        except (KeyboardInterrupt, EOFError, BrokenPipeError) as exc:
+            raise _Escaped(exc) from None
 
 
 @click.group(cls=CommsimGroup, context_settings=CONTEXT)
@@ -43,6 +55,9 @@ def cli():
 
 # command modules attach themselves to the group
 from commsim.cli import automaton, budget, cc, fooling, listing, matrix, run, separate, teach, tree  # noqa: E402,F401
+from commsim.cli.files import guard_output_options  # noqa: E402
+
+guard_output_options(cli)  # --dot '', --plot '', --out '' are errors in every command
 
 
 def _wants_json(argv: list[str]) -> bool:
@@ -57,17 +72,50 @@ def _fail(message: str, argv: list[str], code: int) -> None:
     sys.exit(code)
 
 
+def _plain_streams() -> None:
+    """On a terminal or pipe that is not UTF-8 (``PYTHONIOENCODING=ascii``, a C locale), replace what it
+    cannot show instead of failing; rich then draws its tables with ASCII boxes (it does so by itself
+    whenever the encoding is not UTF)."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if not encoding.startswith("utf") and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+
+
+def _closed_pipe() -> None:
+    """The reader of stdout went away (``commsim list | head -1``): a normal end, exit 0, no message.
+    stdout is pointed at /dev/null so the interpreter's final flush does not fail again."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(0)
+
+
+def _interrupted(argv: list[str]) -> None:
+    """Ctrl-C: one line, exit 130 (128 + SIGINT, the shell's convention)."""
+    with contextlib.suppress(OSError, ValueError):
+        _fail("interrupted", argv, 130)
+    sys.exit(130)
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: exit 0 on success, 2 on bad input (one line on stderr), 1 on an internal error."""
+    """Entry point: exit 0 on success, 2 on bad input (one line on stderr), 1 on an internal error,
+    130 on Ctrl-C; a closed stdout pipe ends quietly with 0."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if hasattr(sys, "set_int_max_str_digits"):
         sys.set_int_max_str_digits(0)  # exact sizes such as 2^99999 are printed in full
+    _plain_streams()
     try:
-        cli.main(args=argv, prog_name="commsim", standalone_mode=False)
+        try:
+            cli.main(args=argv, prog_name="commsim", standalone_mode=False)
+        except _Escaped as exc:
+            raise exc.original from None
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        _fail("aborted", argv, 1)
+    except click.exceptions.Abort as exc:  # click turned Ctrl-C or an EOFError (outside a command) into Abort
+        if isinstance(exc.__cause__, EOFError):
+            _fail(f"internal error: EOFError: {exc.__cause__}", argv, 1)
+        _interrupted(argv)
     except click.UsageError as exc:
         where = f" ({exc.ctx.command_path})" if getattr(exc, "ctx", None) else ""
         _fail(f"{exc.format_message()}{where}", argv, 2)
@@ -75,8 +123,10 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc.format_message(), argv, exc.exit_code if exc.exit_code else 1)
     except InputError as exc:
         _fail(flag_message(str(exc), exc.param, getattr(exc, "cli_flags", {})), argv, 2)
-    except (KeyboardInterrupt, BrokenPipeError):
-        sys.exit(130)
+    except KeyboardInterrupt:
+        _interrupted(argv)
+    except BrokenPipeError:
+        _closed_pipe()
     except Exception as exc:  # an internal error: one line, the traceback only on request
         if os.environ.get("COMMSIM_DEBUG"):
             raise

@@ -9,8 +9,13 @@ from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
 from commsim.cli.files import check_target, write_figure
 from commsim.core.errors import InputError
+from commsim.core.limits import check_size, show_size
 from commsim.pipeline.budget import budget
 from commsim.plugins import load_plugins
+
+
+#: the most lengths one --n-range table may have
+MAX_RANGE_LENGTHS = 10_000
 
 
 def parse_range(text: str | None) -> list[int]:
@@ -19,23 +24,33 @@ def parse_range(text: str | None) -> list[int]:
         return []
     try:
         if "," in text:
-            values = [int(v) for v in text.split(",") if v.strip()]
+            items = [v for v in text.split(",") if v.strip()]
+            if len(items) > MAX_RANGE_LENGTHS:
+                raise InputError(f"--n-range gives {len(items)} lengths, at most {MAX_RANGE_LENGTHS}", "--n-range")
+            values = [int(v) for v in items]
         else:
             parts = [int(v) for v in text.split(":")]
-            if len(parts) == 2:
-                values, v = [], parts[0]
-                while v <= parts[1]:
-                    values.append(v)
-                    v *= 2
-            elif len(parts) == 3 and parts[2] > 0:
-                values = list(range(parts[0], parts[1] + 1, parts[2]))
-            else:
+            if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] < 1):
                 raise ValueError
     except ValueError:
         raise InputError(f"--n-range must be A:B (doublings), A:B:STEP or a comma list, got {text!r}",
                          "--n-range") from None
-    if not values or min(values) < 1 or len(values) > 10_000:
-        raise InputError(f"--n-range {text!r} must give 1..10000 positive lengths", "--n-range")
+    if "," not in text:
+        # the ends are checked before any list is built: doubling from 0 never ends, a negative start never
+        # reaches B, and 1:10^9:1 has 10^9 entries
+        start = check_size(parts[0], "--n-range", 1, why="lengths N are positive")
+        stop = check_size(parts[1], "--n-range", start, why="B is at least A")
+        if len(parts) == 2:
+            count = stop.bit_length() - start.bit_length() + 1
+        else:
+            count = (stop - start) // parts[2] + 1
+        if count > MAX_RANGE_LENGTHS:
+            raise InputError(f"--n-range {text!r} would give {show_size(count)} lengths, at most {MAX_RANGE_LENGTHS}",
+                             "--n-range")
+        values = [start << k for k in range(count) if start << k <= stop] if len(parts) == 2 else \
+            list(range(start, stop + 1, parts[2]))
+    if not values or min(values) < 1:
+        raise InputError(f"--n-range {text!r} must give 1..{MAX_RANGE_LENGTHS} positive lengths", "--n-range")
     return values
 
 

@@ -9,12 +9,23 @@ from rich.console import Console
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_json
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+
+class _Console(Console):
+    """rich's Console, except that a closed pipe (``commsim list | head -1``) is left to the entry point,
+    which ends quietly with exit 0 (rich itself would exit 1)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError
+
+
+console = _Console(highlight=False)
+err_console = _Console(stderr=True, highlight=False)
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 plugin_option = click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
-                             help="Also load plugins from MODULE (its register(registry) is called).")
+                             help="Also load plugins from MODULE (its register(registry) is called). This imports "
+                                  "and runs MODULE's code: never pass a module you do not trust.")
 
 
 def emit_json(obj: Any) -> None:

@@ -2,13 +2,17 @@
 
 Every file is rendered into a temporary file in the target's own directory and renamed into place with
 ``os.replace`` (atomic on one file system); on any error the temporary file is removed and the target is
-untouched.  A directory that does not exist or cannot be written is bad input: an :class:`InputError`
-naming the option (``--dot``, ``--plot``, ``--out``).
+untouched.  Bad input, an :class:`InputError` naming the option (``--dot``, ``--plot``, ``--out``) and
+the reason (exit 2): an empty file name, a directory that does not exist or cannot be written, a target
+that is not a regular file (a directory, a device such as /dev/null, a symlink, a FIFO: renaming over it
+would replace it), a read-only target, and any OS error while writing (a full disk, /proc, a read-only
+file system).
 """
 from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -19,24 +23,60 @@ from commsim.core.errors import InputError
 TEMP_PREFIX = ".commsim-"
 
 
+#: the options that name a file a command writes (every command's, see :func:`guard_output_options`)
+OUTPUT_OPTIONS = ("--dot", "--plot", "--out")
+
+_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFLNK: "a symbolic link", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFIFO: "a named pipe", stat.S_IFSOCK: "a socket"}
+
+
 def check_target(path: str | os.PathLike, option: str) -> Path:
-    """The target of ``option`` as a Path; an :class:`InputError` naming ``option`` when its directory does
-    not exist, is not a directory or cannot be written, or the target is itself a directory."""
+    """The target of ``option`` as a Path; an :class:`InputError` naming ``option`` and the reason when the
+    name is empty, its directory does not exist or cannot be written, or the target exists and is not a
+    writable regular file."""
+    if path is None or not str(path).strip():
+        raise InputError(f"{option}: the file name is empty; give a path or leave {option} out", option)
     target = Path(path)
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise InputError(f"{option}: directory {str(directory)!r} does not exist", option)
-    if target.is_dir():
-        raise InputError(f"{option}: {str(target)!r} is a directory, not a file", option)
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise InputError(f"{option}: cannot write {str(target)!r}: {exc.strerror}", option) from None
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise InputError(f"{option}: {str(target)!r} is {kind}, not a regular file; commsim only writes "
+                         "regular files", option)
+    if mode is not None and not mode & 0o222:
+        raise InputError(f"{option}: {str(target)!r} is read-only", option)
     if not os.access(directory, os.W_OK | os.X_OK):
         raise InputError(f"{option}: cannot write in {str(directory)!r}: permission denied", option)
     return target
 
 
+def refuse_empty(ctx, param, value):
+    """click callback of an output option: an empty file name is an error, not "no file"."""
+    if value is not None and not str(value).strip():
+        check_target(value, param.opts[0])
+    return value
+
+
+def guard_output_options(group) -> None:
+    """Give every command's output option (:data:`OUTPUT_OPTIONS`) the :func:`refuse_empty` check, so
+    ``--dot ''`` is refused by every command instead of being taken for "no file"."""
+    for command in group.commands.values():
+        for param in command.params:
+            if any(opt in OUTPUT_OPTIONS for opt in param.opts) and param.callback is None:
+                param.callback = refuse_empty
+
+
 @contextlib.contextmanager
 def _atomic(path: str | os.PathLike, option: str) -> Iterator[tuple[int, str]]:
     """A temporary file beside ``path`` (its descriptor and name), moved onto ``path`` when the block ends
-    normally and removed when it raises."""
+    normally and removed when it raises; an OS error (in the block too) is an InputError naming ``option``."""
     target = check_target(path, option)
     try:
         fd, tmp = tempfile.mkstemp(dir=str(target.parent.resolve()), prefix=TEMP_PREFIX, suffix=target.suffix)
@@ -47,14 +87,14 @@ def _atomic(path: str | os.PathLike, option: str) -> Iterator[tuple[int, str]]:
         mask = os.umask(0)
         os.umask(mask)
         os.chmod(tmp, 0o666 & ~mask)                     # mkstemp makes 0600; give the usual permissions
-        try:
-            os.replace(tmp, target)
-        except OSError as exc:
-            raise InputError(f"{option}: cannot write {str(target)!r}: {exc.strerror}", option) from None
+        check_target(target, option)                     # still a regular file (or absent) just before the rename
+        os.replace(tmp, target)
+    except OSError as exc:
+        raise InputError(f"{option}: cannot write {str(target)!r}: {exc.strerror or exc}", option) from None
     finally:
         with contextlib.suppress(OSError):
             os.close(fd)
-        if os.path.exists(tmp):
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
 
 

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
+from commsim.core.limits import check_size
 from commsim.theory.comm_matrix import input_text
 from commsim.theory.fooling import FOOLING_PROBLEMS, fooling_set
 
@@ -35,6 +36,10 @@ def size_text(x: int) -> str:
     return f"≈ 2^{x.bit_length() - 1} ({len(decimal(x))} digits)"
 
 
+#: the most fooling-set members one table shows
+MAX_MEMBERS_SHOWN = 10_000
+
+
 @cli.command("fooling")
 @click.argument("problem", metavar="PROBLEM", type=click.Choice(FOOLING_PROBLEMS))
 @click.option("--n", "n", type=int, required=True, help="Problem size (n bits; string length N for dyck22).")
@@ -57,6 +62,7 @@ def fooling_command(problem, n, verify, show, as_json):
       commsim fooling dyck22 --n 12 --verify
       commsim fooling eq --n 10 --verify --json
     """
+    check_size(show, "--members", 0, MAX_MEMBERS_SHOWN, "members are drawn one row each")
     fs = fooling_set(problem, n)
     verification = fs.verify() if verify else None
     data = fs.to_dict(verification)

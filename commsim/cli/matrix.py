@@ -6,6 +6,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
+from commsim.core.limits import check_seed
 from commsim.theory.comm_matrix import analyze_matrix
 from commsim.theory.problems import PROBLEM_NAMES
 
@@ -33,6 +34,7 @@ def matrix_command(problem, n, restarts, seed, figure, as_json):
       commsim matrix dyck22 --n 6 --json
       commsim matrix disj --n 8 --restarts 8 --seed 1 --no-figure
     """
+    check_seed(seed, "--seed")
     report = analyze_matrix(problem, n, restarts=restarts, seed=seed)
     d = report.to_dict()
     if as_json:

@@ -103,7 +103,9 @@ def render_report(report) -> None:
 @cli.command("run")
 @click.argument("reduction")
 @click.option("--model", "model_spec", default=None, metavar="SPEC",
-              help="Model spec KIND[:key=value,...] (default: the reduction's own default model).")
+              help="Model spec KIND[:key=value,...] (default: the reduction's own default model). A python: "
+                   "spec imports and runs code (python:os:system:command=... runs a shell command): never pass "
+                   "an untrusted spec.")
 @click.option("--n", "n", type=int, default=None, help="Size of the source problem (default: the reduction's).")
 @click.option("--instances", default="all", show_default=True, help="'all' (exhaustive) or a number of samples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sampled instances and searches.")

@@ -31,6 +31,7 @@ from commsim.cli.common import (
 )
 from commsim.cli.files import check_target, write_figure
 from commsim.core.errors import InputError
+from commsim.core.limits import MAX_INSTANCES, check_seed, check_size
 from commsim.plugins import load_plugins
 
 PLOT_SUFFIXES = (".png", ".svg")
@@ -150,14 +151,19 @@ def separate_command(task, n, instances, seed, plot, gamma, plugins, as_json):
     separation = load_plugins(plugins).get("separation", task, param="task")
     plot_path = _check_plot_path(plot)
     count = parse_instances(instances)
+    check_seed(seed, "--seed")
+    if count is not None:
+        check_size(count, "--instances", 1, MAX_INSTANCES, "each instance is a full model run and protocol run",
+               noun="number of instances")
     if hasattr(separation, "check_n"):
         separation.check_n(n)
     options = {}
     if gamma is not None:
         if "gamma" not in getattr(separation, "options", ()):
             raise InputError(f"--gamma does not apply to {task}", "--gamma")
-        if not 0 < gamma < 1:
-            raise InputError(f"--gamma must be in (0, 1), got {gamma}", "--gamma")
+        if not 0.1 <= gamma < 1:   # below 0.1 the width k = 8 ln(2N)/gamma^2 is too large to build (1e-300: 1/0)
+            raise InputError(f"--gamma must be in [0.1, 1) (Lemma 2 takes gamma in (0, 1); below 0.1 the width "
+                             f"8 ln(2N)/gamma^2 is too large to build), got {gamma}", "--gamma")
         options["gamma"] = gamma
     with progress_bar(f"separate {task}", enabled=not as_json) as update:
         result = separation.run(n, seed=seed, instances=count, progress=update, **options)

@@ -9,6 +9,7 @@ from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
 from commsim.cli.files import check_target, write_text
 from commsim.core.errors import InputError
+from commsim.core.jsonable import to_json
 from commsim.plugins import load_plugins
 from commsim.teach import render_markdown, render_text
 
@@ -19,7 +20,9 @@ from commsim.teach import render_markdown, render_text
 @click.option("--n", "n", type=int, default=None, help="Instance size (each topic has a small default).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
               help="Terminal text, or Markdown lecture notes with LaTeX math.")
-@click.option("--out", "out", default=None, metavar="FILE", help="Write the output to FILE instead of stdout.")
+@click.option("--out", "out", default=None, metavar="FILE",
+              help="Write the output to FILE instead of stdout (with --json: the lesson's JSON; stdout then "
+                   "prints one object saying where).")
 @plugin_option
 @json_option
 def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
@@ -35,6 +38,8 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
       commsim teach attention-dyck --n 8 --format markdown --out dyck-lecture.md
     """
     reg = load_plugins(plugins)
+    if not list_topics and not topic and as_json:
+        raise InputError("give a TOPIC (see `commsim teach --list`)", "topic")   # one JSON object: the error
     if list_topics or not topic:
         entries = reg.entries("topic")
         if as_json:
@@ -47,21 +52,25 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
         return
     if n is not None and n < 1:
         raise InputError(f"--n must be at least 1, got {n}", "--n")
-    if out and not as_json:
+    if out is not None:
         check_target(out, "--out")          # before the lesson is built: a bad --out fails fast
     lesson = reg.get("topic", topic, param="topic")(n)
     if as_json:
-        emit_json(lesson)
+        if out is None:
+            emit_json(lesson)
+        else:                               # the lesson goes to the file; stdout says where (one object)
+            write_text(out, to_json(lesson) + "\n", option="--out")
+            emit_json({"topic": topic, "written_to": str(out), "format": "json"})
         return
     if fmt == "markdown":
         text = render_markdown(lesson)
-        if out:
+        if out is not None:
             write_text(out, text, option="--out")
             console.print(f"lecture notes written to {out}")
         else:
             click.echo(text, nl=False)
         return
-    if out:
+    if out is not None:
         from rich.console import Console
         buffer = io.StringIO()
         render_text(lesson, Console(file=buffer, width=100, highlight=False))

@@ -8,9 +8,11 @@ channel.  Both modes use the same scheduler, so results and transcripts agree.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
 import multiprocessing as mp
 import pickle
+import signal
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -120,7 +122,17 @@ def run_protocol(protocol: Protocol, alice_share, bob_share, *, max_rounds: int 
 
 # ---- audit mode: one process per party, only bytes cross -----------------
 def _worker(conn) -> None:
-    """Child process: run party programs on request; report each action as bytes."""
+    """Child process: run party programs on request; report each action as bytes.
+
+    Ctrl-C reaches the whole process group: the worker ignores it and lets the parent decide (the parent
+    exits 130 and stops its workers); a parent that went away ends the worker quietly."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(EOFError, BrokenPipeError, ConnectionResetError):
+        _serve(conn)
+
+
+def _serve(conn) -> None:
+    """The worker's loop: one job (a pickled protocol and share, and the party) at a time; None ends it."""
     while True:
         job = conn.recv()
         if job is None:
@@ -151,6 +163,8 @@ def _worker(conn) -> None:
                 else:
                     conn.send(("bad", repr(act)))
                     break
+        except (EOFError, BrokenPipeError, ConnectionResetError):  # the parent closed the pipe: nothing to report to
+            raise
         except Exception:  # report, never hang the parent
             conn.send(("error", traceback.format_exc()))
 
@@ -219,5 +233,5 @@ class AuditSession:
     def __enter__(self) -> "AuditSession":
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, *exc) -> None:
+        self.close(force=exc_type is not None)  # after an error or Ctrl-C a worker may be mid-program

@@ -15,8 +15,9 @@ import numpy as np
 
 from commsim.core.channel import Transcript
 from commsim.core.errors import InputError
+from commsim.core.limits import MAX_SEQUENCE_LENGTH, check_size
 from commsim.core.party import Protocol
-from commsim.pipeline.stages import BatchRun, select_instances, sweep_and_audit
+from commsim.pipeline.stages import BatchRun, check_instances, select_instances, sweep_and_audit
 from commsim.theory.problems import Problem, make_problem
 
 __all__ = ["BatchRun", "CommunicationProtocol", "CcReport", "run_cc"]
@@ -72,7 +73,9 @@ def run_cc(problem_name: str, n: int, protocol_cls: type, *, instances: int | No
     The protocol's vectorized path (when it has one, and not under ``audit``) is held to the runner on a
     seeded subset by the same stage ``commsim run`` uses (:func:`commsim.pipeline.stages.sweep_and_audit`);
     without it every instance goes through the runner."""
+    n = check_size(n, "n", 1, MAX_SEQUENCE_LENGTH, "inputs are n-bit arrays")
     problem = make_problem(problem_name, n)
+    check_instances(problem, instances, seed)
     protocol = protocol_cls(problem)
     A, B, described = select_instances(problem, instances, seed)
     expected = problem.evaluate_batch(A, B)

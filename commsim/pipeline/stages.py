@@ -20,6 +20,8 @@ from commsim.certify.error import error_certificate
 from commsim.certify.types import Certificate
 from commsim.core.channel import Transcript
 from commsim.core.errors import InputError, NotApplicable
+from commsim.core.limits import (MAX_EXHAUSTIVE_BITS, MAX_INSTANCES, MAX_SEQUENCE_LENGTH, check_memory, check_seed,
+                                  check_size, show_size)
 from commsim.core.party import Protocol, ProtocolError
 from commsim.core.runner import AuditSession, RunResult, run_protocol
 from commsim.pipeline.interfaces import (
@@ -36,6 +38,9 @@ from commsim.theory.problems import Problem
 
 #: the most instances ``instances=None`` (``--instances all``) enumerates; beyond, sample
 MAX_EXHAUSTIVE_INSTANCES = 1 << 24
+
+#: bytes a run holds per instance and input position (inputs, tokens, per-position outputs), for the budget
+BYTES_PER_POSITION = 32
 
 #: instances of every batch sweep that also go through the per-instance runner
 RUNNER_CHECKS = 64
@@ -79,9 +84,7 @@ def prepare(reduction: str | Reduction, model: str | Any | None = None, n: int |
     simulator for it; raises :class:`NotApplicable` when the reduction cannot use the model."""
     if isinstance(reduction, str):
         reduction = load_plugins().get("reduction", reduction, param="reduction")
-    n = reduction.default_n if n is None else int(n)
-    if n < 1:
-        raise InputError(f"n must be at least 1, got {n}", "n")
+    n = reduction.default_n if n is None else check_run_size(reduction, n)
     problem = reduction.problem(n)
     spec = model if model is not None else reduction.default_model
     built = make_model(spec, **reduction.model_context(n))
@@ -99,9 +102,39 @@ class Instances(NamedTuple):
     described: str
 
 
+def check_run_size(reduction: Reduction, n) -> int:
+    """``n`` when the reduction's encoding at size n stays within :data:`MAX_SEQUENCE_LENGTH` tokens;
+    checked before the problem, the vocabulary or the model is built (an :class:`InputError` naming n)."""
+    n = check_size(n, "n", 1)
+    scale, offset = getattr(reduction, "length_scale", 0) or 1, getattr(reduction, "length_offset", 0)
+    top = max((MAX_SEQUENCE_LENGTH - offset) // scale, 1)
+    return check_size(n, "n", 1, top, f"{getattr(reduction, 'id', 'the reduction')} encodes it in about {scale}n + "
+                                      f"{offset} tokens, and runs take sequences of at most {MAX_SEQUENCE_LENGTH} tokens")
+
+
+def check_instances(problem: Problem, instances: int | None, seed: int) -> None:
+    """Refuse (naming ``instances`` or ``seed``) what cannot run: a bad seed, more than :data:`MAX_INSTANCES`
+    samples, samples whose arrays would pass the memory budget, or an exhaustive run over more than
+    :data:`MAX_EXHAUSTIVE_INSTANCES` pairs -- all judged before anything is sampled or enumerated."""
+    check_seed(seed, "seed")
+    if instances is None:
+        if problem.n > 2 * MAX_EXHAUSTIVE_BITS or problem.input_pairs > MAX_EXHAUSTIVE_INSTANCES:
+            count = show_size(problem.input_pairs) if problem.n <= 64 else "more than 2^64"
+            raise InputError(f"instances: all {count} instances of {problem.name} at n = {problem.n} "
+                             f"are too many to run exhaustively (at most {MAX_EXHAUSTIVE_INSTANCES}); give a number "
+                             f"of instances to sample", "instances")
+        return
+    check_size(instances, "instances", 1, MAX_INSTANCES, "each instance is a full model run and protocol run",
+               noun="number of instances")
+    # the inputs, the tokens and the model's per-position outputs: a few dozen bytes per input position
+    check_memory(instances * max(int(problem.n), 1) * BYTES_PER_POSITION, "instances",
+                 f"{show_size(instances)} instances of size n = {show_size(problem.n)}")
+
+
 def select_instances(problem: Problem, instances: int | None, seed: int) -> Instances:
     """Every (alice, bob) pair when ``instances`` is None (at most :data:`MAX_EXHAUSTIVE_INSTANCES`),
-    else that many seeded samples."""
+    else that many seeded samples; the request is checked first (:func:`check_instances`)."""
+    check_instances(problem, instances, seed)
     if instances is None:
         if problem.input_pairs > MAX_EXHAUSTIVE_INSTANCES:
             raise InputError(f"instances: all {problem.input_pairs} instances of {problem.name} at n = {problem.n} "

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commsim.core.errors import InputError
+from commsim.core.limits import check_size, show_size
 from commsim.theory.bounds import Conditions, LowerBound, ceil_log2
 from commsim.theory.comm_matrix import distinct_rows
 from commsim.theory.dfa import DFA
@@ -64,10 +65,10 @@ def _check_ineq_n(n, cap: int | None) -> int:
         raise InputError(f"n must be an integer, got {n!r}", "n")
     n = int(n)
     if n < 2 or n % 2:
-        raise InputError(f"n must be an even length >= 2 for ineq (first half vs second half), got {n}", "n")
-    if cap is not None and n > cap:
-        raise InputError(f"n = {n}: the INEQ trie would have 2^{n + 1} states; the largest N that runs is {cap}",
+        raise InputError(f"n must be an even length >= 2 for ineq (first half vs second half), got {show_size(n)}",
                          "n")
+    if cap is not None:
+        check_size(n, "n", 2, cap, "the INEQ trie has 2^(N+1) states", noun="N")
     return n
 
 
@@ -198,7 +199,7 @@ def automaton_report(language: str, n: int) -> AutomatonReport:
     if language == "dyck22":
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 2 or n % 2:
             raise InputError(f"n must be an even length >= 2 for dyck22 (Dyck strings have even length), "
-                             f"got {n}", "n")
+                             f"got {show_size(n) if isinstance(n, (int, np.integer)) else n!r}", "n")
         full = dyck_dfa(2, 2)
         dfa = full.minimize()
         bits = ceil_log2(dfa.num_states)

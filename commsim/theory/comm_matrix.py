@@ -25,6 +25,7 @@ import numpy as np
 
 from commsim.core.errors import InputError
 from commsim.theory.bounds import ceil_log2
+from commsim.core.limits import check_size, show_size
 from commsim.theory.dyck import DyckLanguage
 from commsim.theory.problems import Problem, make_problem
 
@@ -45,6 +46,10 @@ def _matrix_shape(problem_name: str, n: int) -> tuple[int, int]:
         side = 4 ** (n // 2)
         return side, side
     raise InputError(f"unknown problem {problem_name!r}; expected one of index, eq, disj, dyck22", "problem")
+
+
+#: the matrix's shape as text, for the error naming the limit
+_SHAPE_TEXT = {"index": "2^n x n", "eq": "2^n x 2^n", "disj": "2^n x 2^n", "dyck22": "4^(N/2) x 4^(N/2)"}
 
 
 def largest_matrix_n(problem_name: str, max_cells: int = MAX_MATRIX_CELLS) -> int:
@@ -98,12 +103,11 @@ def communication_matrix(problem_name: str, n: int, *, max_cells: int = MAX_MATR
     """
     from commsim.theory.fooling import check_problem_args
     n = check_problem_args(problem_name, n)
+    # compare n with the largest n that fits (found from small n up), never 2^n itself: n = 10^9 is
+    # refused at once instead of building a 10^9-bit integer
+    check_size(n, "n", 1, largest_matrix_n(problem_name, max_cells),
+               f"the {problem_name} matrix has {_SHAPE_TEXT.get(problem_name, '?')} cells, at most {show_size(max_cells)}")
     problem = make_problem(problem_name, n)
-    rows, cols = _matrix_shape(problem_name, int(n))
-    if rows * cols > max_cells:
-        raise InputError(f"n = {n}: the {problem_name} matrix would have {rows} x {cols} cells (at most "
-                         f"{max_cells}); the largest n that runs is {largest_matrix_n(problem_name, max_cells)}",
-                         "n")
     A, B = problem.alice_inputs(), problem.bob_inputs()
     Ar = np.repeat(A, len(B), axis=0)
     Bt = np.tile(B, (len(A),) + (1,) * (B.ndim - 1))

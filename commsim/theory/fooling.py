@@ -35,6 +35,7 @@ import numpy as np
 
 from commsim.core.digests import collision_groups
 from commsim.core.errors import InputError
+from commsim.core.limits import check_size, show_size
 from commsim.theory.bounds import LowerBound, ceil_log2
 from commsim.theory.dyck import count_dyck
 from commsim.theory.dyck_fooling import DYCK_STRUCTURAL_MAX_N, DyckMembers
@@ -149,11 +150,11 @@ def check_problem_args(problem_name: str, n, max_n: int | None = None, names=FOO
     n = int(n)
     minimum = 2 if problem_name == "dyck22" else 1
     if n < minimum:
-        raise InputError(f"n must be at least {minimum} for {problem_name}, got {n}", "n")
+        raise InputError(f"n must be at least {minimum} for {problem_name}, got {show_size(n)}", "n")
+    if max_n is not None:
+        check_size(n, "n", minimum, max_n)
     if problem_name == "dyck22" and n % 2:
-        raise InputError(f"n must be even for dyck22 (Dyck strings have even length), got {n}", "n")
-    if max_n is not None and n > max_n:
-        raise InputError(f"n = {n} is too large; the largest n that runs is {max_n}", "n")
+        raise InputError(f"n must be even for dyck22 (Dyck strings have even length), got {show_size(n)}", "n")
     return n
 
 

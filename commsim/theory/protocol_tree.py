@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from commsim.core.digests import collision_groups
-from commsim.core.errors import InputError
+from commsim.core.limits import check_size, show_size
 from commsim.core.runner import run_protocol
 from commsim.theory.comm_matrix import input_text
 from commsim.theory.fooling import check_problem_args, fooling_set
@@ -213,11 +213,10 @@ def build_protocol_tree(problem_name: str, n: int, protocol, *, max_pairs: int =
     monochromatic rectangle, depth = worst-case bits, fooling-set members in distinct leaves.
     """
     n = check_problem_args(problem_name, n)
+    # n against the largest n that fits, never the 2^(2n) pair count itself (n = 10^9 is refused at once)
+    check_size(n, "n", 1, largest_tree_n(problem_name, max_pairs),
+               f"every input pair is run one by one, at most {show_size(max_pairs)} pairs")
     problem = make_problem(problem_name, n)
-    count = _pairs(problem_name, int(n))
-    if count > max_pairs:
-        raise InputError(f"n = {n}: {count} input pairs are too many to run one by one (at most {max_pairs}); "
-                         f"the largest n that runs is {largest_tree_n(problem_name, max_pairs)}", "n")
     import networkx as nx
 
     proto, name = _resolve_protocol(problem, protocol)

@@ -18,6 +18,7 @@ Their separations (``commsim separate TASK``: ``idxl``, ``dyck22``, ``eq``) are 
 """
 from __future__ import annotations
 
+from commsim.core.limits import MAX_SEQUENCE_LENGTH
 from protocols.constructions.common import ConstructionError, require_fixed
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 
@@ -36,7 +37,7 @@ def make_idxl(spec, n=None, vocab_size=None, reduction=None, **context):
     """Theorem 1 of [BHBK24]: index lookup in one attention layer of width O(log N) (keys n, symbols, gamma, seed, precision)."""
     from protocols.constructions.idxl import build_idxl
     symbols = spec.int("symbols", 2, minimum=2)
-    n = spec.int("n", n, minimum=1)
+    n = spec.int("n", n, minimum=1, maximum=MAX_SEQUENCE_LENGTH)
     if n is None:
         raise ConstructionError(f"model spec {spec.text!r}: give n=N (or use it with `commsim run index-idxl`)",
                                 "model")
@@ -53,14 +54,14 @@ def make_match2(spec, vocab_size=None, seq_len=None, **context):
     from protocols.constructions.match2 import build_match2
     # with a task, its tokens are the residues 0..M-1 (the blank, token M, is the model's own)
     modulus = spec.int("modulus", 16 if vocab_size is None else max(int(vocab_size), 2), minimum=2)
-    length = spec.int("length", 16 if seq_len is None else int(seq_len), minimum=1)
+    length = spec.int("length", 16 if seq_len is None else int(seq_len), minimum=1, maximum=MAX_SEQUENCE_LENGTH)
     return build_match2(length, modulus, fmt=spec.format_if_given(), spec=spec.text)
 
 
 def make_eq2(spec, n=None, seq_len=None, reduction=None, **context):
     """Theorem 6 of [BHBK24]: INEQ/EQ in two attention layers of width O(log N) (keys n, gamma, seed, precision)."""
     from protocols.constructions.eq2 import build_eq2
-    half = spec.int("n", n, minimum=1)
+    half = spec.int("n", n, minimum=1, maximum=MAX_SEQUENCE_LENGTH)
     if half is None:
         half = None if seq_len is None else int(seq_len) // 2
     if half is None:
@@ -77,7 +78,7 @@ def make_lookup(spec, seq_len=None, vocab_size=None, **context):
     """A one-layer attention reading the whole string at the query (width N + |alphabet|); decides a language (keys language, length, width, precision)."""
     from protocols.constructions.lookup import build_lookup, parse_language
     language = parse_language(spec.str("language", "dyck22"))
-    length = spec.int("length", seq_len, minimum=1)
+    length = spec.int("length", seq_len, minimum=1, maximum=MAX_SEQUENCE_LENGTH)
     if length is None:
         raise ConstructionError(f"model spec {spec.text!r}: give length=N (or use it with `commsim run "
                                 f"dyck22-fooling`)", "model")

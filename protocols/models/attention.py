@@ -399,36 +399,35 @@ class AttentionLayer:
                   "W_Q": val(self.W_Q), "W_K": val(self.W_K), "W_V": val(self.W_V), "W_O": val(self.W_O),
                   "attend_self": np.array(self.attend_self), "psi_layers": np.array(len(self.psi_layers)),
                   "division": np.array(self.division)}
-        if self.position_table is not None:
-            arrays["position_embedding"] = val(self.position_table)
-        if self.query is not None:
-            arrays["query"] = np.array(self.query)
-        if self.residual_coords is not None:
-            arrays["residual"] = self.residual_coords
+        optional = {"position_embedding": self.position_table, "query": self.query, "residual": self.residual_coords}
+        arrays.update({k: val(v) if k == "position_embedding" else np.array(v) for k, v in optional.items() if v is not None})
         for i, (W, b) in enumerate(self.psi_layers):
             arrays[f"psi_W{i}"], arrays[f"psi_b{i}"] = val(W), val(b)
         np.savez(path, **arrays)
 
     @classmethod
     def load(cls, path, fmt: NumberFormat | None = None, *, spec: str = "") -> "AttentionLayer":
-        """Load a layer saved by :meth:`save`; ``fmt`` re-rounds the weights to another format."""
+        """Load a layer saved by :meth:`save` (``fmt`` re-rounds the weights); a bad file is an InputError."""
+        from protocols.models.recurrent import numeric_array, read_npz
+        arrays, layers = read_npz(path, "attention weights"), None
+        if "psi_layers" in arrays and arrays["psi_layers"].dtype.kind in "iu" and arrays["psi_layers"].ndim == 0:
+            layers = int(arrays["psi_layers"]) if 0 <= arrays["psi_layers"] <= len(arrays) else None
+        dims = {"token_embedding": 2, "position_embedding": 2, "W_Q": 3, "W_K": 3, "W_V": 3, "W_O": 2,
+                **{f"psi_{m}{i}": d for i in range(layers or 0) for m, d in (("W", 2), ("b", 1))}}
+        missing = [k for k in ["format", *dims] if k not in arrays and k != "position_embedding"]
+        if missing or (layers is None and "psi_layers" in arrays):
+            raise InputError(f"attention weights {str(path)!r}: " + (f"lack {', '.join(missing)}" if missing else
+                             f"psi_layers={arrays['psi_layers']} is not a count of the stored layers"), "model")
+        num = {k: numeric_array(arrays, k, d, path, "attention weights") for k, d in dims.items() if k in arrays}
+        psi = [(num[f"psi_W{i}"], num[f"psi_b{i}"]) for i in range(layers or 0)] or None
         try:
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {k: data[k] for k in data.files}
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read attention weights {str(path)!r}: {exc}", "model") from None
-        missing = [k for k in ("format", "token_embedding", "W_Q", "W_K", "W_V", "W_O") if k not in arrays]
-        if missing:
-            raise InputError(f"attention weights {str(path)!r} lack {', '.join(missing)}", "model")
-        fmt = fmt or parse_format(str(arrays["format"]))
-        layers = int(arrays.get("psi_layers", np.array(0)))
-        psi = [(arrays[f"psi_W{i}"], arrays[f"psi_b{i}"]) for i in range(layers)] or None
-        return cls(fmt, arrays["token_embedding"], arrays.get("position_embedding"), arrays["W_Q"], arrays["W_K"],
-                   arrays["W_V"], arrays["W_O"], psi,
-                   query=int(arrays["query"]) if "query" in arrays else None,
-                   attend_self=bool(arrays.get("attend_self", np.array(True))),
-                   residual=arrays["residual"] if "residual" in arrays else False,
-                   division=str(arrays["division"]) if "division" in arrays else "once", spec=spec)
+            return cls(fmt or parse_format(str(arrays["format"])), num["token_embedding"], num.get("position_embedding"),
+                       num["W_Q"], num["W_K"], num["W_V"], num["W_O"], psi, query=int(arrays["query"]) if "query" in arrays else None,
+                       attend_self=bool(arrays.get("attend_self", np.array(True))),
+                       residual=arrays["residual"] if "residual" in arrays else False,
+                       division=str(arrays["division"]) if "division" in arrays else "once", spec=spec)
+        except (ValueError, TypeError, IndexError) as exc:  # shapes that do not fit, a bad query or residual
+            raise InputError(f"attention weights {str(path)!r}: {exc}", "model") from None
 
 
 # ---- factories ------------------------------------------------------------------------------------

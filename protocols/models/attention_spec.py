@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from commsim.core.errors import InputError
+from commsim.core.limits import check_memory
 from commsim.core.precision import FixedPoint, NumberFormat
 from protocols.models.attention import DIVISIONS, AttentionLayer, random_layer
 
@@ -157,9 +158,14 @@ def _make(spec, target: str, vocab_size: int | None, seq_len: int | None, n: int
             model.attend_self = attend_self
         return model
     fmt = spec.format(default=FixedPoint.with_bits(16))
-    seed = spec.int("seed", 0)
+    seed = spec.int("seed", 0, minimum=0)
     vocab = vocab if vocab is not None else (vocab_size or 4)
     positions = positions if positions is not None else (seq_len or 64)
+    h, m, d = heads or 1, width or 4, dim or 8
+    # float64 weights: token and position embeddings, per head W_Q, W_K, W_V (m x d) and the output map
+    check_memory(8 * ((vocab + positions) * d + 3 * h * m * d + h * m * (classes or 2) + h * m * d),
+                 "model", f"the attention layer {spec.text!r} (heads x width x dim = {h} x {m} x {d}, "
+                          f"vocab {vocab}, positions {positions})")
     residual = bool(spec.int("residual", 0, minimum=0, maximum=1))
     return random_layer(fmt, vocab=vocab, positions=positions, heads=heads or 1, width=width or 4,
                         dim=dim or 8, classes=classes or 2, seed=seed, query=query, attend_self=attend_self,

@@ -25,6 +25,9 @@ vectorized sweeps (large batches) and the direct forward agree bit for bit eithe
 from __future__ import annotations
 
 import math
+import zipfile
+import zlib
+from pathlib import Path
 
 import numpy as np
 
@@ -378,15 +381,39 @@ def random_model(kind: str, width: int = 8, fmt: NumberFormat | str = "16", voca
     return cls.random(fmt, width, vocab, classes, seed, spec, **extra)
 
 
+def read_npz(path, what: str = "weights file") -> dict[str, np.ndarray]:
+    """The arrays of the ``.npz`` file ``path`` (shared by every ``.npz`` weights loader); an error naming
+    the file and what is wrong when it is missing, a directory, empty, truncated or not an .npz archive."""
+    name, data = str(path), None
+    try:
+        data = None if Path(path).is_dir() else np.load(path, allow_pickle=False)
+        if isinstance(data, np.lib.npyio.NpzFile):
+            with data:
+                return {k: np.array(data[k]) for k in data.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        reason = {FileNotFoundError: "it does not exist", EOFError: "it is empty"}.get(type(exc)) or \
+            f"truncated or not an .npz file ({type(exc).__name__}: {exc})"
+        raise ModelError(f"cannot read {what} {name!r}: {reason}", "model") from None
+    raise ModelError(f"cannot read {what} {name!r}: it is {'a directory' if data is None else 'a single array'}, "
+                     "not an .npz archive of named arrays", "model")
+
+
+def numeric_array(arrays: dict, key: str, ndim: int, path, what: str = "weights file") -> np.ndarray:
+    """``arrays[key]`` as float64 once checked to hold finite real numbers in ``ndim`` dimensions."""
+    arr, where = arrays[key], f"{what} {str(path)!r}: {key!r}"
+    if arr.dtype.kind not in "biuf":
+        raise ModelError(f"{where} holds {arr.dtype} values, not numbers", "model")
+    if arr.ndim != ndim or not np.isfinite(arr).all():
+        raise ModelError(f"{where} has shape {arr.shape}" + (", not finite numbers" if arr.ndim == ndim else
+                                                            f": {arr.ndim} dimension(s), expected {ndim}"), "model")
+    return arr.astype(np.float64)
+
+
 def load_model(path: str, fmt: NumberFormat | None = None, spec: str = "") -> _Trainable:
     """Load weights saved by ``model.save``; ``fmt`` overrides the stored format (weights are re-rounded)."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: np.array(data[k]) for k in data.files}
-    except FileNotFoundError:
-        raise ModelError(f"weights file {path!r} does not exist", "model") from None
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot read weights file {path!r}: {exc}", "model") from None
+    if not Path(path).exists():
+        raise ModelError(f"weights file {path!r} does not exist", "model")
+    arrays = read_npz(path)
     meta = {k[5:]: str(v) for k, v in arrays.items() if k.startswith("meta_")}
     kind = meta.get("kind")
     if kind not in _TRAINABLE:
@@ -397,11 +424,16 @@ def load_model(path: str, fmt: NumberFormat | None = None, spec: str = "") -> _T
         except FormatError as exc:
             raise ModelError(f"weights file {path!r}: {exc}", "model") from None
     params = {k: v for k, v in arrays.items() if not k.startswith("meta_")}
-    missing = [k for k in ("input", "recurrent", "bias", "readout", "readout_bias") if k not in params]
+    dims = {k: len(shape) for k, shape in _TRAINABLE[kind]._shapes(1, 1, 1).items()}  # the arrays it needs
+    missing = [k for k in dims if k not in params]
     if missing:
         raise ModelError(f"weights file {path!r} lacks {', '.join(missing)}", "model")
+    params = {k: numeric_array(params, k, ndim, path) for k, ndim in dims.items()}
     extra = {"activation": meta.get("activation", "tanh")} if kind == "elman" else {}
-    return _TRAINABLE[kind](params, fmt, spec or f"{kind}:weights={path}", **extra)
+    try:
+        return _TRAINABLE[kind](params, fmt, spec or f"{kind}:weights={path}", **extra)
+    except ModelError as exc:  # shapes that do not fit together: name the file
+        raise ModelError(f"weights file {path!r}: {exc}", "model") from None
 
 
 def _format_spec(fmt: NumberFormat) -> str:

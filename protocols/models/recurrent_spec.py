@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from commsim.core.errors import ModelError, NotApplicable
+from commsim.core.limits import MAX_SEQUENCE_LENGTH, check_memory
 from protocols.models.dyck_automaton import DyckAutomaton
 from protocols.models.memorize import Memorize
 from protocols.models.recurrent import _TRAINABLE, load_model
@@ -51,6 +52,10 @@ def _trainable_factory(kind: str):
         seed = spec.int("seed", 0, minimum=0)
         vocab, classes, task_vocab = _vocab_and_classes(spec, vocab_size)
         _refuse_small_vocab(spec.text, vocab, task_vocab, context)
+        gates = {"lstm": 4, "gru": 3}.get(kind, 1)
+        # float64 weights: input (vocab x gates*m), recurrent (m x gates*m), readout (m x classes)
+        check_memory(8 * (vocab * gates * width + width * gates * width + width * classes + gates * width),
+                     "model", f"the {kind} weights of {spec.text!r} (width {width}, vocab {vocab}, classes {classes})")
         extra = {"activation": activation or "tanh"} if kind == "elman" else {}
         return cls.random(fmt or spec.format(), width, vocab, classes, seed, spec.text, **extra)
 
@@ -70,7 +75,7 @@ def _dfa_factory(spec, vocab_size=None, **context):
 def _memorize_factory(spec, vocab_size=None, n=None, reduction=None, memory_program=None, **context):
     """Stores the input bits the task needs, one bit per unit; capacity=K keeps only K of them.  The
     reduction hands its memory program over in the model context (``Reduction.model_context``)."""
-    capacity = spec.int("capacity", None, minimum=1)
+    capacity = spec.int("capacity", None, minimum=1, maximum=MAX_SEQUENCE_LENGTH)
     if reduction is None or n is None:
         raise ModelError(f"model spec {spec.text!r}: memorize is built for a task; use it with `commsim run "
                          f"REDUCTION` (or build protocols.models.memorize.Memorize from a MemoryProgram)", "model")

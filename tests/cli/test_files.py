@@ -4,6 +4,7 @@ naming the option."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from cli_helpers import invoke, run_main
@@ -84,9 +85,9 @@ def test_text_half_written_when_the_write_fails_is_removed(tmp_path, monkeypatch
             self.fh.flush()
             raise OSError(5, "Input/output error")
     monkeypatch.setattr(files.os, "fdopen", lambda fd, *a, **k: HalfWriter(real_fdopen(fd, *a, **k)))
-    with pytest.raises(OSError, match="Input/output error"):
+    with pytest.raises(InputError, match="--out: cannot write .*Input/output error") as err:   # exit 2, the reason
         write_text(target, "x" * 1000, option="--out")
-    assert list(tmp_path.iterdir()) == []
+    assert err.value.param == "--out" and list(tmp_path.iterdir()) == []
 
 
 def test_a_figure_that_fails_to_render_leaves_nothing(tmp_path, capsys, monkeypatch):
@@ -110,3 +111,54 @@ def test_the_writer_refuses_a_directory_as_target_and_keeps_the_usual_mode(tmp_p
     write_text(tmp_path / "f.txt", "héllo\n", option="--out")
     assert (tmp_path / "f.txt").read_text(encoding="utf-8") == "héllo\n"
     assert (tmp_path / "f.txt").stat().st_mode & 0o777 != 0o600           # not mkstemp's private mode
+
+
+@pytest.mark.parametrize("args,option,name,complete", WRITERS, ids=IDS)
+def test_an_empty_file_name_is_bad_input_naming_the_option(capsys, tmp_path, monkeypatch, args, option, name,
+                                                           complete):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(capsys, args + [option, ""])
+    assert code == 2 and out == "" and err.startswith(f"Error: {option}") and "empty" in err and err.count("\n") == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+def _fifo(path):
+    os.mkfifo(path)
+
+
+def _symlink(path):
+    os.symlink(path.parent / "elsewhere.txt", path)
+
+
+def _directory(path):
+    path.mkdir()
+
+
+def _read_only(path):
+    path.write_bytes(b"keep me")
+    path.chmod(0o444)
+
+
+@pytest.mark.parametrize("make,reason", [(_fifo, "named pipe"), (_symlink, "symbolic link"),
+                                         (_directory, "directory"), (_read_only, "read-only")],
+                         ids=["fifo", "symlink", "directory", "read-only"])
+@pytest.mark.parametrize("args,option,name,complete", WRITERS, ids=IDS)
+def test_a_target_that_is_not_a_writable_regular_file_is_left_alone(capsys, tmp_path, args, option, name, complete,
+                                                                     make, reason):
+    """A device (/dev/null), a FIFO, a symlink, a directory or a read-only file is refused, never renamed over."""
+    target = tmp_path / name
+    make(target)
+    before = os.lstat(target)
+    code, out, err = run_main(capsys, args + [option, str(target)])
+    assert code == 2 and out == "" and err.startswith("Error: ") and option in err and err.count("\n") == 1, err
+    assert reason in err or (reason == "directory" and "is a directory" in err)
+    after = os.lstat(target)
+    assert (after.st_ino, after.st_mode) == (before.st_ino, before.st_mode) and _leftovers(tmp_path) == []
+    assert not (tmp_path / "elsewhere.txt").exists()
+
+
+def test_the_writer_refuses_a_device_node_without_touching_it():
+    before = os.stat("/dev/null")
+    with pytest.raises(InputError, match="character device"):
+        write_text("/dev/null", "x", option="--dot")
+    assert os.stat("/dev/null").st_ino == before.st_ino

@@ -19,8 +19,12 @@ def load_torch_file(path: str):
     torch = require_torch()
     import torch.nn as nn
     p = Path(path).expanduser()
-    if not p.is_file():
+    if p.is_dir():
+        raise AdapterError(f"torch: {path!r} is a directory, not a model file written by torch.save")
+    if not p.exists():
         raise AdapterError(f"torch: model file {path!r} does not exist")
+    if not p.is_file():
+        raise AdapterError(f"torch: {path!r} is not a regular file (a device or a pipe), not a torch.save file")
     safe = [getattr(nn, name) for name in SAFE_MODULES]
     from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
     safe.append(NonDynamicallyQuantizableLinear)

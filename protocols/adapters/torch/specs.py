@@ -45,6 +45,7 @@ import sys
 from pathlib import Path
 
 from commsim.core.errors import InputError
+from commsim.core.limits import check_memory
 from commsim.spec import FORMAT_KEYS
 from protocols.adapters.torch.adapt import from_torch
 from protocols.adapters.torch.files import load_torch_file
@@ -164,9 +165,21 @@ def torch_file_factory(spec, **context):
 
 
 # ---- hf-gpt2 -------------------------------------------------------------------------------------------------
+def _check_gpt2_memory(spec, vocab_size, seq_len) -> None:
+    """Refuse a random GPT-2 whose float32 parameters (embeddings; per layer attention 4 d^2 and MLP
+    2 d x inner) pass the memory budget -- from the spec's sizes alone, before torch is imported."""
+    dim, layers = spec.int("dim", 16, minimum=1), spec.int("layers", 1, minimum=1)
+    inner = spec.int("inner", None, minimum=1) or 4 * dim
+    vocab, positions = spec.int("vocab", vocab_size or 16, minimum=1), spec.int("positions", seq_len or 64, minimum=1)
+    check_memory(4 * ((vocab + positions) * dim + layers * (4 * dim * dim + 2 * dim * inner)),
+                 "model", f"the GPT-2 model of {spec.text!r} (dim {dim}, {layers} layer(s), vocab {vocab})")
+
+
 def gpt2_factory(spec, vocab_size=None, seq_len=None, **context):
     """A one-layer Hugging Face GPT-2 from a local directory, a local config=FILE.json or random
     weights (dim, heads, inner, layers, seed, vocab, positions); never downloads."""
+    if not spec.target and not spec.has("config"):
+        _check_gpt2_memory(spec, vocab_size, seq_len)    # before torch is imported (seconds) or anything built
     torch = require_torch()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
@@ -201,8 +214,9 @@ def gpt2_factory(spec, vocab_size=None, seq_len=None, **context):
                 raise AdapterError(f"hf-gpt2: dim={dim} is not a multiple of heads={heads}")
             vocab = spec.int("vocab", vocab_size or 16, minimum=1)
             positions = spec.int("positions", seq_len or 64, minimum=1)
-            config = GPT2Config(n_layer=spec.int("layers", 1, minimum=1), n_embd=dim, n_head=heads,
-                                n_inner=spec.int("inner", None, minimum=1), vocab_size=vocab, n_positions=positions,
+            layers, inner = spec.int("layers", 1, minimum=1), spec.int("inner", None, minimum=1)
+            config = GPT2Config(n_layer=layers, n_embd=dim, n_head=heads,
+                                n_inner=inner, vocab_size=vocab, n_positions=positions,
                                 bos_token_id=0, eos_token_id=0)
         torch.manual_seed(spec.int("seed", 0, minimum=0))
         model = GPT2LMHeadModel(config)
@@ -217,6 +231,13 @@ def gpt2_factory(spec, vocab_size=None, seq_len=None, **context):
 def tl_factory(spec, vocab_size=None, seq_len=None, **context):
     """A random one-layer TransformerLens model (attention-only by default): dim, heads, d_head,
     attn_only=0|1, norm=none|LN|LNPre|RMS, layers, seed, vocab, positions."""
+    dim, heads = spec.int("dim", 16, minimum=1), spec.int("heads", 2, minimum=1)
+    d_head = spec.int("d_head", max(dim // heads, 1), minimum=1)
+    # float32 parameters: embeddings, per layer the heads (4 x heads x d_head x dim) and the MLP (8 dim^2);
+    # judged before torch is imported or anything is built
+    check_memory(4 * ((spec.int("vocab", vocab_size or 16, minimum=1) + spec.int("positions", seq_len or 64, minimum=1))
+                      * dim + spec.int("layers", 1, minimum=1) * (4 * heads * d_head * dim + 8 * dim * dim)),
+                 "model", f"the TransformerLens model of {spec.text!r} (dim {dim}, heads {heads}, d_head {d_head})")
     torch = require_torch()
     try:
         import transformer_lens

@@ -1,0 +1,194 @@
+"""A fuzz of the command line: bad invocations generated from every command's parameters (hypothesis
+strategies over the click parameter types) run under a 2 GB address-space limit and 5 s each.  None may
+exit 1 or hang; a refusal is exit 2 with one line on stderr and no traceback; ``--json`` prints exactly
+one JSON object (with ``error`` when the command failed).  The default run draws 300 invocations (seeded);
+``pytest -m slow`` draws 2000."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from commsim.cli import cli
+from commsim.plugins import load_plugins
+
+WORKER = Path(__file__).with_name("fuzz_worker.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+BAD_INTS = ["-1", "0", "-7", "abc", "1.5", "", "1e9", "1000000000", "10**30", "99999999999999999999999999",
+            "-99999999999999999999"]
+BAD_BY_OPTION = {
+    "--instances": ["0", "-3", "abc", "", "1000000000000", "1e3", "all5", "10**12"],
+    "--model": ["elman:widht8", "lstm:width:precision=4", "gru:nonsense", "memorize:foo", "elman:", "nope",
+                "elman:vocab=1000000000", "elman:classes=1000000000", "attention:heads=100000,width=1000",
+                "attention:heads=1000000000000000000000000000000", "attention:positions=1000000000",
+                "attention:seed=-1", "elman:seed=-1", "memorize:capacity=1000000000000000000000000000000",
+                "construct:idxl:n=1000000000", "construct:lookup:length=1000000000", "attention:frac=3",
+                "elman:precision=0", "elman:width=-3", ":::", "=", "python:", "torch:", "construct:idxl:bar"],
+    "--protocol": ["nope", "", "one-way;", "TWO-WAY"],
+    "--arch": ["gpu", "", "RNN", "rnn attention"],
+    "--task": ["nope", "", "index", "dyck22"],
+    "--n-range": ["0:8", "-5:8", "1:1000000000:1", "8:1", "a:b", "", "1,2,x", "1:2:0", "1:10**9"],
+    "--gamma": ["0", "-1", "1e-300", "2", "nan", "inf", "abc"],
+    "--plugin": ["", "../etc", "no.such.module", "/tmp"],
+    "--format": ["pdf", "", "HTML5"],
+    "--seed": ["-1", "abc", "1e3", "99999999999999999999999", "-99999999999999999999"],
+    "--members": ["-1", "1000000000", "abc"],
+    "--restarts": ["-1", "abc", "1000000000"],
+}
+JUNK_NAMES = ["nope", "", "index-", "DYCK22", "run", "../x", "eq ineq", "--json"]
+#: a valid, small value per option, so that each invocation is wrong in exactly one place (None: leave out)
+GOOD = {"--n": "4", "--instances": "8", "--protocol": "one-way", "--arch": "rnn", "--task": "eq-ineq",
+        "--width": "4", "--precision": "8", "--heads": "1", "--dim": "8", "--seed": "0", "--n-range": "4:16",
+        "--gamma": "0.25", "--format": "text", "--members": "2", "--restarts": "1", "--model": None, "--plugin": None,
+        "--plot": None, "--out": None, "--dot": None}
+
+
+def _names(param: click.Parameter) -> list[str]:
+    """Valid values of a positional argument (its choices, or the registry's names for it)."""
+    if isinstance(param.type, click.Choice):
+        return list(param.type.choices)
+    registry = load_plugins()
+    return {"reduction": registry.names("reduction"), "task": registry.names("separation"),
+            "topic": registry.names("topic")}.get(param.name, ["x"])
+
+
+def _bad_paths(tmp: Path) -> list[str]:
+    """Output paths that cannot be written as regular files: empty, a directory, a missing directory."""
+    (tmp / "adir").mkdir(exist_ok=True)
+    return ["", str(tmp / "adir"), str(tmp / "missing" / "out.txt"), "/proc/commsim-fuzz/out.txt"]
+
+
+def _bad_values(param: click.Option, paths: list[str]) -> list[str]:
+    """Wrong values for one option, by its flag or its click type."""
+    flag = param.opts[0]
+    if flag in BAD_BY_OPTION:
+        return BAD_BY_OPTION[flag]
+    if flag in ("--plot", "--out", "--dot"):
+        return paths
+    if isinstance(param.type, (click.types.IntParamType, click.IntRange)):
+        return BAD_INTS
+    if isinstance(param.type, click.Choice):
+        return ["nope", ""]
+    return JUNK_NAMES
+
+
+def invocation(tmp: Path):
+    """A strategy for one bad command line: a command, its positional argument, its required options (and
+    ``--n``), a few optional ones -- every value valid and small except exactly one, drawn from the wrong
+    values of that parameter's type (so each defect shows on its own, and no invocation runs a long job)."""
+    paths = _bad_paths(tmp)
+
+    @st.composite
+    def build(draw):
+        name = draw(st.sampled_from(sorted(cli.commands)))
+        command = cli.commands[name]
+        arguments = [p for p in command.params if isinstance(p, click.Argument)]
+        options = [p for p in command.params if isinstance(p, click.Option) and p.opts[0] != "--json"]
+        # the options given: the required ones, --n whenever there is one (no long default runs), a few more
+        given = [p for p in options if p.required or p.opts[0] == "--n"]
+        given += draw(st.lists(st.sampled_from([p for p in options if p not in given] or [None]), max_size=3,
+                               unique=True))
+        given = [p for p in given if p is not None]
+        valued = [p for p in given if not p.is_flag]
+        bad = draw(st.sampled_from(arguments + valued + [None]))   # the one wrong place (None: an unknown option)
+        argv = [name]
+        for param in arguments:
+            argv.append(draw(st.sampled_from(JUNK_NAMES)) if param is bad else draw(st.sampled_from(_names(param))))
+        for param in given:
+            flag = param.opts[0]
+            if param.is_flag:
+                argv.append(flag)
+            elif param is bad:
+                argv += [flag, draw(st.sampled_from(_bad_values(param, paths)))]
+            elif GOOD.get(flag) is not None:
+                argv += [flag, GOOD[flag]]
+        if bad is None:
+            argv += ["--no-such-option", "1"]
+        if draw(st.booleans()):
+            argv.append("--json")
+        return argv
+
+    return build()
+
+
+def _problems(results: list[dict]) -> list[str]:
+    """Every way a result breaks the contract, as one line each."""
+    found = []
+    for r in results:
+        argv, code, out, err = " ".join(r["argv"]), r["code"], r["stdout"], r["stderr"]
+        if code not in (0, 2):
+            found.append(f"exit {code}: commsim {argv}: {err.strip()[:200]}")
+        if "Traceback" in err or "Traceback" in out:
+            found.append(f"traceback: commsim {argv}")
+        if code == 2 and len(err.strip().splitlines()) != 1:
+            found.append(f"{len(err.strip().splitlines())} stderr lines: commsim {argv}")
+        if "--json" in r["argv"] and code in (0, 2):
+            try:
+                data = json.loads(out)
+            except ValueError:
+                found.append(f"--json printed no single JSON object: commsim {argv}: {out[:120]!r}")
+                continue
+            if code == 2 and not (isinstance(data, dict) and "error" in data):
+                found.append(f"--json error without an 'error' key: commsim {argv}")
+    return found
+
+
+class Worker:
+    """One long-lived worker process (limits set there) that runs the command lines one by one."""
+
+    def __init__(self, tmp: Path):
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+               "PYTHONPATH": str(ROOT), "LANG": "C.UTF-8"}
+        self.process = subprocess.Popen([sys.executable, str(WORKER)], cwd=tmp, env=env, text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def run(self, argv: list[str]) -> dict:
+        """The worker's result for one command line."""
+        self.process.stdin.write(json.dumps(argv) + "\n")
+        self.process.stdin.flush()
+        for line in self.process.stdout:
+            if line.startswith("@@FUZZ@@ "):
+                return json.loads(line[len("@@FUZZ@@ "):])
+        raise AssertionError(f"the fuzz worker died on: commsim {' '.join(argv)}")
+
+    def close(self) -> None:
+        """Stop the worker."""
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def _fuzz(count: int, tmp: Path) -> None:
+    worker = Worker(tmp)
+    seen: list[dict] = []
+
+    @settings(max_examples=count, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(invocation(tmp))
+    def check(argv):
+        result = worker.run(argv)
+        seen.append(result)
+        problems = _problems([result])
+        assert not problems, "\n".join(problems)
+
+    try:
+        check()
+    finally:
+        worker.close()
+    commands = {r["argv"][0] for r in seen}
+    assert len(seen) >= count and commands == set(cli.commands), f"the fuzz reached only {sorted(commands)}"
+
+
+def test_fuzz_300_bad_invocations(tmp_path):
+    _fuzz(300, tmp_path)
+
+
+@pytest.mark.slow
+def test_fuzz_2000_bad_invocations(tmp_path):
+    _fuzz(2000, tmp_path)
