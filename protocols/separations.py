@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commsim.core.errors import InputError
+from commsim.core.limits import show_size
 from commsim.plugins import load_plugins, make_model
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.theorems import (
@@ -101,9 +102,9 @@ class Separation:
     def check_n(self, n: int) -> None:
         """InputError unless n is in range (and even when the task needs it)."""
         if n < self.smallest or n > self.largest:
-            raise InputError(f"n must be in {self.smallest}..{self.largest} for {self.name}, got {n}", "n")
+            raise InputError(f"n must be in {self.smallest}..{self.largest} for {self.name}, got {show_size(n)}", "n")
         if self.even and n % 2:
-            raise InputError(f"n must be even for {self.name} (it is a string length N), got {n}", "n")
+            raise InputError(f"n must be even for {self.name} (it is a string length N), got {show_size(n)}", "n")
 
     def run(self, n: int, *, seed: int = 0, instances: int | None = 1000, progress=None,
             **options) -> SeparationResult:

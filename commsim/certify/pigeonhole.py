@@ -31,6 +31,9 @@ EXHAUSTIVE_ALICE_BITS = 20
 
 #: sampled search: this many uniform Alice inputs, and about half as many one-bit neighbours
 SAMPLED_INPUTS = 1 << 17
+#: bytes the sampled Alice inputs may take (fewer samples for long inputs), and bytes of one encoded chunk
+SAMPLE_BYTES = 1 << 27
+CHUNK_BYTES = 1 << 26
 
 
 def _is_bits(x: np.ndarray) -> bool:
@@ -121,6 +124,9 @@ def collision_certificate(problem: Problem, alice_messages: Callable[[np.ndarray
     :func:`commsim.core.digests.message_rows`); ``direct_answers(A, B)`` the model's answers from a direct forward.
     Returns (certificate or None, a description of what was searched).
     """
+    length = max(1, alice_search_space(problem)[1])
+    samples = min(samples, max(1024, SAMPLE_BYTES // length))          # long inputs: fewer samples
+    chunk = min(chunk, max(64, CHUNK_BYTES // (8 * length)))           # and smaller encoded chunks
     A, exhaustive, what = _alice_inputs(problem, seed, exhaustive_bits, samples)
     total = len(A)
     first = alice_messages(A[:min(chunk, total)])
