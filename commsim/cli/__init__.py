@@ -54,10 +54,18 @@ def cli():
 
 
 # command modules attach themselves to the group
-from commsim.cli import automaton, budget, cc, fooling, listing, matrix, run, separate, teach, tree  # noqa: E402,F401
-from commsim.cli.files import guard_output_options  # noqa: E402
-
-guard_output_options(cli)  # --dot '', --plot '', --out '' are errors in every command
+from commsim.cli import (  # noqa: E402,F401
+    automaton,
+    budget,
+    cc,
+    fooling,
+    listing,
+    matrix,
+    run,
+    separate,
+    teach,
+    tree,
+)
 
 
 def _wants_json(argv: list[str]) -> bool:

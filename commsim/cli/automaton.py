@@ -6,14 +6,14 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
-from commsim.cli.files import write_text
+from commsim.cli.files import refuse_empty, write_text
 from commsim.theory.automaton import AUTOMATON_LANGUAGES, automaton_report
 
 
 @cli.command("automaton")
 @click.argument("language", metavar="LANGUAGE", type=click.Choice(AUTOMATON_LANGUAGES))
 @click.option("--n", "n", type=int, required=True, help="String length N (even).")
-@click.option("--dot", "dot_file", type=click.Path(dir_okay=False), default=None,
+@click.option("--dot", "dot_file", callback=refuse_empty, type=click.Path(dir_okay=False), default=None,
               help="Also write the minimal DFA as Graphviz DOT to this file.")
 @json_option
 def automaton_command(language, n, dot_file, as_json):

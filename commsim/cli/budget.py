@@ -7,12 +7,11 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
-from commsim.cli.files import check_target, write_figure
+from commsim.cli.files import check_target, refuse_empty, write_figure
 from commsim.core.errors import InputError
 from commsim.core.limits import check_size, show_size
 from commsim.pipeline.budget import budget
 from commsim.plugins import load_plugins
-
 
 #: the most lengths one --n-range table may have
 MAX_RANGE_LENGTHS = 10_000
@@ -103,7 +102,7 @@ def plot_budget(report, path: str) -> None:
 @click.option("--task", required=True, help="A reduction id, e.g. index-idxl, eq-ineq, dyck22-fooling.")
 @click.option("--n", "n", type=int, default=None, help="Sequence length N to judge (default: max_n).")
 @click.option("--n-range", default=None, help="Table over N: A:B (doublings), A:B:STEP or a,b,c.")
-@click.option("--plot", "plot_path", default=None, metavar="FILE", help="Plot bits vs bound over --n-range (.png/.svg).")
+@click.option("--plot", "plot_path", callback=refuse_empty, default=None, metavar="FILE", help="Plot bits vs bound over --n-range (.png/.svg).")
 @plugin_option
 @json_option
 def budget_command(arch, width, precision, heads, dim, task, n, n_range, plot_path, plugins, as_json):

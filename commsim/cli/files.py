@@ -23,8 +23,6 @@ from commsim.core.errors import InputError
 TEMP_PREFIX = ".commsim-"
 
 
-#: the options that name a file a command writes (every command's, see :func:`guard_output_options`)
-OUTPUT_OPTIONS = ("--dot", "--plot", "--out")
 
 _KINDS = {stat.S_IFDIR: "a directory", stat.S_IFLNK: "a symbolic link", stat.S_IFCHR: "a character device",
           stat.S_IFBLK: "a block device", stat.S_IFIFO: "a named pipe", stat.S_IFSOCK: "a socket"}
@@ -62,15 +60,6 @@ def refuse_empty(ctx, param, value):
     if value is not None and not str(value).strip():
         check_target(value, param.opts[0])
     return value
-
-
-def guard_output_options(group) -> None:
-    """Give every command's output option (:data:`OUTPUT_OPTIONS`) the :func:`refuse_empty` check, so
-    ``--dot ''`` is refused by every command instead of being taken for "no file"."""
-    for command in group.commands.values():
-        for param in command.params:
-            if any(opt in OUTPUT_OPTIONS for opt in param.opts) and param.callback is None:
-                param.callback = refuse_empty
 
 
 @contextlib.contextmanager

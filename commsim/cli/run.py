@@ -6,6 +6,7 @@ from rich.markup import escape
 from rich.panel import Panel
 from rich.table import Table
 
+from commsim.certify.view import certificate_view
 from commsim.cli import cli
 from commsim.cli.common import (
     console,
@@ -17,7 +18,6 @@ from commsim.cli.common import (
     render_certificate,
     render_exchange,
 )
-from commsim.certify.view import certificate_view
 from commsim.pipeline.run import run_reduction
 from commsim.plugins import load_plugins
 

@@ -29,7 +29,7 @@ from commsim.cli.common import (
     plugin_option,
     progress_bar,
 )
-from commsim.cli.files import check_target, write_figure
+from commsim.cli.files import check_target, refuse_empty, write_figure
 from commsim.core.errors import InputError
 from commsim.core.limits import MAX_INSTANCES, check_seed, check_size
 from commsim.plugins import load_plugins
@@ -125,7 +125,7 @@ def _check_plot_path(plot: str | None) -> Path | None:
 @click.option("--instances", default="1000", show_default=True,
               help="Inputs per N when exhaustive checking is too big ('all' forces exhaustive).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sampled inputs and constructions.")
-@click.option("--plot", "plot", default=None, metavar="FILE", help="Also draw both sides against N (.png or .svg).")
+@click.option("--plot", "plot", callback=refuse_empty, default=None, metavar="FILE", help="Also draw both sides against N (.png or .svg).")
 @click.option("--gamma", type=float, default=None,
               help="Near-orthogonality of the constructions' position vectors (idxl, eq; default 1/4 as in "
                    "[BHBK24]); 0.5 shrinks the width about 4x.")

@@ -7,7 +7,7 @@ import click
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
-from commsim.cli.files import check_target, write_text
+from commsim.cli.files import check_target, refuse_empty, write_text
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_json
 from commsim.plugins import load_plugins
@@ -20,7 +20,7 @@ from commsim.teach import render_markdown, render_text
 @click.option("--n", "n", type=int, default=None, help="Instance size (each topic has a small default).")
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
               help="Terminal text, or Markdown lecture notes with LaTeX math.")
-@click.option("--out", "out", default=None, metavar="FILE",
+@click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
               help="Write the output to FILE instead of stdout (with --json: the lesson's JSON; stdout then "
                    "prints one object saying where).")
 @plugin_option

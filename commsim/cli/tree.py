@@ -6,7 +6,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
-from commsim.cli.files import write_text
+from commsim.cli.files import refuse_empty, write_text
 from commsim.plugins import load_plugins
 from commsim.theory.problems import PROBLEM_NAMES
 
@@ -15,7 +15,7 @@ from commsim.theory.problems import PROBLEM_NAMES
 @click.argument("problem", metavar="PROBLEM", type=click.Choice(PROBLEM_NAMES))
 @click.option("--n", "n", type=int, required=True, help="Problem size (small: every input pair is run).")
 @click.option("--protocol", "protocol_name", required=True, help="A registered protocol (see `commsim list`).")
-@click.option("--dot", "dot_file", type=click.Path(dir_okay=False), default=None,
+@click.option("--dot", "dot_file", callback=refuse_empty, type=click.Path(dir_okay=False), default=None,
               help="Write the tree as Graphviz DOT to this file.")
 @plugin_option
 @json_option
