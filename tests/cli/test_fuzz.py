@@ -1,8 +1,8 @@
 """A fuzz of the command line: bad invocations generated from every command's parameters (hypothesis
 strategies over the click parameter types) run under a 2 GB address-space limit and 5 s each.  None may
 exit 1 or hang; a refusal is exit 2 with one line on stderr and no traceback; ``--json`` prints exactly
-one JSON object (with ``error`` when the command failed).  The default run draws 300 invocations (seeded);
-``pytest -m slow`` draws 2000."""
+one JSON object (with ``error`` when the command failed).  Every wrong value of every parameter runs once,
+then hypothesis draws 300 combinations (seeded); ``pytest -m slow`` draws 2000."""
 from __future__ import annotations
 
 import json
@@ -65,6 +65,12 @@ def _bad_paths(tmp: Path) -> list[str]:
     return ["", str(tmp / "adir"), str(tmp / "missing" / "out.txt"), "/proc/commsim-fuzz/out.txt"]
 
 
+#: every (command, parameter that takes a value) pair, and (command, None) for an unknown option
+_PAIRS = sorted([(name, p.name) for name, c in cli.commands.items() for p in c.params
+                 if not getattr(p, "is_flag", False) and p.name != "as_json"] + [(name, None) for name in cli.commands],
+                key=lambda pair: (pair[0], pair[1] or ""))
+
+
 def _bad_values(param: click.Option, paths: list[str]) -> list[str]:
     """Wrong values for one option, by its flag or its click type."""
     flag = param.opts[0]
@@ -79,6 +85,26 @@ def _bad_values(param: click.Option, paths: list[str]) -> list[str]:
     return JUNK_NAMES
 
 
+def every_bad_value(tmp: Path) -> list[list[str]]:
+    """Each wrong value of each parameter of each command once, everything else valid and small."""
+    paths, out = _bad_paths(tmp), []
+    for name, bad_name in _PAIRS:
+        command = cli.commands[name]
+        bad = next((p for p in command.params if p.name == bad_name), None)
+        values = (JUNK_NAMES if isinstance(bad, click.Argument) else _bad_values(bad, paths)) if bad else [None]
+        for value in values:
+            argv = [name]
+            for param in command.params:
+                if isinstance(param, click.Argument):
+                    argv.append(value if param is bad else _names(param)[0])
+                elif param is bad:
+                    argv += [param.opts[0], value]
+                elif (param.required or param.opts[0] == "--n") and GOOD.get(param.opts[0]) is not None:
+                    argv += [param.opts[0], GOOD[param.opts[0]]]
+            out.append(argv + (["--no-such-option", "1"] if bad is None else []) + ["--json"])
+    return out
+
+
 def invocation(tmp: Path):
     """A strategy for one bad command line: a command, its positional argument, its required options (and
     ``--n``), a few optional ones -- every value valid and small except exactly one, drawn from the wrong
@@ -87,17 +113,18 @@ def invocation(tmp: Path):
 
     @st.composite
     def build(draw):
-        name = draw(st.sampled_from(sorted(cli.commands)))
+        # the one wrong place first, uniformly over every (command, parameter) pair, so that all are reached
+        name, bad_name = draw(st.sampled_from(_PAIRS))
         command = cli.commands[name]
         arguments = [p for p in command.params if isinstance(p, click.Argument)]
         options = [p for p in command.params if isinstance(p, click.Option) and p.opts[0] != "--json"]
-        # the options given: the required ones, --n whenever there is one (no long default runs), a few more
-        given = [p for p in options if p.required or p.opts[0] == "--n"]
+        bad = next((p for p in command.params if p.name == bad_name), None)
+        # the options given: the required ones, --n whenever there is one (no long default runs), the bad
+        # one, and a few more
+        given = [p for p in options if p.required or p.opts[0] == "--n" or p is bad]
         given += draw(st.lists(st.sampled_from([p for p in options if p not in given] or [None]), max_size=3,
                                unique=True))
         given = [p for p in given if p is not None]
-        valued = [p for p in given if not p.is_flag]
-        bad = draw(st.sampled_from(arguments + valued + [None]))   # the one wrong place (None: an unknown option)
         argv = [name]
         for param in arguments:
             argv.append(draw(st.sampled_from(JUNK_NAMES)) if param is bad else draw(st.sampled_from(_names(param))))
@@ -178,11 +205,18 @@ def _fuzz(count: int, tmp: Path) -> None:
         assert not problems, "\n".join(problems)
 
     try:
-        check()
+        for argv in every_bad_value(tmp):                   # every wrong value of every parameter once
+            result = worker.run(argv)
+            seen.append(result)
+            problems = _problems([result])
+            assert not problems, "\n".join(problems)
+        check()                                             # then `count` drawn combinations
     finally:
         worker.close()
-    commands = {r["argv"][0] for r in seen}
-    assert len(seen) >= count and commands == set(cli.commands), f"the fuzz reached only {sorted(commands)}"
+    reached = {(r["argv"][0], a) for r in seen for a in r["argv"][1:] if a.startswith("--")}
+    every = {(n, p.opts[0]) for n, c in cli.commands.items() for p in c.params
+             if isinstance(p, click.Option) and not p.is_flag}
+    assert len(seen) >= count and reached >= every, f"options never fuzzed: {sorted(every - reached)}"
 
 
 def test_fuzz_300_bad_invocations(tmp_path):
