@@ -1,6 +1,6 @@
 """Runs command lines in one process under a memory limit and a per-invocation timeout (the fuzz test).
 
-Usage: ``python fuzz_worker.py``; each line read from stdin is a JSON argv list, and each answer is one line
+:class:`Worker` starts it from a test.  Usage: ``python fuzz_worker.py``; each line read from stdin is a JSON argv list, and each answer is one line
 ``@@FUZZ@@ {json}`` on the real stdout: the exit code (``"timeout"`` / ``"memory"`` when a limit hit), what
 the command printed on stdout and stderr, and the seconds it took.
 """
@@ -12,8 +12,10 @@ import json
 import os
 import resource
 import signal
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 ADDRESS_SPACE = int(os.environ.get("FUZZ_ADDRESS_SPACE", 2 << 30))
 SECONDS = int(os.environ.get("FUZZ_SECONDS", 5))
@@ -51,6 +53,30 @@ def run_one(argv: list[str]) -> dict:
 
 
 MARK = "@@FUZZ@@ "
+
+
+class Worker:
+    """One long-lived worker process (limits set there) that runs the command lines one by one."""
+
+    def __init__(self, tmp: Path):
+        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+               "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "LANG": "C.UTF-8"}
+        self.process = subprocess.Popen([sys.executable, __file__], cwd=tmp, env=env, text=True,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+
+    def run(self, argv: list[str]) -> dict:
+        """The worker's result for one command line."""
+        self.process.stdin.write(json.dumps(argv) + "\n")
+        self.process.stdin.flush()
+        for line in self.process.stdout:
+            if line.startswith(MARK):
+                return json.loads(line[len(MARK):])
+        raise AssertionError(f"the fuzz worker died on: commsim {' '.join(argv)}")
+
+    def close(self) -> None:
+        """Stop the worker."""
+        self.process.stdin.close()
+        self.process.wait(timeout=30)
 
 
 def main() -> None:

@@ -6,12 +6,11 @@ then hypothesis draws 300 combinations (seeded); ``pytest -m slow`` draws 2000."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import click
 import pytest
+from fuzz_worker import Worker
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -165,30 +164,6 @@ def _problems(results: list[dict]) -> list[str]:
             if code == 2 and not (isinstance(data, dict) and "error" in data):
                 found.append(f"--json error without an 'error' key: commsim {argv}")
     return found
-
-
-class Worker:
-    """One long-lived worker process (limits set there) that runs the command lines one by one."""
-
-    def __init__(self, tmp: Path):
-        env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
-               "PYTHONPATH": str(ROOT), "LANG": "C.UTF-8"}
-        self.process = subprocess.Popen([sys.executable, str(WORKER)], cwd=tmp, env=env, text=True,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-
-    def run(self, argv: list[str]) -> dict:
-        """The worker's result for one command line."""
-        self.process.stdin.write(json.dumps(argv) + "\n")
-        self.process.stdin.flush()
-        for line in self.process.stdout:
-            if line.startswith("@@FUZZ@@ "):
-                return json.loads(line[len("@@FUZZ@@ "):])
-        raise AssertionError(f"the fuzz worker died on: commsim {' '.join(argv)}")
-
-    def close(self) -> None:
-        """Stop the worker."""
-        self.process.stdin.close()
-        self.process.wait(timeout=30)
 
 
 def _fuzz(count: int, tmp: Path) -> None:

@@ -5,52 +5,18 @@ Each invocation must exit 2 with one short line naming the flag and its limit (`
 through :mod:`commsim.core.limits`.  Sizes that are fine lazily (a formula, a constant-size automaton)
 stay accepted.
 
-All invocations run in one subprocess (limits set with ``resource.setrlimit``, one ``signal.alarm`` per
-invocation), each in-process through ``commsim.cli.main``; the parametrized tests read its answers.
+All invocations run in one worker subprocess (``fuzz_worker.py``, shared with the fuzz test: limits set
+with ``resource.setrlimit``, one ``signal.alarm`` per invocation), each in-process through
+``commsim.cli.main``; the parametrized tests read its answers.
 """
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-import textwrap
 
 import pytest
+from fuzz_worker import Worker
 
 BIG = "1" + "0" * 30                                 # 10^30
-SECONDS = 5
-
-_WORKER = textwrap.dedent("""
-    import contextlib, io, json, os, resource, signal, sys, time
-    resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-    class Late(BaseException):
-        pass
-    def alarm(*_):
-        raise Late()
-    signal.signal(signal.SIGALRM, alarm)
-    os.environ["COLUMNS"] = "100"
-    from commsim.cli import main
-    answers = []
-    for argv in json.loads(sys.stdin.read()):
-        out, err, code = io.StringIO(), io.StringIO(), 0
-        start = time.perf_counter()
-        signal.alarm(%d)
-        try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                try:
-                    main(argv)
-                except SystemExit as done:
-                    code = done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
-        except Late:
-            code = "timeout"
-        except MemoryError:
-            code = "memory"
-        finally:
-            signal.alarm(0)
-        answers.append({"code": code, "stdout": out.getvalue(), "stderr": err.getvalue(),
-                        "seconds": time.perf_counter() - start})
-    print("@@ANSWERS@@" + json.dumps(answers))
-""" % SECONDS)
 
 RUN = ["run", "index-idxl", "--n", "8"]
 REDUCTIONS = ["index-idxl", "index-assoc", "index-qsa", "eq-ineq", "disj-mqar", "disj-match3", "disj-qsa",
@@ -102,14 +68,14 @@ ACCEPTED = [
 
 
 @pytest.fixture(scope="module")
-def answers() -> dict:
+def answers(tmp_path_factory) -> dict:
     """argv (as a tuple) -> the worker's answer, for every invocation plain and with --json."""
     argvs = [argv for _, argv, _ in REFUSED] + [[*argv, "--json"] for _, argv, _ in REFUSED] + ACCEPTED
-    done = subprocess.run([sys.executable, "-c", _WORKER], input=json.dumps(argvs), capture_output=True,
-                          text=True, timeout=600)
-    line = next((x for x in done.stdout.splitlines() if x.startswith("@@ANSWERS@@")), None)
-    assert line is not None, done.stderr[-2000:]
-    return {tuple(argv): answer for argv, answer in zip(argvs, json.loads(line[len("@@ANSWERS@@"):]))}
+    worker = Worker(tmp_path_factory.mktemp("sizes"))
+    try:
+        return {tuple(argv): worker.run(argv) for argv in argvs}
+    finally:
+        worker.close()
 
 
 def _id(case) -> str:
