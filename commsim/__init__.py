@@ -11,6 +11,7 @@ The Python API::
     report = run_reduction("index-idxl", "memorize:capacity=7", n=8)
     report.bits_used, report.lower_bound.bits, report.certificate
     report.to_json()
+    tokens, labels = sample("index-idxl", n=8, size=100, seed=0)   # the data commsim feeds, to train on
 
 ``make_model`` builds a model from a spec string (``"elman:width=8,precision=8"``) or adapts an
 object (a PyTorch module, through the installed adapters); ``load_plugins`` returns the registry
@@ -31,11 +32,12 @@ from commsim.core.precision import FixedPoint, FloatFormat, parse_format  # noqa
 from commsim.core.runner import AuditSession, run_protocol  # noqa: E402
 from commsim.pipeline.report import Report  # noqa: E402
 from commsim.pipeline.run import run_reduction  # noqa: E402
+from commsim.pipeline.sample import sample  # noqa: E402
 from commsim.plugins import load_plugins, make_model  # noqa: E402
 
 #: ``commsim.run(reduction, model, n=..., instances=...)`` is :func:`run_reduction`
 run = run_reduction
 
-__all__ = ["run_reduction", "run", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
+__all__ = ["run_reduction", "run", "sample", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
            "InputError", "NotApplicable", "Protocol", "Receive", "Send", "FixedPoint", "FloatFormat",
            "parse_format", "AuditSession", "run_protocol", "__version__"]

@@ -58,6 +58,7 @@ from commsim.cli import (  # noqa: E402,F401
     automaton,
     budget,
     cc,
+    data,
     fooling,
     listing,
     matrix,

@@ -1,6 +1,8 @@
 """``commsim run``: a reduction end to end — bits used against the lower bound, with a certificate."""
 from __future__ import annotations
 
+import sys
+
 import click
 from rich.markup import escape
 from rich.panel import Panel
@@ -18,8 +20,12 @@ from commsim.cli.common import (
     render_certificate,
     render_exchange,
 )
+from commsim.core.errors import InputError
 from commsim.pipeline.run import run_reduction
 from commsim.plugins import load_plugins
+
+#: the exit status of ``run --fail-on-certificate`` when a verified certificate says the model must fail
+EXIT_CERTIFICATE = 3
 
 
 def _bar(used: int, bound: int | None, width: int = 30) -> str:
@@ -112,18 +118,30 @@ def render_report(report) -> None:
 @click.option("--audit", is_flag=True, help="Re-run the checked instances with each party in its own process.")
 @click.option("--transcript", "show_transcript", is_flag=True, help="Draw the costliest transcript.")
 @click.option("--no-certificate", is_flag=True, help="Skip the certificate search.")
+@click.option("--fail-on-certificate", is_flag=True,
+              help=f"Exit with status {EXIT_CERTIFICATE} when the report has a verified certificate (an input the "
+                   "model must fail on), for CI gating; the report is printed as usual.")
 @plugin_option
 @json_option
-def run_command(reduction, model_spec, n, instances, seed, audit, show_transcript, no_certificate, plugins, as_json):
+def run_command(reduction, model_spec, n, instances, seed, audit, show_transcript, no_certificate, fail_on_certificate,
+                plugins, as_json):
     """Run REDUCTION with a model: bits used against the lower bound, correctness, exactness,
     and (below the bound) the input on which the model must fail.
+
+    \b
+    Exit status: 0 the run completed; 2 bad input; 1 an internal error;
+    3 with --fail-on-certificate, a verified certificate was found (the model must fail).
 
     \b
     Examples:
       commsim run index-idxl
       commsim run index-idxl --model memorize:capacity=7 --n 8 --json
       commsim run eq-ineq --model lstm:width=2,precision=8 --n 6 --transcript
+      commsim run index-idxl --model python:my_model.py:factory --fail-on-certificate
     """
+    if fail_on_certificate and no_certificate:
+        raise InputError("--fail-on-certificate needs the certificate search: drop --no-certificate",
+                         "--fail-on-certificate")
     load_plugins(plugins)
     count = parse_instances(instances)
     with progress_bar(reduction, enabled=not as_json) as update:
@@ -132,11 +150,14 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
                                progress=lambda stage, done, total: update(done, total, f"{reduction}: {stage}"))
     if as_json:
         emit_json(report)
-        return
-    render_report(report)
-    if show_transcript:
-        if report.transcript is None:
-            console.print("no transcript was recorded for this run")
-        else:
-            console.print(render_exchange(report.transcript, report.details,
-                                          f"costliest transcript ({report.protocol}, {report.transcript.total_bits} bits)"))
+    else:
+        render_report(report)
+        if show_transcript:
+            if report.transcript is None:
+                console.print("no transcript was recorded for this run")
+            else:
+                console.print(render_exchange(report.transcript, report.details,
+                                              f"costliest transcript ({report.protocol}, "
+                                              f"{report.transcript.total_bits} bits)"))
+    if fail_on_certificate and report.certificate is not None and report.certificate.verified:
+        sys.exit(EXIT_CERTIFICATE)   # not click's Exit: the entry point runs click without standalone mode

@@ -182,20 +182,27 @@ def _discover(module, fmt, vocab_size, seq_len, spec, check, *, head=None, embed
     raise AdapterError(failures[-1] + ("" if len(failures) < 2 else " (also tried with a residual connection)"))
 
 
-def _module_forward(module, dtype):
-    """A function tokens -> the module's own outputs (float64 numpy)."""
-    import torch
+class ModuleForward:
+    """tokens -> the module's own outputs (float64 numpy); picklable when the module is."""
 
-    def forward(tokens):
+    def __init__(self, module):
+        self.module = module
+
+    def __call__(self, tokens):
         """The module's outputs on token ids (logits when it returns an output object)."""
+        import torch
         with torch.no_grad():
-            out = module(torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long))
+            out = self.module(torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long))
             if isinstance(out, (tuple, list)):
                 out = out[0]
             if hasattr(out, "logits"):
                 out = out.logits
             return tensor(out)
-    return forward
+
+
+def _module_forward(module, dtype=None) -> ModuleForward:
+    """A function tokens -> the module's own outputs (float64 numpy)."""
+    return ModuleForward(module)
 
 
 def _verify(model, module, label, check, fmt, raise_on_mismatch=True):

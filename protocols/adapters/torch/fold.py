@@ -38,7 +38,7 @@ from typing import Callable
 import numpy as np
 
 from commsim.core.precision import NumberFormat
-from protocols.adapters.torch.layers import AdapterError, tensor
+from protocols.adapters.torch.layers import AdapterError, tensor, without_unpicklable_forward
 from protocols.models.attention import AttentionLayer
 
 #: positions of the table of a position-free attention model when no sequence length is given
@@ -82,6 +82,11 @@ class TorchAttention(AttentionLayer):
         """The (position, token) table rows, as float64 values."""
         return self.arithmetic.to_values(self.embed(tokens, np.arange(tokens.shape[1])))
 
+    def __getstate__(self):
+        """Picklable state (``--audit`` sends the model to spawned processes): plain arrays and
+        module-level callables; an unpicklable ``torch_forward`` is left behind."""
+        return without_unpicklable_forward(self.__dict__)
+
     def save(self, path) -> None:
         """Refused: a wrapped model is saved by saving the torch module."""
         raise AdapterError("a model wrapped from torch is saved by saving the torch module (torch.save)")
@@ -111,6 +116,24 @@ class OneLayer:
     outputs: int
     source: str = ""
     extras: dict = field(default_factory=dict)
+
+
+class FoldedPsi:
+    """psi of the folded layer: the residual stream b_O + W_O o (+ x_N) through the post-attention map
+    (a picklable object holding plain arrays)."""
+
+    def __init__(self, d_out: int, b_O, d_res: int, post):
+        self.d_out, self.b_O, self.d_res, self.post = int(d_out), b_O, int(d_res), post
+
+    def __call__(self, y):
+        """The post-attention map of y = (W_O o, x_N[residual])."""
+        y = np.asarray(y, dtype=np.float64)
+        stream = y[:, :self.d_out].copy()
+        if self.b_O is not None:
+            stream += self.b_O
+        if self.d_res:
+            stream += y[:, self.d_out:self.d_out + self.d_res]
+        return self.post(stream)
 
 
 def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch_forward=None) -> TorchAttention:
@@ -153,18 +176,7 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
     b_O = None if layer.b_O is None else np.asarray(layer.b_O, dtype=np.float64)
     q_fmt = fmt.quantize
     b_O_q = None if b_O is None else q_fmt(b_O)
-    post = layer.post
-
-    def psi(y):
-        """psi of the folded layer: the residual stream b_O + W_O o (+ x_N) through the post-attention map."""
-        y = np.asarray(y, dtype=np.float64)
-        stream = y[:, :d_out].copy()
-        if b_O_q is not None:
-            stream += b_O_q
-        if d_res:
-            stream += y[:, d_out:d_out + d_res]
-        return post(stream)
-
+    psi = FoldedPsi(d_out, b_O_q, d_res, layer.post)
     residual = np.arange(res_at, res_at + d_res) if d_res else False   # psi reads e_N: (y, x_N[residual])
     return TorchAttention(fmt, table, weights["q"], weights["k"], weights["v"], W_O, psi, residual=residual,
                           spec=spec, torch_forward=torch_forward, source=layer.source)
@@ -209,15 +221,19 @@ def quantized(fmt: NumberFormat, a):
     return None if a is None else fmt.quantize(tensor(a))
 
 
-def last_position_forward(module, call, dtype):
-    """A function tokens -> the module's outputs at the last position (float64 numpy)."""
-    import torch
+class LastPositionForward:
+    """tokens -> the torch module's outputs at the last position (float64 numpy); picklable when the
+    module is."""
 
-    def forward(tokens):
+    def __init__(self, module):
+        self.module = module
+
+    def __call__(self, tokens):
         """The module's outputs at the last position, as float64."""
+        import torch
         with torch.no_grad():
             t = torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long)
-            out = call(module, t)
+            out = self.module(t)
             if isinstance(out, (tuple, list)):
                 out = out[0]
             if hasattr(out, "logits"):
@@ -225,7 +241,11 @@ def last_position_forward(module, call, dtype):
             if out.dim() == 3:
                 out = out[:, -1]
             return tensor(out)
-    return forward
+
+
+def last_position_forward(module, dtype=None) -> LastPositionForward:
+    """A function tokens -> the module's outputs at the last position (float64 numpy)."""
+    return LastPositionForward(module)
 
 
 def split_heads(W: np.ndarray, H: int, m: int) -> np.ndarray:

@@ -40,6 +40,18 @@ def _conv1d(module, fmt):
     return quantized(fmt, module.weight).T, quantized(fmt, module.bias)
 
 
+class Gpt2Post:
+    """Everything after the attention: residual + MLP(ln_2), then ln_f and the head (picklable)."""
+
+    def __init__(self, ln_2, fc, act, pr, ln_f, out_fn):
+        self.ln_2, self.fc, self.act, self.pr, self.ln_f, self.out_fn = ln_2, fc, act, pr, ln_f, out_fn
+
+    def __call__(self, r):
+        """psi's map of the query position's residual stream r."""
+        r = r + self.pr(self.act(self.fc(self.ln_2(r))))
+        return self.out_fn(self.ln_f(r))
+
+
 def wrap_gpt2(model, fmt: NumberFormat | None = None, *, head=None, vocab_size: int | None = None,
               seq_len: int | None = None, spec: str = "", torch_forward=None) -> TorchAttention:
     """Wrap a one-layer Hugging Face GPT-2 (``GPT2LMHeadModel``, or ``GPT2Model`` with ``head=``)."""
@@ -90,14 +102,10 @@ def wrap_gpt2(model, fmt: NumberFormat | None = None, *, head=None, vocab_size: 
         raise AdapterError("a GPT2Model has no output head: pass head= (e.g. an nn.Linear to the classes) or use "
                            "GPT2LMHeadModel")
 
-    def post(r):
-        """Everything after the attention: residual + MLP(ln_2), then ln_f and the head."""
-        r = r + pr(act(fc(ln_2(r))))
-        return out_fn(ln_f(r))
-
+    post = Gpt2Post(ln_2, fc, act, pr, ln_f, out_fn)
     what = f"GPT-2, 1 layer, d={d}, heads={H}, ln_1 folded into the embedding, residual + ln_2 + MLP + ln_f + " \
            f"{'head' if head is not None else 'lm_head'} as psi"
     layer = OneLayer({"x": x}, proj, scale, Wo, bo, e, post, out_fn.outputs, what)
     if torch_forward is None:
-        torch_forward = last_position_forward(model, lambda mod, t: mod(t), dtype) if head is None else None
+        torch_forward = last_position_forward(model, dtype) if head is None else None
     return build_attention(layer, fmt, spec=spec or "hf-gpt2", torch_forward=torch_forward)

@@ -10,6 +10,7 @@ batch-independent.  A head that is not made of known layers runs through torch o
 """
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -120,12 +121,23 @@ class Head:
         return f"<Head {self.description}: {self.inputs} -> {self.outputs}>"
 
 
-def _gelu(approximate: str):
+class Gelu:
+    """GELU, exact (erf) or its tanh approximation, as a picklable numpy function."""
+
+    def __init__(self, approximate: str = "none"):
+        self.approximate = "tanh" if approximate == "tanh" else "none"
+
+    def __call__(self, x):
+        """GELU of ``x``, elementwise."""
+        if self.approximate == "tanh":
+            c = math.sqrt(2.0 / math.pi)
+            return 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x ** 3)))
+        return 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+
+
+def _gelu(approximate: str) -> Gelu:
     """GELU, exact (erf) or its tanh approximation, as a numpy function."""
-    if approximate == "tanh":
-        c = math.sqrt(2.0 / math.pi)
-        return lambda x: 0.5 * x * (1.0 + np.tanh(c * (x + 0.044715 * x ** 3)))
-    return lambda x: 0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)))
+    return Gelu(approximate)
 
 
 def _softmax(x):
@@ -140,32 +152,67 @@ def _sigmoid_copy(x):
     return sigmoid(np.array(x, dtype=np.float64))
 
 
-def layer_norm(weight=None, bias=None, eps: float = 1e-5, *, center: bool = True):
-    """LayerNorm (``center``) or RMSNorm over the last axis, as a numpy function (batch-independent)."""
-    def apply(x):
+class LayerNorm:
+    """LayerNorm (``center``) or RMSNorm over the last axis as a picklable numpy function
+    (plain arrays; batch-independent)."""
+
+    def __init__(self, weight=None, bias=None, eps: float = 1e-5, center: bool = True):
+        self.weight, self.bias, self.eps, self.center = weight, bias, float(eps), bool(center)
+
+    def __call__(self, x):
         """Normalize the last axis, then scale and shift."""
         d = x.shape[-1]
-        centred = x - (_row_sum(x) / d)[..., None] if center else x
+        centred = x - (_row_sum(x) / d)[..., None] if self.center else x
         var = _row_sum(centred * centred) / d
-        y = centred / np.sqrt(var + eps)[..., None]
-        if weight is not None:
-            y = y * weight
-        if bias is not None:
-            y = y + bias
+        y = centred / np.sqrt(var + self.eps)[..., None]
+        if self.weight is not None:
+            y = y * self.weight
+        if self.bias is not None:
+            y = y + self.bias
         return y
-    return apply
 
 
-ACTIVATIONS = {
-    "relu": lambda x: np.maximum(x, 0.0),
+def layer_norm(weight=None, bias=None, eps: float = 1e-5, *, center: bool = True) -> LayerNorm:
+    """LayerNorm (``center``) or RMSNorm over the last axis, as a numpy function (batch-independent)."""
+    return LayerNorm(weight, bias, eps, center)
+
+
+def identity(x):
+    """The identity map (a picklable stand-in for ``lambda x: x``)."""
+    return x
+
+
+def _relu(x):
+    """max(x, 0), elementwise."""
+    return np.maximum(x, 0.0)
+
+
+def _silu(x):
+    """x * sigmoid(x), elementwise."""
+    return x * _sigmoid_copy(x)
+
+
+class LeakyRelu:
+    """x for x >= 0, slope * x otherwise (picklable)."""
+
+    def __init__(self, slope: float):
+        self.slope = float(slope)
+
+    def __call__(self, x):
+        """Leaky ReLU of ``x``, elementwise."""
+        return np.where(x >= 0, x, self.slope * x)
+
+
+ACTIVATIONS = {   # module-level callables only: adapted models are pickled (``--audit`` spawns processes)
+    "relu": _relu,
     "tanh": np.tanh,
-    "sigmoid": lambda x: _sigmoid_copy(x),
-    "gelu": lambda x: _gelu("none")(x),
-    "gelu_new": lambda x: _gelu("tanh")(x),
-    "gelu_pytorch_tanh": lambda x: _gelu("tanh")(x),
-    "gelu_fast": lambda x: _gelu("tanh")(x),
-    "silu": lambda x: x * _sigmoid_copy(x),
-    "swish": lambda x: x * _sigmoid_copy(x),
+    "sigmoid": _sigmoid_copy,
+    "gelu": Gelu("none"),
+    "gelu_new": Gelu("tanh"),
+    "gelu_pytorch_tanh": Gelu("tanh"),
+    "gelu_fast": Gelu("tanh"),
+    "silu": _silu,
+    "swish": _silu,
 }
 
 
@@ -198,7 +245,7 @@ def numpy_steps(module, fmt: NumberFormat | None = None) -> list | None:
     if isinstance(module, (nn.Identity, nn.Dropout, nn.Flatten)):
         return []
     if isinstance(module, nn.ReLU):
-        return [lambda x: np.maximum(x, 0.0)]
+        return [_relu]
     if isinstance(module, nn.Tanh):
         return [np.tanh]
     if isinstance(module, nn.Sigmoid):
@@ -206,8 +253,7 @@ def numpy_steps(module, fmt: NumberFormat | None = None) -> list | None:
     if isinstance(module, nn.GELU):
         return [_gelu(module.approximate)]
     if isinstance(module, nn.LeakyReLU):
-        slope = float(module.negative_slope)
-        return [lambda x: np.where(x >= 0, x, slope * x)]
+        return [LeakyRelu(module.negative_slope)]
     if isinstance(module, nn.Softmax) and module.dim in (-1, None):
         return [_softmax]
     if isinstance(module, nn.LayerNorm) and len(module.normalized_shape) == 1:
@@ -217,22 +263,30 @@ def numpy_steps(module, fmt: NumberFormat | None = None) -> list | None:
     return None
 
 
-def _torch_rows(module, dtype):
-    """Run an arbitrary torch callable one row at a time (batch-independent), in ``dtype``."""
-    import torch
+class TorchRows:
+    """Run an arbitrary torch callable one row at a time (batch-independent), in ``dtype``; picklable
+    when the callable is."""
 
-    def apply(x):
+    def __init__(self, module, dtype):
+        self.module, self.dtype = module, dtype
+
+    def __call__(self, x):
         """The module on each row alone, in ``dtype``; float64 results."""
+        import torch
         out = []
         with torch.no_grad():
             for row in np.asarray(x, dtype=np.float64):
-                t = torch.from_numpy(row[None, :].copy()).to(dtype)
-                y = module(t)
+                t = torch.from_numpy(row[None, :].copy()).to(self.dtype)
+                y = self.module(t)
                 if isinstance(y, (tuple, list)):
                     y = y[0]
                 out.append(tensor(y).reshape(-1))
         return np.stack(out) if out else np.zeros((0, 0))
-    return apply
+
+
+def _torch_rows(module, dtype) -> TorchRows:
+    """Run an arbitrary torch callable one row at a time (batch-independent), in ``dtype``."""
+    return TorchRows(module, dtype)
 
 
 def numpy_head(module, inputs: int, fmt: NumberFormat | None, dtype=None, name: str = "head") -> Head:
@@ -270,6 +324,51 @@ def unwrap(module):
         module = module._original_component
         seen += 1
     return module
+
+
+@functools.lru_cache(maxsize=256)
+def _importable(module_name: str) -> bool:
+    """Can a fresh process (``--audit`` spawns them) import this module by name?  Not so for a
+    factory file loaded by path, whose module exists only in this process."""
+    import importlib.machinery
+    import sys
+    top = (module_name or "").split(".")[0]
+    if top in sys.builtin_module_names or top == "__main__":
+        return top != "__main__"
+    return importlib.machinery.PathFinder.find_spec(top, sys.path) is not None
+
+
+def portable_pickle(obj) -> bytes:
+    """``pickle.dumps(obj)``, raising ``pickle.PicklingError`` when it refers to a class or function
+    that a spawned process could not import (:func:`_importable`)."""
+    import io
+    import pickle
+
+    class _Portable(pickle.Pickler):
+        def reducer_override(self, value):
+            if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
+                name = getattr(value, "__module__", None)
+                if name and not _importable(name):
+                    raise pickle.PicklingError(f"{name}.{value.__qualname__} cannot be imported by another process")
+            return NotImplemented
+
+    buffer = io.BytesIO()
+    _Portable(buffer).dump(obj)
+    return buffer.getvalue()
+
+
+def without_unpicklable_forward(state: dict) -> dict:
+    """A model's ``__dict__`` for pickling: its ``torch_forward`` (the torch module, kept only for the
+    agreement check) is dropped when another process could not unpickle it (a module whose class is
+    not importable, e.g. defined in a factory file loaded by path); everything the protocol computes
+    with is plain arrays and module-level callables."""
+    state = dict(state)
+    if state.get("torch_forward") is not None:
+        try:
+            portable_pickle(state["torch_forward"])
+        except Exception:  # noqa: BLE001 - any pickling failure: the reference forward stays behind
+            state["torch_forward"] = None
+    return state
 
 
 def within_tolerance(ours: np.ndarray, theirs: np.ndarray, fmt_name: str) -> tuple[bool, float, float]:

@@ -26,6 +26,7 @@ from protocols.adapters.torch.layers import (
     format_for_dtype,
     numpy_head,
     tensor,
+    without_unpicklable_forward,
 )
 from protocols.models.recurrent import RecurrentModel, gru_cell
 
@@ -125,6 +126,11 @@ class TorchRecurrent(RecurrentModel):
             below = self._q(out[:, off:off + hs])
         return out
 
+    def __getstate__(self):
+        """Picklable state (``--audit`` sends the model to spawned processes): plain arrays and
+        module-level callables; an unpicklable ``torch_forward`` is left behind."""
+        return without_unpicklable_forward(self.__dict__)
+
     def _readout(self, h):
         """The head on the top layer's h."""
         off = (self.num_layers - 1) * self.per_layer
@@ -145,14 +151,19 @@ def _embedding_matrix(embedding, vocab_size: int | None, input_size: int) -> tup
     return embedding_weights(embedding, "token embedding", input_size), what
 
 
-def _torch_parts_forward(embedding, core, head):
-    """tokens (batch, length) -> the torch parts' outputs (batch, length, classes) as float64."""
-    import torch
-    import torch.nn as nn
-    dtype = next(core.parameters()).dtype
+class TorchPartsForward:
+    """tokens (batch, length) -> the torch parts' outputs (batch, length, classes) as float64;
+    picklable when the parts are."""
 
-    def forward(tokens):
+    def __init__(self, embedding, core, head):
+        self.embedding, self.core, self.head = embedding, core, head
+
+    def __call__(self, tokens):
         """The torch parts' outputs on token ids, as float64."""
+        import torch
+        import torch.nn as nn
+        core, embedding, head = self.core, self.embedding, self.head
+        dtype = next(core.parameters()).dtype
         with torch.no_grad():
             t = torch.as_tensor(np.asarray(tokens), dtype=torch.long)
             if embedding is None:
@@ -171,7 +182,11 @@ def _torch_parts_forward(embedding, core, head):
                 if isinstance(y, (tuple, list)):
                     y = y[0]
             return tensor(y)
-    return forward
+
+
+def _torch_parts_forward(embedding, core, head) -> TorchPartsForward:
+    """tokens (batch, length) -> the torch parts' outputs (batch, length, classes) as float64."""
+    return TorchPartsForward(embedding, core, head)
 
 
 def wrap_recurrent(core, embedding=None, head=None, fmt: NumberFormat | None = None, *,

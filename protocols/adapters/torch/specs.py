@@ -143,12 +143,33 @@ def _call_factory(func, label: str, params: dict, context: dict):
         raise AdapterError(f"python: the factory {label} raised {type(exc).__name__}: {exc}") from exc
 
 
+@contextlib.contextmanager
+def _quiet_loading():
+    """Hugging Face's progress bars ("Loading weights", downloads) off while a model is built, then as they were:
+    they are drawn on the user's terminal, not part of commsim's output."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        hf_logging = None
+    was_on = hf_logging is not None and hf_logging.is_progress_bar_enabled()
+    if was_on:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+
+
 def python_factory(spec, **context):
-    """A user's factory: python:MODULE:FUNCTION[:key=value,...] returning a torch module or a commsim model."""
-    func = load_factory(spec.target)
+    """A user's factory: python:MODULE:FUNCTION[:key=value,...] returning a torch module or a commsim model.
+    What the module prints (on import or in the factory) goes to stderr: stdout carries commsim's report
+    (``--json``)."""
     fmt = spec.format_if_given()
     params = {k: _literal(spec.str(k)) for k in list(spec.params) if k not in FORMAT_KEYS and k != "division"}
-    result = _call_factory(func, spec.target, params, {k: context.get(k) for k in CONTEXT_KEYS})
+    with contextlib.redirect_stdout(sys.stderr):
+        func = load_factory(spec.target)
+        result = _call_factory(func, spec.target, params, {k: context.get(k) for k in CONTEXT_KEYS})
     return _with_division(from_torch(result, precision=fmt, vocab_size=context.get("vocab_size"),
                                      seq_len=context.get("seq_len"), spec=spec.text), spec)
 
@@ -197,7 +218,8 @@ def gpt2_factory(spec, vocab_size=None, seq_len=None, **context):
         if not path.is_dir():
             raise AdapterError(f"hf-gpt2: {spec.target!r} is not a directory written by save_pretrained")
         try:
-            model = GPT2LMHeadModel.from_pretrained(str(path), local_files_only=True)
+            with _quiet_loading():
+                model = GPT2LMHeadModel.from_pretrained(str(path), local_files_only=True)
         except Exception as exc:
             raise AdapterError(f"hf-gpt2: cannot load {spec.target!r}: {type(exc).__name__}: {exc}") from None
     else:
@@ -263,7 +285,7 @@ def tl_factory(spec, vocab_size=None, seq_len=None, **context):
         model = HookedTransformer(HookedTransformerConfig(**cfg, positional_embedding_type="standard"))
     elif bridge is not None:
         import transformer_lens.model_bridge.sources.native  # noqa: F401  (attaches boot_native)
-        with contextlib.redirect_stdout(io.StringIO()):  # keep --json output clean
+        with contextlib.redirect_stdout(io.StringIO()), _quiet_loading():  # keep --json output clean
             model = bridge.boot_native(cfg)
     else:  # pragma: no cover
         raise AdapterError("this TransformerLens has neither HookedTransformer nor TransformerBridge")

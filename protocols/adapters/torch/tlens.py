@@ -20,7 +20,14 @@ from protocols.adapters.torch.fold import (
     vocab_and_positions,
 )
 from protocols.adapters.torch.gpt2 import wrap_gpt2
-from protocols.adapters.torch.layers import AdapterError, activation, format_for_dtype, layer_norm, unwrap
+from protocols.adapters.torch.layers import (
+    AdapterError,
+    activation,
+    format_for_dtype,
+    identity,
+    layer_norm,
+    unwrap,
+)
 
 
 def _tl_norm(module, fmt, eps_default=1e-5):
@@ -30,7 +37,7 @@ def _tl_norm(module, fmt, eps_default=1e-5):
     name = type(module).__name__
     eps = float(getattr(module, "eps", getattr(getattr(module, "cfg", None), "eps", eps_default)) or eps_default)
     if module is None or isinstance(module, nn.Identity) or name == "Identity":
-        return lambda x: x
+        return identity
     if name in ("LayerNorm",):
         w = getattr(module, "w", getattr(module, "weight", None))
         b = getattr(module, "b", getattr(module, "bias", None))
@@ -45,18 +52,39 @@ def _tl_norm(module, fmt, eps_default=1e-5):
     raise AdapterError(f"normalization {name} is not supported")
 
 
-def _residual_readout(steps, final_norm, unembed, soft_cap):
+class ResidualReadout:
     """psi for a TransformerLens block: the residual steps after attention (MLP), the final norm,
-    the unembedding, and the optional logit soft cap."""
-    cap = float(soft_cap or -1.0)
+    the unembedding, and the optional logit soft cap (picklable)."""
 
-    def post(r):
+    def __init__(self, steps, final_norm, unembed, soft_cap):
+        self.steps, self.final_norm, self.unembed = list(steps), final_norm, unembed
+        self.cap = float(soft_cap or -1.0)
+
+    def __call__(self, r):
         """The residual steps, the final norm, the unembedding and the soft cap."""
-        for step in steps:
+        for step in self.steps:
             r = step(r)
-        logits = unembed(final_norm(r))
-        return cap * np.tanh(logits / cap) if cap > 0 else logits
-    return post
+        logits = self.unembed(self.final_norm(r))
+        return self.cap * np.tanh(logits / self.cap) if self.cap > 0 else logits
+
+
+def _residual_readout(steps, final_norm, unembed, soft_cap) -> ResidualReadout:
+    """psi for a TransformerLens block (:class:`ResidualReadout`)."""
+    return ResidualReadout(steps, final_norm, unembed, soft_cap)
+
+
+class MlpStep:
+    """r -> r + out(act(inp(ln2(r)))), or with a gate r + out(act(gate(ln2(r))) * inp(ln2(r))) (picklable)."""
+
+    def __init__(self, ln2, inp, out, act, gate=None):
+        self.ln2, self.inp, self.out, self.act, self.gate = ln2, inp, out, act, gate
+
+    def __call__(self, r):
+        """One residual MLP step."""
+        z = self.ln2(r)
+        if self.gate is None:
+            return r + self.out(self.act(self.inp(z)))
+        return r + self.out(self.act(self.gate(z)) * self.inp(z))
 
 
 def wrap_hooked(model, fmt: NumberFormat | None = None, *, vocab_size: int | None = None, seq_len: int | None = None,
@@ -105,17 +133,17 @@ def wrap_hooked(model, fmt: NumberFormat | None = None, *, vocab_size: int | Non
         fc_in, fc_out = Dense.for_format(W_in, b_in, fmt), Dense.for_format(W_out, b_out, fmt)
         if getattr(cfg, "gated_mlp", False):
             gate = Dense.for_format(quantized(fmt, mlp.W_gate), None, fmt)
-            steps.append(lambda r: r + fc_out(act(gate(ln2(r))) * fc_in(ln2(r))))
+            steps.append(MlpStep(ln2, fc_in, fc_out, act, gate))
         else:
-            steps.append(lambda r: r + fc_out(act(fc_in(ln2(r)))))
-    ln_final = _tl_norm(getattr(model, "ln_final", None), fmt) if hasattr(model, "ln_final") else (lambda r: r)
+            steps.append(MlpStep(ln2, fc_in, fc_out, act))
+    ln_final = _tl_norm(getattr(model, "ln_final", None), fmt) if hasattr(model, "ln_final") else identity
     unembed = Dense.for_format(quantized(fmt, model.unembed.W_U), quantized(fmt, model.unembed.b_U), fmt)
     post = _residual_readout(steps, ln_final, unembed, getattr(cfg, "output_logits_soft_cap", -1.0))
 
     what = (f"HookedTransformer, 1 layer, d={d}, heads={H}, d_head={m}" + (", attn-only" if cfg.attn_only else ", MLP")
             + f", normalization={cfg.normalization_type}")
     layer = OneLayer({"x": x}, proj, scale, W_O, b_O, e, post, unembed.outputs, what)
-    torch_forward = torch_forward or last_position_forward(model, lambda mod, t: mod(t), dtype)
+    torch_forward = torch_forward or last_position_forward(model, dtype)
     return build_attention(layer, fmt, spec=spec or "tl:hooked-transformer", torch_forward=torch_forward)
 
 
@@ -168,12 +196,12 @@ def wrap_tl_native(model, fmt: NumberFormat | None = None, *, vocab_size: int | 
             lin = {k: unwrap(getattr(mlp, k)) for k in ("gate", "in", "out")}
             gate, inp, out = (Dense.for_format(quantized(fmt, lin[k].weight).T, quantized(fmt, lin[k].bias), fmt)
                               for k in ("gate", "in", "out"))
-            steps.append(lambda r: r + out(act(gate(ln2(r))) * inp(ln2(r))))
+            steps.append(MlpStep(ln2, inp, out, act, gate))
         else:
             fc_in, fc_out = unwrap(mlp.fc_in), unwrap(mlp.fc_out)
             a_in = Dense.for_format(quantized(fmt, fc_in.weight).T, quantized(fmt, fc_in.bias), fmt)
             a_out = Dense.for_format(quantized(fmt, fc_out.weight).T, quantized(fmt, fc_out.bias), fmt)
-            steps.append(lambda r: r + a_out(act(a_in(ln2(r)))))
+            steps.append(MlpStep(ln2, a_in, a_out, act))
     ln_out = _tl_norm(model.ln_out, fmt)
     head = unwrap(model.head)
     unembed = Dense.for_format(quantized(fmt, head.weight).T, quantized(fmt, getattr(head, "bias", None)), fmt)
@@ -182,7 +210,7 @@ def wrap_tl_native(model, fmt: NumberFormat | None = None, *, vocab_size: int | 
     what = (f"TransformerLens native model, 1 layer, d={d}, heads={H}, d_head={m}" +
             (", attn-only" if cfg.attn_only else ", MLP") + f", normalization={cfg.normalization_type}")
     layer = OneLayer({"x": x}, proj, 1.0 / float(attn.scale), W_O, b_O, e, post, unembed.outputs, what)
-    torch_forward = torch_forward or last_position_forward(model, lambda mod, t: mod(t), dtype)
+    torch_forward = torch_forward or last_position_forward(model, dtype)
     return build_attention(layer, fmt, spec=spec or "tl:native", torch_forward=torch_forward)
 
 
@@ -193,7 +221,7 @@ def wrap_bridge(bridge, fmt: NumberFormat | None = None, *, vocab_size: int | No
     The agreement check runs the bridge's own forward (its hooks and components), not the bare model."""
     inner = bridge.original_model
     dtype = next(inner.parameters()).dtype
-    forward = last_position_forward(bridge, lambda mod, t: mod(t), dtype)
+    forward = last_position_forward(bridge, dtype)
     name = type(inner).__name__
     if name in ("GPT2LMHeadModel", "GPT2Model"):
         return wrap_gpt2(inner, fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec or "tl:bridge(gpt2)",

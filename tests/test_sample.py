@@ -1,0 +1,73 @@
+"""``commsim.sample``: the exact tokens commsim feeds a model and the labels a correct model outputs on them."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import commsim
+from commsim.core.errors import InputError
+from commsim.pipeline.stages import prepare, select_instances
+from commsim.plugins import load_plugins
+
+REDUCTIONS = [e.name for e in load_plugins().entries("reduction")]
+
+#: a model that solves each task exactly (memorize at full capacity n for the recurrent reductions, the
+#: constructions of [BHBK24] for the attention ones); Match3/QSA have no exact construction registered
+CORRECT = {"disj-mqar": "memorize", "eq-ineq": "memorize", "index-assoc": "memorize", "index-idxl": "memorize",
+           "index-qsa": "memorize", "dyck22-fooling": "construct:lookup"}
+
+
+def test_every_registered_reduction_is_covered():
+    assert set(CORRECT) | {"disj-match3", "disj-qsa"} >= set(REDUCTIONS)
+
+
+@pytest.mark.parametrize("rid", REDUCTIONS)
+def test_tokens_are_the_runs_inputs_and_labels_decode_to_the_answers(rid):
+    reduction = load_plugins().get("reduction", rid)
+    n = 6 if rid != "dyck22-fooling" else 8
+    tokens, labels = commsim.sample(rid, n=n, size=40, seed=3)
+    problem = reduction.problem(n)
+    chosen = select_instances(problem, 40, 3)             # what `run --instances 40 --seed 3` draws
+    encoded = reduction.encode(problem, chosen.alice, chosen.bob)
+    assert np.array_equal(tokens, encoded.tokens)
+    assert labels.shape == (40, len(encoded.output_positions))
+    assert np.array_equal(reduction.decode(labels, chosen.bob), problem.evaluate_batch(chosen.alice, chosen.bob))
+    again = commsim.sample(rid, n=n, size=40, seed=3)
+    assert np.array_equal(again[0], tokens) and np.array_equal(again[1], labels)
+    other = commsim.sample(rid, n=n, size=40, seed=4)
+    assert not np.array_equal(other[0], tokens)
+
+
+@pytest.mark.parametrize("rid", sorted(CORRECT))
+def test_a_correct_model_outputs_exactly_the_labels(rid):
+    n = 6 if rid != "dyck22-fooling" else 8
+    setup = prepare(rid, CORRECT[rid], n)
+    tokens, labels = commsim.sample(rid, n=n, size=64, seed=1)
+    reduction = setup.reduction
+    problem = reduction.problem(n)
+    chosen = select_instances(problem, 64, 1)
+    encoded = reduction.encode(problem, chosen.alice, chosen.bob)
+    assert np.array_equal(encoded.tokens, tokens)
+    assert np.array_equal(np.asarray(setup.simulator.direct_labels(setup.model, encoded)).reshape(labels.shape), labels)
+
+
+def test_labels_are_the_task_outputs_not_just_the_answer():
+    """EQ -> INEQ: the model outputs INEQ = 1 - EQ (Theorem 11 of [BHBK24]); MQAR: the output at query i is a_i
+    (Theorem 8), whatever b is."""
+    problem = load_plugins().get("reduction", "eq-ineq").problem(5)
+    tokens, labels = commsim.sample("eq-ineq", n=5, size=50, seed=0)
+    A, B = select_instances(problem, 50, 0)[:2]
+    assert np.array_equal(labels[:, 0], 1 - problem.evaluate_batch(A, B))
+    tokens, labels = commsim.sample("disj-mqar", n=5, size=50, seed=0)
+    A, _ = select_instances(load_plugins().get("reduction", "disj-mqar").problem(5), 50, 0)[:2]
+    assert np.array_equal(labels, A)
+
+
+def test_sizes_are_checked_before_allocation():
+    with pytest.raises(InputError, match="size"):
+        commsim.sample("index-idxl", n=8, size=10 ** 12)
+    with pytest.raises(InputError, match="n"):
+        commsim.sample("index-idxl", n=10 ** 9, size=1)
+    with pytest.raises(InputError, match="seed"):
+        commsim.sample("index-idxl", n=8, size=1, seed=-1)
+    assert "sample" in commsim.__all__
