@@ -194,6 +194,16 @@ class Reduction:
     def check(self, model, simulator: "Simulator", problem: Problem) -> None:
         """Raise :class:`NotApplicable` (with the paper's reason) when this reduction cannot use the model."""
 
+    def labels(self, problem: Problem, alice: np.ndarray, bob: np.ndarray) -> np.ndarray:
+        """The labels (batch, output positions) a correct model outputs on these instances (``commsim.sample``).
+        Default, one output position: per instance the one class in {0, 1} that :meth:`decode` turns into the
+        answer; a task with several outputs declares its own."""
+        expected = problem.evaluate_batch(alice, bob)
+        fits = np.stack([self.decode(np.full((len(expected), 1), c), bob) == expected for c in (0, 1)], axis=1)
+        if not np.all(fits.sum(axis=1) == 1):
+            raise NotImplementedError(f"{self.id}: its decode does not determine the model's label from the answer")
+        return np.argmax(fits, axis=1)[:, None]
+
     def evaluation_sets(self, problem: Problem, alice: np.ndarray, bob: np.ndarray, seed: int) -> list[EvaluationSet]:
         """Inputs beyond the run's instances the model is judged on (none by default): a task whose answer
         is defined on more inputs than the source problem's instances declares them here (Dyck-(2,2))."""

@@ -106,9 +106,9 @@ def check_run_size(reduction: Reduction, n) -> int:
     """``n`` when the reduction's encoding at size n stays within :data:`MAX_SEQUENCE_LENGTH` tokens;
     checked before the problem, the vocabulary or the model is built (an :class:`InputError` naming n)."""
     n = check_size(n, "n", 1)
-    scale, offset = getattr(reduction, "length_scale", 0) or 1, getattr(reduction, "length_offset", 0)
+    scale, offset = reduction.length_scale or 1, reduction.length_offset
     top = max((MAX_SEQUENCE_LENGTH - offset) // scale, 1)
-    return check_size(n, "n", 1, top, f"{getattr(reduction, 'id', 'the reduction')} encodes it in about {scale}n + "
+    return check_size(n, "n", 1, top, f"{reduction.id} encodes it in about {scale}n + "
                                       f"{offset} tokens, and runs take sequences of at most {MAX_SEQUENCE_LENGTH} tokens")
 
 
@@ -140,7 +140,7 @@ def select_instances(problem: Problem, instances: int | None, seed: int) -> Inst
             raise InputError(f"instances: all {problem.input_pairs} instances of {problem.name} at n = {problem.n} "
                              f"are too many to run exhaustively (at most {MAX_EXHAUSTIVE_INSTANCES}); give a number "
                              f"of instances to sample", "instances")
-        return Instances(*problem.all_pairs(), getattr(problem, "all_description", "all"))
+        return Instances(*problem.all_pairs(), problem.all_description)
     return Instances(*problem.sample(np.random.default_rng(seed), instances), f"{instances} sampled (seed {seed})")
 
 
@@ -291,9 +291,9 @@ def evaluation_sets(setup: Prepared, chosen: Instances, instances: int | None, s
 
     A reduction's :meth:`~commsim.pipeline.interfaces.Reduction.evaluation_sets` may return more: e.g. Dyck-(2,2), whose fooling set holds only members while membership is
     a function of every string of length N, adds the non-members (Lemma 1 of [BHBK24] bounds a protocol that
-    decides membership on all strings).  A problem names its exhaustive set with ``all_set = (name, phrase)``."""
+    decides membership on all strings).  A problem names its exhaustive set with ``all_set = (name, phrase)`` (:class:`Problem`)."""
     if instances is None:
-        name, phrase = getattr(setup.problem, "all_set", ("instances", "instances"))
+        name, phrase = setup.problem.all_set
     else:
         name, phrase = "sampled", f"sampled instances (seed {seed})"
     more = list(setup.reduction.evaluation_sets(setup.problem, chosen.alice, chosen.bob, seed))

@@ -52,6 +52,9 @@ class Problem:
     n: int
     name = "problem"
     description = ""
+    #: how a run over every instance is described, and its (key, plural noun) among the evaluation sets
+    all_description = "all"
+    all_set = ("instances", "instances")
 
     def __post_init__(self):
         if int(self.n) < 1:

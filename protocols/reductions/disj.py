@@ -63,6 +63,10 @@ class MultiQueryRecall(SourceReduction):
         recovered = np.asarray(labels) == 1
         return np.any(recovered & (np.asarray(B) == 1), axis=1).astype(np.uint8)
 
+    def labels(self, problem, alice, bob) -> np.ndarray:
+        """At query i the model outputs a_i (Theorem 8 of [BHBK24]: Bob recovers all of a, then DISJ)."""
+        return np.asarray(alice).astype(np.int64)
+
     def memory_program(self, n: int) -> MemoryProgram:
         """Store a_i in slot i; swap each queried bit into the answer slot."""
         vocab = n + 2
