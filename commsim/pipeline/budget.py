@@ -22,7 +22,7 @@ MAX_SEARCH = 1 << 58
 
 def architectures() -> dict:
     """``--arch`` name -> the simulator that gives its budget."""
-    return {e.obj.arch: e.obj for e in load_plugins().entries("simulator") if getattr(e.obj, "arch", "")}
+    return {e.obj.arch: e.obj for e in load_plugins().entries("simulator") if e.obj.arch}
 
 
 def simulator_for_arch(arch: str):
