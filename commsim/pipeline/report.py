@@ -41,6 +41,10 @@ class Report:
     accuracy_by_set: dict = field(default_factory=dict)
     #: per evaluation set: name, description, instances, wrong, accuracy, protocol_matches_model
     evaluation_sets: list = field(default_factory=list)
+    #: for a model adapted from a framework (PyTorch): max |commsim - framework forward|, tolerance, passed
+    torch_agreement: dict | None = None
+    #: for a distributional bound: the measured error rate with its confidence interval against the bound
+    measured_error: dict | None = None
 
     @property
     def budget_ok(self) -> bool | None:
@@ -57,6 +61,8 @@ class Report:
             "bits_formula": self.bits_formula, "bits_formula_text": self.bits_formula_text,
             "lower_bound_bits": lb.bits, "lower_bound_source": lb.source, "lower_bound": lb.to_dict(),
             "bound_applies": lb.applies, "bound_note": lb.note, "budget_ok": self.budget_ok,
+            "bound_kind": lb.kind, "bound_randomized": lb.randomized,
+            "bound_randomized_reason": lb.randomized_reason,
             "model_accuracy": self.model_accuracy, "model_correct": self.model_correct,
             "accuracy_by_set": self.accuracy_by_set, "evaluation_sets": self.evaluation_sets,
             "protocol_matches_model": self.protocol_matches_model, "runner_checked": self.runner_checked,
@@ -64,7 +70,8 @@ class Report:
             "certificate": None if self.certificate is None else self.certificate.to_dict(),
             "certificate_search": self.certificate_search,
             "transcript": None if self.transcript is None else self.transcript.to_dict(),
-            "details": self.details,
+            "details": self.details, "torch_agreement": self.torch_agreement,
+            "measured_error": self.measured_error,
         }
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -34,6 +34,10 @@ class Conditions:
         return f"{self.direction}, {self.partition} split, {kind}"
 
 
+#: the kinds of lower bound a report states (``bound_kind``)
+BOUND_KINDS = ("deterministic", "distributional", "randomized")
+
+
 @dataclass(frozen=True)
 class LowerBound:
     """A communication lower bound: ``bits`` with its ``source`` and ``conditions``.
@@ -49,6 +53,17 @@ class LowerBound:
     statement: str = ""
     applies: bool = True
     reason: str = ""
+    #: what the bound bounds: "deterministic" (bits of every exact deterministic protocol),
+    #: "distributional" (a floor on the error over an input distribution), "randomized" (bits of every
+    #: protocol with bounded error, coins allowed)
+    kind: str = "deterministic"
+    #: does the bound survive randomness (hold for randomized protocols with small error)? None: not stated
+    randomized: bool | None = None
+    randomized_reason: str = ""
+
+    def __post_init__(self):
+        if self.kind not in BOUND_KINDS:
+            raise ValueError(f"kind must be one of {', '.join(BOUND_KINDS)}, got {self.kind!r}")
 
     def not_applicable(self, reason: str, *, bits: int | None = None, source: str | None = None) -> "LowerBound":
         """This bound marked as not applying, optionally showing another bound in its place."""
@@ -71,7 +86,8 @@ class LowerBound:
         return {"bits": self.bits, "source": self.source, "statement": self.statement,
                 "direction": self.conditions.direction, "partition": self.conditions.partition,
                 "deterministic": self.conditions.deterministic, "applies": self.applies,
-                "reason": self.reason}
+                "reason": self.reason, "kind": self.kind, "randomized": self.randomized,
+                "randomized_reason": self.randomized_reason}
 
 
 def log2_exact(x: int) -> float:
