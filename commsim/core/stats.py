@@ -51,4 +51,6 @@ def rate_interval(events: int, trials: int, *, confidence: float = 0.95, method:
     except ImportError as exc:  # pragma: no cover - the stats extra is part of the test install
         raise InputError("confidence intervals need statsmodels: pip install 'commsim[stats]'") from exc
     low, high = proportion_confint(events, trials, alpha=1.0 - confidence, method=METHODS[method])
-    return RateInterval(events, trials, float(low), float(high), float(confidence), method)
+    rate = events / trials   # statsmodels' bounds carry rounding noise (e.g. 1e-18 above a zero rate): clamp
+    return RateInterval(events, trials, max(0.0, min(float(low), rate)), min(1.0, max(float(high), rate)),
+                        float(confidence), method)
