@@ -32,12 +32,12 @@ from commsim.core.precision import FixedPoint, FloatFormat, parse_format  # noqa
 from commsim.core.runner import AuditSession, run_protocol  # noqa: E402
 from commsim.pipeline.report import Report  # noqa: E402
 from commsim.pipeline.run import run_reduction  # noqa: E402
-from commsim.pipeline.sample import sample  # noqa: E402
+from commsim.pipeline.sample import sample, vocabulary  # noqa: E402
 from commsim.plugins import load_plugins, make_model  # noqa: E402
 
 #: ``commsim.run(reduction, model, n=..., instances=...)`` is :func:`run_reduction`
 run = run_reduction
 
-__all__ = ["run_reduction", "run", "sample", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
+__all__ = ["run_reduction", "run", "sample", "vocabulary", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
            "InputError", "NotApplicable", "Protocol", "Receive", "Send", "FixedPoint", "FloatFormat",
            "parse_format", "AuditSession", "run_protocol", "__version__"]

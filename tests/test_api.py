@@ -81,3 +81,37 @@ def test_the_readme_python_example_runs_and_says_what_it_prints():
     first = run_reduction("index-idxl", "memorize:capacity=7", n=8)
     assert (first.bits_used, first.lower_bound.bits, first.budget_ok) == (7, 8, False)   # as its comment says
     assert scope["report"].reduction == "eq-ineq" and scope["report"].protocol_matches_model
+
+
+def test_the_readme_notebook_example_trains_runs_and_displays():
+    """The README's notebook example: train on commsim.sample data, commsim.run the module, display."""
+    pytest.importorskip("torch")
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    start = text.index("```python", text.index("### In a notebook")) + len("```python")
+    code = text[start:text.index("```", start)]
+    scope: dict = {}
+    exec(compile(code, "README.md", "exec"), scope)          # noqa: S102 - the README's own example
+    report, row = scope["report"], scope["row"]
+    assert report.protocol == "rnn-handoff" and report.protocol_matches_model
+    assert report.bits_used == 16 * 32 and report.budget_ok                       # a float32 GRU of 16 units
+    assert report.model_accuracy == 1.0 and report.certificate is None           # trained to exactness
+    assert row["bits_used"] == report.bits_used and row["budget_ok"] is True
+    shown = report._repr_html_()
+    assert "not ruled out" in shown and "<table>" in shown and "index-idxl" in shown
+
+
+def test_vocabulary_names_every_token_sample_uses():
+    tokens, _ = commsim.sample("index-idxl", n=6, size=500, seed=1)
+    names = commsim.vocabulary("index-idxl", n=6)
+    assert tokens.max() < len(names) and len(set(names)) == len(names)
+    with pytest.raises(commsim.InputError, match="n"):
+        commsim.vocabulary("index-idxl", n=0)
+
+
+def test_report_row_and_html_escape_and_say_the_verdict():
+    report = run_reduction("index-idxl", "memorize:capacity=7", n=8)
+    row = report.to_row()
+    assert row["certificate"] is True and row["budget_ok"] is False and row["lower_bound_bits"] == 8
+    assert all(v is None or isinstance(v, (int, float, str, bool)) for v in row.values())
+    assert "must fail" in report.verdict() and "&lt;" in report._repr_html_()

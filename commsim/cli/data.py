@@ -9,7 +9,7 @@ from rich.table import Table
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
 from commsim.core.limits import check_memory, check_seed, check_size
-from commsim.pipeline.sample import labels_for, sample_encoded
+from commsim.pipeline.sample import labels_for, sample_encoded, vocabulary
 from commsim.pipeline.stages import check_run_size
 from commsim.plugins import load_plugins
 
@@ -32,7 +32,7 @@ def data_dict(reduction_id: str, n: int | None, count: int, seed: int) -> dict:
     reduction, problem, A, B, encoded = sample_encoded(reduction, n, count, seed, max_size=MAX_DATA_SAMPLES)
     labels = labels_for(reduction, problem, A, B, encoded)
     return {"reduction": reduction.id, "n": int(n), "seed": int(seed), "count": int(count),
-            "seq_len": encoded.seq_len, "vocabulary": list(reduction.vocabulary(n)),
+            "seq_len": encoded.seq_len, "vocabulary": vocabulary(reduction, n),
             "output_positions": [int(p) for p in encoded.output_positions],
             "alice_positions": [int(p) for p in encoded.alice_positions],
             "tokens": encoded.tokens.astype(int).tolist(), "labels": labels.astype(int).tolist()}

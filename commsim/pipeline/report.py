@@ -1,6 +1,7 @@
 """The report of one run of a reduction (the contract's JSON keys)."""
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, field
 
 from commsim.certify.types import Certificate
@@ -73,6 +74,48 @@ class Report:
             "details": self.details, "torch_agreement": self.torch_agreement,
             "measured_error": self.measured_error,
         }
+
+    def verdict(self) -> str:
+        """One line: the bits against the bound and what follows for the model."""
+        lb = self.lower_bound
+        if self.budget_ok is None:
+            head = f"{self.bits_used} bits; no bound applies ({lb.reason})"
+        else:
+            relation = ">=" if self.budget_ok else "<"
+            head = f"{self.bits_used} bits {relation} the bound {lb.bits} ({lb.source})"
+        if self.certificate is not None and self.certificate.verified:
+            return f"{head}: the model must fail, and a verified input shows where"
+        if self.budget_ok is False:
+            return f"{head}: the model must fail somewhere (no input found by the search)"
+        return f"{head}: not ruled out"
+
+    def to_row(self) -> dict:
+        """The key figures as one flat row of scalars (``pandas.DataFrame([r.to_row() for r in reports])``)."""
+        lb, cert = self.lower_bound, self.certificate
+        return {
+            "reduction": self.reduction, "model": self.model, "protocol": self.protocol, "n": self.n,
+            "seq_len": self.seq_len, "instances_run": self.instances_run, "bits_used": self.bits_used,
+            "alice_to_bob": self.bits_by_direction.get("alice_to_bob"),
+            "bob_to_alice": self.bits_by_direction.get("bob_to_alice"), "rounds": self.rounds,
+            "bits_formula": self.bits_formula, "lower_bound_bits": lb.bits, "bound_applies": lb.applies,
+            "bound_kind": lb.kind, "budget_ok": self.budget_ok, "model_accuracy": self.model_accuracy,
+            "model_correct": self.model_correct, "protocol_matches_model": self.protocol_matches_model,
+            "certificate": cert is not None and cert.verified, "audited": self.audited,
+            "torch_agreement": None if self.torch_agreement is None else self.torch_agreement.get("passed"),
+            "measured_error": None if self.measured_error is None else self.measured_error.get("rate"),
+        }
+
+    def _repr_html_(self) -> str:
+        """A Jupyter display: the verdict and the key figures as a table (escaped text only)."""
+        rows = "".join(f"<tr><th style='text-align:left'>{html.escape(str(k))}</th>"
+                       f"<td style='text-align:left'>{html.escape(str(v))}</td></tr>"
+                       for k, v in self.to_row().items())
+        certificate = ""
+        if self.certificate is not None:
+            certificate = f"<p><b>Certificate</b>: {html.escape(self.certificate.explanation)}</p>"
+        return (f"<div class='commsim-report'><p><b>commsim run {html.escape(self.reduction)}</b> on "
+                f"<code>{html.escape(self.model)}</code>, n = {self.n}: {html.escape(self.verdict())}</p>"
+                f"<table>{rows}</table>{certificate}</div>")
 
     def to_json(self, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text, exactly what ``commsim run --json`` prints."""

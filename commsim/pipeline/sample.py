@@ -21,7 +21,8 @@ from commsim.pipeline.stages import check_run_size
 from commsim.plugins import load_plugins
 from commsim.theory.problems import Problem
 
-__all__ = ["sample", "sample_encoded", "labels_for"]
+__all__ = ["sample", "sample_encoded", "labels_for", "vocabulary"]
+
 
 def _reduction(reduction: str | Reduction) -> Reduction:
     if isinstance(reduction, str):
@@ -62,3 +63,11 @@ def sample(reduction: str | Any, n: int | None = None, size: int = 1, seed: int 
     (size, output positions) a correct model outputs at the output positions."""
     reduction, problem, A, B, encoded = sample_encoded(reduction, n, size, seed)
     return np.asarray(encoded.tokens), labels_for(reduction, problem, A, B, encoded)
+
+
+def vocabulary(reduction: str | Any, n: int | None = None) -> list[str]:
+    """The names of the tokens of ``reduction``'s task at source size ``n``: token id i is ``vocabulary[i]``
+    (a model's embedding needs ``len(vocabulary(...))`` rows)."""
+    reduction = _reduction(reduction)
+    n = reduction.default_n if n is None else check_run_size(reduction, n)
+    return [str(name) for name in reduction.vocabulary(n)]
