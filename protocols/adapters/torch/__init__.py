@@ -7,9 +7,13 @@ One concept per module:
 * :mod:`.specs` -- the model kinds ``python:``, ``torch:``, ``hf-gpt2`` and ``tl`` (and registration);
 * :mod:`.adapt` -- :func:`from_torch` (any supported torch object -> a commsim model) and
   :func:`agreement` (how closely it follows the torch module's own forward);
+* :mod:`.discover` -- a user's wrapping module: the roles read from its forward (:mod:`.trace`), then verified;
 * :mod:`.rnn` -- ``nn.RNN``/``nn.LSTM``/``nn.GRU`` as recurrent models;
-* :mod:`.fold` -- one attention layer in folded form, the shared target of :mod:`.mha` (``nn.MultiheadAttention``),
-  :mod:`.gpt2` (Hugging Face GPT-2) and :mod:`.tlens` (TransformerLens);
+* :mod:`.fold` -- one attention layer in folded form, the shared target of :mod:`.mha` (``nn.MultiheadAttention``,
+  pre-LN blocks), :mod:`.encoder` (``nn.TransformerEncoderLayer``), :mod:`.gpt2` (Hugging Face GPT-2) and
+  :mod:`.tlens` (TransformerLens);
+* :mod:`.trust` -- the agreement with the torch module's own forward (the report's ``torch_agreement``) and
+  its decisions (a certificate's re-check);
 * :mod:`.layers` -- numpy forms of heads and pointwise layers, number formats of torch dtypes;
 * :mod:`.files` -- saved torch files (:func:`load_torch_file`, :func:`save_parts`).
 

@@ -1,10 +1,11 @@
 """``from_torch``: any supported torch object -> a commsim model, and the agreement check.
 
-Accepted: ``nn.RNN``/``nn.LSTM``/``nn.GRU`` and ``nn.MultiheadAttention`` cores (with the
-embedding and head given), a wrapping ``nn.Module`` that holds one such core with its
-``nn.Embedding``(s) and head modules (found by looking at its children, then *verified* against the
-module's own forward), a dict of parts ``{"core", "embedding", "positions", "head", ...}``, a
-one-layer Hugging Face GPT-2, TransformerLens ``HookedTransformer`` (3.x), ``TransformerBridge``
+Accepted: ``nn.RNN``/``nn.LSTM``/``nn.GRU``, ``nn.MultiheadAttention``, ``nn.TransformerEncoderLayer``
+and one-layer ``nn.TransformerEncoder`` cores (with the embedding and head given), a wrapping
+``nn.Module`` that holds one such core with its ``nn.Embedding``(s), per-position layers before it (a
+LayerNorm/RMSNorm: pre-LN blocks) and head modules (found by running its forward, then *verified*
+against it: :mod:`.discover`), a dict of parts ``{"core", "embedding", "positions", "norm", "head",
+...}``, a one-layer Hugging Face GPT-2, TransformerLens ``HookedTransformer`` (3.x), ``TransformerBridge``
 and TL-native models (4.x).  Commsim models pass through unchanged.
 """
 from __future__ import annotations
@@ -12,17 +13,20 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.core.precision import NumberFormat, parse_format
-from protocols.adapters.torch.fold import TWO_LAYERS
+from protocols.adapters.torch.discover import _pre_folded, class_names, discover, probe_tokens
+from protocols.adapters.torch.encoder import wrap_encoder
 from protocols.adapters.torch.gpt2 import wrap_gpt2
-from protocols.adapters.torch.layers import AdapterError, tensor, within_tolerance
+from protocols.adapters.torch.layers import AdapterError, within_tolerance
 from protocols.adapters.torch.mha import wrap_mha
 from protocols.adapters.torch.rnn import wrap_recurrent
+from protocols.adapters.torch.step import is_step_module, wrap_step_module
 from protocols.adapters.torch.tlens import wrap_bridge, wrap_hooked, wrap_tl_native
+from protocols.adapters.torch.trust import compare_outputs
 from protocols.models.attention import AttentionLayer
 from protocols.models.recurrent import RecurrentModel
 
 #: keys of a dict of parts (a factory's return value, or a torch.save'd file)
-PARTS = ("core", "embedding", "positions", "head", "residual", "key_embedding", "value_embedding")
+PARTS = ("core", "embedding", "positions", "norm", "head", "residual", "key_embedding", "value_embedding")
 
 
 def resolve_format(precision) -> NumberFormat | None:
@@ -32,11 +36,6 @@ def resolve_format(precision) -> NumberFormat | None:
     return parse_format(str(precision))
 
 
-def _class_names(obj) -> set[str]:
-    """The names of the object's classes, its bases included (library types checked without importing them)."""
-    return {c.__name__ for c in type(obj).__mro__}
-
-
 def is_commsim_model(obj) -> bool:
     """Is the object already a commsim model (recurrent or attention)?"""
     return isinstance(obj, (RecurrentModel, AttentionLayer))
@@ -44,10 +43,12 @@ def is_commsim_model(obj) -> bool:
 
 def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None, residual: bool | None = None,
                key_embedding=None, value_embedding=None, vocab_size: int | None = None, seq_len: int | None = None,
-               spec: str = "", check: bool = True):
+               spec: str = "", check: bool = True, norm=None):
     """A commsim model for ``obj`` (module docstring).  ``precision``: a NumberFormat or its name
     (``"16"``, ``"fixed16.8"``, ``"bfloat16"``); default: the module's dtype (float32 -> p = 32).
-    ``vocab_size``/``seq_len`` limit the embedding tables to the task's tokens and length."""
+    ``vocab_size``/``seq_len`` limit the embedding tables to the task's tokens and length.  ``norm``: a
+    per-position layer (LayerNorm, RMSNorm) on the summed embedding before the core -- with
+    ``residual=True`` around an attention core, the pre-LN block ``x + MHA(norm(x))``."""
     fmt = resolve_format(precision)
     if is_commsim_model(obj):
         if fmt is not None:
@@ -56,7 +57,7 @@ def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None
         return obj
     if isinstance(obj, dict):
         return _from_parts(obj, fmt, vocab_size, seq_len, spec, check, head=head, embedding=embedding,
-                           positions=positions, residual=residual)
+                           positions=positions, residual=residual, norm=norm)
     try:
         import torch.nn as nn
     except ImportError:  # pragma: no cover - exercised without torch
@@ -66,13 +67,19 @@ def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None
         raise AdapterError(f"expected a torch module, a dict of parts ({', '.join(PARTS)}) or a commsim model; "
                            f"got {type(obj).__name__}")
     obj.eval()
-    names = _class_names(obj)
+    names = class_names(obj)
     kw = dict(vocab_size=vocab_size, seq_len=seq_len, spec=spec)
+    if is_step_module(obj):  # initial_state / step / readout: any recurrence (protocols.adapters.torch.step)
+        return wrap_step_module(obj, fmt, vocab_size=vocab_size, spec=spec, check=check)
     if isinstance(obj, nn.RNNBase):
-        return wrap_recurrent(obj, embedding, head, fmt, vocab_size=vocab_size, spec=spec)
+        return wrap_recurrent(obj, _pre_folded(embedding, [norm] if norm is not None else [], fmt), head, fmt,
+                              vocab_size=vocab_size, spec=spec)
     if isinstance(obj, nn.MultiheadAttention):
-        return wrap_mha(obj, embedding, positions, head, fmt, residual=bool(residual), key_embedding=key_embedding,
+        mode = ("stream" if norm is not None else "input") if residual else "none"
+        return wrap_mha(obj, embedding, positions, head, fmt, residual=mode, norm=norm, key_embedding=key_embedding,
                         value_embedding=value_embedding, **kw)
+    if isinstance(obj, (nn.TransformerEncoderLayer, nn.TransformerEncoder)):
+        return wrap_encoder(obj, embedding, positions, head, fmt, pre=norm, **kw)
     if names & {"GPT2LMHeadModel", "GPT2Model"}:
         return wrap_gpt2(obj, fmt, head=head, **kw)
     if "HookedTransformer" in names:
@@ -84,8 +91,8 @@ def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None
     if any(n.endswith("PreTrainedModel") for n in names):
         raise AdapterError(f"{type(obj).__name__} is a Hugging Face model commsim does not wrap "
                            f"(supported: a one-layer GPT-2: GPT2LMHeadModel / GPT2Model)")
-    return _discover(obj, fmt, vocab_size, seq_len, spec, check, head=head, embedding=embedding, positions=positions,
-                     residual=residual)
+    return discover(obj, fmt, vocab_size, seq_len, spec, check, adapt=from_torch, head=head, embedding=embedding,
+                    positions=positions, residual=residual)
 
 
 def _from_parts(parts: dict, fmt, vocab_size, seq_len, spec, check, **given):
@@ -95,174 +102,34 @@ def _from_parts(parts: dict, fmt, vocab_size, seq_len, spec, check, **given):
         raise AdapterError(f"unknown part(s) {', '.join(map(repr, unknown))}; a dict of parts has keys "
                            f"{', '.join(PARTS)}")
     if "core" not in parts:
-        raise AdapterError(f"a dict of parts needs a 'core' (an nn.LSTM/nn.GRU/nn.RNN or nn.MultiheadAttention); "
+        raise AdapterError(f"a dict of parts needs a 'core' (an nn.LSTM/nn.GRU/nn.RNN, nn.MultiheadAttention or "
+                           f"nn.TransformerEncoderLayer); "
                            f"it has {', '.join(map(repr, parts)) or 'nothing'}")
-    kw = {k: parts.get(k, given.get(k)) for k in ("embedding", "positions", "head", "residual")}
+    for part in parts.values():   # dropout and the like as in the module's eval mode, as for a module given whole
+        if callable(getattr(part, "eval", None)) and hasattr(part, "training"):
+            part.eval()
+    kw = {k: parts.get(k, given.get(k)) for k in ("embedding", "positions", "head", "residual", "norm")}
     return from_torch(parts["core"], precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec, check=check,
                       key_embedding=parts.get("key_embedding"), value_embedding=parts.get("value_embedding"), **kw)
 
 
-# ---- discovery in a wrapping module ----------------------------------------------------------------
-def _discover(module, fmt, vocab_size, seq_len, spec, check, *, head=None, embedding=None, positions=None,
-              residual=None):
-    """Find the core, embeddings and head in a wrapping module and verify them against its forward."""
-    import torch.nn as nn
-    label = type(module).__name__
-    cores = [(n, m) for n, m in module.named_modules() if isinstance(m, (nn.RNNBase, nn.MultiheadAttention))]
-    nested = [(n, m) for n, m in module.named_modules() if n and _class_names(m) & {
-        "GPT2LMHeadModel", "GPT2Model", "HookedTransformer", "TransformerBridge", "NativeModel"}]
-    if not cores and len(nested) == 1:
-        inner = nested[0][1]
-        model = from_torch(inner, precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec, head=head)
-        return _verify(model, module, label, check, fmt)
-    if not cores:
-        raise AdapterError(f"{label} holds no nn.RNN/nn.LSTM/nn.GRU, nn.MultiheadAttention, GPT-2 or TransformerLens "
-                           f"model; commsim wraps recurrent cores and one-layer attention")
-    rnn = [c for c in cores if isinstance(c[1], nn.RNNBase)]
-    mha = [c for c in cores if isinstance(c[1], nn.MultiheadAttention)]
-    if rnn and mha:
-        raise AdapterError(f"{label} mixes a recurrent core ({rnn[0][0]}) with attention ({mha[0][0]}); commsim wraps "
-                           f"one or the other")
-    if len(mha) > 1:
-        raise AdapterError(f"{label} has {len(mha)} attention layers ({', '.join(n for n, _ in mha)}); {TWO_LAYERS}")
-    if len(rnn) > 1:
-        raise AdapterError(f"{label} has {len(rnn)} recurrent cores ({', '.join(n for n, _ in rnn)}); commsim "
-                           f"wraps one (stacked) core: use num_layers=L, whose state is every layer's state")
-    core_name, core = cores[0]
-    children = list(module.named_children())
-    top = core_name.split(".")[0]
-    index = next(i for i, (n, _) in enumerate(children) if n == top)
-    embeddings = [(n, m) for n, m in module.named_modules() if isinstance(m, nn.Embedding)]
-    tokens_emb, position_emb = embedding, positions
-    if tokens_emb is None:
-        toks = [(n, m) for n, m in embeddings if "pos" not in n.lower()]
-        if len(toks) != 1:
-            raise AdapterError(f"{label}: cannot tell the token embedding among {[n for n, _ in toks] or 'no'} "
-                               f"nn.Embedding modules; return a dict of parts {{'embedding', 'core', 'head'}}")
-        tokens_emb = toks[0][1]
-    if position_emb is None and isinstance(core, nn.MultiheadAttention):
-        pos = [(n, m) for n, m in embeddings if "pos" in n.lower()]
-        if len(pos) > 1:
-            raise AdapterError(f"{label}: several position embeddings ({', '.join(n for n, _ in pos)})")
-        position_emb = pos[0][1] if pos else None
-    used = {id(tokens_emb), id(position_emb), id(core)}
-    before = [(n, m) for n, m in children[:index]
-              if id(m) not in used and not isinstance(m, (nn.Dropout, nn.Identity))
-              and not any(id(sub) in used for sub in m.modules()) and any(True for _ in m.parameters())]
-    if before:
-        raise AdapterError(f"{label}: {before[0][0]} ({type(before[0][1]).__name__}) sits between the embedding and "
-                           f"the core; commsim cannot tell what it does: return a dict of parts instead")
-    if head is None:
-        after = [m for _, m in children[index + 1:] if id(m) not in used]
-        head = None if not after else (after[0] if len(after) == 1 else nn.Sequential(*after))
-    candidates = []
-    native = None
-    if isinstance(core, nn.RNNBase):
-        what = f"{label}: {core_name} with {type(tokens_emb).__name__} and " \
-               f"{type(head).__name__ if head is not None else 'no'} head"
-        candidates.append(lambda f: wrap_recurrent(core, tokens_emb, head, f, vocab_size=vocab_size, spec=spec,
-                                                   source=what))
-    else:
-        for res in ((False, True) if residual is None else (bool(residual),)):
-            candidates.append(lambda f, res=res: wrap_mha(core, tokens_emb, position_emb, head, f, residual=res,
-                                                          vocab_size=vocab_size, seq_len=seq_len, spec=spec))
-    failures = []
-    for build in candidates:
-        native = build(None)
-        try:
-            checked = _verify(native, module, label, check, None, raise_on_mismatch=True)
-        except AdapterError as exc:
-            failures.append(str(exc))
-            continue
-        if fmt is None:
-            return checked
-        model = build(fmt)
-        model.torch_forward = checked.torch_forward
-        return model
-    raise AdapterError(failures[-1] + ("" if len(failures) < 2 else " (also tried with a residual connection)"))
-
-
-class ModuleForward:
-    """tokens -> the module's own outputs (float64 numpy); picklable when the module is."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def __call__(self, tokens):
-        """The module's outputs on token ids (logits when it returns an output object)."""
-        import torch
-        with torch.no_grad():
-            out = self.module(torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long))
-            if isinstance(out, (tuple, list)):
-                out = out[0]
-            if hasattr(out, "logits"):
-                out = out.logits
-            return tensor(out)
-
-
-def _module_forward(module, dtype=None) -> ModuleForward:
-    """A function tokens -> the module's own outputs (float64 numpy)."""
-    return ModuleForward(module)
-
-
-def _verify(model, module, label, check, fmt, raise_on_mismatch=True):
-    """Compare ``model`` (built in the module's own dtype) with ``module``'s forward on probe tokens;
-    on success the model's ``torch_forward`` becomes the module's own forward."""
-    dtype = next(module.parameters()).dtype
-    forward = _module_forward(module, dtype)
-    if not check:
-        model.torch_forward = forward
-        return model
-    probe = _probe_tokens(model)
-    try:
-        forward(probe)
-    except Exception as exc:  # the module's own forward does not take token ids
-        import torch.nn as nn
-        if isinstance(module, nn.Sequential):  # e.g. Sequential(Embedding, LSTM, Linear): its forward cannot run
-            return model                       # as a pipeline; the parts' own torch forward stays the reference
-        raise AdapterError(f"{label}'s forward did not run on token ids of shape {probe.shape} "
-                           f"({type(exc).__name__}: {exc}); return a dict of parts from your factory instead") from None
-    old = model.torch_forward
-    model.torch_forward = forward
-    result = agreement(model, probe)
-    if not result["agrees"]:
-        model.torch_forward = old
-        raise AdapterError(f"{label}'s forward does not match embedding -> core -> head as commsim found them "
-                           f"({result['note']}); return a dict of parts {{'embedding', 'core', 'head'}} from your "
-                           f"factory to say what is what")
-    return model
-
-
-def _probe_tokens(model, rows: int = 8, seed: int = 0) -> np.ndarray:
-    """Random token rows within the model's vocabulary and positions (for the agreement check)."""
-    vocab = model.vocab_size
-    length = min(getattr(model, "max_positions", None) or 8, 8)
-    return np.random.default_rng(seed).integers(0, vocab, size=(rows, length))
-
-
 def agreement(model, tokens=None, *, rows: int = 16, seed: int = 0) -> dict:
     """How closely the commsim model follows the torch module's own forward on ``tokens`` (default:
-    random rows).  Returns ``agrees``, ``max_abs_diff``, ``allowed``, ``format`` and a ``note``.
-    The tolerance (:data:`~protocols.adapters.torch.layers.TOLERANCE`) is that of the module's dtype;
-    under a ``precision=`` override the comparison is reported, not judged."""
-    forward = getattr(model, "torch_forward", None)
-    if forward is None:
+    random rows), at the last position (every position when the module returns them all).  Returns
+    ``agrees``, ``max_abs_diff``, ``allowed``, ``format``, ``note``, ``label_agreement`` and ``rows``.
+    The tolerance (:data:`~protocols.adapters.torch.layers.TOLERANCE`) is that of the model's format
+    (a fixed-point override falls back to a loose (0.1, 0.1)); the report's judged form is
+    :meth:`~protocols.adapters.torch.trust.TorchTrust.framework_agreement`."""
+    if getattr(model, "torch_forward", None) is None:
         raise AdapterError("this model keeps no torch forward to compare with")
     if tokens is None:
-        tokens = _probe_tokens(model, rows, seed)
+        tokens = probe_tokens(model, rows, seed)
     tokens = np.atleast_2d(np.asarray(tokens))
-    theirs = np.asarray(forward(tokens), dtype=np.float64)
-    if isinstance(model, AttentionLayer):
-        ours = model.forward(tokens)
-        fmt_name = model.format.name
-        if theirs.ndim == 3:
-            theirs = theirs[:, -1]
-    else:
-        fmt_name = model.format.name
-        if theirs.ndim == 3:
-            ours = model.forward_batch(tokens, output_positions=range(tokens.shape[1]))
-        else:
-            ours = model.forward_batch(tokens)[:, 0]
+    probe = np.asarray(model.torch_forward(tokens[:1]), dtype=np.float64)
+    positions = range(tokens.shape[1]) if probe.ndim == 3 and not isinstance(model, AttentionLayer) else None
+    compared = compare_outputs(model, tokens, positions)
+    ours, theirs = compared.ours, compared.theirs
+    fmt_name = model.format.name
     ok, diff, allowed = within_tolerance(ours, theirs, fmt_name)
     note = (f"max |commsim - torch| = {diff:.3g} (allowed {allowed:.3g} for {fmt_name})" if ours.shape == theirs.shape
             else f"output shapes differ: commsim {ours.shape}, torch {theirs.shape}")

@@ -9,7 +9,9 @@ from protocols.adapters.torch.layers import AdapterError, require_torch
 #: torch.nn classes a ``torch:`` file may contain (loaded with weights_only=True and these allowed)
 SAFE_MODULES = ("Sequential", "ModuleList", "ModuleDict", "Embedding", "RNN", "LSTM", "GRU", "Linear",
                 "MultiheadAttention", "ReLU", "Tanh", "Sigmoid", "GELU", "LeakyReLU", "Softmax", "Identity",
-                "Dropout", "LayerNorm", "Flatten")
+                "Dropout", "LayerNorm", "Flatten", "RMSNorm", "TransformerEncoderLayer", "TransformerEncoder")
+#: torch.nn.functional activations an ``nn.TransformerEncoderLayer`` keeps (allowed with the modules)
+SAFE_FUNCTIONS = ("relu", "gelu")
 
 
 def load_torch_file(path: str):
@@ -28,6 +30,7 @@ def load_torch_file(path: str):
     safe = [getattr(nn, name) for name in SAFE_MODULES]
     from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
     safe.append(NonDynamicallyQuantizableLinear)
+    safe += [getattr(nn.functional, name) for name in SAFE_FUNCTIONS]
     try:
         with torch.serialization.safe_globals(safe):
             obj = torch.load(str(p), map_location="cpu", weights_only=True)

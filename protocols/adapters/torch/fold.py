@@ -9,8 +9,9 @@ that form by folding, never by approximating:
 
 * projection biases (b_Q, b_K, b_V) ride on a constant coordinate 1 of every embedding; the score
   scale (1/sqrt(d_head) or TransformerLens' ``attn_scale``) is folded into W_Q;
-* a pre-attention LayerNorm (GPT-2's ``ln_1``) is a function of (position, token): the embedding is
-  a table E(i, s) = ln_1(wte[s] + wpe[i]), one row per position and token;
+* a pre-attention LayerNorm or RMSNorm (GPT-2's ``ln_1``, the norm of a pre-LN block or of
+  ``nn.TransformerEncoderLayer(norm_first=True)``) is a function of (position, token): the embedding is
+  a table E(i, s) = ln_1(wte[s] + wpe[i]), one row per position and token (:func:`fold_pre_attention`);
 * everything after the attention *at the query position* -- W_O's bias, the residual connection,
   ``ln_2`` and the MLP, the final LayerNorm and the unembedding -- is psi.  psi needs the query
   position's own residual stream e_N = [wte[s_N] + wpe[N]]: it is stored as extra coordinates of
@@ -39,6 +40,7 @@ import numpy as np
 
 from commsim.core.precision import NumberFormat
 from protocols.adapters.torch.layers import AdapterError, tensor, without_unpicklable_forward
+from protocols.adapters.torch.trust import TorchTrust
 from protocols.models.attention import AttentionLayer
 
 #: positions of the table of a position-free attention model when no sequence length is given
@@ -51,16 +53,17 @@ MAX_TABLE = 20_000_000
 
 TWO_LAYERS = ("the attention protocol wraps one attention layer: for two layers there are models whose output "
               "needs N/2 bits of communication on every balanced split (Lemma 5 and Corollary 13.1 of [BHBK24]), "
-              "so no exchange of this kind exists")
+              "so no exchange of this kind exists (commsim teach two-layers shows why)")
 
 
-class TorchAttention(AttentionLayer):
+class TorchAttention(TorchTrust, AttentionLayer):
     """A one-layer attention model folded from torch (module docstring).
 
     The embedding is a (positions, tokens, dim) table; ``residual`` (a sequence of its coordinates,
     or False) is what psi reads of the query position's embedding besides y = W_O o (the residual
     stream, :class:`~protocols.models.attention.AttentionLayer`).  ``torch_forward`` runs the original torch
-    module (the agreement check); ``source`` says what was wrapped.
+    module (the agreement check, :class:`~protocols.adapters.torch.trust.TorchTrust`); ``source`` says what
+    was wrapped.
     """
 
     def __init__(self, fmt: NumberFormat, table: np.ndarray, W_Q, W_K, W_V, W_O, psi, *, residual=False,
@@ -214,6 +217,15 @@ def embedding_grid(wte: np.ndarray, wpe: np.ndarray | None, vocab: int, position
     if wpe is None:
         return np.broadcast_to(tok, (positions, vocab, wte.shape[1])).copy()
     return tok + wpe[:positions][:, None, :]
+
+
+def fold_pre_attention(e: np.ndarray, pre, fmt: NumberFormat) -> np.ndarray:
+    """The attention's input table x(i, s) = [pre(e(i, s))]: a per-position map before the attention (a
+    LayerNorm or RMSNorm -- GPT-2's ``ln_1``, a pre-LN block's norm -- or any numpy map of one row) applied
+    to every (position, token) row of the residual-stream table ``e`` and rounded to ``fmt``.  Exact: the
+    map sees one position's vector, and that vector is a function of the position and the token."""
+    P, V, d = e.shape
+    return fmt.quantize(pre(e.reshape(-1, d)).reshape(P, V, -1))
 
 
 def quantized(fmt: NumberFormat, a):

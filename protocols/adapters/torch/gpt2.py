@@ -12,6 +12,7 @@ from protocols.adapters.torch.fold import (
     build_attention,
     check_table_size,
     embedding_grid,
+    fold_pre_attention,
     last_position_forward,
     quantized,
     split_heads,
@@ -82,7 +83,7 @@ def wrap_gpt2(model, fmt: NumberFormat | None = None, *, head=None, vocab_size: 
     check_table_size(vocab, P, 2 * d + 1, "GPT-2")
     q = fmt.quantize
     e = q(embedding_grid(wte, wpe, vocab, P))                    # the residual stream entering the block
-    x = q(_hf_layer_norm(block.ln_1, fmt)(e.reshape(-1, d)).reshape(e.shape))   # ln_1: per (position, token)
+    x = fold_pre_attention(e, _hf_layer_norm(block.ln_1, fmt), fmt)   # ln_1: per (position, token)
     Wqkv, bqkv = _conv1d(attn.c_attn, fmt)             # (3d, d), (3d,)
     Wo, bo = _conv1d(attn.c_proj, fmt)                 # (d, d), (d,)
     proj = {which: ("x", split_heads(Wqkv[i * d:(i + 1) * d], H, m),

@@ -226,7 +226,7 @@ def activation(name: str):
 
 def numpy_steps(module, fmt: NumberFormat | None = None) -> list | None:
     """Numpy steps for ``module`` when it is made of known pieces (Linear, pointwise activations,
-    LayerNorm, Dropout/Identity, Sequential of those); None otherwise.  Weights are rounded to
+    LayerNorm, RMSNorm, Dropout/Identity, Sequential of those); None otherwise.  Weights are rounded to
     ``fmt`` when given (every parameter is a number of the format)."""
     import torch.nn as nn
     q = (lambda a: a) if fmt is None else (lambda a: fmt.quantize(a))
@@ -260,7 +260,19 @@ def numpy_steps(module, fmt: NumberFormat | None = None) -> list | None:
         w = None if module.weight is None else q(tensor(module.weight))
         b = None if module.bias is None else q(tensor(module.bias))
         return [layer_norm(w, b, float(module.eps))]
+    if isinstance(module, nn.RMSNorm) and len(module.normalized_shape) == 1:
+        w = None if module.weight is None else q(tensor(module.weight))
+        return [layer_norm(w, None, rms_eps(module), center=False)]
     return None
+
+
+def rms_eps(module) -> float:
+    """An ``nn.RMSNorm``'s epsilon; ``eps=None`` is torch's machine epsilon of the module's dtype."""
+    if module.eps is not None:
+        return float(module.eps)
+    import torch
+    dtype = module.weight.dtype if module.weight is not None else torch.get_default_dtype()
+    return float(torch.finfo(dtype).eps)
 
 
 class TorchRows:

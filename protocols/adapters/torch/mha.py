@@ -1,6 +1,14 @@
 """``nn.MultiheadAttention`` with its embeddings and head as a one-layer commsim attention model
 (Theorem 4 of [BHBK24]), folded by :mod:`.fold`: biases on a constant coordinate, the score scale in
-W_Q, the head (and an optional residual connection) as psi."""
+W_Q, per-position layers before the attention (an embedding LayerNorm, a pre-LN block's norm) into the
+(position, token) table, the head (and an optional residual connection) as psi.
+
+The residual stream.  Writing e = E_tok(s) + E_pos(i) and ``pre`` / ``norm`` for per-position layers
+before the attention, the stream is s = pre(e) and the attention reads x = norm(s).  psi reads y (the
+attention's output at the query) and, with a residual connection, y + x (``residual="input"``: a
+post-LN or plain residual block, ``y + x``) or y + s (``residual="stream"``: the pre-LN block
+``s + MHA(norm(s))``).
+"""
 from __future__ import annotations
 
 import math
@@ -15,25 +23,57 @@ from protocols.adapters.torch.fold import (
     build_attention,
     check_table_size,
     embedding_grid,
+    fold_pre_attention,
     split_heads,
     vocab_and_positions,
 )
-from protocols.adapters.torch.layers import AdapterError, embedding_weights, format_for_dtype, numpy_head, tensor
+from protocols.adapters.torch.layers import (
+    AdapterError,
+    Head,
+    embedding_weights,
+    format_for_dtype,
+    numpy_head,
+    numpy_steps,
+    tensor,
+)
+
+#: what psi adds to the attention's output at the query position
+RESIDUALS = ("none", "input", "stream")
 
 
-def wrap_mha(mha, embedding=None, positions=None, head=None, fmt: NumberFormat | None = None, *, residual: bool = False,
-             key_embedding=None, value_embedding=None, vocab_size: int | None = None, seq_len: int | None = None,
-             spec: str = "", torch_forward=None, source: str = "") -> TorchAttention:
-    """Wrap ``nn.MultiheadAttention`` as self-attention over token (+ position) embeddings.
+def residual_mode(residual) -> str:
+    """``False``/None -> "none", ``True`` -> "input" (y + x), or one of :data:`RESIDUALS`."""
+    if residual is None or residual is False:
+        return "none"
+    if residual is True:
+        return "input"
+    if residual not in RESIDUALS:
+        raise AdapterError(f"residual must be True, False or one of {', '.join(RESIDUALS)}; got {residual!r}")
+    return residual
 
-    ``embedding``: an ``nn.Embedding`` or (vocab, E) matrix for the attention's inputs; ``positions``:
-    an ``nn.Embedding``/matrix of position embeddings added to it (or None); ``head``: a torch module
-    or callable applied to the attention output at the query position (psi; None: the output itself);
-    ``residual``: psi sees x_N + attention output (a residual connection) instead of the output alone.
-    With separate key/value dimensions (``kdim``/``vdim`` != E) give ``key_embedding`` /
-    ``value_embedding`` of those widths.  Biases (packed or separate) are folded; ``add_bias_kv`` and
-    ``add_zero_attn`` are refused.
-    """
+
+def per_position(modules, fmt: NumberFormat | None, what: str):
+    """Numpy steps of per-position torch layers applied in order (None: none given); a layer commsim cannot
+    read is refused, naming it."""
+    if modules is None:
+        return None
+    modules = list(modules) if isinstance(modules, (list, tuple)) else [modules]
+    steps = []
+    for module in modules:
+        got = numpy_steps(module, fmt)
+        if got is None:
+            raise AdapterError(f"{type(module).__name__} sits {what}; commsim folds per-position layers it can "
+                               f"read there (LayerNorm, RMSNorm, Linear, pointwise activations, Dropout)")
+        steps += got
+    return Head(steps, 0, 0, " -> ".join(type(m).__name__ for m in modules)) if modules else None
+
+
+def mha_layer(mha, embedding, positions, post: Head, fmt: NumberFormat, *, pre=None, norm=None,
+              residual: str = "none", key_embedding=None, value_embedding=None, vocab_size: int | None = None,
+              seq_len: int | None = None, source: str = "") -> OneLayer:
+    """``nn.MultiheadAttention`` over token (+ position) embeddings in folded form (module docstring):
+    ``pre``/``norm`` are numpy maps (:func:`per_position`) or None, ``post`` is psi's map of the residual
+    stream at the query position."""
     import torch.nn as nn
     if not isinstance(mha, nn.MultiheadAttention):
         raise AdapterError(f"expected nn.MultiheadAttention, got {type(mha).__name__}")
@@ -46,9 +86,6 @@ def wrap_mha(mha, embedding=None, positions=None, head=None, fmt: NumberFormat |
     if embedding is None:
         raise AdapterError("nn.MultiheadAttention needs a token embedding (embedding=, or a wrapping module with an "
                            "nn.Embedding)")
-    params = dict(mha.named_parameters())
-    dtype = next(iter(params.values())).dtype
-    fmt = format_for_dtype(dtype) if fmt is None else fmt
     E, H = mha.embed_dim, mha.num_heads
     m = E // H
     if mha._qkv_same_embed_dim:
@@ -68,8 +105,12 @@ def wrap_mha(mha, embedding=None, positions=None, head=None, fmt: NumberFormat |
         seq_len = DEFAULT_POSITIONS  # no position embedding: any length; the table is built for this many
     vocab, P = vocab_and_positions(tok.shape[0], model_positions, vocab_size, seq_len, "the attention model")
     q = fmt.quantize
-    check_table_size(vocab, P, E, "nn.MultiheadAttention")
-    x = q(embedding_grid(q(tok), None if pos is None else q(pos), vocab, P))  # [E_tok(s) + E_pos(i)]
+    check_table_size(vocab, P, E * (2 if residual == "stream" and norm is not None else 1), "nn.MultiheadAttention")
+    e = q(embedding_grid(q(tok), None if pos is None else q(pos), vocab, P))  # [E_tok(s) + E_pos(i)]
+    stream = e if pre is None else fold_pre_attention(e, pre, fmt)
+    x = stream if norm is None else fold_pre_attention(stream, norm, fmt)
+    if x.shape[2] != E:
+        raise AdapterError(f"the attention reads vectors of {E} values, but the layers before it give {x.shape[2]}")
     inputs = {"x": x}
     proj = {"q": ("x", split_heads(q(Wq), H, m), _bias(bq, q, H, m))}
     for which, extra_emb, Wx, bx, dimx in (("k", key_embedding, Wk, bk, mha.kdim),
@@ -88,15 +129,122 @@ def wrap_mha(mha, embedding=None, positions=None, head=None, fmt: NumberFormat |
         proj[which] = (which, split_heads(q(Wx), H, m), _bias(bx, q, H, m))
     W_O = q(tensor(mha.out_proj.weight))
     b_O = None if mha.out_proj.bias is None else tensor(mha.out_proj.bias)
-    head_fn = numpy_head(head, E, fmt, dtype, "psi head")
-    what = (f"nn.MultiheadAttention(embed_dim={E}, heads={H}" + (", separate k/v projections" if not
-            mha._qkv_same_embed_dim else "") + f") with {'a residual connection and ' if residual else ''}"
-            f"{head_fn.description} psi")
-    layer = OneLayer(inputs, proj, 1.0 / math.sqrt(m), W_O, b_O, x if residual else None, head_fn, head_fn.outputs,
-                     source or what)
+    res = {"none": None, "input": x, "stream": stream}[residual]
+    return OneLayer(inputs, proj, 1.0 / math.sqrt(m), W_O, b_O, res, post, post.outputs, source)
+
+
+def wrap_mha(mha, embedding=None, positions=None, head=None, fmt: NumberFormat | None = None, *, residual=False,
+             pre=None, norm=None, key_embedding=None, value_embedding=None, vocab_size: int | None = None,
+             seq_len: int | None = None, spec: str = "", torch_forward=None, source: str = "") -> TorchAttention:
+    """Wrap ``nn.MultiheadAttention`` as self-attention over token (+ position) embeddings.
+
+    ``embedding``: an ``nn.Embedding`` or (vocab, E) matrix for the attention's inputs; ``positions``:
+    an ``nn.Embedding``/matrix of position embeddings added to it (or None); ``head``: a torch module
+    or callable applied to the attention output at the query position (psi; None: the output itself);
+    ``pre`` / ``norm``: per-position torch layers (a module or a list: LayerNorm, RMSNorm, ...) on the
+    summed embedding, forming the residual stream / between the stream and the attention (the pre-LN
+    block's norm); ``residual``: psi sees y + x (``True`` or "input") or y + stream ("stream") instead of
+    the output alone.  With separate key/value dimensions (``kdim``/``vdim`` != E) give ``key_embedding``
+    / ``value_embedding`` of those widths.  Biases (packed or separate) are folded; ``add_bias_kv`` and
+    ``add_zero_attn`` are refused.  Without ``torch_forward`` the torch parts themselves are the reference
+    (:class:`AttentionPartsForward`).
+    """
+    import torch.nn as nn
+    if not isinstance(mha, nn.MultiheadAttention):
+        raise AdapterError(f"expected nn.MultiheadAttention, got {type(mha).__name__}")
+    residual = residual_mode(residual)
+    dtype = next(mha.parameters()).dtype
+    fmt = format_for_dtype(dtype) if fmt is None else fmt
+    pre_fn = per_position(pre, fmt, "between the embedding and the attention")
+    norm_fn = per_position(norm, fmt, "between the residual stream and the attention")
+    head_fn = numpy_head(head, mha.embed_dim, fmt, dtype, "psi head")
+    folded = [f"{fn.description} {what}" for fn, what in ((pre_fn, "on the embedding"),
+                                                         (norm_fn, "before the attention")) if fn is not None]
+    what = (f"nn.MultiheadAttention(embed_dim={mha.embed_dim}, heads={mha.num_heads}" +
+            (", separate k/v projections" if not mha._qkv_same_embed_dim else "") + ")" +
+            (f" with {' and '.join(folded)} folded into the embedding" if folded else "") +
+            {"none": "", "input": ", a residual connection", "stream": ", a pre-norm residual connection"}[residual] +
+            f" and {head_fn.description} psi")
+    layer = mha_layer(mha, embedding, positions, head_fn, fmt, pre=pre_fn, norm=norm_fn, residual=residual,
+                      key_embedding=key_embedding, value_embedding=value_embedding, vocab_size=vocab_size,
+                      seq_len=seq_len, source=source or what)
+    if torch_forward is None:
+        torch_forward = AttentionPartsForward(mha, embedding, positions, head, pre=pre, norm=norm, residual=residual,
+                                              key_embedding=key_embedding, value_embedding=value_embedding)
     return build_attention(layer, fmt, spec=spec or "torch:multihead-attention", torch_forward=torch_forward)
 
 
 def _bias(b, q, H: int, m: int):
     """A packed projection bias (H m,) rounded by ``q`` and split by head (H, m); None stays None."""
     return None if b is None else q(np.asarray(b)).reshape(H, m)
+
+
+def _modules(x) -> list:
+    """None, a module or a list of modules -> a list."""
+    return [] if x is None else list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+class AttentionPartsForward:
+    """The torch parts run as the folded model says they compose (the reference when there is no wrapping
+    module): e = embedding + positions, s = pre(e), x = norm(s), y = core(x) at the last position (plus x or s
+    with a residual connection), then the head.  ``core`` is an ``nn.MultiheadAttention`` (self-attention,
+    or separate key/value embeddings) or a module mapping (batch, length, E) -> (batch, length, E) in its
+    own layout (``nn.TransformerEncoderLayer`` / ``nn.TransformerEncoder``).  Picklable when the parts are."""
+
+    def __init__(self, core, embedding, positions, head, *, pre=None, norm=None, residual: str = "none",
+                 key_embedding=None, value_embedding=None):
+        self.core, self.embedding, self.positions, self.head = core, embedding, positions, head
+        self.pre, self.norm, self.residual = _modules(pre), _modules(norm), residual
+        self.key_embedding, self.value_embedding = key_embedding, value_embedding
+
+    @staticmethod
+    def _embed(table, index, dtype):
+        """An nn.Embedding (or a matrix) looked up at ``index``."""
+        import torch
+        if isinstance(table, torch.nn.Module):
+            return table(index)
+        return torch.as_tensor(tensor(table), dtype=dtype)[index]
+
+    def __call__(self, tokens):
+        """The composed torch forward's outputs at the last position, as float64 (batch, classes)."""
+        import torch
+        dtype = next(self.core.parameters()).dtype
+        with torch.no_grad():
+            t = torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long)
+            e = self._embed(self.embedding, t, dtype).to(dtype)
+            if self.positions is not None:
+                e = e + self._embed(self.positions, torch.arange(t.shape[1]), dtype).to(dtype)
+            s = e
+            for module in self.pre:
+                s = module(s)
+            x = s
+            for module in self.norm:
+                x = module(x)
+            batch_first = _batch_first(self.core)
+            flip = (lambda z: z) if batch_first else (lambda z: z.transpose(0, 1))
+            if isinstance(self.core, torch.nn.MultiheadAttention):
+                k = x if self.key_embedding is None else self._embed(self.key_embedding, t, dtype).to(dtype)
+                v = x if self.value_embedding is None else self._embed(self.value_embedding, t, dtype).to(dtype)
+                y = flip(self.core(flip(x), flip(k), flip(v), need_weights=False)[0])
+            else:
+                y = flip(self.core(flip(x)))
+            y = y[:, -1]
+            if self.residual == "input":
+                y = y + x[:, -1]
+            elif self.residual == "stream":
+                y = y + s[:, -1]
+            if self.head is not None:
+                y = self.head(y)
+                if isinstance(y, (tuple, list)):
+                    y = y[0]
+            return tensor(y)
+
+
+def _batch_first(core) -> bool:
+    """Whether an attention core reads (batch, length, E) (else (length, batch, E))."""
+    if hasattr(core, "batch_first"):
+        return bool(core.batch_first)
+    if hasattr(core, "self_attn"):
+        return bool(core.self_attn.batch_first)
+    layers = getattr(core, "layers", None)
+    return bool(layers[0].self_attn.batch_first) if layers else True

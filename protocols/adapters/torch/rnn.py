@@ -28,6 +28,7 @@ from protocols.adapters.torch.layers import (
     tensor,
     without_unpicklable_forward,
 )
+from protocols.adapters.torch.trust import TorchTrust
 from protocols.models.recurrent import RecurrentModel, gru_cell
 
 #: torch ``mode`` -> (commsim cell, gates)
@@ -37,12 +38,13 @@ CELLS = {"RNN_TANH": ("rnn-tanh", 1), "RNN_RELU": ("rnn-relu", 1), "LSTM": ("lst
 CELLS_GATES = dict(CELLS.values())
 
 
-class TorchRecurrent(RecurrentModel):
+class TorchRecurrent(TorchTrust, RecurrentModel):
     """A (stacked) torch RNN/LSTM/GRU with a token embedding and a head, as a recurrent model.
 
     State layout: for each layer in order, ``h^l`` (``proj_size`` or m units) then, for an LSTM,
     ``c^l`` (m units).  ``width`` is m (the hidden size), ``layers`` the number of layers.
-    ``torch_forward(tokens)`` runs the original torch parts (for the agreement check).
+    ``torch_forward(tokens)`` runs the original torch parts (for the agreement check,
+    :class:`~protocols.adapters.torch.trust.TorchTrust`).
     """
 
     kind = "torch-rnn"

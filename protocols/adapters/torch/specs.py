@@ -6,9 +6,10 @@ Model kinds (``commsim run REDUCTION --model SPEC``):
 ``python:MODULE:FUNCTION[:key=value,...]``
     imports MODULE (the current directory comes first on ``sys.path``, as for ``python -m``; a path
     ``dir/file.py`` works too) and calls FUNCTION.  It may return a commsim model, a torch module
-    (``nn.LSTM``/``nn.GRU``/``nn.RNN`` or ``nn.MultiheadAttention`` inside a wrapping module with its
-    ``nn.Embedding`` and head; a one-layer GPT-2; a TransformerLens model) or a dict of parts
-    ``{"embedding", "core", "head", "positions", "residual"}``.  FUNCTION receives, by name, whichever
+    (``nn.LSTM``/``nn.GRU``/``nn.RNN``, ``nn.MultiheadAttention`` -- a pre-LN block too -- or one
+    ``nn.TransformerEncoderLayer`` inside a wrapping module with its ``nn.Embedding`` and head; a one-layer
+    GPT-2; a TransformerLens model) or a dict of parts ``{"embedding", "core", "head", "positions", "norm",
+    "residual"}``.  FUNCTION receives, by name, whichever
     of ``vocab_size``, ``seq_len``, ``n``, ``task``, ``reduction`` it accepts, and every key=value of the
     spec except ``precision``/``frac``/``dtype`` (ints and floats converted).
 ``torch:FILE.pt[:precision=P|dtype=NAME]``

@@ -15,6 +15,7 @@ from protocols.adapters.torch.fold import (
     build_attention,
     check_table_size,
     embedding_grid,
+    fold_pre_attention,
     last_position_forward,
     quantized,
     vocab_and_positions,
@@ -114,7 +115,7 @@ def wrap_hooked(model, fmt: NumberFormat | None = None, *, vocab_size: int | Non
     check_table_size(vocab, P, 2 * d + 1, "HookedTransformer")
     q = fmt.quantize
     e = q(embedding_grid(wte, wpe, vocab, P))
-    x = q(_tl_norm(block.ln1, fmt)(e.reshape(-1, d)).reshape(e.shape))
+    x = fold_pre_attention(e, _tl_norm(block.ln1, fmt), fmt)
     proj = {}
     for which, W, b in (("q", attn.W_Q, attn.b_Q), ("k", attn.W_K, attn.b_K), ("v", attn.W_V, attn.b_V)):
         proj[which] = ("x", np.transpose(quantized(fmt, W), (0, 2, 1)), quantized(fmt, b))   # (H, d, m) -> (H, m, d)
@@ -170,7 +171,7 @@ def wrap_tl_native(model, fmt: NumberFormat | None = None, *, vocab_size: int | 
     check_table_size(vocab, P, 2 * d + 1, "TransformerLens")
     qf = fmt.quantize
     e = qf(embedding_grid(wte, wpe, vocab, P))
-    x = qf(_tl_norm(block.ln1, fmt)(e.reshape(-1, d)).reshape(e.shape))
+    x = fold_pre_attention(e, _tl_norm(block.ln1, fmt), fmt)
     repeats = getattr(attn, "kv_repeats", 1)
     proj = {}
     for which in "qkv":

@@ -1,0 +1,108 @@
+"""Trust signals for a model adapted from a framework (PyTorch): how closely commsim's model follows the
+framework's own forward on the run's instances (the report's ``torch_agreement``), and a certificate re-checked
+with the framework's forward.
+
+The engine never imports a framework.  A model adapted from one offers the hooks of :class:`FrameworkBacked`
+(:class:`protocols.adapters.torch.trust.TorchTrust` for torch models); any other model is left alone.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from commsim.certify.types import Certificate
+
+#: instances of the run compared with the framework's forward (a seeded subset when there are more)
+AGREEMENT_INSTANCES = 256
+
+
+@runtime_checkable
+class FrameworkBacked(Protocol):
+    """A model adapted from a framework, which can run the framework's own forward.
+
+    ``framework``: its name ("torch"); ``framework_agreement(tokens, output_positions)``: a dict with
+    ``max_abs_diff``, ``tolerance``, ``passed`` (True/False, or None when not judged), ``instances``,
+    ``framework`` and a ``note``, or None when the framework's forward is not available;
+    ``framework_labels(tokens, output_positions)``: the framework forward's decisions (batch, outputs),
+    labelled as the model labels its own outputs, or None; ``framework_judged``: whether the model runs in
+    a number format whose agreement is judged (not a different, e.g. fixed-point, model of the module)."""
+
+    framework: str
+    framework_judged: bool
+
+    def framework_agreement(self, tokens, output_positions=None) -> dict | None: ...
+
+    def framework_labels(self, tokens, output_positions=None) -> np.ndarray | None: ...
+
+
+def framework_agreement(model, encoded, seed: int = 0) -> dict | None:
+    """The model's agreement with its framework's forward on the run's instances (``encoded.tokens``; a
+    seeded subset of :data:`AGREEMENT_INSTANCES` when there are more), at the output positions; None for a
+    model that is not :class:`FrameworkBacked` or keeps no framework forward."""
+    if not isinstance(model, FrameworkBacked) or not encoded.batch:
+        return None
+    count = min(AGREEMENT_INSTANCES, encoded.batch)
+    rows = np.arange(encoded.batch) if count == encoded.batch else \
+        np.sort(np.random.default_rng(seed + 2).choice(encoded.batch, size=count, replace=False))
+    result = model.framework_agreement(encoded.tokens[rows], tuple(encoded.output_positions))
+    if result is None:
+        return None
+    result["instances"] = int(count)
+    result["of_instances"] = int(encoded.batch)
+    result["sampled"] = count < encoded.batch
+    return result
+
+
+def _framework_answer(setup, alice, bob) -> int | None:
+    """The framework forward's answer to one instance, decoded as the model's is; None when unavailable."""
+    a = np.asarray(alice)[None]
+    b = np.asarray(bob).reshape(1, *np.shape(bob))
+    encoded = setup.reduction.encode(setup.problem, a, b)
+    labels = setup.model.framework_labels(encoded.tokens, tuple(encoded.output_positions))
+    return None if labels is None else int(np.asarray(setup.reduction.decode(labels, b))[0])
+
+
+def recheck_certificate(setup, certificate: Certificate | None) -> Certificate | None:
+    """A certificate on a :class:`FrameworkBacked` model, re-checked with the framework's own forward: on
+    the certificate's input (and, for a collision, on the colliding input) the framework must answer as
+    commsim's model does.  The explanation says so, ``details["framework_check"]`` records it, and when the
+    model runs in a judged format (the module's own dtype) a disagreement leaves the certificate unverified:
+    it would hold for commsim's model but not for the user's module."""
+    model = setup.model
+    if certificate is None or not isinstance(model, FrameworkBacked):
+        return certificate
+    name = model.framework
+    stem = certificate.explanation.rstrip()
+    stem += "" if stem.endswith(".") else "."
+    checks = [("the certificate's input", certificate.alice_input, certificate.bob_input, certificate.model_output)]
+    other = certificate.details.get("colliding_alice_input")
+    if certificate.kind == "collision" and other is not None:
+        checks.append(("the colliding input", other, certificate.bob_input,
+                       certificate.details.get("other_model_output")))
+    results = []
+    for what, a, b, commsim_answer in checks:
+        theirs = _framework_answer(setup, a, b)
+        if theirs is None:
+            return dataclasses.replace(certificate, explanation=stem + (
+                f" Not re-checked with the {name} module's own forward: it is not available here."))
+        results.append({"input": what, "framework_answer": theirs, "model_answer": commsim_answer,
+                        "agrees": commsim_answer is None or theirs == int(commsim_answer)})
+    agrees = all(r["agrees"] for r in results)
+    inputs = " and ".join(r["input"] for r in results)
+    if agrees:
+        text = (f" Re-checked with the {name} module's own forward: on {inputs} it answers "
+                f"{' and '.join(str(r['framework_answer']) for r in results)}, as commsim's model does.")
+    else:
+        text = (f" Re-checked with the {name} module's own forward: it answers "
+                f"{', '.join(str(r['framework_answer']) + ' on ' + r['input'] for r in results)}, which differs "
+                f"from commsim's model" + (
+                    " -- so this input is not a failure of the module itself (the certificate is left unverified)."
+                    if model.framework_judged else
+                    f" -- expected: commsim's model runs at {getattr(getattr(model, 'format', None), 'name', '?')}, "
+                    f"a different number format from the module's own, and the certificate is about that model."))
+    details = {**certificate.details, "framework_check": {"framework": name, "agrees": agrees, "checks": results}}
+    verified = certificate.verified and (agrees or not model.framework_judged)
+    return dataclasses.replace(certificate, explanation=stem + text, details=details,
+                               verified=verified)

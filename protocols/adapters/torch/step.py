@@ -1,0 +1,216 @@
+"""A user's ``nn.Module`` that exposes its recurrence step by step, as a commsim recurrent model.
+
+Theorem 2 of [BHBK24] needs only a recurrence: a state, a step and a readout.  A module of any
+architecture (an SSM, a linear-attention layer, a gated cell of your own) is accepted when it has three
+methods -- the **step contract**:
+
+``initial_state(batch: int)``
+    h_0 for ``batch`` sequences: a tensor ``(batch, *shape)``, or a tuple/list of such tensors (e.g.
+    ``(h, c)``).
+``step(state, tokens)``
+    the next state (the same structure and shapes) from a state and ``tokens``, a ``LongTensor (batch,)``
+    of token ids.
+``readout(state)``
+    the class scores at this position, ``(batch, classes)``; the decision is their argmax.
+
+and, optionally, ``vocab_size`` (an int attribute; otherwise the task's vocabulary is used).  Its
+``forward`` is not used: the reference output is the module's own loop of ``step``/``readout`` in torch.
+
+Semantics: commsim calls ``step`` and ``readout`` under ``torch.no_grad()`` one sequence at a time
+(batch 1), so every row's bits are the same whatever the batch, and rounds the state (every number of
+every part, in order) to the number format after every step and the scores after every readout.  The
+format is the module's dtype (float32 -> p = 32 ...), under which the rounding changes nothing and the
+model is the module itself; or ``precision=P``/``dtype=NAME``, under which a copy of the module with every
+parameter rounded to the format is run and the state is rounded to it (a different model: its agreement
+with the module's own loop is reported, not judged).  The handoff sends the whole state: every part's
+numbers, ``units · p`` bits.
+
+Pickling (``--audit``): the module travels with the model; a module whose class a spawned process cannot
+import (a factory file loaded by path) travels by value when ``cloudpickle`` is installed.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from commsim.core.precision import NumberFormat
+from protocols.adapters.torch.layers import AdapterError, format_for_dtype, require_torch, tensor, within_tolerance
+from protocols.adapters.torch.trust import TorchTrust
+from protocols.models.recurrent import RecurrentModel
+from protocols.models.step import portable, restore
+
+#: the methods of the step contract
+STEP_METHODS = ("initial_state", "step", "readout")
+
+
+def is_step_module(obj) -> bool:
+    """Does ``obj`` expose the step contract (callable ``initial_state``, ``step`` and ``readout``)?"""
+    return all(callable(getattr(obj, name, None)) for name in STEP_METHODS)
+
+
+def _parts(state) -> list:
+    """A state as a list of tensors (a single tensor is one part)."""
+    return list(state) if isinstance(state, (tuple, list)) else [state]
+
+
+class StepForward:
+    """tokens -> the module's own readouts at every position (batch, length, classes), float64: its
+    ``initial_state``/``step``/``readout`` loop in torch, unrounded.  Picklable when the module is."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def __call__(self, tokens):
+        import torch
+        toks = torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long)
+        outs = []
+        with torch.no_grad():
+            state = self.module.initial_state(toks.shape[0])
+            for j in range(toks.shape[1]):
+                state = self.module.step(state, toks[:, j])
+                outs.append(tensor(self.module.readout(state)))
+        return np.stack(outs, axis=1) if outs else np.zeros((toks.shape[0], 0, 0))
+
+
+class TorchStepModel(TorchTrust, RecurrentModel):
+    """A module with the step contract (module docstring) as a recurrent model; the state is every part's
+    numbers in order (``state_shapes``), ``state_units`` in all."""
+
+    kind = "torch-step"
+
+    def __init__(self, module, fmt: NumberFormat, vocab_size: int, *, spec: str = "", torch_forward=None,
+                 rounded: bool = False):
+        torch = require_torch()
+        self.module = module
+        params = list(module.parameters())
+        self.dtype = params[0].dtype if params else torch.get_default_dtype()
+        self.rounded = rounded
+        with torch.no_grad():
+            first = module.initial_state(1)
+            h0 = _parts(first)
+            self.tuple_state = isinstance(first, (tuple, list))
+            self.state_shapes = [tuple(p.shape[1:]) for p in h0]
+            units = sum(int(np.prod(s)) for s in self.state_shapes)
+            if not units:
+                raise AdapterError(f"{type(module).__name__}.initial_state(1) gave an empty state")
+            scores = tensor(module.readout(first))
+        if scores.ndim != 2 or scores.shape[0] != 1:
+            raise AdapterError(f"{type(module).__name__}.readout must return (batch, classes) scores; on a batch of "
+                               f"1 it returned shape {tuple(scores.shape)}")
+        super().__init__(fmt, units, units, vocab_size, int(scores.shape[1]), spec or f"torch-step:{type(module).__name__}")
+        self.torch_forward = torch_forward
+        self._h0 = self.quantize(np.concatenate([tensor(p).reshape(-1) for p in h0]))
+
+    def describe_state(self) -> str:
+        """The parts of the state and the format."""
+        shapes = " + ".join("×".join(map(str, s)) or "1" for s in self.state_shapes)
+        return f"{shapes} = {self.state_units} number{'s' if self.state_units != 1 else ''} of {self.format.name}"
+
+    def initial_state(self, batch: int = 1) -> np.ndarray:
+        """h_0 (every part flattened, rounded to the format) for every row."""
+        return np.repeat(self._h0[None], batch, axis=0)
+
+    def _to_torch(self, row: np.ndarray):
+        """One flat state row as the module's state structure (batch 1, the module's dtype)."""
+        import torch
+        parts, off = [], 0
+        for shape in self.state_shapes:
+            size = int(np.prod(shape))
+            parts.append(torch.as_tensor(row[off:off + size].reshape((1,) + shape), dtype=self.dtype))
+            off += size
+        return tuple(parts) if self.tuple_state else parts[0]
+
+    def _flat(self, state) -> np.ndarray:
+        """The module's state as one flat float64 row (its shapes checked)."""
+        parts = _parts(state)
+        shapes = [tuple(p.shape[1:]) for p in parts]
+        if shapes != self.state_shapes:
+            raise AdapterError(f"{type(self.module).__name__}.step returned a state of shapes {shapes}, "
+                               f"expected {self.state_shapes}")
+        return np.concatenate([tensor(p).reshape(-1) for p in parts])
+
+    def _step(self, h, x, t):
+        """The module's step, one sequence at a time (rounded by the caller)."""
+        import torch
+        out = np.empty_like(h)
+        with torch.no_grad():
+            for i in range(h.shape[0]):
+                token = torch.as_tensor([int(x[i])], dtype=torch.long)
+                out[i] = self._flat(self.module.step(self._to_torch(h[i]), token))
+        return out
+
+    def _readout(self, h):
+        """The module's readout, one sequence at a time (rounded by the caller)."""
+        import torch
+        out = np.empty((h.shape[0], self.num_classes))
+        with torch.no_grad():
+            for i in range(h.shape[0]):
+                out[i] = tensor(self.module.readout(self._to_torch(h[i]))).reshape(-1)
+        return out
+
+    def __getstate__(self):
+        """The module (and the reference forward) by value when another process could not import it."""
+        state = dict(self.__dict__)
+        state["module"] = portable(self.module)
+        if state.get("torch_forward") is not None:
+            state["torch_forward"] = portable(state["torch_forward"])
+        return state
+
+    def __setstate__(self, state):
+        state["module"] = restore(state["module"])
+        if state.get("torch_forward") is not None:
+            state["torch_forward"] = restore(state["torch_forward"])
+        self.__dict__.update(state)
+
+
+def _rounded_copy(module, fmt: NumberFormat):
+    """A copy of ``module`` with every parameter and buffer rounded to ``fmt`` (kept in the module's dtype)."""
+    import torch
+    clone = copy.deepcopy(module)
+    with torch.no_grad():
+        for value in list(clone.parameters()) + [b for b in clone.buffers() if b.is_floating_point()]:
+            value.copy_(torch.as_tensor(fmt.quantize(tensor(value)), dtype=value.dtype))
+    return clone
+
+
+def wrap_step_module(module, fmt: NumberFormat | None, *, vocab_size: int | None = None, spec: str = "",
+                     check: bool = True) -> TorchStepModel:
+    """A module with the step contract as a commsim model (module docstring).  In the module's own dtype the
+    model is checked against the module's own loop on probe tokens (an AdapterError when they disagree)."""
+    torch = require_torch()
+    label = type(module).__name__
+    declared = getattr(module, "vocab_size", None)
+    vocab = int(declared) if isinstance(declared, int) and not isinstance(declared, bool) else vocab_size
+    if vocab is None or vocab < 1:
+        raise AdapterError(f"{label} exposes a step but no vocabulary size: give it an int attribute vocab_size "
+                           f"(or run it on a task, whose vocabulary is then used)")
+    module.eval()
+    params = list(module.parameters())
+    native = format_for_dtype(params[0].dtype if params else torch.get_default_dtype())
+    forward = StepForward(module)
+    try:
+        if fmt is None:
+            model = TorchStepModel(module, native, vocab, spec=spec, torch_forward=forward)
+        else:
+            model = TorchStepModel(_rounded_copy(module, fmt), fmt, vocab, spec=spec, torch_forward=forward,
+                                   rounded=True)
+    except AdapterError:
+        raise
+    except Exception as exc:  # the user's methods failed on the probe: say which contract
+        raise AdapterError(f"{label}: calling its step contract (initial_state(1), step, readout) failed: "
+                           f"{type(exc).__name__}: {exc}") from None
+    if check and fmt is None:
+        probe = np.random.default_rng(0).integers(0, vocab, size=(4, 6))
+        try:
+            theirs = forward(probe)
+        except Exception as exc:
+            raise AdapterError(f"{label}: its step loop failed on a batch of 4 sequences: "
+                               f"{type(exc).__name__}: {exc}") from None
+        ours = model.forward_batch(probe, output_positions=range(probe.shape[1]))
+        ok, diff, allowed = within_tolerance(ours, theirs, model.format.name)
+        if not ok:
+            raise AdapterError(f"{label}: commsim's row-by-row run of its step does not match its own batched loop "
+                               f"(max |difference| {diff:.3g}, allowed {allowed:.3g} for {model.format.name}); does "
+                               f"step mix the rows of a batch?")
+    return model
