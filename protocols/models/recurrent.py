@@ -112,6 +112,11 @@ class RecurrentModel:
         """The quantized readout values (batch, classes) of a batch of states."""
         return self._q(self._readout(h))
 
+    def readout_at(self, h: np.ndarray, x: np.ndarray, t: int) -> np.ndarray:
+        """The readout after token ``x`` at position ``t``: f(h_t); a subclass may also read x_t (linear attention's
+        query), which the party computing the output holds."""
+        return self.readout(h)
+
     @staticmethod
     def labels(raw: np.ndarray) -> np.ndarray:
         """Decisions: the argmax of the readout values (ties go to the lowest class)."""
@@ -162,7 +167,7 @@ class RecurrentModel:
         for j in range(length):
             h = self.step(h, toks[:, j], start + j)
             if j in where:
-                r = self.readout(h)
+                r = self.readout_at(h, toks[:, j], start + j)
                 for k in where[j]:
                     raw[:, k] = r
         if h.size and np.isnan(h).any():

@@ -1,11 +1,14 @@
-"""The recurrent model specs (elman, lstm, gru, dfa:dyck22, memorize): parsing and registration."""
+"""The recurrent model specs (elman, lstm, gru, ssm, linear-attention, dfa:dyck22, memorize): parsing and
+registration."""
 from __future__ import annotations
 
 from commsim.core.errors import ModelError, NotApplicable
 from commsim.core.limits import MAX_SEQUENCE_LENGTH, check_memory
 from protocols.models.dyck_automaton import DyckAutomaton
+from protocols.models.linear_attention import DEFAULT_DECAY, LinearAttention
 from protocols.models.memorize import Memorize
 from protocols.models.recurrent import _TRAINABLE, load_model
+from protocols.models.ssm import DiagonalSSM
 
 
 # ---- specs and registration ------------------------------------------------------------------------------
@@ -65,6 +68,43 @@ def _trainable_factory(kind: str):
     return factory
 
 
+def _flag(spec, key: str, default: bool) -> bool:
+    """A true/false key."""
+    return spec.str(key, "true" if default else "false", choices=("true", "false")) == "true"
+
+
+def _ssm_factory(spec, vocab_size=None, **context):
+    """A diagonal linear SSM (S4D/DSS style), h_t = A h_{t-1} + B x_t, y = Re(C h); complex=true: 2·d·p state bits,
+    false: d·p.  Keys: width=d, complex=true|false, precision=P[,frac=F] or dtype=, seed=S, vocab=V, classes=C."""
+    width = spec.int("width", 4, minimum=1, maximum=4096)
+    complex_state = _flag(spec, "complex", True)
+    seed = spec.int("seed", 0, minimum=0)
+    vocab, classes, task_vocab = _vocab_and_classes(spec, vocab_size)
+    _refuse_small_vocab(spec.text, vocab, task_vocab, context)
+    parts = 2 if complex_state else 1   # float64 A, B, C (real and imaginary parts)
+    check_memory(8 * parts * (width + vocab * width + width * classes) + 8 * classes, "model",
+                 f"the ssm weights of {spec.text!r} (width {width}, vocab {vocab}, classes {classes})")
+    return DiagonalSSM.random(width, spec.format(), vocab, classes, seed, complex_state, spec.text)
+
+
+def _linear_attention_factory(spec, vocab_size=None, **context):
+    """One causal linear-attention layer (linear transformer / RetNet): S_t = γ S_{t-1} + v_t k_tᵀ, o_t = S_t q_t;
+    state d·d·p bits ((d·d + d)·p with normalize=true).  Keys: dim=d, decay=γ, normalize=true|false,
+    feature=identity|elu, precision=P[,frac=F] or dtype=, seed=S, vocab=V, classes=C."""
+    dim = spec.int("dim", 4, minimum=1, maximum=128)   # the state is d·d numbers per sequence: at most 16,384
+    decay = spec.float("decay", DEFAULT_DECAY)
+    if not 0.0 <= decay <= 1.0:
+        raise ModelError(f"model spec {spec.text!r}: decay={decay} is not in [0, 1]", "model")
+    normalize = _flag(spec, "normalize", False)
+    feature = spec.str("feature", "elu" if normalize else "identity", choices=("identity", "elu"))
+    seed = spec.int("seed", 0, minimum=0)
+    vocab, classes, task_vocab = _vocab_and_classes(spec, vocab_size)
+    _refuse_small_vocab(spec.text, vocab, task_vocab, context)
+    check_memory(8 * (3 * vocab * dim + dim * classes + classes), "model",
+                 f"the linear-attention weights of {spec.text!r} (dim {dim}, vocab {vocab}, classes {classes})")
+    return LinearAttention.random(dim, spec.format(), vocab, classes, seed, decay, normalize, feature, spec.text)
+
+
 def _dfa_factory(spec, vocab_size=None, **context):
     """The Dyck-(2,2) automaton as an RNN: 3 one-bit state units, 4 input tokens ( ) [ ]."""
     model = DyckAutomaton(spec.text)
@@ -98,6 +138,12 @@ def register(registry) -> None:
     """The recurrent model kinds (their simulator registers itself: ``protocols.simulators``)."""
     for kind in _TRAINABLE:
         registry.register("model", kind, _trainable_factory(kind), _DESCRIPTIONS[kind])
+    registry.register("model", "ssm", _ssm_factory,
+                      "Diagonal linear SSM (S4D/DSS), real or complex; state d or 2d numbers (width=d, complex=true|"
+                      "false, precision=P[,frac=F]|dtype=, seed=, vocab=, classes=)")
+    registry.register("model", "linear-attention", _linear_attention_factory,
+                      "Linear attention (linear transformer / RetNet) as a recurrence; state the d×d matrix S (dim=d, "
+                      "decay=, normalize=true|false, feature=identity|elu, precision=P[,frac=F]|dtype=, seed=)")
     registry.register("model", "dfa:dyck22", _dfa_factory,
                       "The Dyck-(2,2) automaton as an RNN: 3 one-bit state units (no keys)")
     registry.register("model", "memorize", _memorize_factory,
