@@ -1,4 +1,4 @@
-"""Baseline protocols for the source problems (INDEX, EQ, DISJ: Facts 1-3 of [BHBK24]).
+"""Deterministic baseline protocols for the source problems (INDEX, EQ, DISJ: Facts 1-3 of [BHBK24]).
 
 * ``one-way``: Alice sends her whole input (n bits); Bob answers.  Matches the one-way
   bounds for INDEX and the deterministic bounds for EQ and DISJ.
@@ -64,10 +64,3 @@ class BobSendsIndex(CommunicationProtocol):
         return BatchRun(self.problem.evaluate_batch(A, B), np.ones(count, dtype=np.int64),
                         np.full(count, self.index_bits), np.full(count, 2))
 
-
-def register(registry) -> None:
-    """The baseline cc protocols."""
-    registry.register("cc-protocol", SendEverything.name, SendEverything,
-                      "Alice sends her whole input (n bits, one-way); for index, eq, disj")
-    registry.register("cc-protocol", BobSendsIndex.name, BobSendsIndex,
-                      "INDEX: Bob sends b (ceil(log2 n) bits), Alice answers a_b (1 bit)")
