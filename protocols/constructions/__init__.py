@@ -14,7 +14,15 @@ precision is the narrowest in which it is exact):
                      query position and decides a language (``language=dyck22``); ``width=W`` or a
                      small ``precision=P`` give the reduced variants, which must fail.
 
-Their separations (``commsim separate TASK``: ``idxl``, ``dyck22``, ``eq``) are :mod:`protocols.separations`.
+``construct:thres``  Theorem 13 of [BHBK24]: a threshold of k-sparse features in two layers (k heads), width
+                     O(log N): ``h=eq|ineq|disj`` (n = N/2) or ``h=custom,length=N,sets=1+5/2+6,fn=and,b=0``.
+``construct:nstnb``  Theorem 7 of [BHBK24]: nearest neighbour in two layers of width O(log N) over the
+                     hypercube-corner codebook (``length=L``, ``dim=D``); reads the ``disj-mqar`` tokens too.
+``construct:qsa``    [SHT23]: q-sparse averaging in one attention layer (``q=``, ``length=N``,
+                     ``layout=disj|generic``); with ``disj-qsa`` the attention protocol simulates it.
+
+Their separations (``commsim separate TASK``: ``idxl``, ``dyck22``, ``eq``, ``nstnb``, ``disj``, ``qsa``,
+``two-layers``) are :mod:`protocols.separations`.
 """
 from __future__ import annotations
 
@@ -86,6 +94,62 @@ def make_lookup(spec, seq_len=None, vocab_size=None, **context):
     return build_lookup(length, language, width=width, fmt=spec.format_if_given(), spec=spec.text)
 
 
+def make_thres(spec, n=None, seq_len=None, reduction=None, **context):
+    """Theorem 13 of [BHBK24]: a threshold of k-sparse features in two layers (keys h, n, length, sets, fn, b, gamma, seed, precision)."""
+    from protocols.constructions.thres import ThresholdFunction, build_thres, named_threshold, parse_sets
+    name = spec.str("h", "ineq" if reduction == "eq-ineq" else "disj", choices=("eq", "ineq", "disj", "custom"))
+    if name == "custom":
+        length = spec.int("length", seq_len, minimum=1, maximum=MAX_SEQUENCE_LENGTH)
+        if length is None:
+            raise ConstructionError(f"model spec {spec.text!r}: give length=N for h=custom", "model")
+        sets = parse_sets(spec.str("sets", "1"), length)
+        fns = spec.str("fn", "and").split("/")
+        if len(fns) not in (1, len(sets)):
+            raise ConstructionError(f"model spec {spec.text!r}: give one fn, or one per set ({len(sets)})", "model")
+        h = ThresholdFunction(length, sets, fns * len(sets) if len(fns) == 1 else fns, spec.int("b", 0), "custom")
+    else:
+        half = spec.int("n", n if n is not None else (None if seq_len is None else int(seq_len) // 2), minimum=1,
+                        maximum=MAX_SEQUENCE_LENGTH)
+        if half is None:
+            raise ConstructionError(f"model spec {spec.text!r}: give n=N/2 for h={name}", "model")
+        h = named_threshold(name, half)
+    fmt = spec.format_if_given()
+    if fmt is not None:
+        require_fixed(fmt, "construct:thres")
+    return build_thres(h, gamma=_gamma(spec), seed=spec.int("seed", 0, minimum=0), fmt=fmt, spec=spec.text)
+
+
+def make_nstnb(spec, n=None, seq_len=None, reduction=None, **context):
+    """Theorem 7 of [BHBK24]: nearest neighbour in two layers of width O(log N) (keys length, dim, gamma, seed, precision)."""
+    from commsim.theory.bounds import ceil_log2
+    from protocols.constructions.nstnb import MAX_DIM, build_nstnb
+    length = spec.int("length", seq_len, minimum=1, maximum=MAX_SEQUENCE_LENGTH)
+    if length is None:
+        raise ConstructionError(f"model spec {spec.text!r}: give length=L (or use it with `commsim run disj-mqar`)",
+                                "model")
+    default_dim = max(1, ceil_log2(n)) if reduction == "disj-mqar" and n else ceil_log2(max(length, 2)) + 2
+    dim = spec.int("dim", min(default_dim, MAX_DIM), minimum=1, maximum=MAX_DIM)
+    fmt = spec.format_if_given()
+    if fmt is not None:
+        require_fixed(fmt, "construct:nstnb")
+    return build_nstnb(length, dim, gamma=_gamma(spec), seed=spec.int("seed", 0, minimum=0), fmt=fmt, spec=spec.text)
+
+
+def make_qsa(spec, n=None, seq_len=None, reduction=None, **context):
+    """[SHT23]: q-sparse averaging in one attention layer (keys q, length, layout, seed, precision)."""
+    from protocols.constructions.qsa import LAYOUTS, MAX_Q, build_qsa
+    if reduction not in (None, "disj-qsa"):
+        raise ConstructionError(f"construct:qsa reads the disj-qsa tokens (or its own generic layout); {reduction} "
+                                f"encodes its task differently", "model")
+    layout = spec.str("layout", "disj" if reduction == "disj-qsa" else "generic", choices=LAYOUTS)
+    q = spec.int("q", n if layout == "disj" and n is not None else 1, minimum=1, maximum=MAX_Q)
+    length = spec.int("length", seq_len if seq_len is not None else 2 * q + 1, minimum=2, maximum=MAX_SEQUENCE_LENGTH)
+    fmt = spec.format_if_given()
+    if fmt is not None:
+        require_fixed(fmt, "construct:qsa")
+    return build_qsa(length, q, layout=layout, seed=spec.int("seed", 0, minimum=0), fmt=fmt, spec=spec.text)
+
+
 def register(registry) -> None:
     """The construction model kinds (the separations register themselves: protocols.separations)."""
     registry.register("model", "construct:idxl", make_idxl,
@@ -100,3 +164,12 @@ def register(registry) -> None:
     registry.register("model", "construct:lookup", make_lookup,
                       "one attention layer of width N + |alphabet| reading the whole string; decides a language "
                       "(language=dyck22, length=, width=W reduced, precision=)")
+    registry.register("model", "construct:thres", make_thres,
+                      "Theorem 13 of [BHBK24]: a threshold of k-sparse features in two layers, width O(log N) "
+                      "(h=eq|ineq|disj|custom, n=, length=, sets=1+5/2+6, fn=, b=, gamma=, seed=, precision=)")
+    registry.register("model", "construct:nstnb", make_nstnb,
+                      "Theorem 7 of [BHBK24]: nearest neighbour in two layers of width O(log N) "
+                      "(length=, dim=D codebook, gamma=, seed=, precision=)")
+    registry.register("model", "construct:qsa", make_qsa,
+                      "[SHT23]: q-sparse averaging in one attention layer, m = O(q^2 log N) "
+                      "(q=, length=, layout=disj|generic, seed=, precision=)")

@@ -36,7 +36,8 @@ NO_PROTOCOL_REASON = (
     "simulates one layer only, and no protocol of that kind exists for two layers: for every "
     "balanced partition there is a two-layer width-O(log N) transformer whose output needs >= N/2 bits "
     "of communication (Lemma 5 and Corollary 13.1, Appendix F.4 of [BHBK24]) — and this model, which "
-    "computes INEQ, is one of them")
+    "computes INEQ, is one of them; `commsim separate two-layers` computes its communication matrix's rank "
+    "and fooling set on random balanced partitions")
 
 
 class TwoLayerEquality(MultiLayerAttention):
