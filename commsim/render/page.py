@@ -1,0 +1,136 @@
+"""One self-contained HTML page: Markdown (markdown-it-py) with LaTeX math turned into MathML
+(latex2mathml), figures as inline SVG, a stylesheet with light and dark themes, a phone layout and a
+print layout.  Nothing is fetched at view time: no script, no font, no CDN.
+"""
+from __future__ import annotations
+
+import html
+import re
+
+from commsim.render.svg import Figure
+
+#: a display block ($$ ... $$) and inline math ($...$, no newline, not touching a space inside)
+_DISPLAY = re.compile(r"\$\$\s*(.+?)\s*\$\$", re.S)
+_INLINE = re.compile(r"(?<![\\$])\$(?![\s$])([^$\n]{1,400}?)(?<![\s\\])\$(?!\$)")
+_TOKEN = "MATHTOKEN{:05d}Z"
+_FIGURE_TOKEN = "FIGURETOKEN{}Z"
+
+
+def latex_to_mathml(latex: str, display: bool) -> str:
+    """MathML for ``latex``; LaTeX latex2mathml cannot read stays visible as code (never as raw $$)."""
+    from latex2mathml.converter import convert
+    try:
+        return convert(latex, display="block" if display else "inline")
+    except Exception:       # noqa: BLE001 -- any parse failure of a third-party converter: show the source
+        return f'<code class="latex">{html.escape(latex)}</code>'
+
+
+def markdown_to_html(text: str, figures: dict[str, Figure] | None = None) -> str:
+    """Markdown with $$...$$ / $...$ math to HTML; a paragraph holding only ``figure_token(id)`` becomes the
+    figure ``figures[id]``."""
+    from markdown_it import MarkdownIt
+    maths: list[str] = []
+
+    def stash(display: bool):
+        def put(m):
+            maths.append(latex_to_mathml(m.group(1), display))
+            return _TOKEN.format(len(maths) - 1)
+        return put
+    body = _DISPLAY.sub(lambda m: "\n\n" + stash(True)(m) + "\n\n", text)
+    body = _INLINE.sub(stash(False), body)
+    rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(body)
+    rendered = re.sub(r"<p>(MATHTOKEN\d{5}Z)</p>", r"\1", rendered)
+    rendered = re.sub(r"MATHTOKEN(\d{5})Z", lambda m: maths[int(m.group(1))], rendered)
+    for ident, fig in (figures or {}).items():
+        rendered = rendered.replace(f"<p>{figure_token(ident)}</p>", figure_html(fig))
+    rendered = re.sub(r"<table>", '<div class="scroll"><table>', rendered).replace("</table>", "</table></div>")
+    return rendered
+
+
+def figure_token(ident: str) -> str:
+    """The placeholder a Markdown text carries where figure ``ident`` goes."""
+    return _FIGURE_TOKEN.format(re.sub(r"\W", "", ident))
+
+
+def figure_html(fig: Figure) -> str:
+    return (f'<figure class="figure" id="{html.escape(fig.ident)}" data-figure="{html.escape(fig.ident)}">'
+            f'<div class="svg">{fig.svg}</div><figcaption><strong>{html.escape(fig.title)}.</strong> '
+            f'{html.escape(fig.caption)}</figcaption></figure>')
+
+
+STYLE = """
+:root { --fg: #1b1b1b; --bg: #ffffff; --muted: #5c5c5c; --rule: #d0d0d0; --code: #f3f3f3; --accent: #0b5cad;
+        --card: #ffffff; color-scheme: light dark; }
+@media (prefers-color-scheme: dark) {
+  :root { --fg: #e6e6e6; --bg: #15171a; --muted: #a9a9a9; --rule: #3a3d42; --code: #23262b; --accent: #7ab8ff;
+          --card: #f7f7f7; }
+}
+* { box-sizing: border-box; }
+body { margin: 0 auto; max-width: 54rem; padding: 1.2rem 1rem 3rem; font: 16px/1.55 system-ui, -apple-system,
+       "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--fg); background: var(--bg); }
+h1 { font-size: 1.6rem; line-height: 1.25; } h2 { font-size: 1.25rem; margin-top: 2rem;
+     border-bottom: 1px solid var(--rule); padding-bottom: .2rem; }
+a { color: var(--accent); }
+pre, code { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: .88rem; }
+pre { background: var(--code); padding: .6rem .8rem; overflow-x: auto; white-space: pre; border-radius: 4px; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; margin: .6rem 0; }
+th, td { border: 1px solid var(--rule); padding: .25rem .6rem; text-align: left; vertical-align: top; }
+math[display="block"] { display: block; margin: .8rem 0; overflow-x: auto; font-size: 1.1rem; }
+figure.figure { margin: 1.2rem 0; }
+figure.figure .svg { background: var(--card); border: 1px solid var(--rule); border-radius: 6px; padding: .4rem; }
+figure.figure svg { display: block; width: 100%; height: auto; max-height: 80vh; }
+figcaption { color: var(--muted); font-size: .9rem; margin-top: .35rem; }
+nav.figures { border: 1px solid var(--rule); border-radius: 6px; padding: .4rem 1rem; font-size: .92rem; }
+nav.figures ol { margin: .3rem 0; padding-left: 1.3rem; }
+footer { margin-top: 3rem; color: var(--muted); font-size: .8rem; border-top: 1px solid var(--rule); }
+@media (max-width: 600px) { body { font-size: 15px; padding: .8rem .6rem; } h1 { font-size: 1.3rem; } }
+@media print {
+  :root { --fg: #000; --bg: #fff; --muted: #333; --rule: #999; --code: #f4f4f4; --card: #fff; }
+  body { max-width: none; padding: 0; font-size: 11pt; }
+  nav.figures, footer { display: none; }
+  h2 { break-after: avoid; } figure, pre, table, math { break-inside: avoid; }
+  a { color: inherit; text-decoration: none; }
+}
+"""
+
+TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="commsim">
+<title>{{ title }}</title>
+<style>{{ style }}</style>
+</head>
+<body>
+<main>
+{{ body }}
+</main>
+<footer><p>Made by <code>{{ command }}</code>. Self-contained: math is MathML, figures are inline SVG.</p></footer>
+</body>
+</html>
+"""
+
+
+def figure_list_html(figures: list[Figure]) -> str:
+    """The page's list of figures, each linking to its anchor."""
+    if not figures:
+        return '<nav class="figures"><p><strong>Figures:</strong> none on this page.</p></nav>'
+    items = "".join(f'<li><a href="#{html.escape(f.ident)}">{html.escape(f.title)}</a></li>' for f in figures)
+    return f'<nav class="figures"><strong>Figures</strong><ol>{items}</ol></nav>'
+
+
+def page(title: str, markdown: str, figures: list[Figure], command: str) -> str:
+    """The whole HTML document: the Markdown (with figure tokens) rendered, the figure list after the first
+    heading's paragraph block."""
+    from jinja2 import Environment
+    from markupsafe import Markup
+    body = markdown_to_html(markdown, {f.ident: f for f in figures})
+    nav = figure_list_html(figures)
+    cut = body.find("<h2")
+    if cut < 0:
+        cut = body.find("</h1>") + len("</h1>") if "</h1>" in body else 0
+    body = body[:cut] + nav + body[cut:]
+    env = Environment(autoescape=True)
+    return env.from_string(TEMPLATE).render(title=title, style=Markup(STYLE), body=Markup(body), command=command)

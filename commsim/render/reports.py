@@ -1,0 +1,176 @@
+"""The commands' reports as HTML pages: ``run`` (summary, sequence diagram, certificate), ``budget`` (bits
+vs bound over N), ``fooling``, ``matrix`` (heatmap), ``tree`` (protocol tree) and ``automaton`` (DFA).
+
+Each page is Markdown built from the report's own dict (the same numbers the terminal prints), with the
+figures drawn from the report's objects, rendered by :func:`commsim.render.page.page`.
+"""
+from __future__ import annotations
+
+from commsim.render.page import figure_token, page
+from commsim.render.svg import Figure, to_svg
+
+
+def _md(text) -> str:
+    """Text safe in a Markdown table cell or paragraph."""
+    return str(text).replace("|", "\\|").replace("\n", " ").replace("$", "\\$").replace("*", "\\*").replace("_", "\\_")
+
+
+def _table(rows: list[tuple[str, object]]) -> list[str]:
+    return ["| item | value |", "|---|---|"] + [f"| **{_md(k)}** | {_md(v)} |" for k, v in rows] + [""]
+
+
+def _place(figures: list[Figure], fig, ident: str, title: str, caption: str) -> list[str]:
+    """Add a drawn figure (None: too large to draw) and return the Markdown lines placing it."""
+    if fig is None:
+        return [f"*{_md(title)}: too large to draw here.*", ""]
+    figures.append(Figure(ident, title, caption, to_svg(fig)))
+    return [figure_token(ident), ""]
+
+
+def _relation(used: int, bound: int) -> str:
+    return r"\ge" if used >= bound else "<"
+
+
+def run_page(report, command: str) -> str:
+    """``commsim run --html``: the summary, the bits against the bound, the costliest transcript as a sequence
+    diagram, and the certificate."""
+    from commsim.certify.view import certificate_view
+    from commsim.render.exchange import certificate_figure, sequence_figure
+    d = report.to_dict()
+    figures: list[Figure] = []
+    title = f"commsim run {d['reduction']}"
+    md = [f"# {title}", "", f"{_md(d['problem'])} → {_md(d['task'])}, n = {d['n']}, sequence length {d['seq_len']}; "
+          f"model `{d['model']}`.", ""]
+    md += ["## Summary", ""]
+    md += _table([("protocol", f"{d['protocol']} ({d['bits_formula_text']})"),
+                  ("instances", f"{d['instances_run']:,} ({d['instances']}); {d['runner_checked']} re-run through "
+                                f"the runner"),
+                  ("bits used", f"{d['bits_used']} (Alice→Bob {d['bits_by_direction']['alice_to_bob']}, "
+                                f"Bob→Alice {d['bits_by_direction']['bob_to_alice']}, rounds {d['rounds']})"),
+                  ("lower bound", f"{d['lower_bound_bits']} bits — {d['bound_note']}" if d["bound_applies"]
+                   else f"does not apply: {d['bound_note']}"),
+                  ("model accuracy", f"{d['model_accuracy']:.4f}" + ("" if d["model_correct"] else " (wrong somewhere)")),
+                  ("protocol = model", "yes, bit for bit" if d["protocol_matches_model"] else
+                   "NO: the protocol's output differs from the direct forward")])
+    if d["bound_applies"] and d["lower_bound_bits"] is not None:
+        verdict = "within budget" if d["budget_ok"] else "below the lower bound: the model must fail"
+        md += ["$$", rf"\text{{bits used}} = {d['bits_used']} \;{_relation(d['bits_used'], d['lower_bound_bits'])}\; "
+               rf"{d['lower_bound_bits']} = \text{{lower bound}}", "$$", "", f"Verdict: **{verdict}**.", ""]
+    md += ["## The exchange", ""]
+    if report.transcript is not None:
+        t = report.transcript
+        md += [f"The costliest transcript ({t.total_bits} bits, {t.rounds} round(s)) as the runner recorded it.", ""]
+        md += _place(figures, sequence_figure(t.messages, f"{d['protocol']}: {t.total_bits} bits"), "fig-sequence",
+                     "The protocol as a sequence diagram",
+                     "Alice and Bob lanes, one arrow per message with its label and exact bits, rounds marked")
+    else:
+        md += ["No transcript was recorded for this run.", ""]
+    md += ["## Certificate", ""]
+    if d["certificate"]:
+        view = certificate_view(d["certificate"], d["problem"])
+        md += [_md(view.explanation), ""]
+        md += _place(figures, certificate_figure(view, d["certificate"].get("details")), "fig-certificate",
+                     f"Certificate ({view.kind})", view.caption or "the input the model must fail on")
+        if view.model_input:
+            md += [f"Model input: `{view.model_input}`", ""]
+    else:
+        md += [_md(d["certificate_search"] or "no certificate: the certificate search was not run"), ""]
+    return page(title, "\n".join(md), figures, command)
+
+
+def budget_page(report, command: str) -> str:
+    """``commsim budget --html``: the verdict, the table over N and the bits-vs-bound curve."""
+    from commsim.render.plots import budget_figure
+    d = report.to_dict()
+    figures: list[Figure] = []
+    title = f"commsim budget: {d['task']}, {d['arch']}"
+    md = [f"# {title}", ""]
+    md += _table([("N", f"{d['n']} ({d['n_meaning']})"),
+                  ("protocol bits", f"{d['protocol_bits']}: {d['protocol_text']}"),
+                  ("the paper's count", f"{d['bits_formula']} ({d['bits_formula_text']})"),
+                  ("lower bound", f"{d['lower_bound_bits']} bits — {d['bound_note']}"),
+                  ("max N", d["max_n"] if d["max_n"] is not None else "not ruled out in the range searched"),
+                  ("verdict", d["verdict"])])
+    if d["protocol_bits"] is not None and d["lower_bound_bits"] is not None:
+        md += ["$$", rf"\text{{protocol bits}} = {d['protocol_bits']} \;{_relation(d['protocol_bits'], d['lower_bound_bits'])}"
+               rf"\; {d['lower_bound_bits']} = \text{{lower bound at }} N = {d['n']}", "$$", ""]
+    if report.table:
+        md += ["## Bits against the bound over N", ""]
+        md += _place(figures, budget_figure(report), "fig-budget", "Bits vs bound over N",
+                     "protocol bits and the lower bound against N (log-log), the largest N not ruled out dashed")
+        md += ["| N | protocol bits | lower bound | ok |", "|---:|---:|---:|:---:|"]
+        md += [f"| {r['n']} | {r['bits']} | {'—' if r['lower_bound_bits'] is None else r['lower_bound_bits']} | "
+               f"{'—' if r['ok'] is None else ('yes' if r['ok'] else 'no')} |" for r in report.table] + [""]
+    return page(title, "\n".join(md), figures, command)
+
+
+def matrix_page(report, command: str) -> str:
+    """``commsim matrix --html``: the bounds read off the matrix and its heatmap with the fooling set."""
+    from commsim.render.plots import matrix_figure
+    d = report.to_dict()
+    figures: list[Figure] = []
+    title = f"commsim matrix {d['problem']} (n = {d['n']})"
+    fs = d["fooling_search"]
+    md = [f"# {title}", ""]
+    md += _table([("shape", f"{d['rows']} x {d['cols']}, {d['ones']} ones"),
+                  ("rank (reals / GF(2))", f"{d['rank_real']} / {d['rank_gf2']}"),
+                  ("log-rank bound", f"{d['log_rank_bits']} bits (reals), {d['gf2_rank_bits']} bits (GF(2))"),
+                  ("distinct rows", f"{d['distinct_rows']} → one-way bound {d['one_way_bits']} bits"),
+                  ("fooling set found", f"{fs['size']} cells of value {fs['value']} → {fs['bits']} bits "
+                                        f"({'verified' if fs['verified'] else 'NOT verified'})"),
+                  ("two-way lower bound", f"{d['two_way_lower_bound_bits']} bits")])
+    md += ["$$", rf"\mathrm{{CC}}(f) \ge \max(\lceil\log_2 \mathrm{{rank}}\rceil, \lceil\log_2 |S|\rceil) = "
+           rf"{d['two_way_lower_bound_bits']}", "$$", ""]
+    md += _place(figures, matrix_figure(report), "fig-matrix", "Communication matrix",
+                 f"M[x, y] = f(x, y); the {fs['size']} fooling-set cells outlined")
+    return page(title, "\n".join(md), figures, command)
+
+
+def tree_page(tree, command: str) -> str:
+    """``commsim tree --html``: the tree's checks and the tree drawn, answer leaves coloured by output."""
+    from commsim.render.plots import tree_figure
+    d = tree.to_dict()
+    figures: list[Figure] = []
+    title = f"commsim tree: {d['protocol']} for {d['problem']} (n = {d['n']})"
+    md = [f"# {title}", ""]
+    md += _table([("input pairs run", d["pairs_run"]), ("nodes", d["nodes"]),
+                  ("depth (worst-case bits)", d["depth"]), ("rounds", d["rounds"]),
+                  ("leaves are rectangles", d["all_rectangles"]), ("answer leaves monochromatic", d["all_monochromatic"]),
+                  ("correct on every input", d["correct"])])
+    md += ["$$", rf"\text{{depth}} = {d['depth']} \text{{ bits}},\quad \text{{leaves}} = {d['output_leaves']}", "$$", ""]
+    md += _place(figures, tree_figure(tree), "fig-tree", "Protocol tree",
+                 "internal nodes coloured by who speaks, edges labelled with the bits sent, leaves by output")
+    return page(title, "\n".join(md), figures, command)
+
+
+def automaton_page(report, language: str, n: int, command: str) -> str:
+    """``commsim automaton --html``: the DFA's size, the bound, and the DFA drawn."""
+    from commsim.render.plots import dfa_figure
+    d = report.to_dict()
+    figures: list[Figure] = []
+    title = f"commsim automaton {language} (N = {n})"
+    md = [f"# {title}", ""]
+    md += _table([("states", f"{d['states']} ({d['live_states']} live)"),
+                  ("minimized from", f"{d['input_states']} states — {d['method']}"),
+                  ("lower bound", f"m·p ≥ {d['lower_bound_bits']} bits — {report.lower_bound.statement}")])
+    md += ["$$", rf"m p \ge \lceil \log_2 {d['states']} \rceil = {d['state_bits']}", "$$", ""]
+    md += _place(figures, dfa_figure(report.dfa, f"{language} minimal DFA"), "fig-dfa", "Minimal DFA",
+                 "states and transitions; accepting states double-ringed, the dead sink grey")
+    return page(title, "\n".join(md), figures, command)
+
+
+def fooling_page(fs, data: dict, command: str) -> str:
+    """``commsim fooling --html``: the set, its bound and, when small, its members on the communication matrix."""
+    from commsim.render.plots import MATRIX_MAX_SIDE, matrix_figure
+    figures: list[Figure] = []
+    title = f"commsim fooling {data['problem']} (n = {data['n']})"
+    md = [f"# {title}", ""]
+    md += _table([("construction", fs.construction), ("size", data["size"]),
+                  ("lower bound", f"{data['lower_bound_bits']} bits — {fs.lower_bound.statement}"),
+                  ("verified", "not asked (use --verify)" if data["verified"] is None else data["verified"])])
+    md += ["$$", rf"\mathrm{{CC}} \ge \lceil \log_2 |S| \rceil = {data['lower_bound_bits']}", "$$", ""]
+    if data["problem"] != "dyck22" and 2 ** int(data["n"]) <= MATRIX_MAX_SIDE:
+        from commsim.theory.comm_matrix import analyze_matrix
+        md += _place(figures, matrix_figure(analyze_matrix(data["problem"], int(data["n"]))), "fig-matrix",
+                     "Communication matrix", "a fooling set the matrix search found, outlined")
+    return page(title, "\n".join(md), figures, command)

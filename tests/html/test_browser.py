@@ -1,0 +1,128 @@
+"""The HTML pages in a real browser: headless Chromium (Debian's ``chromium``) driven by Playwright.
+
+Each page opens offline (every request other than the file itself is refused and recorded), logs no console
+error, shows its math as MathML (no raw ``$$``), shows every figure with a non-zero size, lists its figures,
+and fits a phone's width.  Screenshots go to ``test-artifacts/html/`` (git-ignored; ``COMMSIM_ARTIFACTS``
+moves them).  Without Playwright or Chromium the module skips and says how to install them.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_helpers import invoke
+
+sync_api = pytest.importorskip("playwright.sync_api",
+                               reason="browser tests need playwright: pip install 'commsim[test]'")
+pytest.importorskip("matplotlib", reason="the pages need the html extra: pip install 'commsim[html]'")
+
+CHROMIUM = os.environ.get("COMMSIM_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+if not Path(CHROMIUM).exists():
+    pytest.skip(f"browser tests need Chromium (not found at {CHROMIUM}): apt-get install chromium, or set "
+                "COMMSIM_CHROMIUM to its path", allow_module_level=True)
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("COMMSIM_ARTIFACTS") or ROOT / "test-artifacts") / "html"
+
+
+def _topics() -> list[str]:
+    from commsim.plugins import load_plugins
+    return load_plugins().names("topic")
+
+
+@pytest.fixture(scope="session")
+def browser():
+    with sync_api.sync_playwright() as p:
+        try:
+            b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        except Exception as exc:       # noqa: BLE001 -- a broken install is a skip with its reason, not a failure
+            pytest.skip(f"Chromium at {CHROMIUM} does not start under Playwright: {exc}")
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="session")
+def pages_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("pages")
+
+
+def open_page(browser, path: Path, shot: str, **context):
+    """Open ``path`` offline; returns (page, console errors, refused requests).  Saves a full-page screenshot."""
+    ctx = browser.new_context(**context)
+    page = ctx.new_page()
+    errors, refused = [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+
+    def route(r):
+        if r.request.url.startswith("file://") and r.request.url.split("#")[0] == path.as_uri():
+            r.continue_()
+        else:
+            refused.append(r.request.url)
+            r.abort()
+    page.route("**/*", route)
+    page.goto(path.as_uri())
+    page.wait_for_load_state("load")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{shot}.png"), full_page=True)
+    return ctx, page, errors, refused
+
+
+def check_page(page, errors, refused, need=()):
+    assert errors == [], f"console errors: {errors}"
+    assert refused == [], f"the page asked the network for: {refused}"
+    assert page.locator("math").count() > 0, "no MathML on the page"
+    assert "$$" not in page.inner_text("body"), "raw $$ left on the page"
+    figures = page.locator("figure.figure")
+    ids = [figures.nth(i).get_attribute("id") for i in range(figures.count())]
+    for i, ident in enumerate(ids):
+        svg = figures.nth(i).locator("svg").first
+        box = svg.bounding_box()
+        assert svg.is_visible() and box and box["width"] > 50 and box["height"] > 50, f"figure {ident}: {box}"
+        assert page.locator(f'nav.figures a[href="#{ident}"]').count() == 1, f"figure {ident} is not listed"
+    assert page.locator("nav.figures").count() == 1
+    for prefix in need:
+        assert any(i.startswith(prefix) or i.endswith(prefix) for i in ids), f"no {prefix} figure among {ids}"
+    return ids
+
+
+def test_attention_protocol_notes_open_offline_with_math_and_the_sequence_diagram(browser, pages_dir):
+    path = pages_dir / "a.html"
+    invoke("teach", "attention-protocol", "--format", "html", "--out", str(path))
+    ctx, page, errors, refused = open_page(browser, path, "teach-attention-protocol")
+    check_page(page, errors, refused, need=("sequence",))
+    ctx.close()
+
+
+def test_run_report_opens_offline_with_sequence_diagram_and_certificate(browser, pages_dir):
+    path = pages_dir / "r.html"
+    invoke("run", "dyck22-fooling", "--html", str(path))
+    ctx, page, errors, refused = open_page(browser, path, "run-dyck22-fooling")
+    ids = check_page(page, errors, refused, need=("fig-sequence", "fig-certificate"))
+    assert ids == ["fig-sequence", "fig-certificate"]
+    ctx.close()
+    # a phone: nothing wider than the screen; dark theme; print layout hides the figure list
+    ctx, page, errors, refused = open_page(browser, path, "run-dyck22-fooling-phone-dark",
+                                           viewport={"width": 390, "height": 844}, color_scheme="dark")
+    assert errors == [] and page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    assert page.evaluate("getComputedStyle(document.body).backgroundColor") != "rgb(255, 255, 255)"
+    page.emulate_media(media="print")
+    assert not page.locator("nav.figures").is_visible()
+    ctx.close()
+
+
+def _smallest_n(topic: str) -> list[str]:
+    """``--n`` at the topic's smallest size when the lesson table knows it (the page is the same shape)."""
+    from protocols.lessons.common import SIZES
+    return ["--n", str(SIZES[topic][1])] if topic in SIZES else []
+
+
+@pytest.mark.parametrize("topic", [t for t in _topics() if t != "attention-protocol"])   # that one: above
+def test_every_topic_renders_to_a_page(browser, pages_dir, topic):
+    path = pages_dir / f"teach-{topic}.html"
+    invoke(["teach", topic, "--format", "html", "--out", str(path)] + _smallest_n(topic))
+    ctx, page, errors, refused = open_page(browser, path, f"teach-{topic}")
+    check_page(page, errors, refused)
+    ctx.close()
