@@ -1,0 +1,157 @@
+"""``commsim sweep``: one question over a grid -- reductions x model specs (with ranges) x n x seeds --,
+run on an executor (this process, local processes, Dask), kept as a resumable table."""
+from __future__ import annotations
+
+import click
+from rich import box
+from rich.markup import escape
+from rich.table import Table
+
+from commsim.cli import cli
+from commsim.cli.budget import check_plot_path
+from commsim.cli.common import console, emit_json, json_option, parse_instances, plugin_option, progress_bar
+from commsim.cli.files import check_target, refuse_empty, write_bytes
+from commsim.pipeline.executors import EXECUTORS
+from commsim.pipeline.sweep import sweep, table_format
+
+#: the most rows the terminal table shows (the whole table is in --out / --json)
+SHOWN_ROWS = 200
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    """Repeated options and comma lists (``--reduction a,b --reduction c``) as one list."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def _verdict(row: dict) -> str:
+    if not row.get("bound_applies"):
+        return "[yellow]no bound[/]"
+    return "[green]within[/]" if row.get("budget_ok") else "[red]below[/]"
+
+
+def _yes(value) -> str:
+    return "—" if value is None else ("[green]yes[/]" if value else "[red]NO[/]")
+
+
+def render_sweep(frame) -> None:
+    """The rows as a table: per cell, bits used against the bound, accuracy, the certificate (the reduction,
+    seed and protocol = model columns only when they vary); then the reasons of the cells that failed."""
+    rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    many_reductions = len({r["reduction"] for r in rows}) > 1
+    many_seeds = len({r["seed"] for r in rows}) > 1
+    inexact = any(r.get("protocol_matches_model") is False for r in rows)
+    title = "commsim sweep" + ("" if many_reductions or not rows else f": {rows[0]['reduction']}")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    columns = (["reduction"] if many_reductions else []) + ["model", "n"] + (["seed"] if many_seeds else []) + \
+        ["bits/bound", "verdict", "acc."] + (["exact"] if inexact else []) + ["certificate"]
+    longest = {name: max([len(str(r[name])) for r in rows[:SHOWN_ROWS]] + [len(name)]) for name in ("reduction", "model")}
+    longest["certificate"] = 9
+    for name in columns:
+        table.add_column(name, justify="left" if name in ("reduction", "model", "verdict", "exact", "certificate")
+                         else "right", overflow="fold", min_width=min(longest.get(name, len(name)), 26),
+                         no_wrap=name not in ("reduction", "model", "certificate"))
+    failures: dict[str, list[str]] = {}
+    for row in rows[:SHOWN_ROWS]:
+        head = ([escape(str(row["reduction"]))] if many_reductions else []) + [escape(str(row["model"])), str(row["n"])] \
+            + ([str(row["seed"])] if many_seeds else [])
+        if row.get("error"):
+            failures.setdefault(str(row["error"]), []).append(f"{row['reduction']} {row['model']} n = {row['n']}"
+                                                              + (f" seed {row['seed']}" if many_seeds else ""))
+            table.add_row(*head, "", "[red]error[/]", "", *([""] if inexact else []), f"({len(failures)})")
+            continue
+        kind = row.get("certificate_kind")
+        shown_cert = "—" if kind is None else escape(str(kind)) + ("" if row.get("certificate")
+                                                                  else " [red](not verified)[/]")
+        bound = f"{row['lower_bound_bits']}" if row.get("bound_applies") else "—"
+        table.add_row(*head, f"{row['bits_used']}/{bound}", _verdict(row), f"{row['model_accuracy']:.3f}",
+                      *([_yes(row.get("protocol_matches_model"))] if inexact else []), shown_cert)
+    notes = [] if inexact or not any(r.get("protocol_matches_model") for r in rows) else \
+        ["protocol = model bit for bit in every cell that ran"]
+    if len(rows) > SHOWN_ROWS:
+        notes.append(f"the first {SHOWN_ROWS} of {len(rows)} rows (all are in --out and --json)")
+    table.caption = "; ".join(notes) or None
+    table.caption_justify = "left"
+    console.print(table)
+    for number, (reason, where) in enumerate(failures.items(), 1):
+        shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+        console.print(escape(f"({number}) {shown}: {reason}"), soft_wrap=False)
+
+
+@cli.command("sweep")
+@click.option("--reduction", "reductions", multiple=True, required=True, metavar="ID[,ID...]",
+              help="Reduction(s) to run: repeat the option or give a comma list (commsim list shows them).")
+@click.option("--model", "models", multiple=True, metavar="SPEC",
+              help="Model spec with ranges in its values: width=2..8:x2 (geometric), precision=4..8:+4 "
+                   "(arithmetic), a..b (step 1), alternatives a|b; a file glob as target (torch:DIR/*.pt). "
+                   "Repeatable; default: each reduction's default model. A python: spec runs code: never pass "
+                   "an untrusted spec.")
+@click.option("--n", "n", default=None, metavar="RANGE", help="Sizes n: 8..16:x2, 4..12:+4, 8,12,16 or one value "
+              "(default: the reduction's).")
+@click.option("--seed", "seeds", default="0", show_default=True, metavar="RANGE", help="Run seeds (sampled instances, "
+              "searches): 0..3, 0,5 or one value.")
+@click.option("--instances", default="all", show_default=True, help="'all' (exhaustive) or a number of samples per cell.")
+@click.option("--precision", default=None, metavar="RANGE", help="Add precision=P to every spec: 4..16:+4, 8,16.")
+@click.option("--dtype", default=None, metavar="LIST", help="Add dtype=NAME to every spec: float16,float32.")
+@click.option("--executor", type=click.Choice(EXECUTORS), default=None,
+              help="Where the cells run: inprocess (default), processes (local), dask (an embedded LocalCluster, "
+                   "or --scheduler's cluster).")
+@click.option("--scheduler", default=None, metavar="ADDR", help="A running Dask scheduler, tcp://host:8786 "
+              "(implies --executor dask; e.g. a dask-jobqueue SLURM/PBS cluster).")
+@click.option("--workers", type=int, default=None, help="Local workers of processes/dask (default: one per core).")
+@click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
+              help="Result table (.parquet, .csv, .json), kept up to date as cells finish; a re-run with the same "
+                   "--out skips the cells already in it.")
+@click.option("--plot", "plot_path", callback=refuse_empty, default=None, metavar="FILE",
+              help="Faceted plot (.png/.svg): bits vs bound, accuracy, certificate found, over n.")
+@click.option("--no-certificate", is_flag=True, help="Skip the certificate search in every cell.")
+@plugin_option
+@json_option
+def sweep_command(reductions, models, n, seeds, instances, precision, dtype, executor, scheduler, workers, out,
+                  plot_path, no_certificate, plugins, as_json):
+    """Run a grid of reductions x model specs x n x seeds, one `commsim run` per cell, as one table.
+
+    Each cell keeps the report's key figures (bits used, lower bound, accuracy, protocol = model, the
+    certificate). With --out the table is resumable: cells are keyed by a hash of the cell, the file is
+    rewritten as cells finish, and a re-run runs only the cells not yet in it (an identical second
+    command does no work). Cells that fail with an error are listed and run again next time.
+
+    \b
+    Examples:
+      commsim sweep --reduction index-idxl --model "elman:width=2..8:x2,precision=4..8:+4" --n 8..16:x2
+      commsim sweep --reduction index-idxl --model "elman:width=2..8:x2,precision=4..8:+4" --n 8..16:x2 \\
+                    --executor dask --out r.parquet --plot r.png
+      commsim sweep --reduction index-idxl,eq-ineq --model "torch:ckpt/*.pt" --n 8..32:x2 --out r.csv
+      commsim sweep --reduction index-idxl --model lstm:width=4 --precision 2..8:+2 --seed 0..3 --instances 500
+      commsim sweep --reduction index-idxl --n 8..20:+4 --scheduler tcp://headnode:8786 --out r.parquet
+    """
+    if out is not None:
+        table_format(out, "--out")
+        check_target(out, "--out")
+    if plot_path is not None:
+        check_plot_path(plot_path)
+    if scheduler is not None and executor is None:
+        executor = "dask"
+    count = parse_instances(instances)
+    with progress_bar("sweep", enabled=not as_json) as update:
+        frame = sweep(_split(reductions), list(models) or None, n, seeds=seeds, instances=count,
+                      precision=precision, dtype=dtype, certify=not no_certificate, executor=executor or "inprocess",
+                      scheduler=scheduler, workers=workers, out=out,
+                      write=lambda path, data: write_bytes(path, data, option="--out"), plugins=plugins,
+                      progress=lambda done, total: update(done, total, "sweep: cells"))
+    if plot_path is not None:
+        from commsim.cli.sweep_plot import plot_sweep
+        plot_sweep(frame, plot_path)
+    a = frame.attrs
+    if as_json:
+        rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+        emit_json({"cells": a["cells"], "run": a["run"], "skipped": a["skipped"], "failed": a["failed"],
+                   "executor": a["executor"], "out": out, "plot": plot_path, "rows": rows})
+        return
+    render_sweep(frame)
+    where = f" on {a['executor']}" if a["run"] else ""
+    found = f", {a['skipped']} already in {out}" if out is not None else ""
+    console.print(escape(f"{a['cells']} cells: {a['run']} run{where}{found}" +
+                         (f"; {a['failed']} failed (run again next time)" if a["failed"] else "") +
+                         ("" if out is None else (f"; table written to {out}" if a["run"] else "; nothing to do"))))
+    if plot_path is not None:
+        console.print(f"plot written to {escape(plot_path)}")

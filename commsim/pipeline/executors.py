@@ -1,0 +1,223 @@
+"""Where a sweep's work runs: in this process, in local processes, or on a Dask cluster.
+
+:func:`make_executor` returns an :class:`Executor`, a context manager with
+
+* ``map(fn, items)`` -- the results in the order of ``items`` (what a sharded search's ``map_fn`` takes);
+* ``as_completed(fn, items)`` -- ``(index, result)`` pairs as the work finishes (progress, saving as it goes).
+
+``fn`` and the items must pickle for the ``processes`` and ``dask`` executors (a module-level function, a
+``functools.partial`` of one).  Nothing here schedules or transports work itself: processes are a
+:class:`concurrent.futures.ProcessPoolExecutor` (spawned: no fork of a threaded parent), Dask is
+``distributed.Client`` -- on an embedded ``LocalCluster`` (no dashboard, one thread per worker) or, given
+``scheduler="tcp://host:port"``, on a cluster that is already running (started with ``dask scheduler`` /
+``dask worker`` by hand or by ``dask-jobqueue`` on SLURM/PBS).  An exception raised by ``fn`` reaches the
+caller unchanged; leaving the ``with`` block (also by Ctrl-C) cancels what has not run and shuts down what
+the executor started -- never a cluster it was only given the address of.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+from typing import Any, Callable, Iterable, Iterator
+
+from commsim.core.errors import InputError
+from commsim.core.limits import check_size
+
+#: the executors :func:`make_executor` knows
+EXECUTORS = ("inprocess", "processes", "dask")
+
+#: the most local workers one executor starts
+MAX_WORKERS = 1024
+
+
+class Executor:
+    """Runs ``fn`` over items; use as a context manager (``with make_executor(...) as ex: ex.map(f, xs)``)."""
+
+    name = "executor"
+    workers = 1
+
+    def __enter__(self) -> "Executor":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release what this executor started (processes, a local cluster)."""
+
+    def as_completed(self, fn: Callable, items: Iterable) -> Iterator[tuple[int, Any]]:
+        """``(index, fn(item))`` for every item, in the order the work finishes."""
+        raise NotImplementedError
+
+    def map(self, fn: Callable, items: Iterable) -> list:
+        """``[fn(item) for item in items]``, computed by this executor, in the order of ``items``."""
+        items = list(items)
+        results: list = [None] * len(items)
+        for index, result in self.as_completed(fn, items):
+            results[index] = result
+        return results
+
+    def describe(self) -> str:
+        """One line: which executor, how many workers."""
+        return f"{self.name} ({self.workers} worker{'s' if self.workers != 1 else ''})"
+
+
+class InProcess(Executor):
+    """Everything in this process, one item after the other (the default; no pickling)."""
+
+    name = "inprocess"
+
+    def as_completed(self, fn, items):
+        for index, item in enumerate(items):
+            yield index, fn(item)
+
+
+@contextlib.contextmanager
+def _interrupts_ignored():
+    """SIGINT ignored while the block starts child processes (a process started by exec keeps an ignored
+    signal ignored, and Python then installs no KeyboardInterrupt handler); only in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _ignore_interrupts() -> None:
+    """In a worker process: Ctrl-C is the parent's to handle (it cancels the work and stops the workers)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+class Processes(Executor):
+    """Local worker processes (``concurrent.futures.ProcessPoolExecutor``, spawn start method)."""
+
+    name = "processes"
+
+    def __init__(self, workers: int | None = None):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        self.workers = workers or os.cpu_count() or 1
+        self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
+                                         initializer=_ignore_interrupts)
+        self._failed = False
+
+    def as_completed(self, fn, items):
+        from concurrent.futures import as_completed
+        futures = {self._pool.submit(fn, item): index for index, item in enumerate(items)}
+        try:
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        except BaseException:
+            self._failed = True
+            raise
+        finally:
+            for future in futures:
+                future.cancel()
+
+    def __exit__(self, kind, value, traceback) -> None:
+        self._failed = self._failed or kind is not None
+        self.close()
+
+    def close(self):
+        """Wait for the workers -- or, after an error or Ctrl-C, stop the ones still running a task."""
+        if not self._failed:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            return
+        workers = dict(getattr(self._pool, "_processes", None) or {})   # the pool's own processes, by pid
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for process in workers.values():
+            if process.is_alive():
+                process.terminate()
+        for process in workers.values():
+            process.join(timeout=5)
+
+
+class Dask(Executor):
+    """A ``distributed.Client``: on an embedded ``LocalCluster`` (``workers`` processes, one thread each, or
+    threads in this process with ``processes=False``), or on the scheduler at ``scheduler``
+    (``tcp://host:port``; also a running ``LocalCluster`` or ``Client`` object)."""
+
+    name = "dask"
+
+    def __init__(self, scheduler=None, workers: int | None = None, processes: bool = True):
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise InputError('the dask executor needs dask.distributed: pip install "commsim[sweep]"',
+                             "executor") from None
+        self._cluster = None
+        self._own_client = True
+        if scheduler is None:
+            # no dashboard; the scheduler's small HTTP server (health, metrics) on a free local port.  The
+            # worker processes start with Ctrl-C ignored (inherited through exec): it is this process's to
+            # handle -- it cancels the work and closes the cluster -- not theirs to die of with a traceback
+            with _interrupts_ignored():
+                self._cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                             processes=processes, dashboard_address=None,
+                                             scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+            self.client = Client(self._cluster)
+            self.where = "embedded LocalCluster"
+        elif isinstance(scheduler, Client):
+            self.client, self._own_client = scheduler, False
+            self.where = f"client of {scheduler.scheduler.address}"
+        else:
+            address = getattr(scheduler, "scheduler_address", scheduler)
+            if not isinstance(address, str) or not address.strip():
+                raise InputError(f"scheduler must be an address such as tcp://host:8786, got {scheduler!r}",
+                                 "scheduler")
+            try:
+                self.client = Client(address.strip(), timeout="10s")
+            except Exception as exc:  # an address that does not parse, resolve or answer: the caller's to fix
+                raise InputError(f"scheduler: cannot reach a Dask scheduler at {address.strip()!r} "
+                                 f"({type(exc).__name__}: {exc})", "scheduler") from None
+            self.where = f"scheduler {address.strip()}"
+        self.workers = len(self.client.scheduler_info(n_workers=-1)["workers"])
+
+    def as_completed(self, fn, items):
+        from distributed import as_completed
+        futures = self.client.map(fn, list(items), pure=False)
+        index = {future.key: i for i, future in enumerate(futures)}
+        try:
+            for future in as_completed(futures):
+                yield index[future.key], future.result()
+        finally:
+            self.client.cancel([f for f in futures if not f.done()])
+
+    def describe(self) -> str:
+        return f"dask ({self.workers} worker{'s' if self.workers != 1 else ''}, {self.where})"
+
+    def close(self):
+        if self._own_client:
+            self.client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+def make_executor(kind: str = "inprocess", scheduler=None, workers: int | None = None, *,
+                  processes: bool = True) -> Executor:
+    """An executor by name: ``inprocess`` (default), ``processes`` (``workers`` local processes, default one
+    per core), ``dask`` (an embedded ``LocalCluster`` of ``workers`` workers -- ``processes=False`` runs
+    them as threads of this process -- or the running cluster at ``scheduler``)."""
+    if kind not in EXECUTORS:
+        raise InputError(f"executor must be one of {', '.join(EXECUTORS)}, got {kind!r}", "executor")
+    if workers is not None:
+        check_size(workers, "workers", 1, MAX_WORKERS, why="local workers on one machine")
+    if scheduler is not None and kind != "dask":
+        raise InputError(f"scheduler is a Dask scheduler's address: use it with the dask executor, not {kind!r}",
+                         "scheduler")
+    if kind == "inprocess":
+        if workers not in (None, 1):
+            raise InputError("workers: the inprocess executor has one worker; use processes or dask for more",
+                             "workers")
+        return InProcess()
+    if kind == "processes":
+        return Processes(workers)
+    if scheduler is not None and workers is not None:
+        raise InputError("workers: a running Dask cluster has its own workers; give either scheduler or workers",
+                         "workers")
+    return Dask(scheduler, workers, processes)

@@ -1,0 +1,274 @@
+"""The grid of a sweep: ranges, model-spec patterns, and the cells they expand to, each keyed by a hash.
+
+A sweep asks one question over many runs.  Its axes:
+
+* reductions (registered ids);
+* model specs with ranges in their values -- ``elman:width=2..8:x2,precision=4..8:+4`` is six specs --,
+  alternatives separated by ``|`` (``activation=tanh|relu``, ``dtype=float16|float32``), and file
+  globs in the target (``torch:ckpt/*.pt``: one spec per file, sorted);
+* ``n``, the source problem's size, and the run's seed (``8..16:x2``, ``0..3``, ``8,12,16``);
+* optionally a precision or dtype applied to every model spec.
+
+Ranges: ``a..b`` (step 1), ``a..b:+K`` (arithmetic), ``a..b:xK`` (geometric, K >= 2); the end is
+included when the steps reach it.  Sizes are counted from the range ends before any list is built, and
+the whole grid is checked against :data:`MAX_CELLS` before anything runs.
+
+A :class:`Cell` is one run (reduction, concrete spec, n, seed, instances, certify); its :meth:`Cell.key`
+hashes exactly that (and the content of every file the spec names), so a resumed sweep recognizes the
+cells it has already run, and a changed checkpoint file is a new cell.
+"""
+from __future__ import annotations
+
+import glob
+import hashlib
+import itertools
+import json
+import os
+import re
+from dataclasses import dataclass, field
+
+from commsim.core.errors import InputError
+from commsim.core.limits import check_seed, check_size, show_size
+from commsim.spec import MAX_SPEC_INT
+
+#: the most cells one sweep may have (each is a full ``run_reduction``)
+MAX_CELLS = 10_000
+
+#: bump when the meaning of a cell's key changes (old result files then simply re-run)
+KEY_VERSION = 1
+
+_RANGE = re.compile(r"^\s*(-?\d{1,19})\s*\.\.\s*(-?\d{1,19})\s*(?::\s*([x+])\s*(\d{1,19}))?\s*$")
+_INT = re.compile(r"^\s*-?\d{1,19}\s*$")
+#: spec keys whose value names a file (its content goes into the cell's key)
+FILE_KEYS = ("weights",)
+
+
+# ---- ranges -------------------------------------------------------------------------------------
+def range_count(start: int, stop: int, op: str, step: int) -> int:
+    """How many values ``start..stop`` with ``op`` (``+``/``x``) ``step`` has, from the ends alone."""
+    if stop < start:
+        return 0
+    if op == "+":
+        return (stop - start) // step + 1
+    count, value = 1, start
+    while value * step <= stop:                        # at most 64 steps: |values| < 2^63
+        value *= step
+        count += 1
+    return count
+
+
+def parse_item(text: str, param: str, *, limit: int = MAX_CELLS) -> list:
+    """One value or range: ``7``, ``a..b``, ``a..b:+K``, ``a..b:xK`` -> a list of ints; any other text is
+    itself (a word such as ``tanh`` or ``float16``).  A range that is empty, never advances or has more
+    than ``limit`` values is an :class:`InputError` naming ``param``."""
+    match = _RANGE.match(text)
+    if match is None:
+        if _INT.match(text):
+            return [int(text)]
+        if ".." in text and re.match(r"^\s*-?\d", text):
+            raise InputError(f"{param}: {text!r} is not a range; write a..b, a..b:+K or a..b:xK", param)
+        return [text.strip()]
+    start, stop = int(match.group(1)), int(match.group(2))
+    op, step = match.group(3) or "+", int(match.group(4) or 1)
+    if stop < start:
+        raise InputError(f"{param}: range {text.strip()!r} is empty (its end {stop} is below its start {start})", param)
+    if op == "+" and step < 1:
+        raise InputError(f"{param}: range {text.strip()!r} has step +{step}; the step must be at least +1", param)
+    if op == "x" and (step < 2 or start < 1):
+        raise InputError(f"{param}: range {text.strip()!r} must start at 1 or more and multiply by 2 or more", param)
+    count = range_count(start, stop, op, step)
+    if count > limit:
+        raise InputError(f"{param}: range {text.strip()!r} has {show_size(count)} values, at most {limit}", param)
+    if op == "+":
+        return list(range(start, stop + 1, step))
+    return [start * step ** k for k in range(count)]
+
+
+def parse_values(text, param: str, *, separators: str = ",|", limit: int = MAX_CELLS) -> list:
+    """A list of values and ranges (``8..16:x2``, ``8,12,16``, ``0..3|7``) -> the values, in order, without
+    repeats; ints, lists and tuples pass through (each item may itself be a range string)."""
+    if isinstance(text, bool):
+        raise InputError(f"{param} must be an integer or a range, got {text!r}", param)
+    if isinstance(text, int):
+        return [text]
+    items = list(text) if isinstance(text, (list, tuple)) else re.split(f"[{re.escape(separators)}]", str(text))
+    values: list = []
+    for item in items:
+        if isinstance(item, bool):
+            raise InputError(f"{param} must be an integer or a range, got {item!r}", param)
+        expanded = [item] if isinstance(item, int) else \
+            ([] if not str(item).strip() else parse_item(str(item), param, limit=limit))
+        values.extend(v for v in expanded if v not in values)
+        if len(values) > limit:
+            raise InputError(f"{param}: more than {limit} values", param)
+    if not values:
+        raise InputError(f"{param}: no values given (write a value, a list a,b,c or a range a..b:xK)", param)
+    return values
+
+
+def parse_ints(text, param: str, minimum: int = 0, maximum: int = MAX_SPEC_INT) -> list[int]:
+    """:func:`parse_values` where every value must be an integer in [minimum, maximum]."""
+    values = parse_values(text, param)
+    for v in values:
+        if not isinstance(v, int):
+            raise InputError(f"{param}: {v!r} is not an integer or a range a..b[:xK|:+K]", param)
+        check_size(v, param, minimum, maximum)
+    return values
+
+
+# ---- model-spec patterns ------------------------------------------------------------------------
+def _split_pattern(pattern: str) -> tuple[str, list[tuple[str, str]]]:
+    """``KIND[:TARGET]:k=v,...`` -> (prefix, [(key, value text)]), where a value may hold ``:xK`` ranges."""
+    parts = pattern.strip().split(":")
+    first = next((i for i, part in enumerate(parts) if "=" in part), len(parts))
+    prefix, params = ":".join(parts[:first]), []
+    for item in ":".join(parts[first:]).split(","):
+        if not item.strip():
+            continue
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise InputError(f"model spec {pattern!r}: {item!r} is not key=value", "model")
+        params.append((key.strip(), value.strip()))
+    return prefix, params
+
+
+def _expand_prefix(prefix: str, pattern: str) -> list[tuple[str, str | None]]:
+    """The prefix with a file glob in one of its segments (``torch:ckpt/*.pt``) -> (prefix, file) per file,
+    sorted; a prefix without a glob is itself (file None)."""
+    parts = prefix.split(":")
+    magic = [i for i, part in enumerate(parts) if glob.has_magic(part)]
+    if not magic:
+        return [(prefix, None)]
+    if len(magic) > 1:
+        raise InputError(f"model spec {pattern!r}: only one segment may be a file pattern", "model")
+    i = magic[0]
+    files = sorted(glob.glob(parts[i]))
+    if not files:
+        raise InputError(f"model spec {pattern!r}: no file matches {parts[i]!r}", "model")
+    if len(files) > MAX_CELLS:
+        raise InputError(f"model spec {pattern!r}: {parts[i]!r} matches {len(files)} files, at most {MAX_CELLS}",
+                         "model")
+    return [(":".join(parts[:i] + [f] + parts[i + 1:]), f) for f in files]
+
+
+@dataclass(frozen=True)
+class SpecChoice:
+    """One concrete model spec of a pattern, with the values its ranged keys took (for the table's columns)."""
+
+    spec: str
+    pattern: str
+    varied: tuple[tuple[str, object], ...] = ()
+
+
+def expand_model(pattern: str, *, precision=None, dtype=None) -> list[SpecChoice]:
+    """Every concrete spec a pattern stands for, in order (the last key varies fastest).  ``precision`` /
+    ``dtype`` (lists of values, or None) add that key to every spec; a spec that already sets a number
+    format keeps its own and is an error only when both are given."""
+    if not isinstance(pattern, str) or not pattern.strip():
+        raise InputError("model spec is empty; write KIND[:key=value,...]", "model")
+    prefix, params = _split_pattern(pattern)
+    keys = [k for k, _ in params]
+    if len(set(keys)) != len(keys):
+        raise InputError(f"model spec {pattern!r}: a key is given twice", "model")
+    for extra, name in ((precision, "precision"), (dtype, "dtype")):
+        if extra is None:
+            continue
+        if any(k in ("precision", "frac", "dtype") for k in keys):
+            raise InputError(f"model spec {pattern!r} sets its number format already; leave out --{name} or the "
+                             "spec's precision/dtype", name)
+        params.append((name, "|".join(str(v) for v in extra)))
+    axes = [[(k, v) for v in parse_values(value, "model", separators="|")] for k, value in params]
+    varied_keys = {k for (k, _), axis in zip(params, axes) if len(axis) > 1}
+    count = 1
+    for axis in axes:
+        count *= len(axis)
+        if count > MAX_CELLS:
+            raise InputError(f"model spec {pattern!r} stands for more than {MAX_CELLS} specs", "model")
+    out = []
+    for head, file in _expand_prefix(prefix, pattern):
+        for combo in itertools.product(*axes):
+            text = head + (":" + ",".join(f"{k}={v}" for k, v in combo) if combo else "")
+            varied = (() if file is None else (("file", file),)) + tuple((k, v) for k, v in combo if k in varied_keys)
+            out.append(SpecChoice(text, pattern.strip(), varied))
+    return out
+
+
+# ---- cells --------------------------------------------------------------------------------------
+def _file_digest(path: str) -> str | None:
+    """sha256 of a file's content (None when ``path`` is not a readable regular file)."""
+    try:
+        if not os.path.isfile(path):
+            return None
+        h = hashlib.sha256()
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        return h.hexdigest()
+    except OSError:
+        return None
+
+
+def spec_files(spec: str) -> dict[str, str]:
+    """The files a concrete spec names (its target segments and ``weights=``) -> their content digests."""
+    prefix, params = _split_pattern(spec)
+    names = prefix.split(":")[1:] + [v for k, v in params if k in FILE_KEYS]
+    digests = {}
+    for name in names:
+        digest = _file_digest(name)
+        if digest is not None:
+            digests[name] = digest
+    return digests
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of the grid: ``run_reduction(reduction, model, n, instances=..., seed=..., certify=...)``."""
+
+    reduction: str
+    model: str
+    n: int | None
+    seed: int = 0
+    instances: int | None = None
+    certify: bool = True
+    pattern: str = ""
+    varied: tuple = ()
+    files: tuple = field(default=(), compare=False)
+
+    def identity(self) -> dict:
+        """What the key hashes: the run's arguments and the content of the files the spec names."""
+        return {"version": KEY_VERSION, "reduction": self.reduction, "model": self.model, "n": self.n,
+                "seed": self.seed, "instances": self.instances, "certify": self.certify, "files": dict(self.files)}
+
+    def key(self) -> str:
+        """A short stable hash of :meth:`identity` (16 hex digits)."""
+        text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def build_grid(reductions, models, ns, seeds=(0,), *, instances: int | None = None, certify: bool = True,
+               precision=None, dtype=None) -> list[Cell]:
+    """The cells of reductions x model patterns x n x seeds, checked against :data:`MAX_CELLS` (counted
+    before the cells are built).  ``models`` entries may be None (the reduction's default model)."""
+    reductions = [reductions] if isinstance(reductions, str) else list(reductions)
+    if not reductions or any(not isinstance(r, str) or not r.strip() for r in reductions):
+        raise InputError("reduction: give at least one reduction id (commsim list shows them)", "reduction")
+    models = [models] if models is None or isinstance(models, str) else list(models)
+    if not models:
+        models = [None]
+    ns = [None] if ns is None else parse_ints(ns, "n", minimum=1)
+    seeds = [check_seed(s) for s in parse_ints(seeds, "seed", minimum=0)]
+    precision = None if precision is None else parse_values(precision, "precision")
+    dtype = None if dtype is None else parse_values(dtype, "dtype")
+    choices = []
+    for pattern in models:
+        if pattern is None:
+            if precision is not None or dtype is not None:
+                raise InputError("precision/dtype need a model spec to apply to", "model")
+            choices.append(SpecChoice("", "", ()))
+        else:
+            choices.extend(expand_model(pattern, precision=precision, dtype=dtype))
+    count = len(reductions) * len(choices) * len(ns) * len(seeds)
+    check_size(count, "grid", 1, MAX_CELLS, why="each cell is a full run", noun="number of cells")
+    files = {c.spec: tuple(sorted(spec_files(c.spec).items())) for c in choices if c.spec}
+    return [Cell(r.strip(), c.spec or None, n, seed, instances, certify, c.pattern, c.varied, files.get(c.spec, ()))
+            for r in reductions for c in choices for n in ns for seed in seeds]

@@ -1,0 +1,239 @@
+"""``sweep``: one question over a grid of runs -- reductions x model specs x n x seeds -- as a table.
+
+Each cell of the grid (:mod:`commsim.pipeline.grid`) is one :func:`~commsim.pipeline.run.run_reduction`,
+kept as one row of the report's key figures (:data:`COLUMNS`: bits used against the bound, accuracy,
+protocol = model, the certificate found).  The cells run on an executor (:mod:`commsim.pipeline.executors`:
+in this process, local processes, Dask) and the rows come back in grid order whatever the executor.
+
+Resuming: with ``out`` naming a result table (``.parquet``, ``.csv``, ``.json``), the rows already in it
+are read first and every cell whose key (a hash of the cell, :meth:`~commsim.pipeline.grid.Cell.key`) is
+there without an error is not run again; the table is rewritten as cells finish (at most every
+``save_every`` seconds, and once more when the sweep ends or is interrupted), so an interrupted sweep
+loses at most the cells that were running.  A second identical sweep runs nothing and writes nothing.
+Rows of the table that belong to other grids are kept.
+
+A cell that cannot run as asked (a spec a reduction refuses, :class:`~commsim.core.errors.InputError`) is a
+row with its ``error``; such a cell runs again on the next sweep.  When every cell fails, the first reason
+is raised.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import math
+import time
+from pathlib import Path
+from typing import Callable
+
+from commsim.core.errors import InputError
+from commsim.core.jsonable import to_jsonable
+from commsim.pipeline.executors import Executor, make_executor
+from commsim.pipeline.grid import Cell, build_grid
+from commsim.pipeline.run import run_reduction
+from commsim.pipeline.stages import check_run_size
+from commsim.plugins import load_plugins
+from commsim.spec import ModelSpec
+
+#: the row of one cell, in order; the spec's varied keys follow ``pattern`` as ``model.KEY`` columns
+COLUMNS = ("cell", "reduction", "model", "pattern", "n", "seed", "instances", "protocol", "seq_len", "instances_run",
+           "bits_used", "alice_to_bob", "bob_to_alice", "rounds", "bits_formula", "lower_bound_bits",
+           "bound_applies", "bound_kind", "budget_ok", "model_accuracy", "model_correct", "protocol_matches_model",
+           "runner_checked", "certificate", "certificate_kind", "audited", "torch_agreement", "measured_error",
+           "error", "seconds")
+
+#: result-table formats by file suffix
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json"}
+
+
+def table_format(path, param: str = "out") -> str:
+    """The format ``path``'s suffix names (parquet, csv, json); an InputError naming ``param`` otherwise."""
+    fmt = FORMATS.get(Path(str(path)).suffix.lower())
+    if fmt is None:
+        raise InputError(f"{param} must end in .parquet, .csv or .json, got {str(path)!r}", param)
+    return fmt
+
+
+# ---- one cell -----------------------------------------------------------------------------------
+def run_cell(cell: Cell, plugins: tuple[str, ...] = ()) -> dict:
+    """Run one cell and return its row (:data:`COLUMNS`: the cell's coordinates, then
+    :meth:`~commsim.pipeline.report.Report.to_row` -- ``certificate`` is True when a verified certificate was
+    found -- with ``runner_checked`` and ``certificate_kind``); an InputError (the cell cannot run as asked)
+    becomes the row's ``error``.  Module-level, so that the processes and Dask executors can pickle it."""
+    row = {"cell": cell.key(), "reduction": cell.reduction, "model": cell.model, "pattern": cell.pattern,
+           "n": cell.n, "seed": cell.seed, "instances": "all" if cell.instances is None else cell.instances}
+    row.update({f"model.{k}": v for k, v in cell.varied})
+    start = time.perf_counter()
+    try:
+        load_plugins(plugins)
+        report = run_reduction(cell.reduction, cell.model, cell.n, instances=cell.instances, seed=cell.seed,
+                               certify=cell.certify)
+    except InputError as exc:
+        row.update({"error": " ".join(str(exc).split()) or type(exc).__name__,
+                    "seconds": round(time.perf_counter() - start, 4)})
+        return row
+    figures = report.to_row()                        # the report's key figures, the API's flat row
+    figures.pop("reduction")
+    figures["model"] = cell.model if cell.model is not None else figures["model"]
+    row.update(figures)
+    row.update({"runner_checked": report.runner_checked,
+                "certificate_kind": None if report.certificate is None else report.certificate.kind,
+                "error": None, "seconds": round(time.perf_counter() - start, 4)})
+    return to_jsonable(row)
+
+
+# ---- result tables ------------------------------------------------------------------------------
+def _plain(value):
+    """A cell value read back from a table as a plain Python value (NaN and NA as None)."""
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def read_table(path, param: str = "out") -> list[dict]:
+    """The rows of a result table written by a sweep ([] when the file does not exist); an InputError naming
+    ``param`` when it exists but is not one (unreadable, or without the ``cell`` key column)."""
+    import pandas as pd
+    path = Path(str(path))
+    fmt = table_format(path, param)
+    if not path.exists():
+        return []
+    if not path.is_file():
+        raise InputError(f"{param}: {str(path)!r} is not a regular file", param)
+    try:
+        if fmt == "json":
+            rows = json.loads(path.read_text(encoding="utf-8") or "[]")
+            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+                raise ValueError("not a list of rows")
+            frame = pd.DataFrame.from_records(rows)
+        elif fmt == "csv":
+            frame = pd.read_csv(path, dtype={"cell": str})
+        else:
+            frame = pd.read_parquet(path)
+    except Exception as exc:  # a file that is there but does not read as a table: the user's to move away
+        raise InputError(f"{param}: {str(path)!r} exists and does not read as a {fmt} table "
+                         f"({type(exc).__name__}); give another file or remove it", param) from None
+    if len(frame) and "cell" not in frame.columns:
+        raise InputError(f"{param}: {str(path)!r} exists and is not a commsim sweep table (no 'cell' column); "
+                         "give another file or remove it", param)
+    return [{k: _plain(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
+
+
+def to_frame(rows: list[dict]):
+    """Rows as a DataFrame, columns in :data:`COLUMNS` order with the ``model.KEY`` columns after ``pattern``;
+    pandas' nullable types, so a count stays an integer in a column where an error row has none."""
+    import pandas as pd
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    varied = [k for k in names if k.startswith("model.")]
+    front = list(COLUMNS[:COLUMNS.index("pattern") + 1])
+    order = front + varied + [c for c in COLUMNS if c not in front] + \
+        [k for k in names if k not in COLUMNS and k not in varied]
+    frame = pd.DataFrame.from_records(rows, columns=order)
+    for column in frame.columns:                    # ints stay ints beside missing values (Int64, boolean, string)
+        if frame[column].notna().any():
+            frame[column] = frame[column].convert_dtypes()
+    return frame
+
+
+def table_bytes(rows: list[dict], fmt: str) -> bytes:
+    """The rows as a parquet, csv or json file's content."""
+    import pandas as pd
+    if fmt == "json":
+        return (json.dumps(to_jsonable(rows), indent=1) + "\n").encode()
+    frame = to_frame(rows)
+    if fmt == "csv":
+        return frame.to_csv(index=False).encode()
+    buffer = io.BytesIO()
+    for column in frame.columns:                   # a column of text and numbers (instances: "all" or K) as text
+        if frame[column].dtype != object:
+            continue
+        kinds = {type(v) for v in frame[column] if not pd.isna(v)}
+        if str in kinds and len(kinds) > 1:
+            frame[column] = [None if pd.isna(v) else str(v) for v in frame[column]]
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+# ---- the sweep ----------------------------------------------------------------------------------
+def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = None, precision=None, dtype=None,
+          certify: bool = True, executor: str = "inprocess", scheduler=None, workers: int | None = None,
+          out=None, write: Callable[[str, bytes], None] | None = None, plugins: tuple[str, ...] = (),
+          progress: Callable[[int, int], None] | None = None, save_every: float = 1.0):
+    """Run every cell of reductions x models x n x seeds and return the rows as a pandas DataFrame.
+
+    ``models``: spec patterns with ranges (``"elman:width=2..8:x2,precision=4..8:+4"``), a list of them,
+    or None (each reduction's default model); ``n``, ``seeds``: an int, a list or a range text
+    (``"8..16:x2"``); ``precision``/``dtype``: values or a range added to every spec.  ``executor``:
+    ``inprocess``, ``processes`` or ``dask`` (``scheduler``: a running cluster's address), ``workers``
+    local workers -- or an :class:`~commsim.pipeline.executors.Executor` already started (left open).
+    ``out``: a result table to resume from and keep up to date, written with ``write(path, content)``
+    (the command line's atomic writer).  ``progress(done, total)`` counts cells.
+
+    The frame's ``attrs`` say ``cells`` (in the grid), ``run`` (run now), ``skipped`` (found in ``out``),
+    ``failed`` (rows with an error) and ``executor``.
+    """
+    cells = build_grid(reductions, models, n, seeds, instances=instances, certify=certify, precision=precision,
+                       dtype=dtype)
+    registry = load_plugins(plugins)                 # names checked before anything runs: a typo fails at once
+    for name in dict.fromkeys(cell.reduction for cell in cells):
+        reduction = registry.get("reduction", name, param="reduction")
+        for size in dict.fromkeys(cell.n for cell in cells if cell.n is not None):
+            check_run_size(reduction, size)
+    for spec in dict.fromkeys(cell.model for cell in cells if cell.model):
+        ModelSpec.parse(spec, registry.names("model"))
+    fmt = None if out is None else table_format(out)
+    if out is not None and write is None:
+        raise InputError("out needs a writer: call commsim.sweep (which brings the atomic file writer)", "out")
+    old = [] if out is None else read_table(out)
+    done = {row["cell"]: row for row in old if not row.get("error")}
+    keys = [cell.key() for cell in cells]
+    first = {key: i for i, key in reversed(list(enumerate(keys)))}   # a cell listed twice runs once
+    todo = [i for i, key in enumerate(keys) if key not in done and first[key] == i]
+    rows: dict[str, dict] = {key: done[key] for key in keys if key in done}
+    grid_keys = set(keys)
+
+    def save() -> None:
+        if out is None:
+            return
+        kept = [row for row in old if row["cell"] not in grid_keys]
+        table = [rows[k] for k in dict.fromkeys(keys) if k in rows] + kept
+        write(str(out), table_bytes(table, fmt))
+
+    total, finished, described = len(cells), len(cells) - len(todo), "none"
+    if progress is not None:
+        progress(finished, total)
+    ran: list[dict] = []
+    if todo:
+        last_save = time.monotonic()
+        dirty = False
+        try:
+            with (contextlib.nullcontext(executor) if isinstance(executor, Executor) else
+                  make_executor(executor, scheduler, workers)) as ex:
+                described = ex.describe()
+                task = functools.partial(run_cell, plugins=tuple(plugins))
+                for index, row in ex.as_completed(task, [cells[i] for i in todo]):
+                    rows[keys[todo[index]]] = row
+                    ran.append(row)
+                    finished += 1
+                    dirty = True
+                    if progress is not None:
+                        progress(finished, total)
+                    if time.monotonic() - last_save >= save_every:
+                        save()
+                        last_save, dirty = time.monotonic(), False
+        finally:
+            if dirty:
+                save()
+    if ran:
+        if all(rows[k].get("error") for k in keys):
+            raise InputError(f"every cell failed; the first: {ran[0]['error']}")
+    frame = to_frame([rows[k] for k in dict.fromkeys(keys)])
+    frame.attrs.update({"cells": total, "run": len(ran), "skipped": sum(1 for key in keys if key in done),
+                        "failed": sum(1 for k in dict.fromkeys(keys) if rows[k].get("error")),
+                        "executor": described, "out": None if out is None else str(out)})
+    return frame
