@@ -1,0 +1,378 @@
+"""Sharded, streaming exhaustive sweeps: every instance of a reduction, in bounded memory, on any executor.
+
+An exhaustive run (``run --instances all``) covers the problem's instances in *rank* order: rank r is the
+pair (Alice input r // |Bob inputs|, Bob input r % |Bob inputs|), the order of
+:meth:`commsim.theory.problems.Problem.all_pairs`.  :func:`plan_shards` cuts the ranks into contiguous
+:class:`Shard` s (plain, picklable values); :func:`run_shard` builds the instances of one shard chunk by chunk
+(:func:`commsim.theory.ranks.pairs_at`: never the whole input space), runs each chunk through the pipeline's own stages
+(:func:`commsim.pipeline.stages.evaluate`: encode, the simulator's sweep, the runner audit, decode) and keeps
+only a :class:`ShardResult` of counts, so a shard's memory is O(chunk) whatever n; :func:`merge_shards`
+adds shard results up.  :func:`run_sharded` does all three with any *ordered* ``map`` (the builtin, a process
+pool's, a Dask client's): the result does not depend on the executor or on how the ranks were cut.
+:func:`streamed_report` turns the merged result into the same :class:`~commsim.pipeline.report.Report` an
+in-memory run gives; :func:`commsim.pipeline.run.run_reduction` takes this path for exhaustive runs
+beyond :data:`~commsim.pipeline.stages.MAX_EXHAUSTIVE_INSTANCES` instances.
+
+Certificate searches stream too: the pigeonhole search (:mod:`commsim.certify.pigeonhole`) and the rectangle
+search (:mod:`commsim.certify.rectangle`) digest messages shard by shard
+(:func:`commsim.core.digests.digest_shard`) and merge in two phases (:func:`commsim.core.digests.merge_digest_shards`).
+"""
+from __future__ import annotations
+
+import functools
+import resource
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from commsim.certify.error import error_certificate
+from commsim.core.channel import Transcript
+from commsim.core.errors import InputError
+from commsim.core.limits import (MAX_LOCAL_STREAMED_INSTANCES, MAX_STREAMED_INSTANCES, check_memory, check_seed, check_size, show_bytes,
+                                 show_size)
+from commsim.pipeline.interfaces import EvaluationSet, Reduction
+from commsim.pipeline.report import Report
+from commsim.pipeline.stages import (BYTES_PER_POSITION, MAX_EXHAUSTIVE_INSTANCES, RUNNER_CHECKS, Prepared, _stage, check_run_size,
+                                     direct_answers, evaluate, lower_bound, prepare)
+from commsim.plugins import load_plugins
+from commsim.theory.ranks import pairs_at
+
+#: instances per chunk of a shard (the unit of memory: a few dozen bytes per instance and input position)
+DEFAULT_CHUNK = 1 << 20
+
+#: bytes one chunk's arrays may take (a longer encoding gets a smaller chunk)
+CHUNK_BYTES = 1 << 28
+
+#: chunks per shard when neither the number of shards nor their size is given
+CHUNKS_PER_SHARD = 8
+
+
+# ---- shards --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Shard:
+    """Ranks ``start..stop-1`` of the exhaustive run of ``reduction`` on ``model`` at size ``n``, swept
+    ``chunk`` instances at a time; the runner re-runs ``checks`` of them (seeded by ``seed`` and the index)."""
+
+    reduction: str
+    model: Any
+    n: int
+    index: int
+    start: int
+    stop: int
+    chunk: int
+    checks: int
+    seed: int = 0
+    audit: bool = False
+
+    @property
+    def size(self) -> int:
+        return self.stop - self.start
+
+
+@dataclass
+class ShardResult:
+    """What a shard (or a merge of adjacent shards) found, as counts: instances, wrong answers (and the first
+    wrong rank), protocol runs that differ from the model, the costliest instance's bits, the most rounds,
+    the instances the runner re-ran and the costliest transcript it saw.  ``peak_rss_bytes`` and
+    ``seconds`` describe the run, not the result (they are left out of ``==``)."""
+
+    start: int
+    stop: int
+    instances: int = 0
+    wrong: int = 0
+    first_wrong: int | None = None
+    mismatches: int = 0
+    bits_used: int = -1
+    bits_rank: int = -1
+    alice_to_bob: int = 0
+    bob_to_alice: int = 0
+    rounds: int = 0
+    runner_checked: int = 0
+    transcript: Transcript | None = None
+    details: dict = field(default_factory=dict)
+    detail_sums: dict = field(default_factory=dict)
+    shards: int = 1
+    chunk: int = 0
+    peak_rss_bytes: int = field(default=0, compare=False)
+    seconds: float = field(default=0.0, compare=False)
+
+
+def _chunk_for(reduction: Reduction, n: int, chunk: int | None) -> int:
+    """Instances per chunk: ``chunk`` (checked), else :data:`DEFAULT_CHUNK` shrunk to :data:`CHUNK_BYTES`."""
+    positions = max(1, (reduction.length_scale or 1) * n + reduction.length_offset)
+    if chunk is None:
+        return max(1, min(DEFAULT_CHUNK, CHUNK_BYTES // (positions * BYTES_PER_POSITION)))
+    chunk = check_size(chunk, "chunk", 1, 1 << 26, "a chunk's arrays are held in memory at once")
+    check_memory(chunk * positions * BYTES_PER_POSITION, "chunk", f"a chunk of {show_size(chunk)} instances")
+    return chunk
+
+
+def plan_shards(reduction: str, model: Any = None, n: int | None = None, *, shards: int | None = None,
+                shard_size: int | None = None, chunk: int | None = None, seed: int = 0,
+                audit: bool = False, limit: int = MAX_STREAMED_INSTANCES) -> list[Shard]:
+    """Cut the exhaustive run of ``reduction`` (an id) on ``model`` (a spec string, or a picklable model)
+    at size ``n`` into contiguous shards by instance rank: ``shards`` of them, or shards of ``shard_size``
+    instances (default: :data:`CHUNKS_PER_SHARD` chunks each).  Everything is checked before anything is
+    built: n, the number of instances (at most ``limit``: :data:`~commsim.core.limits.MAX_STREAMED_INSTANCES`,
+    or :data:`~commsim.core.limits.MAX_LOCAL_STREAMED_INSTANCES` for a sweep in one process), the
+    chunk's memory.  The runner's :data:`~commsim.pipeline.stages.RUNNER_CHECKS` re-runs are spread over
+    the shards (at least one each)."""
+    red = load_plugins().get("reduction", reduction, param="reduction") if isinstance(reduction, str) else reduction
+    n = red.default_n if n is None else check_run_size(red, n)
+    check_seed(seed, "seed")
+    problem = red.problem(n)
+    total = problem.input_pairs
+    if total > limit:
+        where = "in one process" if limit < MAX_STREAMED_INSTANCES else "even sharded"
+        raise InputError(f"instances: all {show_size(total)} instances of {problem.name} at n = {n} are too many "
+                         f"to sweep {where} (at most {show_size(limit)}); give a number of instances to sample"
+                         + (f", or shard the sweep over a cluster (commsim.pipeline.shards.run_sharded, up to "
+                            f"{show_size(MAX_STREAMED_INSTANCES)})" if limit < MAX_STREAMED_INSTANCES else ""),
+                         "instances")
+    chunk = _chunk_for(red, n, chunk)
+    step = problem.bob_input_count if problem.bob_input_count <= chunk else 1
+    chunk -= chunk % step  # whole runs of one Alice input per chunk (her message is computed once per run)
+    if shards is not None and shard_size is not None:
+        raise InputError("shards: give the number of shards or their size, not both", "shards")
+    if shards is not None:
+        shards = check_size(shards, "shards", 1, 1 << 20, "each shard is one task", noun="number of shards")
+        shard_size = -(-total // shards)
+        shard_size += -shard_size % step  # whole Alice runs, and never more shards than asked for
+    elif shard_size is not None:
+        shard_size = check_size(shard_size, "shard_size", 1)
+    else:
+        shard_size = chunk * CHUNKS_PER_SHARD
+    if shard_size >= step:
+        shard_size -= shard_size % step
+    cuts = list(range(0, total, shard_size)) + [total]
+    count = len(cuts) - 1
+    if count > 1 << 20:
+        raise InputError(f"shard_size: {show_size(count)} shards are too many tasks (at most 2^20); give larger "
+                         f"shards", "shard_size")
+    per, extra = divmod(RUNNER_CHECKS, count)  # RUNNER_CHECKS in all, as an in-memory run
+    rid = red.id
+    return [Shard(rid, model, n, i, cuts[i], cuts[i + 1], chunk, per + (i < extra), seed, audit)
+            for i in range(count)]
+
+
+@functools.lru_cache(maxsize=4)
+def _prepared(reduction: str, model: Any, n: int) -> Prepared:
+    """One prepared setup per (reduction, model spec, n) per process (workers sweep many shards)."""
+    return prepare(reduction, model, n)
+
+
+def _setup(shard: Shard) -> Prepared:
+    try:
+        hash(shard.model)
+    except TypeError:  # an unhashable model object: build it for this shard
+        return prepare(shard.reduction, shard.model, shard.n)
+    return _prepared(shard.reduction, shard.model, shard.n)
+
+
+def peak_rss_bytes() -> int:
+    """This process's peak resident memory so far (bytes)."""
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def run_shard(shard: Shard, setup: Prepared | None = None) -> ShardResult:
+    """Sweep one shard chunk by chunk through :func:`~commsim.pipeline.stages.evaluate` and keep counts.
+
+    Memory is one chunk's arrays; the runner re-runs ``shard.checks`` instances of the shard's first chunk."""
+    began = time.perf_counter()
+    setup = setup or _setup(shard)
+    problem = setup.problem
+    name, phrase = problem.all_set
+    out = ShardResult(shard.start, shard.stop, chunk=shard.chunk)
+    for lo in range(shard.start, shard.stop, shard.chunk):
+        hi = min(lo + shard.chunk, shard.stop)
+        A, B = pairs_at(problem, lo, hi)
+        checks = shard.checks if lo == shard.start else 0
+        e = evaluate(setup, EvaluationSet(name, A, B, phrase), seed=shard.seed + shard.index, audit=shard.audit,
+                     checks=checks)
+        total = e.sweep.total_bits
+        worst = int(np.argmax(total))
+        part = ShardResult(lo, hi, instances=hi - lo, wrong=int(e.wrong.size),
+                           first_wrong=lo + int(e.wrong[0]) if e.wrong.size else None,
+                           mismatches=int((~e.outcome.matches).sum()), bits_used=int(total[worst]), bits_rank=lo + worst,
+                           alice_to_bob=int(e.sweep.alice_to_bob[worst]), bob_to_alice=int(e.sweep.bob_to_alice[worst]),
+                           rounds=int(np.max(e.sweep.rounds)), runner_checked=e.audited.runner_checked,
+                           transcript=e.audited.transcript, details=dict(e.sweep.details),
+                           detail_sums=_int_details(e.sweep.details), chunk=shard.chunk)
+        out = _add(out, part) if out.instances else replace(part, start=shard.start, stop=shard.stop)
+        del A, B, e
+    out.stop, out.shards = shard.stop, 1
+    out.peak_rss_bytes = peak_rss_bytes()
+    out.seconds = time.perf_counter() - began
+    return out
+
+
+def _int_details(details: dict) -> dict:
+    """The integer-valued details (candidates for per-instance counts, summed over chunks)."""
+    return {k: int(v) for k, v in details.items() if isinstance(v, (int, np.integer)) and not isinstance(v, bool)}
+
+
+def _merge_details(a: dict, b: dict) -> dict:
+    """Details both parts agree on (a value that differs between parts is a count: see ``detail_sums``)."""
+    return {k: v for k, v in a.items() if k in b and b[k] == v}
+
+
+def _sum_details(a: dict, b: dict) -> dict:
+    return {k: a[k] + b[k] for k in a if k in b}
+
+
+def merged_details(setup: Prepared, merged: ShardResult) -> dict:
+    """The details of a whole sharded run: a value every chunk shares stays; an integer that is a count over
+    instances is the sum over chunks.  A count is an integer that differs between chunks, or between the
+    simulator's sweeps of the first k and the first 2k instances (a small probe)."""
+    k = min(max(2, 2 * setup.problem.bob_input_count), max(1, merged.instances // 2))
+    probes = [setup.simulator.sweep(setup.model, setup.reduction.encode(setup.problem, *pairs_at(setup.problem, 0, m)))
+              .details for m in (k, 2 * k)]
+    counts = {key for key in merged.detail_sums if probes[0].get(key) != probes[1].get(key)}
+    out = {key: value for key, value in merged.details.items() if key not in counts}
+    out.update({key: merged.detail_sums[key] for key in merged.detail_sums
+                if key in counts or key not in merged.details})
+    return out
+
+
+def _add(a: ShardResult, b: ShardResult) -> ShardResult:
+    """Two results of adjacent rank ranges (``a`` first) as one."""
+    bits = (a.bits_used, -a.bits_rank) >= (b.bits_used, -b.bits_rank)
+    costly = a if bits else b
+    firsts = [w for w in (a.first_wrong, b.first_wrong) if w is not None]
+    ta, tb = a.transcript, b.transcript
+    transcript = tb if ta is None or (tb is not None and tb.total_bits > ta.total_bits) else ta
+    return ShardResult(
+        min(a.start, b.start), max(a.stop, b.stop), a.instances + b.instances, a.wrong + b.wrong,
+        min(firsts) if firsts else None, a.mismatches + b.mismatches, costly.bits_used, costly.bits_rank,
+        costly.alice_to_bob, costly.bob_to_alice, max(a.rounds, b.rounds), a.runner_checked + b.runner_checked,
+        transcript, _merge_details(a.details, b.details) if a.instances and b.instances else dict(a.details or b.details),
+        _sum_details(a.detail_sums, b.detail_sums) if a.instances and b.instances else dict(a.detail_sums or b.detail_sums),
+        a.shards + b.shards if a.instances and b.instances else max(a.shards, b.shards), max(a.chunk, b.chunk),
+        max(a.peak_rss_bytes, b.peak_rss_bytes), a.seconds + b.seconds)
+
+
+def merge_shards(results: Iterable[ShardResult]) -> ShardResult:
+    """The shard results as one (in rank order, whatever order they come in); the ranks must tile one range."""
+    results = sorted(results, key=lambda r: r.start)
+    if not results:
+        raise InputError("shards: there are no shard results to merge", "shards")
+    for prev, nxt in zip(results, results[1:]):
+        if prev.stop != nxt.start:
+            raise InputError(f"shards: ranks {prev.start}..{prev.stop - 1} and {nxt.start}..{nxt.stop - 1} do not "
+                             f"tile one range (a shard is missing or repeated)", "shards")
+    return functools.reduce(_add, results)
+
+
+def run_sharded(reduction: str, model: Any = None, n: int | None = None, *, map_fn: Callable = map,
+                shards: int | None = None, shard_size: int | None = None, chunk: int | None = None, seed: int = 0,
+                audit: bool = False, progress: Callable[[str, int, int], None] | None = None,
+                limit: int | None = None) -> ShardResult:
+    """:func:`plan_shards`, ``map_fn(run_shard, shards)`` (any ordered map: the builtin, a process pool's,
+    a Dask client's), :func:`merge_shards`.  ``limit``: the most instances (default
+    :data:`~commsim.core.limits.MAX_LOCAL_STREAMED_INSTANCES` with the builtin ``map``, else
+    :data:`~commsim.core.limits.MAX_STREAMED_INSTANCES`)."""
+    if limit is None:
+        limit = MAX_LOCAL_STREAMED_INSTANCES if map_fn is map else MAX_STREAMED_INSTANCES
+    planned = plan_shards(reduction, model, n, shards=shards, shard_size=shard_size, chunk=chunk, seed=seed,
+                          audit=audit, limit=limit)
+    total = planned[-1].stop
+    results = []
+    for result in map_fn(run_shard, planned):
+        results.append(result)
+        if progress:
+            progress("sweep (sharded)", sum(r.instances for r in results), total)
+    return merge_shards(results)
+
+
+# ---- the report of a streamed run ----------------------------------------------------------------------
+class _At:
+    """One row of a huge rank-indexed array, readable at its rank (``x[rank]``, ``x[rank:rank + 1]``)."""
+
+    def __init__(self, one: np.ndarray, rank: int):
+        self.one, self.rank = np.asarray(one), rank
+
+    def __getitem__(self, key):
+        if isinstance(key, slice) and (key.start, key.stop) == (self.rank, self.rank + 1):
+            return self.one
+        if not isinstance(key, slice) and int(key) == self.rank:
+            return self.one[0]
+        raise IndexError(f"only rank {self.rank} is held")
+
+
+def streamed_report(setup: Prepared, merged: ShardResult, *, seed: int = 0, audit: bool = False,
+                    certify: bool = True, progress: Callable[[str, int, int], None] | None = None) -> Report:
+    """The report of an exhaustive run from its merged shard result: the fields an in-memory run reports
+    (:func:`commsim.pipeline.stages.make_report`), from counts instead of per-instance arrays."""
+    problem, name, phrase = setup.problem, *setup.problem.all_set
+    if merged.instances != problem.input_pairs:
+        raise InputError(f"shards: the results cover {merged.instances} of the {problem.input_pairs} instances",
+                         "shards")
+    A1, B1 = pairs_at(problem, merged.bits_rank, merged.bits_rank + 1)
+    one = setup.reduction.encode(setup.problem, A1, B1)
+    setup.simulator.check_partition(setup.model, one)
+    bound = lower_bound(setup, one)
+    certificate, searched = None, ""
+    if certify and bound.applies and bound.bits is not None and merged.bits_used < bound.bits:
+        certificate, searched = setup.simulator.certificate(setup.model, setup.reduction, problem, bound, seed=seed,
+                                                            progress=_stage(progress, "certificate search"))
+    if merged.first_wrong is not None and (certificate is None or not certificate.verified):
+        A, B = pairs_at(problem, merged.first_wrong, merged.first_wrong + 1)
+        expected = problem.evaluate_batch(A, B)
+        e = evaluate(setup, EvaluationSet(name, A, B, phrase), seed=seed, checks=1)
+        rank = merged.first_wrong
+        certificate = error_certificate(problem, _At(A, rank), _At(B, rank), _At(expected, rank),
+                                        _At(e.outcome.answers, rank), rank, lambda a, b: direct_answers(setup, a, b),
+                                        where=f"the {phrase}")
+        searched = (f"{searched}; " if searched else "") + \
+            f"the model is wrong on {merged.wrong:,} of the {merged.instances:,} {phrase}; the first of the " \
+            f"{phrase} is the certificate"
+    formula, formula_text = setup.simulator.bits_formula(setup.model, one)
+    accuracy = (merged.instances - merged.wrong) / merged.instances
+    refuted = certificate is not None and certificate.verified
+    matches = merged.mismatches == 0
+    details = merged_details(setup, merged)
+    details["streamed"] = {"shards": merged.shards, "chunk": merged.chunk, "peak_rss_bytes": merged.peak_rss_bytes,
+                           "peak_memory": show_bytes(merged.peak_rss_bytes), "shard_seconds": round(merged.seconds, 3),
+                           "instances_per_shard_second": round(merged.instances / max(merged.seconds, 1e-9))}
+    sets = [{"name": name, "description": phrase, "instances": merged.instances, "wrong": merged.wrong,
+             "accuracy": accuracy, "protocol_matches_model": matches}]
+    return Report(
+        reduction=setup.reduction.id, problem=problem.name, task=setup.reduction.task,
+        protocol=setup.simulator.name, model=setup.model_name, n=problem.n, seq_len=one.seq_len,
+        instances=problem.all_description, instances_run=merged.instances, bits_used=merged.bits_used,
+        bits_by_direction={"alice_to_bob": merged.alice_to_bob, "bob_to_alice": merged.bob_to_alice},
+        rounds=merged.rounds, bits_formula=formula, bits_formula_text=formula_text, lower_bound=bound,
+        model_accuracy=accuracy, model_correct=merged.wrong == 0 and not refuted, protocol_matches_model=matches,
+        runner_checked=merged.runner_checked, audited=audit, certificate=certificate, certificate_search=searched,
+        transcript=merged.transcript, details=details, accuracy_by_set={name: accuracy}, evaluation_sets=sets)
+
+
+def streams(setup: Prepared, instances: int | None) -> bool:
+    """Does this run take the sharded, streaming path?  An exhaustive run over more than
+    :data:`~commsim.pipeline.stages.MAX_EXHAUSTIVE_INSTANCES` instances of a reduction that judges the model
+    on its instances alone (one that adds sets, :meth:`Reduction.evaluation_sets`, needs them all at once)."""
+    return instances is None and setup.problem.input_pairs > MAX_EXHAUSTIVE_INSTANCES and \
+        type(setup.reduction).evaluation_sets is Reduction.evaluation_sets
+
+
+def stream_exhaustive(setup: Prepared, model: Any = None, *, seed: int = 0, audit: bool = False,
+                      certify: bool = True, map_fn: Callable = map, shards: int | None = None,
+                      shard_size: int | None = None, chunk: int | None = None,
+                      progress: Callable[[str, int, int], None] | None = None) -> Report:
+    """The exhaustive run of a prepared setup, sharded and streamed: :func:`run_sharded` (the workers build the
+    model from ``model``, the spec it was prepared from, or get the model object) then :func:`streamed_report`."""
+    if type(setup.reduction).evaluation_sets is not Reduction.evaluation_sets:
+        raise InputError(f"instances: {setup.reduction.id} judges the model on more sets than its instances, which "
+                         f"a streamed exhaustive run cannot build; give a number of instances to sample", "instances")
+    spec = model if model is None or isinstance(model, str) else setup.model
+    merged = run_sharded(setup.reduction.id, spec, setup.problem.n, map_fn=map_fn, shards=shards,
+                         shard_size=shard_size, chunk=chunk, seed=seed, audit=audit, progress=progress)
+    return streamed_report(setup, merged, seed=seed, audit=audit, certify=certify, progress=progress)
+
+
+def run_streamed(reduction: str | Reduction, model: Any = None, n: int | None = None, **options) -> Report:
+    """:func:`stream_exhaustive` of ``prepare(reduction, model, n)`` (options: seed, audit, certify, map_fn,
+    shards, shard_size, chunk, progress)."""
+    return stream_exhaustive(prepare(reduction, model, n), model, **options)
