@@ -7,6 +7,10 @@ headline ``ratio`` is (commsim time at p = 16) / (numpy time for 16 * count bits
 a ratio of at most 2.  Each figure is the best of several repeats, with the commsim and numpy
 runs interleaved so that both see the same machine load.
 
+``worst_ratio`` is the same comparison for :func:`~commsim.core.bits.pack_uints` + ``unpack_uints`` at every
+width 1..64 (the worst width; per-width figures under ``widths``; CPU time, which a shared machine disturbs
+less than wall time).  All figures are CPU time of this process (``time.process_time``).
+
 It also measures the runner's overhead per message: a ping-pong exchange of 10^4 one-bit
 messages (10^3 with ``--quick``) through :func:`commsim.core.runner.run_protocol`.
 
@@ -20,12 +24,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
 import numpy as np
 
-from commsim.core.bits import Bits
+from commsim.core.bits import Bits, pack_uints, unpack_uints
 from commsim.core.party import Protocol, Receive, Send
 from commsim.core.precision import FixedPoint
 from commsim.core.runner import run_protocol
@@ -43,15 +48,38 @@ def best_time(fn, repeats: int) -> float:
     return best
 
 
-def best_times(fns: dict, repeats: int) -> dict:
+def best_times(fns: dict, repeats: int, clock=time.perf_counter) -> dict:
     """Best-of-``repeats`` for several calls, interleaved so that all of them see the same machine load."""
     best = {name: float("inf") for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            start = time.perf_counter()
+            start = clock()
             fn()
-            best[name] = min(best[name], time.perf_counter() - start)
+            best[name] = min(best[name], clock() - start)
     return best
+
+
+def width_sweep(count: int, repeats: int, rng: np.random.Generator, widths=range(1, 65)) -> dict:
+    """For every width: ``pack_uints`` + ``unpack_uints`` of ``count`` values (in the container type
+    ``unpack_uints`` returns) against numpy pack + unpack of the same ``count * width`` bits, each round trip
+    checked exact.  CPU time of this process (``time.process_time``), best of ``repeats``, interleaved: on a
+    shared machine wall time mostly measures the neighbours."""
+    rows = {}
+    for width in widths:
+        dtype = np.dtype(f"u{max(1, 1 << max(0, (width - 1).bit_length() - 3))}")
+        values = rng.integers(0, 1 << width if width < 64 else 1 << 63, size=count, dtype=np.uint64).astype(dtype)
+        if width == 64:
+            values[::7] |= np.uint64(1 << 63)
+        encoded = pack_uints(values, width)
+        if len(encoded) != count * width or not np.array_equal(unpack_uints(encoded, width), values):
+            raise SystemExit(f"benchmark: width {width} did not round-trip exactly")
+        raw = rng.integers(0, 2, size=count * width, dtype=np.uint8)
+        t = best_times({"commsim": lambda: unpack_uints(pack_uints(values, width), width),
+                        "numpy": lambda: np.unpackbits(np.packbits(raw), count=count * width)},
+                       repeats, clock=time.process_time)
+        rows[width] = {"commsim_seconds": t["commsim"], "numpy_seconds": t["numpy"],
+                       "ratio": t["commsim"] / max(t["numpy"], 1e-9)}
+    return rows
 
 
 def compare(count: int, bits: int, repeats: int, rng: np.random.Generator) -> tuple[dict, dict]:
@@ -70,7 +98,7 @@ def compare(count: int, bits: int, repeats: int, rng: np.random.Generator) -> tu
         "roundtrip": lambda: fmt.decode(fmt.encode(values)),
         "encode": lambda: fmt.encode(values),
         "decode": lambda: fmt.decode(encoded),
-    }, repeats)
+    }, repeats, clock=time.process_time)
     ours = {"format": fmt.name, "count": count, "bits_per_value": bits, "total_bits": total_bits,
             "encode_seconds": t["encode"], "decode_seconds": t["decode"], "roundtrip_seconds": t["roundtrip"]}
     return ours, {"total_bits": total_bits, "roundtrip_seconds": t["numpy"]}
@@ -120,6 +148,8 @@ def run(quick: bool) -> dict:
     ratio16 = p16["roundtrip_seconds"] / np16["roundtrip_seconds"]
     ratio12 = p12["roundtrip_seconds"] / np12["roundtrip_seconds"]
     overhead = runner_overhead(10 ** 3 if quick else 10 ** 4, repeats)
+    widths = width_sweep(1 << 18 if quick else 1 << 20, repeats, rng)
+    worst = max(widths, key=lambda w: widths[w]["ratio"])
     return {
         "benchmark": "bits",
         "quick": quick,
@@ -128,6 +158,14 @@ def run(quick: bool) -> dict:
         "ratio_goal": RATIO_GOAL,
         "ratio_ok": ratio16 <= RATIO_GOAL,
         "ratio_p12": ratio12,
+        "worst_ratio": widths[worst]["ratio"],
+        "worst_width": worst,
+        "worst_ratio_goal": RATIO_GOAL,
+        "widths_over_goal": [w for w in widths if widths[w]["ratio"] > RATIO_GOAL],
+        "widths": widths,
+        "width_count": 1 << 18 if quick else 1 << 20,
+        "clock": "process_time (CPU time of this process), runner overhead: wall time",
+        "load_average": list(os.getloadavg()),
         "commsim_p16": p16,
         "commsim_p12": p12,
         "numpy_p16_bits": np16,
@@ -155,6 +193,9 @@ def summary(r: dict) -> str:
         f"  numpy pack+unpack      {r['numpy_p12_bits']['roundtrip_seconds'] * 1e3:8.1f} ms "
         f"({r['numpy_p12_bits']['total_bits']:,} bits)",
         f"  ratio at p = 12        {r['ratio_p12']:8.2f}",
+        f"  widths 1..64           worst ratio {r['worst_ratio']:.2f} at width {r['worst_width']} "
+        f"(pack_uints + unpack_uints of {r['width_count']:,} values vs numpy, CPU time); over "
+        f"{r['worst_ratio_goal']:g}: {r['widths_over_goal'] or 'none'}",
         f"  runner overhead        {r['runner_seconds_per_message'] * 1e6:8.2f} us per message "
         f"({r['runner_messages']:,}-message ping-pong in {r['runner_seconds'] * 1e3:.1f} ms)",
     ]

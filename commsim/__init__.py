@@ -38,6 +38,17 @@ from commsim.plugins import load_plugins, make_model  # noqa: E402
 #: ``commsim.run(reduction, model, n=..., instances=...)`` is :func:`run_reduction`
 run = run_reduction
 
-__all__ = ["run_reduction", "run", "sample", "vocabulary", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
+
+def sweep(reductions, models=None, n=None, **options):
+    """A grid of runs as a pandas DataFrame: ``commsim.sweep("index-idxl", "elman:width=2..8:x2", n="8..16:x2",
+    executor="dask", out="r.parquet")`` (:func:`commsim.pipeline.sweep.sweep`; needs ``commsim[sweep]``).
+    ``out`` is written through the command line's atomic file writer and resumed from on the next call."""
+    from commsim.cli.files import write_bytes
+    from commsim.pipeline.sweep import sweep as run_sweep
+    options.setdefault("write", lambda path, data: write_bytes(path, data, option="out"))
+    return run_sweep(reductions, models, n, **options)
+
+
+__all__ = ["run_reduction", "run", "sweep", "sample", "vocabulary", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
            "InputError", "NotApplicable", "Protocol", "Receive", "Send", "FixedPoint", "FloatFormat",
            "parse_format", "AuditSession", "run_protocol", "__version__"]

@@ -23,6 +23,7 @@ __all__ = [
     "exchange_bits", "exchange_text", "query_bits", "one_way_attention_bits",
     "index_one_way_bits", "index_bob_one_way_bits", "index_two_way_protocol_bits", "equality_bits", "disjointness_bits",
     "dyck_fooling_bits", "attention_min_width", "dyck_min_width",
+    "composition_one_way_bits", "composition_message_bits", "composition_error_bound", "composition_cot_scale",
 ]
 
 
@@ -124,3 +125,74 @@ def one_way_message_bits(width: int, precision: int, heads: int, dim: int | None
     min(d·p, (2m + 1)·p·H) for a self-attending layer without a residual path (d unknown: the latter)."""
     query = one_way_attention_bits(width, precision, heads, residual=residual, attend_self=attend_self)
     return query if dim is None else min(int(dim) * int(precision), query)
+
+
+# ---- function composition ([PNP24]: Peng, Narayanan, Papadimitriou, COLM 2024) -----------------------------
+def composition_one_way_bits(n: int) -> int:
+    """One-way from the holder of g (Alice) to the holder of f and the query (Bob), who must answer g(f(x)):
+    INDEX over an alphabet of size n, so ceil(log2 n^n) = ceil(n log2 n) bits (Bob may need any of g's n values;
+    n^n functions g need distinct messages).  Equal to n·ceil(log2 n), the plain encoding's length, when n is a
+    power of two; smaller otherwise (e.g. n = 3: 5 bits, not 6)."""
+    n = int(n)
+    if n < 2:
+        return 0
+    if n <= 4096 or n & (n - 1) == 0:          # exactly from n^n, or n·k for n = 2^k
+        return (n ** n - 1).bit_length() if n <= 4096 else n * (n.bit_length() - 1)
+    from decimal import Decimal, getcontext   # n log2 n is irrational here: 60 digits place its ceiling
+    getcontext().prec = 60
+    return int((Decimal(n) * Decimal(n).ln() / Decimal(2).ln()).to_integral_value(rounding="ROUND_CEILING"))
+
+
+def composition_message_bits(heads: int, dim: int, precision: int) -> int:
+    """[PNP24]'s count of Alice's one-way message for an H-head layer of embedding dimension d at p bits: per
+    head her normaliser (1 number) and her weighted value sum (d numbers), H(d + 1)p bits."""
+    return int(heads) * (int(dim) + 1) * int(precision)
+
+
+def composition_error_bound(n: int, message_bits: int) -> tuple[float, float]:
+    """Theorem 1 of [PNP24] for a one-way message of C bits: with R = n log2 n - C > 0, the probability over
+    uniformly random f, g (domains of size n) and queries that the answer is wrong is at least R / (3 n log2 n).
+    Returns (R, the bound); the bound is 0 when R <= 0 (nothing is ruled out).  The theorem states it with
+    C = H(d + 1)p (:func:`composition_message_bits`); its proof bounds any one-way message of C bits."""
+    import math
+    n = int(n)
+    if n < 2:
+        return 0.0, 0.0
+    total = n * math.log2(n)
+    R = total - int(message_bits)
+    return R, (R / (3 * total) if R > 0 else 0.0)
+
+
+def composition_cot_scale(n: int, heads: int, dim: int, precision: int) -> float:
+    """Theorem 2 of [PNP24]: iterated function composition needs Omega(sqrt(n / (H d p))) chain-of-thought steps
+    of an H-head layer of dimension d at p bits; this is sqrt(n / (H d p)), the scale (the theorem gives no
+    constant, so it is no step count)."""
+    import math
+    return math.sqrt(int(n) / (int(heads) * int(dim) * int(precision)))
+
+
+# ---- issue 16: nearest neighbour, sparse averaging, two layers ------------------------------------------
+def nearest_neighbour_bits(n_vectors: int) -> int:
+    """Theorem 8 of [BHBK24]: a recurrent model doing nearest neighbour (or MQAR) over N vectors has
+    m·p >= N/2 (DISJ_(N/2) through ``disj-mqar``, Fact 1)."""
+    return disjointness_bits(int(n_vectors) // 2)
+
+
+def qsa_recurrent_bits(seq_len: int, q: int) -> int:
+    """[SHT23]: a recurrent model computing qSA exactly on N positions has state bits >= N - q: Alice's
+    N - q values a_i, Bob's q - 1 public zero values and the query {b, those q - 1}; the output a_b/q is
+    INDEX_(N-q) one-way (q = 1: ``index-qsa``, N - 1 bits)."""
+    return index_one_way_bits(max(int(seq_len) - int(q), 0))
+
+
+def qsa_one_layer_bits(q: int) -> int:
+    """[SHT23] via ``disj-qsa``: a one-layer attention approximating qSA to 1/(2q) sends >= q bits one-way
+    (m·p·H >= q without self-attention)."""
+    return disjointness_bits(int(q))
+
+
+def two_layer_protocol_factor(seq_len: int, width: int, precision: int, heads: int = 1) -> Fraction:
+    """Corollary 13.1 of [BHBK24]: a protocol simulating every two-layer transformer with m·p·H·g(N) bits on
+    every balanced partition must carry the N/2 bits of Lemma 5's model, so g(N) >= (N/2)/(m·p·H) --
+    Omega(N / log^2 N) since that model has m, p = O(log N)."""
+    return Fraction(int(seq_len) // 2, int(width) * int(precision) * int(heads))

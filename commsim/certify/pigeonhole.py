@@ -15,6 +15,7 @@ failure is verified by running the model directly on both inputs.
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable
 
@@ -22,11 +23,17 @@ import numpy as np
 
 from commsim.certify.types import Certificate
 from commsim.core.bits import Bits
-from commsim.core.digests import GROUPS_TRIED, collision_groups
+from commsim.core.digests import GROUPS_TRIED, collision_groups, digest_shard, merge_digest_shards
+from commsim.core.limits import MAX_EXHAUSTIVE_BITS
+from commsim.theory.bounds import log2_exact
 from commsim.theory.problems import DyckProblem, Problem
+from commsim.theory.ranks import inputs_at
 
-#: Alice input spaces of at most 2^this many members are searched exhaustively
-EXHAUSTIVE_ALICE_BITS = 20
+#: Alice input spaces of at most 2^this many members are searched exhaustively (sharded, streaming)
+EXHAUSTIVE_ALICE_BITS = MAX_EXHAUSTIVE_BITS
+
+#: Alice inputs per shard of an exhaustive search
+SHARD_INPUTS = 1 << 18
 
 
 #: sampled search: this many uniform Alice inputs, and about half as many one-bit neighbours
@@ -45,7 +52,7 @@ def alice_search_space(problem: Problem) -> tuple[float, int]:
     if isinstance(problem, DyckProblem):
         half = problem.n // 2
         return half * math.log2(2 * problem.types), half
-    return float(problem.n), problem.n
+    return log2_exact(int(problem.alice_input_count)), problem.n   # n for bit strings; n log2 n for n^n functions
 
 
 def _alice_inputs(problem: Problem, seed: int, exhaustive_bits: int, samples: int) -> tuple[np.ndarray, bool, str]:
@@ -117,17 +124,27 @@ def collision_certificate(problem: Problem, alice_messages: Callable[[np.ndarray
                           seed: int = 0, exhaustive_bits: int = EXHAUSTIVE_ALICE_BITS,
                           samples: int = SAMPLED_INPUTS, chunk: int = 1 << 15,
                           progress: Callable[[int, int], None] | None = None,
-                          message_name: str = "message") -> tuple[Certificate | None, str]:
+                          message_name: str = "message", shard_size: int = SHARD_INPUTS) -> tuple[Certificate | None, str]:
     """Search for two Alice inputs with the same one-way message and a Bob input separating them.
 
     ``alice_messages(A)`` returns Alice's message for each row of ``A`` as packed bytes (rows of
     :func:`commsim.core.digests.message_rows`); ``direct_answers(A, B)`` the model's answers from a direct forward.
-    Returns (certificate or None, a description of what was searched).
+    An exhaustive search (at most 2^``exhaustive_bits`` Alice inputs) runs in shards of ``shard_size`` inputs by
+    rank, each streamed ``chunk`` inputs at a time into digests (:func:`commsim.core.digests.digest_shard`);
+    a repeat inside a shard is tried at once, and the shards' digests are merged for repeats across shards
+    (:func:`commsim.core.digests.merge_digest_shards`); every pair is then confirmed bit for bit and by a direct
+    forward.  Returns (certificate or None, a description of what was searched).
     """
     length = max(1, alice_search_space(problem)[1])
+    chunk = min(chunk, max(64, CHUNK_BYTES // (8 * length)))           # long inputs: smaller encoded chunks
+    log_size = alice_search_space(problem)[0]
+    confirm = functools.partial(_confirm_pairs, problem, alice_messages, direct_answers, message_bits, seed,
+                                message_name, exhaustive=log_size <= exhaustive_bits)
+    if log_size <= exhaustive_bits:
+        return _sharded_search(problem, alice_messages, confirm, log_size, chunk, shard_size, progress, message_bits,
+                               message_name)
     samples = min(samples, max(1024, SAMPLE_BYTES // length))          # long inputs: fewer samples
-    chunk = min(chunk, max(64, CHUNK_BYTES // (8 * length)))           # and smaller encoded chunks
-    A, exhaustive, what = _alice_inputs(problem, seed, exhaustive_bits, samples)
+    A, _, what = _alice_inputs(problem, seed, exhaustive_bits, samples)
     total = len(A)
     first = alice_messages(A[:min(chunk, total)])
     rows = np.empty((total, first.shape[1]), dtype=np.uint8)
@@ -143,14 +160,53 @@ def collision_certificate(problem: Problem, alice_messages: Callable[[np.ndarray
     searched = (f"searched {what}: Alice's {message_bits}-bit messages ({message_name}), hashed and compared "
                 f"bit for bit")
     if not pairs:
-        tail = ("the search was exhaustive, so these messages tell all Alice inputs apart" if exhaustive else
-                "the search was not exhaustive, so the model may still fail on inputs not searched")
-        return None, f"{searched}; no two different Alice inputs share a {message_name}: no certificate ({tail})"
+        return None, (f"{searched}; no two different Alice inputs share a {message_name}: no certificate (the search "
+                      f"was not exhaustive, so the model may still fail on inputs not searched)")
     searched += f"; {groups} group(s) of Alice inputs share a {message_name}"
+    return confirm([(A[i], A[j]) for i, j in pairs], total, searched)
+
+
+def _sharded_search(problem: Problem, alice_messages, confirm, log_size: float, chunk: int, shard_size: int,
+                    progress, message_bits: int, message_name: str) -> tuple[Certificate | None, str]:
+    """The exhaustive search, shard by shard (module docstring of :mod:`commsim.pipeline.shards`)."""
+    total = int(problem.alice_input_count)
+
+    def rows_of(lo: int, hi: int) -> np.ndarray:
+        return alice_messages(inputs_at(problem, "alice", np.arange(lo, hi)))
+
+    def inputs(pairs):
+        return [tuple(inputs_at(problem, "alice", [i, j])) for i, j in pairs]
+
+    shards = []
+    what = f"all {total} Alice inputs (2^{log_size:g}, exhaustive"
+    for lo in range(0, total, shard_size):
+        shards.append(digest_shard(rows_of, lo, min(lo + shard_size, total), chunk))
+        if progress:
+            progress(shards[-1].stop, total)
+        if shards[-1].pairs:  # a repeat inside this shard: try it before sweeping further
+            done = shards[-1].stop
+            cert, searched = confirm(inputs(shards[-1].pairs), done, (
+                f"searched {what}, in shards of {shard_size}): Alice's {message_bits}-bit messages ({message_name}) "
+                f"digested and compared bit for bit; the first {done} inputs hold {len(shards[-1].pairs)} repeat(s) "
+                f"already (the search stopped at the first verified one)"))
+            if cert is not None and cert.verified:
+                return cert, searched
+    pairs = merge_digest_shards(shards)
+    searched = (f"searched {what}, {len(shards)} shard(s) of {shard_size}, digests merged across shards): Alice's "
+                f"{message_bits}-bit messages ({message_name}) digested and compared bit for bit")
+    if not pairs:
+        return None, (f"{searched}; no two different Alice inputs share a {message_name}: no certificate (the search "
+                      f"was exhaustive, so these messages tell all Alice inputs apart)")
+    return confirm(inputs(pairs), total, searched + f"; {len(pairs)} pair(s) of Alice inputs share a {message_name}")
+
+
+def _confirm_pairs(problem: Problem, alice_messages, direct_answers, message_bits: int, seed: int, message_name: str,
+                   pairs, searched_count: int, searched: str, *, exhaustive: bool) -> tuple[Certificate | None, str]:
+    """Phase two: each candidate pair (x1, x2) recomputed and compared bit for bit, a separating Bob input
+    found, the failure confirmed by a direct forward; the first verified certificate (else the first built)."""
     rng = np.random.default_rng(seed + 7)
     unverified = None
-    for i, j in pairs:
-        x1, x2 = A[i], A[j]
+    for x1, x2 in pairs:
         y = separating_bob_input(problem, x1, x2, rng)
         if y is None:
             continue
@@ -180,8 +236,7 @@ def collision_certificate(problem: Problem, alice_messages: Callable[[np.ndarray
             "colliding_alice_input": _jsonable(xs[other]), "other_expected": int(expected[other]),
             "other_model_output": int(answers[other]), "message_bits": int(message_bits),
             "message": str(message) if message is not None and message_bits <= 256 else None,
-            "search": "exhaustive" if exhaustive else "sampled", "alice_inputs_searched": int(total),
-            "colliding_groups": int(groups),
+            "search": "exhaustive" if exhaustive else "sampled", "alice_inputs_searched": int(searched_count),
         }
         cert = Certificate("collision", _jsonable(xs[fail]), _jsonable(y), int(expected[fail]), int(answers[fail]),
                            explanation, bool(verified), details)

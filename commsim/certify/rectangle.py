@@ -8,13 +8,14 @@ log2 |S| bits must have such a collision (pigeonhole), and when the protocol sim
 
 :func:`rectangle_certificate` runs this for any protocol that offers a vectorized ``evaluate``:
 
-1. every member of the fooling set (:mod:`commsim.theory.fooling`) is run, in chunks; each transcript
-   is reduced to a row of integer keys (every message value, in order) and to its 128-bit digest
-   (:func:`commsim.core.digests.row_digests`, vectorized);
+1. every member of the fooling set (:mod:`commsim.theory.fooling`) is run, in chunks, in shards by rank;
+   each transcript is reduced to a row of integer keys (every message value, in order) and to its 128-bit
+   digest (:func:`commsim.core.digests.row_digests`, vectorized), and a shard keeps only its distinct digests
+   (:func:`commsim.core.digests.digest_shard`);
 2. if the protocol (hence the model) is already wrong on a member, that member is the certificate
    (kind ``"error"``), confirmed by a direct forward of the member alone;
-3. otherwise two members with equal digests are found with one sort
-   (:func:`commsim.core.digests.collision_groups`), their real transcripts are produced by the
+3. otherwise two members with equal digests are found, inside a shard or across shards
+   (:func:`commsim.core.digests.merge_digest_shards`), their real transcripts are produced by the
    runner and compared bit for bit, the crossing with the other answer is built
    (:func:`commsim.theory.fooling.cross`), its true value is checked with the problem's truth function,
    the runner's transcript on the crossing is compared too, and a direct forward of the model on
@@ -27,7 +28,7 @@ from typing import Callable
 import numpy as np
 
 from commsim.certify.types import Certificate
-from commsim.core.digests import collision_groups, row_digests
+from commsim.core.digests import DigestShard, digest_shard, merge_digest_shards
 from commsim.core.errors import InputError
 from commsim.theory.fooling import FOOLING_PROBLEMS, cross, fooling_set
 from commsim.theory.problems import Problem
@@ -35,53 +36,77 @@ from commsim.theory.problems import Problem
 #: fooling-set members evaluated per vectorized call
 CHUNK = 1 << 16
 
+#: fooling-set members per shard of the sweep (a multiple of :data:`CHUNK`)
+SHARD_MEMBERS = 1 << 20
+
+#: the largest fooling set a search sweeps (its memory is one chunk plus the distinct transcripts)
+MAX_MEMBERS = 1 << 26
+
+
+class _Stop(Exception):
+    """Ends a sweep at the first wrong member."""
+
 
 class FoolingSweep:
-    """All members of a fooling set through a protocol: digests, and the first wrong member."""
+    """All members of a fooling set through a protocol, as digest shards, and the first wrong member."""
 
-    def __init__(self, fs, digests: np.ndarray, wrong: int | None, wrong_answer: int | None, swept: int):
+    def __init__(self, fs, shards: list[DigestShard], wrong: int | None, wrong_answer: int | None, swept: int):
         self.fooling = fs
-        self.digests = digests
+        self.shards = shards
         self.wrong = wrong
         self.wrong_answer = wrong_answer
         self.swept = swept
 
-    @property
-    def collisions(self):
-        """The swept members grouped by equal transcript digests (:func:`commsim.core.digests.collision_groups`)."""
-        return collision_groups(self.digests)
+    def first_collision(self) -> tuple[int, int] | None:
+        """The earliest repeat in member order, (first member with the transcript, next member with it), inside
+        a shard or across shards (:func:`commsim.core.digests.merge_digest_shards`); None when all differ."""
+        pairs = merge_digest_shards(self.shards, limit=1)
+        return pairs[0] if pairs else None
 
     @property
     def distinct(self) -> int:
-        """How many different transcripts the swept members have."""
-        return self.collisions.distinct
+        """How many different transcripts (digests) the swept members have."""
+        if not self.shards:
+            return 0
+        return int(len(np.unique(np.concatenate([s.digests for s in self.shards]), axis=0)))
 
 
 def sweep_fooling_set(fs, evaluate: Callable, *, one_way: bool = False, chunk: int = CHUNK,
-                      progress: Callable | None = None, stop_at_error: bool = True) -> FoolingSweep:
-    """Run ``evaluate(A, B) -> (answers, keys)`` on every member of ``fs``, chunk by chunk.
+                      progress: Callable | None = None, stop_at_error: bool = True,
+                      shard_size: int = SHARD_MEMBERS) -> FoolingSweep:
+    """Run ``evaluate(A, B) -> (answers, keys)`` on every member of ``fs``, chunk by chunk, in shards of
+    ``shard_size`` members by rank; each shard keeps its distinct transcript digests
+    (:func:`commsim.core.digests.digest_shard`), so memory is one chunk plus the distinct digests.
 
     For a one-way set (Alice inputs only), Bob's input is fixed to the first one: a one-way
     protocol's transcript depends on Alice's input alone.
     """
-    digests = np.zeros((fs.size, 2), dtype=np.uint64)
-    wrong, wrong_answer, done = None, None, 0
     fixed_bob = fs.problem.bob_inputs()[:1] if fs.kind == "one-way" else None
-    for A, B in fs.members(chunk=chunk):
+    state = {"wrong": None, "answer": None, "done": 0}
+
+    def keys_of(lo: int, hi: int) -> np.ndarray:
+        A, B = fs.member_arrays(lo, hi)  # members by rank: a shard builds only its own
         if B is None:
             B = np.repeat(fixed_bob, len(A), axis=0)
         answers, keys = evaluate(A, B)
-        digests[done:done + len(A)] = row_digests(keys)
-        if fs.kind == "two-way" and wrong is None:
+        if fs.kind == "two-way" and state["wrong"] is None:
             bad = np.flatnonzero(np.asarray(answers) != fs.value)
             if bad.size:
-                wrong, wrong_answer = done + int(bad[0]), int(np.asarray(answers)[bad[0]])
-        done += len(A)
+                state["wrong"], state["answer"] = lo + int(bad[0]), int(np.asarray(answers)[bad[0]])
+        state["done"] = hi
         if progress:
-            progress(done, fs.size)
-        if wrong is not None and stop_at_error:
-            break
-    return FoolingSweep(fs, digests[:done], wrong, wrong_answer, done)
+            progress(hi, fs.size)
+        if state["wrong"] is not None and stop_at_error:
+            raise _Stop
+        return keys
+
+    shards: list[DigestShard] = []
+    try:
+        for lo in range(0, fs.size, shard_size):
+            shards.append(digest_shard(keys_of, lo, min(lo + shard_size, fs.size), chunk))
+    except _Stop:
+        pass
+    return FoolingSweep(fs, shards, state["wrong"], state["answer"], state["done"])
 
 
 def _listed(x):
@@ -109,8 +134,8 @@ def rectangle_certificate(problem: Problem, evaluate: Callable, direct: Callable
     if fs.kind == "one-way" and not one_way:
         return None, (f"the {problem.name} fooling set bounds one-way protocols only, and this protocol is "
                       f"two-way: no rectangle argument")
-    if fs.size > (1 << 24):
-        return None, f"the fooling set has {fs.size} members, more than the 2^24 a search runs over"
+    if fs.size > MAX_MEMBERS:
+        return None, f"the fooling set has {fs.size} members, more than the 2^26 a search runs over"
     sweep = sweep_fooling_set(fs, evaluate, one_way=one_way, chunk=chunk, progress=progress)
     if sweep.wrong is not None:
         a, b = fs.member(sweep.wrong)
@@ -122,15 +147,14 @@ def rectangle_certificate(problem: Problem, evaluate: Callable, direct: Callable
             verified=model != fs.value,
             details={"member": sweep.wrong, "members_searched": sweep.swept, "fooling_set": fs.construction}), \
             f"swept {sweep.swept} of {fs.size} fooling-set members; the model is wrong on member {sweep.wrong}"
-    collisions = sweep.collisions
-    clash = collisions.first()
+    clash, distinct = sweep.first_collision(), sweep.distinct
     if clash is None:
         return None, (f"all {fs.size} fooling-set members have distinct transcripts: no collision, so no "
                       f"certificate (the protocol spends at least log2 {fs.size} bits on them)")
     i, j = clash
     (xi, yi), (xj, yj) = fs.member(i), fs.member(j)
     details = {"fooling_set": fs.construction, "members": fs.size, "members_searched": sweep.swept,
-               "distinct_transcripts": collisions.distinct,
+               "distinct_transcripts": distinct,
                "member_1": {"index": i, "alice": _listed(xi), "bob": None if yi is None else _listed(yi)},
                "member_2": {"index": j, "alice": _listed(xj), "bob": None if yj is None else _listed(yj)}}
     crossings = cross(fs, i, j)
@@ -173,5 +197,5 @@ def rectangle_certificate(problem: Problem, evaluate: Callable, direct: Callable
             f"{_listed(a)} answers {model}, the true answer is {int(pick.value)}.")
     cert = Certificate("rectangle", _listed(a), _listed(b), int(pick.value), model, explanation, verified=verified,
                        details=details)
-    return cert, (f"swept all {fs.size} fooling-set members ({collisions.distinct} distinct transcripts); members {i} "
+    return cert, (f"swept all {fs.size} fooling-set members ({distinct} distinct transcripts); members {i} "
                   f"and {j} collide")

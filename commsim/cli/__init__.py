@@ -64,6 +64,7 @@ from commsim.cli import (  # noqa: E402,F401
     matrix,
     run,
     separate,
+    sweep,
     teach,
     tree,
 )

@@ -6,6 +6,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
+from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.cli.files import refuse_empty, write_text
 from commsim.theory.automaton import AUTOMATON_LANGUAGES, automaton_report
 
@@ -15,8 +16,9 @@ from commsim.theory.automaton import AUTOMATON_LANGUAGES, automaton_report
 @click.option("--n", "n", type=int, required=True, help="String length N (even).")
 @click.option("--dot", "dot_file", callback=refuse_empty, type=click.Path(dir_okay=False), default=None,
               help="Also write the minimal DFA as Graphviz DOT to this file.")
+@html_option
 @json_option
-def automaton_command(language, n, dot_file, as_json):
+def automaton_command(language, n, dot_file, html_path, as_json):
     """The minimal complete DFA of LANGUAGE and the bound it puts on recurrent models (Lemma 4 of
     [BHBK24]: hidden-state bits m*p >= log2 #states).
 
@@ -32,9 +34,13 @@ def automaton_command(language, n, dot_file, as_json):
       commsim automaton ineq --n 12 --json
       commsim automaton dyck22 --n 8 --dot dyck22.dot
     """
+    check_html(html_path)
     report = automaton_report(language, n)
     if dot_file:
         write_text(dot_file, report.dfa.to_dot(f"{language} minimal DFA"), option="--dot")
+    if html_path:
+        from commsim.render.reports import automaton_page
+        write_html(html_path, automaton_page(report, language, n, command_line()))
     if as_json:
         emit_json(report.to_dict())
         return

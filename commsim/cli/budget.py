@@ -8,6 +8,7 @@ from rich.table import Table
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
 from commsim.cli.files import check_target, refuse_empty, write_figure
+from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.limits import check_size, show_size
 from commsim.pipeline.budget import budget
@@ -64,28 +65,12 @@ def plot_budget(report, path: str) -> None:
     """Protocol bits and the lower bound against N, the crossing (max_n) marked (written atomically)."""
     check_plot_path(path)
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from commsim.render.plots import budget_figure
+        from commsim.render.svg import pyplot
+        plt = pyplot()
     except ImportError:
         raise InputError("--plot needs matplotlib: pip install 'commsim[plot]'", "--plot") from None
-    rows = report.table
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.plot([r["n"] for r in rows], [r["bits"] for r in rows], marker="o", label=f"{report.arch} protocol bits")
-    bounded = [r for r in rows if r["lower_bound_bits"] is not None]
-    if bounded:
-        ax.plot([r["n"] for r in bounded], [r["lower_bound_bits"] for r in bounded], marker="s",
-                label=f"lower bound ({report.bound.source})")
-    if report.max_n:
-        ax.axvline(report.max_n, color="grey", linestyle="--", label=f"max N = {report.max_n}")
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
-    ax.set_xlabel("sequence length N")
-    ax.set_ylabel("bits")
-    ax.set_title(f"{report.task}: {report.arch}, width {report.width}, p = {report.precision}, H = {report.heads}")
-    ax.legend()
-    ax.grid(True, which="both", alpha=0.3)
-    fig.tight_layout()
+    fig = budget_figure(report)
     try:
         write_figure(fig, path, option="--plot")
     finally:
@@ -103,9 +88,10 @@ def plot_budget(report, path: str) -> None:
 @click.option("--n", "n", type=int, default=None, help="Sequence length N to judge (default: max_n).")
 @click.option("--n-range", default=None, help="Table over N: A:B (doublings), A:B:STEP or a,b,c.")
 @click.option("--plot", "plot_path", callback=refuse_empty, default=None, metavar="FILE", help="Plot bits vs bound over --n-range (.png/.svg).")
+@html_option
 @plugin_option
 @json_option
-def budget_command(arch, width, precision, heads, dim, task, n, n_range, plot_path, plugins, as_json):
+def budget_command(arch, width, precision, heads, dim, task, n, n_range, plot_path, html_path, plugins, as_json):
     """Protocol bits of an architecture against TASK's lower bound, and the largest N not ruled out.
 
     N is the sequence length in tokens (JSON n_meaning gives the source problem's size beside it: e.g.
@@ -125,13 +111,17 @@ def budget_command(arch, width, precision, heads, dim, task, n, n_range, plot_pa
     lengths = parse_range(n_range)
     if plot_path:
         check_plot_path(plot_path)
-    if plot_path and not lengths:
+    check_html(html_path)
+    if (plot_path or html_path) and not lengths:
         lengths = parse_range("2:65536")
     if dim < 1:
         raise InputError(f"dim must be at least 1, got {dim}", "--dim")
     report = budget(arch, width, precision, task, heads=heads, n=n, n_range=lengths, dim=dim)
     if plot_path:
         plot_budget(report, plot_path)
+    if html_path:
+        from commsim.render.reports import budget_page
+        write_html(html_path, budget_page(report, command_line()))
     if as_json:
         emit_json(report)
         return
@@ -162,3 +152,5 @@ def budget_command(arch, width, precision, heads, dim, task, n, n_range, plot_pa
         console.print(t)
     if plot_path:
         console.print(f"plot written to {plot_path}")
+    if html_path:
+        console.print(f"report written to {html_path}")

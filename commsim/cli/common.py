@@ -218,8 +218,9 @@ def render_certificate(view):
                       "" if row.answer is None else str(row.answer),
                       "" if row.model is None else escape(str(row.model)))
     parts = [table]
-    if view.caption:
-        parts.append(Text("highlighted: " + view.caption, style="dim"))
+    if view.caption:   # "highlighted" only when a position is marked (the caption then names it)
+        marked = bool(view.alice_marks or view.bob_marks)
+        parts.append(Text(("highlighted: " if marked else "") + view.caption, style="dim"))
     if view.model_input:
         parts.append(Text(f"model input: {view.model_input}"))
     parts.append(Text(view.explanation))

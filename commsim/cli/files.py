@@ -94,6 +94,13 @@ def write_text(path: str | os.PathLike, text: str, *, option: str) -> None:
             fh.write(text)
 
 
+def write_bytes(path: str | os.PathLike, data: bytes, *, option: str) -> None:
+    """Write ``data`` (a binary file's content, e.g. parquet) to ``path`` atomically."""
+    with _atomic(path, option) as (fd, _):
+        with os.fdopen(os.dup(fd), "wb") as fh:
+            fh.write(data)
+
+
 def write_figure(figure, path: str | os.PathLike, *, option: str) -> None:
     """Save a matplotlib ``figure`` to ``path`` atomically, in the format its suffix names (``.png``, ``.svg``)."""
     with _atomic(path, option) as (_, tmp):

@@ -8,6 +8,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
+from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.limits import check_size
 from commsim.theory.comm_matrix import input_text
 from commsim.theory.fooling import FOOLING_PROBLEMS, fooling_set
@@ -45,8 +46,9 @@ MAX_MEMBERS_SHOWN = 10_000
 @click.option("--n", "n", type=int, required=True, help="Problem size (n bits; string length N for dyck22).")
 @click.option("--verify", is_flag=True, help="Check the fooling property exhaustively (small n only).")
 @click.option("--members", "show", type=int, default=4, show_default=True, help="How many members to show.")
+@html_option
 @json_option
-def fooling_command(problem, n, verify, show, as_json):
+def fooling_command(problem, n, verify, show, html_path, as_json):
     """The fooling set of PROBLEM at size n: exact size, the lower bound it gives, and (with
     --verify) an exhaustive check of the fooling property.
 
@@ -63,10 +65,14 @@ def fooling_command(problem, n, verify, show, as_json):
       commsim fooling eq --n 10 --verify --json
     """
     check_size(show, "--members", 0, MAX_MEMBERS_SHOWN, "members are drawn one row each")
+    check_html(html_path)
     fs = fooling_set(problem, n)
     verification = fs.verify() if verify else None
     data = fs.to_dict(verification)
     data["size"] = exact_size(fs.size)
+    if html_path:
+        from commsim.render.reports import fooling_page
+        write_html(html_path, fooling_page(fs, data, command_line()))
     if as_json:
         emit_json(data)
         return

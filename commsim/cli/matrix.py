@@ -6,6 +6,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
+from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.limits import check_seed
 from commsim.theory.comm_matrix import analyze_matrix
 from commsim.theory.problems import PROBLEM_NAMES
@@ -22,8 +23,9 @@ FIGURE_MAX_SIDE = 64
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fooling-set search.")
 @click.option("--figure/--no-figure", default=True, show_default=True,
               help=f"Draw the matrix (when at most {FIGURE_MAX_SIDE} x {FIGURE_MAX_SIDE}).")
+@html_option
 @json_option
-def matrix_command(problem, n, restarts, seed, figure, as_json):
+def matrix_command(problem, n, restarts, seed, figure, html_path, as_json):
     """The communication matrix M[x, y] = f(x, y) of PROBLEM (rows: Alice, columns: Bob) and its
     bounds: log-rank over the reals and GF(2), the one-way bound ceil(log2 #distinct rows), and a
     fooling set found by a bounded, seeded search (verified pairwise).
@@ -35,8 +37,12 @@ def matrix_command(problem, n, restarts, seed, figure, as_json):
       commsim matrix disj --n 8 --restarts 8 --seed 1 --no-figure
     """
     check_seed(seed, "--seed")
+    check_html(html_path)
     report = analyze_matrix(problem, n, restarts=restarts, seed=seed)
     d = report.to_dict()
+    if html_path:
+        from commsim.render.reports import matrix_page
+        write_html(html_path, matrix_page(report, command_line()))
     if as_json:
         emit_json(d)
         return

@@ -20,6 +20,7 @@ from commsim.cli.common import (
     render_certificate,
     render_exchange,
 )
+from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.pipeline.run import run_reduction
 from commsim.plugins import load_plugins
@@ -73,6 +74,28 @@ def correctness_text(d: dict) -> str:
     return "[red]no[/]: " + escape("; ".join(parts)) + accuracy
 
 
+def measured_error_text(m: dict) -> str:
+    """The "error rate" row: the measured rate with its interval, the distributional bound and the verdict."""
+    interval = ("exact, every instance" if m["confidence"] == 1.0 else
+                f"{m['confidence']:.0%} {m['method']} interval [{m['low']:.4g}, {m['high']:.4g}]")
+    bound = (f"bound {m['bound']:.4g} over {m['distribution']} ({m['source']}: {m['statement']})" if m["applies"]
+             else f"no bound ({m['source']}): {m['reason']}")
+    return f"{m['rate']:.4g} measured ({m['events']:,} wrong of {m['trials']:,}; {interval}); {bound}; {m['verdict']}"
+
+
+def agreement_text(a: dict) -> str:
+    """The "torch agreement" row: commsim's model against the framework module's own forward."""
+    where = f"on {a['instances']:,}" + (f" of {a['of_instances']:,}" if a.get("sampled") else "") + " instances"
+    diff = "n/a" if a.get("max_abs_diff") is None else f"{a['max_abs_diff']:.3g}"
+    if a.get("passed") is None:
+        return escape(f"not judged: max |commsim − {a['framework']}| = {diff} {where} ({a.get('note', '')})")
+    tol = a.get("tolerance") or {}
+    rule = f" ≤ {tol['atol']:g} + {tol['rtol']:g}·|{a['framework']}|" if tol else ""
+    verdict = "[green]passed[/]" if a["passed"] else "[red]FAILED[/]"
+    return verdict + escape(f": max |commsim − {a['framework']}| = {diff}{rule if a['passed'] else ''} {where}"
+                            + ("" if a["passed"] else f" ({a.get('note', '')})"))
+
+
 def render_report(report) -> None:
     """The summary panel, then the certificate (Alice's and Bob's inputs side by side)."""
     d = report.to_dict()
@@ -96,9 +119,16 @@ def render_report(report) -> None:
         table.add_row("verdict", verdict)
     else:
         table.add_row("lower bound", f"[yellow]does not apply[/]: {escape(str(d['bound_note']))}")
+    if d.get("bound_randomized_reason"):
+        survives = {True: "survives randomness", False: "deterministic only", None: "randomness: not stated"}
+        table.add_row("with coins", escape(f"{survives[d['bound_randomized']]} — {d['bound_randomized_reason']}"))
     table.add_row("model correct", correctness_text(d))
+    if d.get("measured_error"):
+        table.add_row("error rate", escape(measured_error_text(d["measured_error"])))
     table.add_row("protocol = model", "[green]yes, bit for bit[/]" if d["protocol_matches_model"] else
                   "[red]NO: the protocol's output differs from the direct forward[/]")
+    if d.get("torch_agreement"):
+        table.add_row(f"{d['torch_agreement'].get('framework', 'torch')} agreement", agreement_text(d["torch_agreement"]))
     console.print(Panel(table, title="commsim run", expand=False))
     if d["certificate"]:
         console.print(render_certificate(certificate_view(d["certificate"], d["problem"])))
@@ -113,7 +143,9 @@ def render_report(report) -> None:
                    "spec imports and runs code (python:os:system:command=... runs a shell command): never pass "
                    "an untrusted spec.")
 @click.option("--n", "n", type=int, default=None, help="Size of the source problem (default: the reduction's).")
-@click.option("--instances", default="all", show_default=True, help="'all' (exhaustive) or a number of samples.")
+@click.option("--instances", default=None,
+              help="'all' (exhaustive) or a number of samples (default: all, or the reduction's own sample size when "
+                   "its instances are too many to enumerate, e.g. compose-index).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sampled instances and searches.")
 @click.option("--audit", is_flag=True, help="Re-run the checked instances with each party in its own process.")
 @click.option("--transcript", "show_transcript", is_flag=True, help="Draw the costliest transcript.")
@@ -121,10 +153,11 @@ def render_report(report) -> None:
 @click.option("--fail-on-certificate", is_flag=True,
               help=f"Exit with status {EXIT_CERTIFICATE} when the report has a verified certificate (an input the "
                    "model must fail on), for CI gating; the report is printed as usual.")
+@html_option
 @plugin_option
 @json_option
 def run_command(reduction, model_spec, n, instances, seed, audit, show_transcript, no_certificate, fail_on_certificate,
-                plugins, as_json):
+                html_path, plugins, as_json):
     """Run REDUCTION with a model: bits used against the lower bound, correctness, exactness,
     and (below the bound) the input on which the model must fail.
 
@@ -138,12 +171,15 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
       commsim run index-idxl --model memorize:capacity=7 --n 8 --json
       commsim run eq-ineq --model lstm:width=2,precision=8 --n 6 --transcript
       commsim run index-idxl --model python:my_model.py:factory --fail-on-certificate
+      commsim run dyck22-fooling --html report.html
     """
     if fail_on_certificate and no_certificate:
         raise InputError("--fail-on-certificate needs the certificate search: drop --no-certificate",
                          "--fail-on-certificate")
     load_plugins(plugins)
-    count = parse_instances(instances)
+    count = parse_instances(instances) if instances is not None else \
+        load_plugins().get("reduction", reduction, param="reduction").default_instances
+    check_html(html_path)
     with progress_bar(reduction, enabled=not as_json) as update:
         report = run_reduction(reduction, model_spec, n, instances=count, seed=seed, audit=audit,
                                certify=not no_certificate,
@@ -159,5 +195,10 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
                 console.print(render_exchange(report.transcript, report.details,
                                               f"costliest transcript ({report.protocol}, "
                                               f"{report.transcript.total_bits} bits)"))
+    if html_path:
+        from commsim.render.reports import run_page
+        write_html(html_path, run_page(report, command_line()))
+        if not as_json:
+            console.print(f"report written to {html_path}")
     if fail_on_certificate and report.certificate is not None and report.certificate.verified:
         sys.exit(EXIT_CERTIFICATE)   # not click's Exit: the entry point runs click without standalone mode

@@ -95,6 +95,18 @@ def write_plot(data: dict, path: Path) -> None:
             continue
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle=series.get("style", "-"),
                 label=series["label"])
+    cross = plot.get("crossing")
+    if cross:
+        rows = data["rows"]
+        below = [r["N"] for r in rows if r.get(cross["ours"]) is not None and r.get(cross["theirs"]) is not None
+                 and r[cross["ours"]] < r[cross["theirs"]]]
+        if below and all(r[cross["ours"]] < r[cross["theirs"]] for r in rows if r["N"] >= below[0]):
+            ax.axvline(below[0], color="grey", linestyle="-.", linewidth=1)
+            ax.annotate(f"crossing: N = {below[0]}", (below[0], 0.02), xycoords=("data", "axes fraction"),
+                        fontsize=8, rotation=90, ha="right", va="bottom")
+        else:
+            ax.annotate(f"no crossing up to N = {rows[-1]['N']} ({cross.get('text', 'see the notes')})",
+                        (0.02, 0.02), xycoords="axes fraction", fontsize=8)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
     ax.set_xlabel(plot.get("xlabel", "sequence length N"))
@@ -129,9 +141,13 @@ def _check_plot_path(plot: str | None) -> Path | None:
 @click.option("--gamma", type=float, default=None,
               help="Near-orthogonality of the constructions' position vectors (idxl, eq; default 1/4 as in "
                    "[BHBK24]); 0.5 shrinks the width about 4x.")
+@click.option("--q", "q", type=int, default=None,
+              help="Sparsity q of the query sets (qsa; default 2).")
+@click.option("--partition", "partition", default=None, metavar="POSITIONS",
+              help="Alice's positions of a balanced partition, e.g. 1,4,5,8 (two-layers; N = twice their number).")
 @plugin_option
 @json_option
-def separate_command(task, n, instances, seed, plot, gamma, plugins, as_json):
+def separate_command(task, n, instances, seed, plot, gamma, q, partition, plugins, as_json):
     """Both halves of a separation: a verified construction's size against the other
     architecture's lower bound, over sequence lengths up to N.
 
@@ -140,12 +156,18 @@ def separate_command(task, n, instances, seed, plot, gamma, plugins, as_json):
       idxl    one-layer attention, width O(log N)  vs  recurrent state bits >= N
       dyck22  recurrent, 3 state bits              vs  one-layer attention mH >= (N-1)/(3(p+log N))
       eq      two-layer attention, width O(log N)  vs  recurrent and one-layer attention >= N/2 bits
+      nstnb   two-layer attention, width O(log N)  vs  recurrent state bits >= N/2 (nearest neighbour, MQAR)
+      disj    two-layer attention, width O(log N)  vs  recurrent and one-layer attention >= N/2 bits
+      qsa     one-layer attention, width O(q^2 log N)  vs  recurrent state bits >= N - q
+      two-layers  Lemma 5: a full-rank communication matrix on every balanced partition
 
     \b
     Examples:
       commsim separate idxl --n 1024
       commsim separate dyck22 --n 64 --plot dyck.svg
       commsim separate eq --n 256 --json
+      commsim separate qsa --n 64 --q 1
+      commsim separate two-layers --n 12 --partition 1,3,5,8,10,12
     """
     check_positive(n, "--n")
     separation = load_plugins(plugins).get("separation", task, param="task")
@@ -165,6 +187,11 @@ def separate_command(task, n, instances, seed, plot, gamma, plugins, as_json):
             raise InputError(f"--gamma must be in [0.1, 1) (Lemma 2 takes gamma in (0, 1); below 0.1 the width "
                              f"8 ln(2N)/gamma^2 is too large to build), got {gamma}", "--gamma")
         options["gamma"] = gamma
+    for name, value in (("q", q), ("partition", partition)):
+        if value is not None:
+            if name not in getattr(separation, "options", ()):
+                raise InputError(f"--{name} does not apply to {task}", f"--{name}")
+            options[name] = value
     with progress_bar(f"separate {task}", enabled=not as_json) as update:
         result = separation.run(n, seed=seed, instances=count, progress=update, **options)
     data = result.to_dict()

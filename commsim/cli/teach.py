@@ -1,7 +1,7 @@
 """``commsim teach``: narrated lower-bound proofs with real numbers."""
 from __future__ import annotations
 
-import io
+from pathlib import Path
 
 import click
 
@@ -11,15 +11,33 @@ from commsim.cli.files import check_target, refuse_empty, write_text
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_json
 from commsim.plugins import load_plugins
-from commsim.teach import render_markdown, render_text
+from commsim.teach import render_plain, render_text
 
 
-@cli.command("teach")
+class TeachCommand(click.Command):
+    """``teach --help`` ends with the registered topics and the --n each accepts."""
+
+    def format_epilog(self, ctx, formatter):
+        super().format_epilog(ctx, formatter)
+        try:
+            entries = load_plugins().entries("topic")
+        except Exception:      # noqa: BLE001 -- a broken plugin must not break --help; `teach --list` reports it
+            return
+        with formatter.section("Topics (and the --n each accepts)"):
+            formatter.write_dl([(e.name, e.description) for e in entries])
+
+
+FORMATS = ["text", "markdown", "html"]
+
+
+@cli.command("teach", cls=TeachCommand)
 @click.argument("topic", required=False)
 @click.option("--list", "list_topics", is_flag=True, help="List the topics.")
-@click.option("--n", "n", type=int, default=None, help="Instance size (each topic has a small default).")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown"]), default="text", show_default=True,
-              help="Terminal text, or Markdown lecture notes with LaTeX math.")
+@click.option("--n", "n", type=int, default=None,
+              help="Instance size; each topic has its own range and small default (listed below).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="Terminal text; Markdown lecture notes with LaTeX math, mermaid diagrams and (with --out) SVG "
+                   "figures written beside the .md; or one self-contained HTML page (MathML, inline SVG figures).")
 @click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
               help="Write the output to FILE instead of stdout (with --json: the lesson's JSON; stdout then "
                    "prints one object saying where).")
@@ -29,13 +47,15 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
     """Walk through the proof of a lower bound step by step, with a concrete instance.
 
     Every step states the claim, the instance, what each party holds, the messages with
-    their bits, the inequality, and where the paper proves it.
+    their bits, the inequality, and where the paper proves it. Positions are 1-based, as in
+    the papers.
 
     \b
     Examples:
       commsim teach --list
       commsim teach rnn-index
       commsim teach attention-dyck --n 8 --format markdown --out dyck-lecture.md
+      commsim teach attention-protocol --format html --out notes.html
     """
     reg = load_plugins(plugins)
     if not list_topics and not topic and as_json:
@@ -46,15 +66,21 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
             emit_json({"topics": [{"name": e.name, "description": e.description} for e in entries]})
         else:
             for e in entries:
-                console.print(f"[bold cyan]{e.name:20}[/] {e.description}")
+                console.print(f"[bold cyan]{e.name:20}[/] {e.description}", soft_wrap=True)
         if not list_topics and not topic:
             raise InputError("give a TOPIC (see `commsim teach --list`)", "topic")
         return
     if n is not None and n < 1:
         raise InputError(f"--n must be at least 1, got {n}", "--n")
+    build = reg.get("topic", topic, param="topic")
     if out is not None:
         check_target(out, "--out")          # before the lesson is built: a bad --out fails fast
-    lesson = reg.get("topic", topic, param="topic")(n)
+    if fmt == "html" and not as_json:
+        from commsim.render import require
+        require("--format html")
+    if fmt == "markdown" and out is not None and not as_json:
+        _check_figure_targets(out)
+    lesson = build(n)
     if as_json:
         if out is None:
             emit_json(lesson)
@@ -62,19 +88,52 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
             write_text(out, to_json(lesson) + "\n", option="--out")
             emit_json({"topic": topic, "written_to": str(out), "format": "json"})
         return
-    if fmt == "markdown":
-        text = render_markdown(lesson)
+    if fmt == "html":
+        from commsim.cli.html import command_line
+        from commsim.render.lesson import lesson_page
+        text = lesson_page(lesson, command_line())
         if out is not None:
             write_text(out, text, option="--out")
-            console.print(f"lecture notes written to {out}")
+            console.print(f"lecture notes (HTML) written to {out}")
+        else:
+            click.echo(text, nl=False)
+        return
+    if fmt == "markdown":
+        from commsim.render.lesson import lesson_markdown, svg_document
+        text, files = lesson_markdown(lesson, out) if out is not None and _can_draw() else \
+            lesson_markdown(lesson, None)
+        if out is not None:
+            written = []
+            try:                            # the figures first: the notes never link a file that is missing
+                for path, svg in files:
+                    write_text(path, svg_document(svg), option="--out")
+                    written.append(path)
+                write_text(out, text, option="--out")
+            except BaseException:           # all or nothing: no figure is left without its notes
+                for path in written:
+                    path.unlink(missing_ok=True)
+                raise
+            console.print(f"lecture notes written to {out}" + (f" with {len(files)} figure(s) beside it"
+                                                               if files else ""))
         else:
             click.echo(text, nl=False)
         return
     if out is not None:
-        from rich.console import Console
-        buffer = io.StringIO()
-        render_text(lesson, Console(file=buffer, width=100, highlight=False))
-        write_text(out, buffer.getvalue(), option="--out")
+        write_text(out, render_plain(lesson), option="--out")
         console.print(f"walkthrough written to {out}")
-    else:
+    elif console.is_terminal:
         render_text(lesson, console)
+    else:                                   # piped: plain lines, never wrapped mid-row
+        click.echo(render_plain(lesson), nl=False)
+
+
+def _can_draw() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _check_figure_targets(out: str) -> None:
+    """The SVG files beside the notes (STEM-fig*.svg) must be writable too: checked with the directory."""
+    target = Path(out)
+    probe = target.with_name(f"{target.stem}-fig1-sequence.svg")
+    check_target(probe, "--out")

@@ -6,7 +6,9 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
+from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.cli.files import refuse_empty, write_text
+from commsim.core.errors import InputError
 from commsim.plugins import load_plugins
 from commsim.theory.problems import PROBLEM_NAMES
 
@@ -17,9 +19,10 @@ from commsim.theory.problems import PROBLEM_NAMES
 @click.option("--protocol", "protocol_name", required=True, help="A registered protocol (see `commsim list`).")
 @click.option("--dot", "dot_file", callback=refuse_empty, type=click.Path(dir_okay=False), default=None,
               help="Write the tree as Graphviz DOT to this file.")
+@html_option
 @plugin_option
 @json_option
-def tree_command(problem, n, protocol_name, dot_file, plugins, as_json):
+def tree_command(problem, n, protocol_name, dot_file, html_path, plugins, as_json):
     """Run a registered protocol on every input pair of PROBLEM and draw its protocol tree: nodes are
     transcript prefixes, edges messages; each leaf's inputs must form a rectangle, each answer leaf a
     monochromatic rectangle; depth = worst-case bits.
@@ -33,9 +36,16 @@ def tree_command(problem, n, protocol_name, dot_file, plugins, as_json):
     from commsim.theory.protocol_tree import build_protocol_tree
 
     protocol_cls = load_plugins(plugins).get("cc-protocol", protocol_name, param="protocol")
+    if getattr(protocol_cls, "coins", "none") != "none":
+        raise InputError(f"--protocol {protocol_name!r} flips coins, and a protocol tree is drawn for deterministic "
+                         f"protocols; run it with `commsim cc {problem} --protocol {protocol_name}`", "protocol")
+    check_html(html_path)
     tree = build_protocol_tree(problem, n, protocol_cls)
     if dot_file:
         write_text(dot_file, tree.to_dot(), option="--dot")
+    if html_path:
+        from commsim.render.reports import tree_page
+        write_html(html_path, tree_page(tree, command_line()))
     d = tree.to_dict()
     if as_json:
         emit_json(d)

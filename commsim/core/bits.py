@@ -13,12 +13,11 @@ per-bit Python loop.
 """
 from __future__ import annotations
 
-import functools
-import math
 from typing import Iterable
 
 import numpy as np
 
+from commsim.core.bitpack import LITTLE, pack_spread, pack_swar, unpack_spread, unpack_swar
 from commsim.core.errors import InternalError
 
 
@@ -218,155 +217,13 @@ def _as_uints(values, width: int) -> np.ndarray:
     return arr
 
 
-def _word_group(width: int) -> int:
-    """Narrow widths (< 8): values per group, where ``group * width`` bits fill whole bytes of one 64-bit word."""
-    return 8 // math.gcd(width, 8) if width < 8 else 0
-
-
-def _group_values(arr: np.ndarray, g0: int, m: int, group: int) -> np.ndarray:
-    """The values of groups g0..g0+m-1 as a (m, group) uint64 array; a partial last group is padded with 0."""
-    block = arr[g0 * group:(g0 + m) * group].astype(np.uint64)
-    if block.size < m * group:
-        block = np.concatenate([block, np.zeros(m * group - block.size, dtype=np.uint64)])
-    return block.reshape(m, group)
-
-
-def _group_bytes(packed: np.ndarray, first_byte: int, end_byte: int, g0: int, m: int, nbytes: int) -> np.ndarray:
-    """The bytes of groups g0..g0+m-1 (``nbytes`` each) as a (m, nbytes) array; bytes past ``end_byte``
-    (the missing part of a partial last group) read as 0."""
-    lo = first_byte + g0 * nbytes
-    raw = packed[lo:min(lo + m * nbytes, end_byte)]
-    if raw.size < m * nbytes:
-        raw = np.concatenate([raw, np.zeros(m * nbytes - raw.size, dtype=np.uint8)])
-    return raw.reshape(m, nbytes)
-
-
-def _pack_words(arr: np.ndarray, width: int, group: int) -> np.ndarray:
-    """Pack ``group`` values at a time into one 64-bit word (vectorized shifts), keep its leading bytes."""
-    n, nbytes = arr.size, group * width // 8
-    ngroups = -(-n // group)
-    out = np.empty(ngroups * nbytes, dtype=np.uint8)
-    mask = np.uint64((1 << width) - 1)
-    step = _CHUNK // group
-    word, term = np.empty(step, dtype=np.uint64), np.empty(step, dtype=np.uint64)
-    for g0 in range(0, ngroups, step):
-        m = min(step, ngroups - g0)
-        block = _group_values(arr, g0, m, group)
-        np.bitwise_and(block, mask, out=block)  # keep the low bits: two's complement codes pack as is
-        w, t = word[:m], term[:m]
-        np.left_shift(block[:, 0], np.uint64(64 - width), out=w)
-        for j in range(1, group):
-            np.left_shift(block[:, j], np.uint64(64 - width * (j + 1)), out=t)
-            np.bitwise_or(w, t, out=w)
-        out[g0 * nbytes:(g0 + m) * nbytes] = w.astype(">u8").view(np.uint8).reshape(m, 8)[:, :nbytes].reshape(-1)
-    return out[:(n * width + 7) // 8]
-
-
-def _unpack_words(packed: np.ndarray, width: int, count: int, first_byte: int, group: int,
-                  out: np.ndarray) -> None:
-    """Inverse of :func:`_pack_words` for ``count`` values starting at byte ``first_byte``."""
-    nbytes = group * width // 8
-    ngroups = -(-count // group)
-    flat_out = np.empty(ngroups * group, dtype=np.uint64)
-    mask = np.uint64((1 << width) - 1)
-    step = _CHUNK // group
-    words = np.zeros((min(step, ngroups), 8), dtype=np.uint8)  # bytes past nbytes stay 0
-    end_byte = first_byte + (count * width + 7) // 8
-    for g0 in range(0, ngroups, step):
-        m = min(step, ngroups - g0)
-        w = words[:m]
-        w[:, :nbytes] = _group_bytes(packed, first_byte, end_byte, g0, m, nbytes)
-        value = w.view(">u8").reshape(-1).astype(np.uint64)
-        block = flat_out[g0 * group:(g0 + m) * group].reshape(m, group)
-        for j in range(group):
-            block[:, j] = (value >> np.uint64(64 - width * (j + 1))) & mask
-    out[:] = flat_out[:count]
-
-
-@functools.lru_cache(maxsize=None)
-def _spread_plan(width: int) -> tuple[int, int, tuple]:
-    """Wider widths: ``group`` values fill ``words`` whole 64-bit words (group * width = 64 * words).
-
-    For each value j of a group: (j, word, shift, None, None) when it lies inside one word, ending
-    ``shift`` bits before the word's end; (j, word, None, next word, low) when it straddles two words
-    with its ``low`` last bits at the start of the next one.
-    """
-    group = 64 // math.gcd(width, 64)
-    steps = []
-    for j in range(group):
-        start, end = width * j, width * (j + 1)
-        word = start // 64
-        if end <= 64 * (word + 1):
-            steps.append((j, word, 64 * (word + 1) - end, None, None))
-        else:
-            steps.append((j, word, None, word + 1, end - 64 * (word + 1)))
-    return group, group * width // 64, tuple(steps)
-
-
-def _pack_spread(arr: np.ndarray, width: int) -> np.ndarray:
-    """Pack values into 64-bit words with vectorized shifts, one row per position in the group."""
-    group, nwords, steps = _spread_plan(width)
-    n = arr.size
-    ngroups = -(-n // group)
-    out = np.empty(ngroups * nwords * 8, dtype=np.uint8)
-    mask = np.uint64((1 << width) - 1)
-    step = max(1, (1 << 16) // group)
-    tmp = np.empty(min(step, ngroups), dtype=np.uint64)
-    for g0 in range(0, ngroups, step):
-        m = min(step, ngroups - g0)
-        values = _group_values(arr, g0, m, group).T.copy()  # row j: the j-th value of every group
-        np.bitwise_and(values, mask, out=values)  # keep the low bits: two's complement codes pack as is
-        words = np.zeros((nwords, m), dtype=np.uint64)
-        t = tmp[:m]
-        for j, word, shift, nxt, low in steps:
-            if nxt is None:
-                np.left_shift(values[j], np.uint64(shift), out=t)
-                np.bitwise_or(words[word], t, out=words[word])
-            else:
-                np.right_shift(values[j], np.uint64(low), out=t)
-                np.bitwise_or(words[word], t, out=words[word])
-                np.left_shift(values[j], np.uint64(64 - low), out=t)
-                np.bitwise_or(words[nxt], t, out=words[nxt])
-        out[g0 * nwords * 8:(g0 + m) * nwords * 8] = words.T.astype(">u8", order="C").view(np.uint8).reshape(-1)
-    return out[:(n * width + 7) // 8]
-
-
-def _unpack_spread(packed: np.ndarray, width: int, count: int, first_byte: int, out: np.ndarray) -> None:
-    """Inverse of :func:`_pack_spread` for ``count`` values starting at byte ``first_byte``."""
-    group, nwords, steps = _spread_plan(width)
-    ngroups = -(-count // group)
-    group_bytes = nwords * 8
-    mask = np.uint64((1 << width) - 1)
-    step = max(1, (1 << 16) // group)
-    end_byte = first_byte + (count * width + 7) // 8
-    tmp = np.empty(min(step, ngroups), dtype=np.uint64)
-    for g0 in range(0, ngroups, step):
-        m = min(step, ngroups - g0)
-        raw = _group_bytes(packed, first_byte, end_byte, g0, m, group_bytes).reshape(-1)
-        words = raw.view(">u8").reshape(m, nwords).T.astype(np.uint64, order="C")  # row t: word t of each group
-        values = np.empty((group, m), dtype=np.uint64)
-        t = tmp[:m]
-        for j, word, shift, nxt, low in steps:
-            if nxt is None:
-                np.right_shift(words[word], np.uint64(shift), out=values[j])
-            else:
-                np.left_shift(words[word], np.uint64(low), out=values[j])
-                np.right_shift(words[nxt], np.uint64(64 - low), out=t)
-                np.bitwise_or(values[j], t, out=values[j])
-        np.bitwise_and(values, mask, out=values)
-        first = g0 * group
-        full = min(m, (count - first) // group)  # complete groups (all but perhaps the very last)
-        out[first:first + full * group].reshape(full, group)[...] = values[:, :full].T
-        if full < m:
-            out[first + full * group:count] = values[:count - first - full * group, full]
-
-
 def pack_uints(values: np.ndarray | Iterable[int], width: int) -> Bits:
     """Encode unsigned integers, each in exactly ``width`` bits (MSB first).
 
     Values outside ``[0, 2**width)`` (and non-integers) are refused.  Widths of 8, 16, 32 and 64
-    bits are a byte view; any other width is packed into 64-bit words with vectorized shifts
-    (``64 / gcd(width, 64)`` values fill whole words), in cache-sized chunks.
+    bits are a byte view, width 1 is ``numpy.packbits``; any other width goes through the kernels of
+    :mod:`commsim.core.bitpack` (a SWAR tree of whole-array shifts up to 32 bits, 64-bit words beyond),
+    in cache-sized chunks.
     """
     _check_width(width)
     return pack_low_bits(_as_uints(values, width), width)
@@ -382,10 +239,11 @@ def pack_low_bits(arr: np.ndarray, width: int) -> Bits:
     dt = _container(width)
     if width == 8 * dt.itemsize:
         return Bits._own(arr.astype(dt).view(np.uint8), n * width)
-    group = _word_group(width)
-    if group:
-        return Bits._own(_pack_words(arr, width, group), n * width)
-    return Bits._own(_pack_spread(arr, width), n * width)
+    if width == 1:  # one bit per value: numpy's own packing
+        return Bits._own(np.packbits(np.bitwise_and(arr, 1, dtype=np.uint8, casting="unsafe")), n)
+    if width <= 32 and LITTLE:
+        return Bits._own(pack_swar(arr, width), n * width)
+    return Bits._own(pack_spread(arr, width), n * width)
 
 
 def unpack_uints(bits: Bits, width: int, count: int | None = None, offset: int = 0) -> np.ndarray:
@@ -401,12 +259,13 @@ def unpack_uints(bits: Bits, width: int, count: int | None = None, offset: int =
     if offset % 8 == 0 and width == 8 * dt.itemsize:
         return np.frombuffer(bits.packed, dtype=dt, count=count, offset=offset // 8).astype(native)
     out = np.empty(count, dtype=native)
-    group = _word_group(width)
     if offset % 8 == 0:
-        if group:
-            _unpack_words(bits.packed, width, count, offset // 8, group, out)
+        if width == 1:
+            return np.unpackbits(bits.packed[offset // 8:], count=count)
+        if width <= 32 and LITTLE:
+            unpack_swar(bits.packed, width, count, offset // 8, out)
         else:
-            _unpack_spread(bits.packed, width, count, offset // 8, out)
+            unpack_spread(bits.packed, width, count, offset // 8, out)
         return out
     # an offset inside a byte: go through one uint8 per bit, in chunks
     pad = 8 * dt.itemsize - width

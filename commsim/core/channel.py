@@ -47,19 +47,53 @@ class Message:
 
 
 @dataclass(frozen=True)
-class Transcript:
-    """The ordered messages of one protocol run."""
+class CoinDraw:
+    """Coins the runner handed out: ``bits`` at positions ``offset ..`` of ``stream`` ("public", or the
+    drawing party's private stream "alice"/"bob"), first asked for by ``party`` under ``label``.
 
-    messages: tuple[Message, ...] = field(default_factory=tuple)
+    Coins are part of the record, not of the communication: they count for no message bits."""
+
+    stream: str
+    party: str
+    label: str
+    offset: int
+    bits: Bits
+
+    def to_dict(self) -> dict:
+        return {"stream": self.stream, "party": self.party, "label": self.label, "offset": self.offset,
+                "length": len(self.bits), "bits": str(self.bits)}
 
     @classmethod
-    def build(cls, items: Iterable[tuple[str, str, Bits]]) -> "Transcript":
+    def from_dict(cls, d: dict) -> "CoinDraw":
+        bits = Bits.from_str(d["bits"])
+        if len(bits) != d["length"]:
+            raise ValueError(f"coins {d['label']!r}: length {d['length']} but {len(bits)} bits")
+        return cls(d["stream"], d["party"], d["label"], int(d["offset"]), bits)
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """The ordered messages of one protocol run, and the coins it drew (empty for a deterministic run)."""
+
+    messages: tuple[Message, ...] = field(default_factory=tuple)
+    coins: tuple[CoinDraw, ...] = field(default_factory=tuple)
+
+    @classmethod
+    def build(cls, items: Iterable[tuple[str, str, Bits]], coins: Iterable[CoinDraw] = ()) -> "Transcript":
         """From (sender, label, bits) triples in order; receivers and rounds are derived."""
         msgs: list[Message] = []
         for sender, label, bits in items:
             rnd = 1 if not msgs else msgs[-1].round + (msgs[-1].sender != sender)
             msgs.append(Message(sender, other_party(sender), label, bits, rnd))
-        return cls(tuple(msgs))
+        return cls(tuple(msgs), tuple(coins))
+
+    @property
+    def coin_bits(self) -> dict[str, int]:
+        """How many coins each stream gave (public, alice, bob): the randomness, not the communication."""
+        out = {"public": 0, "alice": 0, "bob": 0}
+        for c in self.coins:
+            out[c.stream] += len(c.bits)
+        return out
 
     def __len__(self) -> int:
         return len(self.messages)
@@ -94,7 +128,8 @@ class Transcript:
         return out
 
     def digest(self) -> str:
-        """A hash of the exact transcript (senders, labels and bits): equal transcripts, equal digests."""
+        """A hash of the exact messages (senders, labels and bits): equal messages, equal digests (the
+        coins are not hashed: a digest compares what crossed the channel)."""
         h = hashlib.blake2b(digest_size=16)
         for m in self.messages:
             h.update(f"{m.sender}|{m.label}|{len(m.bits)}|".encode())
@@ -104,14 +139,16 @@ class Transcript:
     def to_dict(self) -> dict:
         return {"messages": [m.to_dict() for m in self.messages], "total_bits": self.total_bits,
                 "bits_by_direction": self.bits_by_direction, "rounds": self.rounds,
-                "one_way": self.is_one_way}
+                "one_way": self.is_one_way, "coins": [c.to_dict() for c in self.coins],
+                "coin_bits": self.coin_bits}
 
     def to_json(self, **kw) -> str:
         return json.dumps(self.to_dict(), **kw)
 
     @classmethod
     def from_dict(cls, d: dict) -> "Transcript":
-        return cls(tuple(Message.from_dict(m) for m in d["messages"]))
+        return cls(tuple(Message.from_dict(m) for m in d["messages"]),
+                   tuple(CoinDraw.from_dict(c) for c in d.get("coins", ())))
 
     @classmethod
     def from_json(cls, text: str) -> "Transcript":

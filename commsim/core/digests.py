@@ -210,3 +210,70 @@ def _rows_match_groups(rows: np.ndarray, order: np.ndarray, new: np.ndarray) -> 
     head = order[np.maximum.accumulate(np.where(new, np.arange(len(new)), 0))]
     inside = ~new
     return bool(np.array_equal(rows[order[inside]], rows[head[inside]]))
+
+
+# ---- sharded collision search: digests per shard, then a two-phase merge ---------------------------------
+@dataclass(frozen=True)
+class DigestShard:
+    """Members ``start..stop-1`` (by rank) reduced to digests: every distinct digest once, sorted, with the
+    first rank that has it (``firsts``), and up to ``limit`` repeats found inside the shard as (first rank,
+    later rank) pairs.  Its size is the number of distinct digests, not of members."""
+
+    start: int
+    stop: int
+    digests: np.ndarray
+    firsts: np.ndarray
+    pairs: tuple
+
+
+def _first_of_runs(digests: np.ndarray, ranks: np.ndarray):
+    """Sort (digest, rank) entries; return the sorted digests, ranks, and where each run of one digest starts."""
+    order = np.lexsort((ranks, digests[:, 1], digests[:, 0]))
+    d, r = digests[order], ranks[order]
+    new = np.r_[True, (d[1:] != d[:-1]).any(axis=1)] if len(d) else np.zeros(0, dtype=bool)
+    return d, r, new
+
+
+def _repeats(ranks: np.ndarray, new: np.ndarray, limit: int) -> list[tuple[int, int]]:
+    """One (first rank, next rank) pair per digest run of two or more, earliest second rank first."""
+    if not len(new):
+        return []
+    heads = np.flatnonzero(new)
+    sizes = np.diff(np.r_[heads, len(new)])
+    multi = heads[sizes >= 2]
+    pairs = sorted(zip(ranks[multi + 1].tolist(), ranks[multi].tolist()))[:limit]
+    return [(int(i), int(j)) for j, i in pairs]
+
+
+def digest_shard(rows_of, start: int, stop: int, chunk: int, limit: int = GROUPS_TRIED) -> DigestShard:
+    """Digest members ``start..stop-1`` chunk by chunk: ``rows_of(lo, hi)`` gives the rows (packed messages,
+    transcript keys) of members lo..hi-1; memory is one chunk plus the distinct digests seen."""
+    digests = np.zeros((0, 2), dtype=np.uint64)
+    firsts = np.zeros(0, dtype=np.int64)
+    pairs: list[tuple[int, int]] = []
+    for lo in range(start, stop, chunk):
+        hi = min(lo + chunk, stop)
+        d, r, new = _first_of_runs(np.concatenate([digests, row_digests(rows_of(lo, hi))]),
+                                   np.concatenate([firsts, np.arange(lo, hi, dtype=np.int64)]))
+        if len(pairs) < limit:
+            seen = {i for i, _ in pairs}
+            pairs += [p for p in _repeats(r, new, limit) if p[0] not in seen][:limit - len(pairs)]
+        digests, firsts = d[new], r[new]
+    return DigestShard(start, stop, digests, firsts, tuple(pairs))
+
+
+def merge_digest_shards(shards, limit: int = GROUPS_TRIED) -> list[tuple[int, int]]:
+    """Phase one of the merge: the colliding pairs of ranks, inside shards and across them (digests shared by
+    two shards), at most ``limit``, earliest second member first.  Phase two is the caller's: every pair is a
+    candidate until its members' rows are compared bit for bit (a longer row's digest is a hash)."""
+    shards = list(shards)
+    inside = [p for s in shards for p in s.pairs]
+    if len(shards) > 1:
+        _, r, new = _first_of_runs(np.concatenate([s.digests for s in shards]),
+                                   np.concatenate([s.firsts for s in shards]))
+        inside += _repeats(r, new, limit)
+    best: dict[int, tuple[int, int]] = {}
+    for i, j in inside:  # one pair per first member: the earliest repeat of it
+        if i not in best or j < best[i][1]:
+            best[i] = (i, j)
+    return sorted(best.values(), key=lambda p: (p[1], p[0]))[:limit]

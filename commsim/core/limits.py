@@ -21,11 +21,18 @@ import operator
 
 from commsim.core.errors import InputError
 
-__all__ = ["MAX_EXHAUSTIVE_BITS", "MEMORY_BUDGET_BYTES", "MAX_INSTANCES", "MAX_SEED", "MAX_SEQUENCE_LENGTH",
+__all__ = ["MAX_EXHAUSTIVE_BITS", "MAX_STREAMED_INSTANCES", "MAX_LOCAL_STREAMED_INSTANCES", "MEMORY_BUDGET_BYTES", "MAX_INSTANCES", "MAX_SEED", "MAX_SEQUENCE_LENGTH",
            "check_size", "check_memory", "check_seed", "check_pow2", "show_size", "show_bytes"]
 
 #: the largest number of free input bits an exhaustive enumeration will materialize
 MAX_EXHAUSTIVE_BITS = 24
+
+#: the most instances a sharded, streaming exhaustive sweep covers (its memory is one chunk's, whatever the
+#: count; the limit is the work: 2^40 instances is about a day on 512 workers)
+MAX_STREAMED_INSTANCES = 1 << 40
+
+#: the most instances one process sweeps (``run --instances all``): 2^32 is a few hours on one core
+MAX_LOCAL_STREAMED_INSTANCES = 1 << 32
 
 #: the most memory one request may allocate (arrays, weights, instance batches): 4 GiB
 MEMORY_BUDGET_BYTES = 4 * 2**30

@@ -2,7 +2,8 @@
 
 A party program is a generator.  It yields :class:`Send` to put a bit string on
 the channel and :class:`Receive` to wait for the next message addressed to it
-(the ``yield`` then evaluates to a private copy of that message's bits).  Its
+(the ``yield`` then evaluates to a private copy of that message's bits); a randomized
+program yields :class:`Flip` for coins, which the runner hands out and records.  Its
 return value is the party's output.
 
 A :class:`Protocol` builds each party's program from that party's share
@@ -44,7 +45,21 @@ class Receive:
     label: str | None = None  # what the receiver expects (checked against the message's label when given)
 
 
-PartyProgram = Generator["Send | Receive", "Bits | None", Any]
+@dataclass(frozen=True)
+class Flip:
+    """Ask the runner for ``count`` fair coins (the ``yield`` evaluates to them as :class:`Bits`).
+
+    ``public`` coins come from the shared random string both parties read (each from its start); private
+    coins from the asking party's own stream.  The runner draws them from the run's seeded
+    :class:`~commsim.core.coins.CoinSource` and records them in the transcript: coins are never hidden state.
+    """
+
+    label: str
+    count: int
+    public: bool = False
+
+
+PartyProgram = Generator["Send | Receive | Flip", "Bits | None", Any]
 
 
 class Protocol:

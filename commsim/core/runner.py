@@ -5,6 +5,10 @@ handed private copies of the bits it receives.  In audit mode
 (:class:`AuditSession`) each party runs in its own process (multiprocessing,
 spawn start method) and only bytes cross between processes: the parent is the
 channel.  Both modes use the same scheduler, so results and transcripts agree.
+
+A randomized program's coins (:class:`~commsim.core.party.Flip`) come from the run's
+:class:`~commsim.core.coins.CoinSource`, which only the scheduler holds (in audit mode: the parent), and
+are recorded in the transcript; a seed therefore reproduces a randomized run exactly.
 """
 from __future__ import annotations
 
@@ -18,8 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from commsim.core.bits import Bits
-from commsim.core.channel import Transcript, other_party
-from commsim.core.party import Protocol, ProtocolError, Receive, Send
+from commsim.core.channel import CoinDraw, Transcript, other_party
+from commsim.core.coins import CoinSource
+from commsim.core.party import Flip, Protocol, ProtocolError, Receive, Send
 
 DEFAULT_MAX_ROUNDS = 100_000
 
@@ -61,8 +66,37 @@ def _copy_bits(bits: Bits) -> Bits:
     return Bits(bits.to_bytes(), len(bits))
 
 
-def _schedule(parties: dict, output_party: str, max_rounds: int) -> RunResult:
+class _Coins:
+    """The scheduler's coin desk: hands out coins from the source and records each new one once."""
+
+    def __init__(self, source: CoinSource | None):
+        self.source, self.draws = source, []
+        self.cursor = {(p, s): 0 for p in ("alice", "bob") for s in ("public", p)}
+        self.public_recorded = 0
+
+    def flip(self, party: str, act: Flip) -> Bits:
+        count = act.count
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ProtocolError(f"{party} asked for {count!r} coins under {act.label!r}; a count is an int >= 0")
+        if self.source is None:
+            raise ProtocolError(f"{party} flips coins ({act.label!r}) but the run has no coin source; "
+                                "pass coins=CoinSource(seed, instance) to run a randomized protocol")
+        stream = "public" if act.public else party
+        start = self.cursor[(party, stream)]
+        self.cursor[(party, stream)] = start + count
+        bits = self.source.bits(stream, start, count)
+        if stream != "public":
+            self.draws.append(CoinDraw(stream, party, act.label, start, bits))
+        elif start + count > self.public_recorded:   # the part of the public string nobody has read yet
+            new = max(start, self.public_recorded)
+            self.draws.append(CoinDraw(stream, party, act.label, new, bits[new - start:]))
+            self.public_recorded = start + count
+        return bits
+
+
+def _schedule(parties: dict, output_party: str, max_rounds: int, coins: CoinSource | None = None) -> RunResult:
     """Drive both parties until both finish; raise on deadlock, bad messages or too many rounds."""
+    desk = _Coins(coins)
     items: list[tuple[str, str, Bits]] = []
     queues: dict[str, list[tuple[str, Bits]]] = {"alice": [], "bob": []}
     action = {p: parties[p].step(None) for p in ("alice", "bob")}
@@ -89,6 +123,8 @@ def _schedule(parties: dict, output_party: str, max_rounds: int) -> RunResult:
                     if act.label is not None and act.label != label:
                         raise ProtocolError(f"{p} expected message {act.label!r} but got {label!r}")
                     action[p] = parties[p].step(_copy_bits(bits))
+                elif isinstance(act, Flip):
+                    action[p] = parties[p].step(desk.flip(p, act))
                 elif act is _DONE or isinstance(act, Receive):
                     break
                 else:
@@ -104,20 +140,21 @@ def _schedule(parties: dict, output_party: str, max_rounds: int) -> RunResult:
         if queues[p]:
             raise ProtocolError(f"{p} finished with {len(queues[p])} unread message(s)")
     return RunResult({p: parties[p].output for p in ("alice", "bob")},
-                     Transcript.build(items), output_party)
+                     Transcript.build(items, desk.draws), output_party)
 
 
 def run_protocol(protocol: Protocol, alice_share, bob_share, *, max_rounds: int = DEFAULT_MAX_ROUNDS,
-                 audit: "AuditSession | bool" = False) -> RunResult:
-    """Run ``protocol`` on the two shares; ``audit=True`` runs each party in its own process."""
+                 audit: "AuditSession | bool" = False, coins: CoinSource | None = None) -> RunResult:
+    """Run ``protocol`` on the two shares; ``audit=True`` runs each party in its own process; ``coins``
+    answers a randomized program's coin flips (and they are recorded in the transcript)."""
     if audit:
         if isinstance(audit, AuditSession):
-            return audit.run(protocol, alice_share, bob_share, max_rounds=max_rounds)
+            return audit.run(protocol, alice_share, bob_share, max_rounds=max_rounds, coins=coins)
         with AuditSession() as session:
-            return session.run(protocol, alice_share, bob_share, max_rounds=max_rounds)
+            return session.run(protocol, alice_share, bob_share, max_rounds=max_rounds, coins=coins)
     parties = {"alice": _LocalParty(protocol, "alice", alice_share),
                "bob": _LocalParty(protocol, "bob", bob_share)}
-    return _schedule(parties, protocol.output_party, max_rounds)
+    return _schedule(parties, protocol.output_party, max_rounds, coins)
 
 
 # ---- audit mode: one process per party, only bytes cross -----------------
@@ -154,8 +191,9 @@ def _serve(conn) -> None:
                         conn.send(("bad", f"{type(act.bits).__name__} under {act.label!r}"))
                         break
                     conn.send(("send", act.label, act.bits.to_bytes(), len(act.bits)))
-                elif isinstance(act, Receive):
-                    conn.send(("recv", act.label))
+                elif isinstance(act, (Receive, Flip)):   # a message or coins: both come from the parent
+                    conn.send(("recv", act.label) if isinstance(act, Receive) else
+                              ("flip", act.label, act.count, act.public))
                     kind, data, length = conn.recv()
                     if kind == "abort":
                         break
@@ -182,6 +220,8 @@ class _RemoteParty:
             return Send(msg[1], Bits(msg[2], msg[3]))
         if kind == "recv":
             return Receive(msg[1])
+        if kind == "flip":
+            return Flip(msg[1], msg[2], msg[3])
         if kind == "done":
             self.output = pickle.loads(msg[1])
             return _DONE
@@ -204,13 +244,13 @@ class AuditSession:
             self._conns[party], self._procs[party] = parent, proc
 
     def run(self, protocol: Protocol, alice_share, bob_share, *,
-            max_rounds: int = DEFAULT_MAX_ROUNDS) -> RunResult:
+            max_rounds: int = DEFAULT_MAX_ROUNDS, coins: CoinSource | None = None) -> RunResult:
         shares = {"alice": alice_share, "bob": bob_share}
         for party in ("alice", "bob"):
             self._conns[party].send((pickle.dumps((protocol, shares[party])), party))
         parties = {p: _RemoteParty(self._conns[p], p) for p in ("alice", "bob")}
         try:
-            return _schedule(parties, protocol.output_party, max_rounds)
+            return _schedule(parties, protocol.output_party, max_rounds, coins)
         except ProtocolError:
             self.close(force=True)  # a worker may be mid-program; start afresh next time
             self.__init__()

@@ -9,7 +9,7 @@ import numpy as np
 from commsim.certify.types import Certificate
 from commsim.core.channel import Transcript
 from commsim.core.party import Protocol
-from commsim.theory.bounds import LowerBound
+from commsim.theory.bounds import ErrorBound, LowerBound
 from commsim.theory.problems import Problem
 
 #: Kinds of split between Alice and Bob, as simulators and reductions declare them (the bounds depend on them).
@@ -26,6 +26,9 @@ class Share:
     positions: np.ndarray
     tokens: np.ndarray
     seq_len: int
+    #: (position, token) pairs of the other party's positions that this party knows too (public side
+    #: information, e.g. the query of [PNP24]'s composition task, known to both); empty for most tasks
+    public: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,8 @@ class Encoded:
     tokens: np.ndarray
     alice_positions: np.ndarray
     output_positions: tuple[int, ...]
+    #: positions whose tokens both parties know (each share lists them in ``Share.public``)
+    public_positions: tuple[int, ...] = ()
 
     @property
     def seq_len(self) -> int:
@@ -58,13 +63,14 @@ class Encoded:
     def shares(self, i: int) -> tuple[Share, Share]:
         a, b = self.alice_positions, self.bob_positions
         row = self.tokens[i]
-        return Share(a, row[a].copy(), self.seq_len), Share(b, row[b].copy(), self.seq_len)
+        public = tuple((int(p), int(row[p])) for p in self.public_positions)
+        return Share(a, row[a].copy(), self.seq_len, public), Share(b, row[b].copy(), self.seq_len, public)
 
     def owner(self, position: int) -> str:
         return "alice" if position in set(self.alice_positions.tolist()) else "bob"
 
     def subset(self, index) -> "Encoded":
-        return Encoded(self.tokens[index], self.alice_positions, self.output_positions)
+        return Encoded(self.tokens[index], self.alice_positions, self.output_positions, self.public_positions)
 
 
 @dataclass
@@ -129,6 +135,8 @@ class Reduction:
     description: str = ""
     default_model: str = ""     # the spec `commsim run` uses when --model is not given
     default_n: int = 8
+    #: ``commsim run``'s --instances when not given: None (every instance) or a sample size
+    default_instances: int | None = None
     split: str = ""             # the kind of split its encoding gives (CONTIGUOUS_PREFIX, QUERY_ONLY, ODD_EVEN, ...)
 
     def problem(self, n: int) -> Problem:
@@ -204,6 +212,17 @@ class Reduction:
             raise NotImplementedError(f"{self.id}: its decode does not determine the model's label from the answer")
         return np.argmax(fits, axis=1)[:, None]
 
+    #: simulator name -> the registered variant this reduction runs instead (e.g. a one-way protocol that uses
+    #: the public query of :attr:`Encoded.public_positions`); the model's kind still selects the first
+    simulator_variants: dict = {}
+
+    def error_bound(self, model, simulator: "Simulator", problem: Problem, encoded: Encoded,
+                    bits_used: int) -> ErrorBound | None:
+        """A distributional bound (a floor on the error rate over the run's instance distribution) for a
+        protocol that really sent ``bits_used`` bits, or None (the default: the reduction states none).  When
+        given, the report's ``measured_error`` sets the measured error rate and its interval beside it."""
+        return None
+
     def evaluation_sets(self, problem: Problem, alice: np.ndarray, bob: np.ndarray, seed: int) -> list[EvaluationSet]:
         """Inputs beyond the run's instances the model is judged on (none by default): a task whose answer
         is defined on more inputs than the source problem's instances declares them here (Dyck-(2,2))."""
@@ -241,6 +260,8 @@ class Simulator:
     partition_kind: str = ANY_PARTITION
     #: the split kinds on which its protocol is one-way (only Alice speaks); two-way on the others
     one_way_splits: tuple[str, ...] = ()
+    #: False: never chosen by the model's kind, only as a reduction's :attr:`Reduction.simulator_variants`
+    selectable: bool = True
 
     def split_direction(self, split: str) -> str | None:
         """``"one-way"`` or ``"two-way"``: the direction of its protocol on a split of kind ``split``;

@@ -73,6 +73,12 @@ class Report:
             "transcript": None if self.transcript is None else self.transcript.to_dict(),
             "details": self.details, "torch_agreement": self.torch_agreement,
             "measured_error": self.measured_error,
+            # the flat keys of the design contract for a distributional bound (None without one)
+            "error_rate": None if self.measured_error is None else self.measured_error["rate"],
+            "error_rate_interval": None if self.measured_error is None else
+            [self.measured_error["low"], self.measured_error["high"]],
+            "error_bound": None if self.measured_error is None or not self.measured_error["applies"] else
+            self.measured_error["bound"],
         }
 
     def verdict(self) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from commsim.pipeline.report import Report
+from commsim.pipeline.shards import stream_exhaustive, streams
 from commsim.pipeline.stages import (
     evaluate,
     evaluation_sets,
@@ -42,6 +43,8 @@ def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, 
     an input the model must fail on; ``progress(stage, done, total)`` is called during long work.
     """
     setup = prepare(reduction_id, model_spec, n)
+    if streams(setup, instances):  # beyond what one in-memory sweep holds: shards, in bounded memory
+        return stream_exhaustive(setup, model_spec, seed=seed, audit=audit, certify=certify, progress=progress)
     chosen = select_instances(setup.problem, instances, seed)
     evaluated = [evaluate(setup, which, seed=seed, audit=audit, progress=progress)
                  for which in evaluation_sets(setup, chosen, instances, seed)]

@@ -31,12 +31,15 @@ from commsim.pipeline.interfaces import (
     Simulator,
     Sweep,
 )
+from commsim.pipeline.framework import framework_agreement, recheck_certificate
+from commsim.pipeline.measured import measured_error
 from commsim.pipeline.report import Report
 from commsim.plugins import load_plugins, make_model
 from commsim.theory.bounds import LowerBound
 from commsim.theory.problems import Problem
 
-#: the most instances ``instances=None`` (``--instances all``) enumerates; beyond, sample
+#: the most instances ``instances=None`` (``--instances all``) enumerates in memory; beyond, ``run_reduction``
+#: streams them in shards (:mod:`commsim.pipeline.shards`) and the other callers sample
 MAX_EXHAUSTIVE_INSTANCES = 1 << 24
 
 #: bytes a run holds per instance and input position (inputs, tokens, per-position outputs), for the budget
@@ -72,7 +75,7 @@ def simulator_for(model) -> Simulator:
     When none does, a model may say why in ``no_protocol_reason`` (e.g. a two-layer transformer,
     which no simulator of the one-layer kind can run); that reason is the refusal."""
     for entry in load_plugins().entries("simulator"):
-        if entry.obj.accepts(model):
+        if entry.obj.selectable and entry.obj.accepts(model):
             return entry.obj
     reason = getattr(model, "no_protocol_reason", None)
     raise NotApplicable(reason or f"no registered simulator wraps a model of type {type(model).__name__}", "model")
@@ -89,6 +92,8 @@ def prepare(reduction: str | Reduction, model: str | Any | None = None, n: int |
     spec = model if model is not None else reduction.default_model
     built = make_model(spec, **reduction.model_context(n))
     simulator = simulator_for(built)
+    if simulator.name in reduction.simulator_variants:   # e.g. a one-way protocol that uses a public query
+        simulator = load_plugins().get("simulator", reduction.simulator_variants[simulator.name])
     reduction.check(built, simulator, problem)
     return Prepared(reduction, problem, built, simulator, spec if isinstance(spec, str) else None)
 
@@ -172,18 +177,19 @@ class Audited:
     runner_checked: int
 
 
-def runner_checks(count: int, seed: int, every: bool) -> np.ndarray:
-    """The instances the runner re-runs: all of them (``every``), else a seeded sample of
-    :data:`RUNNER_CHECKS` (all, in a seeded order, when there are no more)."""
+def runner_checks(count: int, seed: int, every: bool, checks: int = RUNNER_CHECKS) -> np.ndarray:
+    """The instances the runner re-runs: all of them (``every``), else a seeded sample of ``checks``
+    (default :data:`RUNNER_CHECKS`; all, in a seeded order, when there are no more)."""
     if every:
         return np.arange(count)
-    return np.random.default_rng(seed + 1).choice(count, size=min(RUNNER_CHECKS, count), replace=False)
+    return np.random.default_rng(seed + 1).choice(count, size=min(checks, count), replace=False)
 
 
 def sweep_and_audit(protocol: Protocol, count: int, shares: Callable[[int], tuple], *, batch: BatchRun | None,
                     read_output: Callable[[Any], Any] = lambda out: out, seed: int = 0, audit: bool = False,
                     check_every: bool = False, transcript: Transcript | None = None,
-                    progress: Progress | None = None) -> Audited:
+                    progress: Progress | None = None, checks: int = RUNNER_CHECKS,
+                    coins: Callable[[int], Any] | None = None) -> Audited:
     """Run instances through the real runner and hold the vectorized sweep to it.
 
     ``batch`` is the vectorized path's result for all ``count`` instances; a seeded subset
@@ -191,15 +197,17 @@ def sweep_and_audit(protocol: Protocol, count: int, shares: Callable[[int], tupl
     (``read_output`` of the runner's output), bits each way and rounds, or a :class:`ProtocolError` (an
     internal fault) is raised.  Without a batch every instance goes through the runner, which then gives
     the results.  ``audit`` runs the parties in separate processes.  ``transcript`` is the costliest
-    transcript known so far; the costliest seen is returned.
+    transcript known so far; the costliest seen is returned.  ``coins(i)``, for a randomized protocol, is
+    instance i's :class:`~commsim.core.coins.CoinSource` (the batch must have drawn the same coins).
     """
-    checks = runner_checks(count, seed, every=check_every or batch is None)
+    checks = runner_checks(count, seed, every=check_every or batch is None, checks=checks)
     results: list | None = None if batch is not None else [None] * count
     session = AuditSession() if audit else None
     try:
         for step, i in enumerate(checks):
             i = int(i)
-            result = run_protocol(protocol, *shares(i), audit=session or False)
+            result = run_protocol(protocol, *shares(i), audit=session or False,
+                                  coins=None if coins is None else coins(i))
             t = result.transcript
             output = read_output(result.output)
             if batch is not None:
@@ -232,16 +240,17 @@ def _labels(output) -> np.ndarray:
 
 
 def simulate(setup: Prepared, encoded: Encoded, *, seed: int = 0, audit: bool = False,
-             progress: Callable[[str, int, int], None] | None = None) -> tuple[Sweep, Audited]:
+             progress: Callable[[str, int, int], None] | None = None,
+             checks: int = RUNNER_CHECKS) -> tuple[Sweep, Audited]:
     """The simulator's vectorized sweep over every instance (protocol and direct forward), audited against
-    the runner (:func:`sweep_and_audit`): every instance in audit mode when there are at most
-    :data:`RUNNER_CHECKS`, else a seeded sample."""
+    the runner (:func:`sweep_and_audit`): every instance in audit mode when there are at most ``checks``
+    (default :data:`RUNNER_CHECKS`), else a seeded sample of ``checks`` (a streamed shard spreads them)."""
     sweep = setup.simulator.sweep(setup.model, encoded, progress=_stage(progress, "sweep"))
     batch = BatchRun(sweep.protocol_labels, sweep.alice_to_bob, sweep.bob_to_alice, sweep.rounds)
     audited = sweep_and_audit(setup.simulator.make_protocol(setup.model, encoded), encoded.batch, encoded.shares,
                               batch=batch, read_output=_labels, seed=seed, audit=audit,
-                              check_every=audit and encoded.batch <= RUNNER_CHECKS, transcript=sweep.transcript,
-                              progress=_stage(progress, "runner check"))
+                              check_every=audit and encoded.batch <= checks, transcript=sweep.transcript,
+                              progress=_stage(progress, "runner check"), checks=checks)
     return sweep, audited
 
 
@@ -318,13 +327,13 @@ class Evaluated:
 
 
 def evaluate(setup: Prepared, which: EvaluationSet, *, seed: int = 0, audit: bool = False,
-             progress: Callable[[str, int, int], None] | None = None) -> Evaluated:
+             progress: Callable[[str, int, int], None] | None = None, checks: int = RUNNER_CHECKS) -> Evaluated:
     """Encode one set, run the simulator's audited sweep on it (the protocol must equal the direct forward
-    on these strings too) and decode the answers."""
+    on these strings too) and decode the answers (``checks``: instances the runner re-runs, see :func:`simulate`)."""
     chosen = Instances(which.alice, which.bob, which.described)
     encoded = encode_instances(setup, chosen)
     named = (lambda stage, done, total: progress(f"{stage} ({which.name})", done, total)) if progress else None
-    sweep, audited = simulate(setup, encoded, seed=seed, audit=audit, progress=named)
+    sweep, audited = simulate(setup, encoded, seed=seed, audit=audit, progress=named, checks=checks)
     return Evaluated(which, chosen, encoded, sweep, audited, decode(setup, chosen, sweep))
 
 
@@ -383,7 +392,7 @@ def find_certificate(setup: Prepared, evaluated: list[Evaluated], bound: LowerBo
         searched = (f"{searched}; " if searched else "") + "the model is wrong on " + ", ".join(
             f"{f.wrong.size:,} of the {len(f.chosen.alice):,} {f.which.described}" for f in failing) + \
             f"; the first of the {e.which.described} is the certificate"
-    return certificate, searched
+    return recheck_certificate(setup, certificate), searched   # a framework model's forward re-checks it
 
 
 def make_report(setup: Prepared, chosen: Instances, evaluated: list[Evaluated], bound: LowerBound,
@@ -400,6 +409,10 @@ def make_report(setup: Prepared, chosen: Instances, evaluated: list[Evaluated], 
              "wrong": int(e.wrong.size), "accuracy": float(e.outcome.correct.mean()) if len(e.chosen.alice) else 1.0,
              "protocol_matches_model": bool(e.outcome.matches.all())} for e in evaluated]
     refuted = certificate is not None and certificate.verified
+    err = setup.reduction.error_bound(setup.model, setup.simulator, setup.problem, main.encoded,
+                                      int(main.sweep.total_bits.max()) if len(main.chosen.alice) else 0)
+    measured = None if err is None else measured_error(err, int(main.wrong.size), len(main.chosen.alice),
+                                                       exhaustive=main.which.name != "sampled")
     return Report(
         reduction=setup.reduction.id, problem=setup.problem.name, task=setup.reduction.task,
         protocol=setup.simulator.name, model=setup.model_name, n=setup.problem.n, seq_len=main.encoded.seq_len,
@@ -414,4 +427,5 @@ def make_report(setup: Prepared, chosen: Instances, evaluated: list[Evaluated], 
         runner_checked=sum(e.audited.runner_checked for e in evaluated), audited=audit,
         certificate=certificate, certificate_search=searched,
         transcript=max(transcripts, key=lambda t: t.total_bits) if transcripts else None, details=main.sweep.details,
-        accuracy_by_set={s["name"]: s["accuracy"] for s in sets}, evaluation_sets=sets)
+        accuracy_by_set={s["name"]: s["accuracy"] for s in sets}, evaluation_sets=sets, measured_error=measured,
+        torch_agreement=framework_agreement(setup.model, main.encoded))

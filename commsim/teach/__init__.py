@@ -7,9 +7,10 @@ Topics register under the ``topic`` registry kind as functions ``build(n: int | 
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
-__all__ = ["Step", "Lesson", "render_markdown", "render_text"]
+__all__ = ["Step", "Lesson", "render_markdown", "render_plain", "render_text", "mermaid_sequence", "message_runs"]
 
 
 @dataclass
@@ -22,11 +23,15 @@ class Step:
     inequality: str = ""       # LaTeX, without $ delimiters
     reference: str = ""
     notes: str = ""
+    #: engine data a page draws beside the messages, e.g. {"kind": "certificate", "certificate": cert.to_dict(),
+    #: "problem": "dyck22"}, {"kind": "dfa", "language": "dyck22", "n": 8}, {"kind": "matrix", "problem": "eq", "n": 3}
+    figures: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {"title": self.title, "claim": self.claim, "instance": self.instance, "holdings": self.holdings,
                 "messages": [{"sender": s, "label": lab, "bits": b} for s, lab, b in self.messages],
-                "inequality": self.inequality, "reference": self.reference, "notes": self.notes}
+                "inequality": self.inequality, "reference": self.reference, "notes": self.notes,
+                "figures": self.figures}
 
 
 @dataclass
@@ -69,9 +74,57 @@ def _message_line(sender: str, label: str, bits: str) -> str:
     return f"{arrow}: {label} ({size}) {shown}".replace("() ", "")
 
 
-def render_markdown(lesson: Lesson) -> str:
-    """Lecture notes: one section per step, math in LaTeX ($...$ and $$...$$)."""
+def _mermaid_text(text: str) -> str:
+    """A message text mermaid reads as plain text (no statement break, comment or entity)."""
+    return text.replace(";", ",").replace("#", "no. ").replace("%", " percent").replace("\n", " ")
+
+
+#: a message label's run qualifier: a step showing two runs side by side labels each message with its run
+_RUN = re.compile(r"\s(\((?:member|run) [^()]*\)|for Alice's .*)$")
+
+
+def message_runs(messages) -> list[tuple[str, list]]:
+    """A step's messages split into the runs they came from (by the label's qualifier, e.g. "(member 3)" or
+    "for Alice's x = 0101"), qualifiers removed; one run with an empty name when there is no qualifier."""
+    runs: dict[str, list] = {}
+    for sender, label, bits in messages:
+        m = _RUN.search(label)
+        name = m.group(1).strip("()") if m else ""
+        runs.setdefault(name, []).append((sender, label[:m.start()] if m else label, bits))
+    return list(runs.items())
+
+
+def mermaid_sequence(messages) -> list[str]:
+    """A step's messages as a ``mermaid`` sequence diagram block: rounds as notes at each change of sender,
+    counted per run when the step shows several runs (each announced by a note)."""
+    lines = ["```mermaid", "sequenceDiagram", "    participant A as Alice", "    participant B as Bob"]
+    for run, msgs in message_runs(messages):
+        if run:
+            lines.append(f"    Note over A,B: {_mermaid_text(run)}")
+        last, round_no = None, 0
+        for sender, label, bits in msgs:
+            if sender != last:
+                round_no += 1
+                lines.append(f"    Note over A,B: round {round_no}")
+                last = sender
+            count = len(bits) if set(bits) <= {"0", "1"} else None
+            size = f"{count} bits" if count is not None else _mermaid_text(bits)
+            arrow = "A->>B" if sender == "alice" else "B->>A"
+            lines.append(f"    {arrow}: {_mermaid_text(label)} ({size})")
+    return lines + ["```"]
+
+
+def render_markdown(lesson: Lesson, figures: dict[int, list[str]] | None = None,
+                    figure_list: list[str] | None = None, mermaid: bool = True) -> str:
+    """Lecture notes: one section per step, math in LaTeX ($...$ and $$...$$).
+
+    ``figures`` maps a step number (1-based) to Markdown lines placed after its messages (image links, or a
+    page's figure placeholders); ``figure_list`` is the list of figures shown after the summary;
+    ``mermaid`` adds each step's messages as a mermaid sequence diagram."""
+    figures = figures or {}
     out = [f"# {lesson.title}", "", lesson.summary, ""]
+    if figure_list is not None:
+        out += ["**Figures.**", ""] + (figure_list or ["none"]) + [""]
     for i, step in enumerate(lesson.steps, 1):
         out += [f"## Step {i}. {step.title}", "", f"**Claim.** {step.claim}", ""]
         if step.instance:
@@ -84,12 +137,37 @@ def render_markdown(lesson: Lesson) -> str:
             out += ["**Messages.**", ""]
             out += [f"- {_message_line(*m)}" for m in step.messages]
             out.append("")
+            if mermaid:
+                out += mermaid_sequence(step.messages) + [""]
+        for line in figures.get(i, []):
+            out += [line, ""]
         if step.inequality:
             out += ["$$", step.inequality, "$$", ""]
         if step.notes:
             out += [step.notes, ""]
         if step.reference:
             out += [f"*Where it is proved:* {step.reference}", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def render_plain(lesson: Lesson) -> str:
+    """The walkthrough as plain text for a pipe or a file: no boxes, no wrapping (a line is as long as its
+    content, so no row of a message list is broken at the terminal's width)."""
+    out = [lesson.title, lesson.summary, ""]
+    for i, step in enumerate(lesson.steps, 1):
+        out += [f"Step {i}. {step.title}", f"  claim:    {step.claim}"]
+        if step.instance:
+            lines = step.instance.splitlines()
+            out += [f"  instance: {lines[0]}"] + [f"            {line}" for line in lines[1:]]
+        out += [f"  {party.capitalize() + ':':9} {held}" for party, held in step.holdings.items()]
+        out += [f"  message:  {_message_line(*m)}" for m in step.messages]
+        if step.inequality:
+            out.append(f"  so:       {latex_to_text(step.inequality)}")
+        if step.notes:
+            out.append(f"  note:     {step.notes}")
+        if step.reference:
+            out.append(f"  proof:    {step.reference}")
+        out.append("")
     return "\n".join(out).rstrip() + "\n"
 
 

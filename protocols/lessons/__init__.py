@@ -27,6 +27,11 @@ TOPICS = {
                      "fooling sets for EQ, DISJ, INDEX and Dyck-(2,2); the rectangle property"),
     "two-layers": ("two_layers", "two_layers",
                    "why the method stops at one layer: a two-layer model needs N/2 bits (Lemma 5)"),
+    "compose": ("compose", "compose",
+                "function composition g(f(x)) against one attention layer: the one-way message, the counting "
+                "argument and the error it forces ([PNP24] Theorems 1 and 2)"),
+    "randomized": ("randomized", "randomized",
+                   "randomized protocols: EQ falls to fingerprints, INDEX and DISJ bounds survive coins"),
 }
 
 
@@ -37,6 +42,12 @@ def _builder(module: str, function: str):
     return build
 
 
+def _described(name: str, description: str) -> str:
+    from protocols.lessons.common import size_text
+    limits = size_text(name)
+    return f"{description} [{limits}]" if limits else description
+
+
 def register(registry) -> None:
     for name, (module, function, description) in TOPICS.items():
-        registry.register("topic", name, _builder(module, function), description)
+        registry.register("topic", name, _builder(module, function), _described(name, description))

@@ -10,7 +10,11 @@ from protocols.lessons.common import engine, messages_of, run_one
 from protocols.lessons.common import size_arg as _size
 from protocols.theorems import dyck_min_width, exchange_bits, query_bits
 
-DYCK_SPEC = "attention:probe:at=0,accept=0/2"
+#: the lesson's layer: the lookup construction cut down to width 4 -- right on every member, its transcripts
+#: differ from member to member, yet below N - 1 bits two of them must collide
+DYCK_SPEC = "construct:lookup:width=4"
+#: the named contrast: a probe that reads one position, one transcript for every member
+PROBE_SPEC = "attention:probe:at=0,accept=0/2"
 
 
 def attention_dyck(n: int | None = None) -> Lesson:
@@ -113,7 +117,12 @@ def attention_dyck(n: int | None = None) -> Lesson:
             messages=messages_of(rc.transcript),
             inequality=r"T(x_1, y_1) = T(x_2, y_2) \implies T(x_1, y_2) = T(x_1, y_1)",
             notes=f"certificate verified: {cert.verified}. {cert.explanation}",
-            reference="Lemma 1 of [BHBK24]; the rectangle property (behind Fact 4 of [BHBK24])"))
+            reference="Lemma 1 of [BHBK24]; the rectangle property (behind Fact 4 of [BHBK24])",
+            figures=[{"kind": "certificate", "certificate": cert.to_dict(), "problem": "dyck22",
+                      "caption": f"members {m1['index']} and {m2['index']} and their crossing, each party's half "
+                                 "(Alice: odd positions, Bob: even); highlighted: where the crossing differs "
+                                 "from each member"}]))
+        steps.append(_probe_contrast(N, x))
     L = ceil_log2(N)
     need = float(dyck_min_width(N, p))
     line = []
@@ -153,3 +162,26 @@ def attention_dyck(n: int | None = None) -> Lesson:
     return Lesson("attention-dyck", f"Dyck-(2,2) against one attention layer (Lemma 1, Theorem 5; N = {N})",
                   "The fooling set of all members, a real layer's transcripts on it, a collision, the crossing on "
                   "which the layer must be wrong, and the width bound mH ≥ (N − 1)/(3(p + log N)).", steps, N)
+
+
+def _probe_contrast(N: int, x) -> Step:
+    """The contrast: a probe layer sends one transcript for every member, so it collides at once."""
+    from commsim.theory.dyck import DyckLanguage
+    lang = DyckLanguage(2, 2)
+    reduction, problem, model, simulator = engine("dyck22-fooling", PROBE_SPEC, N)
+    A0, B0 = problem.split(np.asarray(x)[None])
+    encoded, result, answer, _ = run_one(reduction, problem, model, simulator, A0[0], B0[0])
+    cert, searched = simulator.certificate(model, reduction, problem,
+                                           reduction.lower_bound(model, simulator, problem, encoded), seed=0)
+    distinct = cert.details.get("distinct_transcripts") if cert is not None else None
+    return Step(
+        "Contrast: a probe that sends the same transcript for every member",
+        f"{PROBE_SPEC} reads a single position and accepts by its token. Its exchange does not depend on the "
+        f"rest of the string, so every member gets the same transcript: the fooling set collides at once, with no "
+        f"pigeonhole needed. The layer above is the instructive case: its transcripts differ, and it still "
+        f"cannot give {2 ** (N - 1)} members distinct ones.",
+        instance=f"transcript on {lang.decode(np.asarray(x))}: {result.transcript.total_bits} bits, answer {answer}\n"
+                 f"fooling-set sweep: {searched}",
+        messages=messages_of(result.transcript),
+        inequality=rf"\#\text{{transcripts}} = {distinct if distinct is not None else '?'} < 2^{{{N}-1}} = {2 ** (N - 1)}",
+        reference="Lemma 1 of [BHBK24]")

@@ -11,8 +11,35 @@ def bits_text(a) -> str:
     return "".join(str(int(v)) for v in np.asarray(a).reshape(-1))
 
 
-def size_arg(n: int | None, default: int, minimum: int, maximum: int, topic: str, even: bool = False) -> int:
-    """The lesson's instance size: ``n`` or the default, checked against the range that runs in seconds."""
+#: each topic's instance size: (default, minimum, maximum, even only) -- the range that runs in seconds;
+#: ``commsim teach --help`` lists it
+SIZES = {
+    "rnn-index": (6, 3, 12, False),
+    "rnn-eq": (4, 2, 8, False),
+    "rnn-disj": (4, 2, 10, False),
+    "attention-protocol": (6, 3, 16, False),
+    "attention-dyck": (8, 4, 16, True),
+    "attention-disj": (4, 2, 8, False),
+    "fooling-sets": (4, 2, 8, False),
+    "two-layers": (4, 2, 8, False),
+    "randomized": (64, 4, 1024, False),
+}
+
+
+def size_text(topic: str) -> str:
+    """``--n`` of a topic for its help: "n in 3..12 (default 6)"."""
+    if topic not in SIZES:
+        return ""
+    default, minimum, maximum, even = SIZES[topic]
+    return f"--n {'even, ' if even else ''}{minimum}..{maximum} (default {default})"
+
+
+def size_arg(n: int | None, default: int | None = None, minimum: int | None = None, maximum: int | None = None,
+             topic: str = "", even: bool = False) -> int:
+    """The lesson's instance size: ``n`` or the default, checked against the range that runs in seconds
+    (the topic's entry of SIZES when it has one)."""
+    if topic in SIZES:
+        default, minimum, maximum, even = SIZES[topic]
     n = default if n is None else int(n)
     if n < minimum or n > maximum or (even and n % 2):
         parity = "an even number " if even else ""

@@ -71,6 +71,36 @@ def fooling_sets(n: int | None = None) -> Lesson:
                        rf"\ \lceil\log_2 \#\text{{rows}}\rceil = {rep.one_way_bits},"
                        rf"\ \text{{fooling set found}}: {rep.fooling.size}",
             reference="the rectangle property, log-rank and distinct rows: standard (Kushilevitz and Nisan, ch. 1-2, cited in Appendix B.1 of [BHBK24])"))
+    steps.append(_randomness_step(n))
     return Lesson("fooling-sets", "Fooling sets and the rectangle argument",
                   "Why a protocol that uses too few bits must confuse two inputs, shown on EQ, DISJ, INDEX and "
                   "Dyck-(2,2) with exhaustive checks.", steps, n)
+
+
+def _randomness_step(n: int) -> Step:
+    """The rectangle argument is about deterministic protocols: what survives coins, with EQ's fingerprint run."""
+    from commsim.core.coins import CoinSource
+    from commsim.core.runner import run_protocol
+    from commsim.theory.bounds import RANDOMIZED, index_one_way_randomized_bits
+    from commsim.theory.problems import make_problem
+    from protocols.baseline.randomized import FingerprintEquality
+
+    big = 1024   # coins pay off at large n: EQ_1024 takes 1024 bits deterministically
+    fp = FingerprintEquality(make_problem("eq", big), 0.01)
+    a = [1] * big
+    run = run_protocol(fp, a, a, coins=CoinSource(0, 0))
+    verdict = {True: "survives coins", False: "does not survive coins", None: "not stated"}
+    lines = [f"{name}: the bound {verdict[RANDOMIZED[name][0]]}" for name in ("eq", "index", "disj", "dyck22")]
+    return Step(
+        "Fooling sets bound deterministic protocols only",
+        "The rectangle property holds for every deterministic protocol, not for protocols with coins: a "
+        "randomized protocol may give two fooling-set members the same transcript and still be right with high "
+        f"probability. EQ shows it: for EQ_{big} the fingerprint protocol (a random x in F_p, p = {fp.prime}) "
+        f"sends {run.transcript.total_bits} bits with error at most {fp.promised_error:.3g}, against {big} bits "
+        "deterministically. INDEX one-way and DISJ "
+        "keep their bounds by other arguments (information, discrepancy); see `commsim teach randomized`.",
+        instance="\n".join(lines) + f"\nINDEX_{n} one-way at error 0.1: {index_one_way_randomized_bits(n, 0.1)} bits",
+        messages=[(m.sender, m.label, str(m.bits)) for m in run.transcript.messages],
+        inequality=rf"R_\epsilon(\mathrm{{EQ}}_{{{big}}}) \le {run.transcript.total_bits}\ \text{{(coins, error }}"
+                   rf"{fp.promised_error:.3g}\text{{)}}\quad D(\mathrm{{EQ}}_{{{big}}}) = {big}",
+        reference="Kalyanasundaram and Schnitger 1992, Razborov 1992 (DISJ); Kremer, Nisan, Ron 1999 (INDEX)")

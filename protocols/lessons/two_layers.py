@@ -21,6 +21,8 @@ EXHAUSTIVE_N = 10
 SAMPLE = 1024
 #: the coordinate of construct:eq2's residual stream where layer 1 writes x_i XOR x_t(i)
 XOR_SLOT = 2
+#: the lesson computes the model's communication matrix (2^N forwards) up to this length
+MATRIX_N = 12
 
 
 def _positions(pos) -> str:
@@ -123,6 +125,15 @@ def two_layers(n: int | None = None) -> Lesson:
     want = np.any(X[:, S_A] != X[:, S_B], axis=1).astype(got.dtype)
     fs = fooling_set("eq", n)
     ver = fs.verify()
+    matrix_text = ""
+    if N <= MATRIX_N:   # the model's own communication matrix on this split: rank from its outputs
+        from commsim.theory.comm_matrix import rank_real, search_fooling_set
+        from protocols.constructions.lemma5 import communication_matrix
+        M, _ = communication_matrix(moved, S_A, S_B)
+        found = search_fooling_set(M, restarts=1)
+        matrix_text = (f"\nthe model's communication matrix on this split (2^{n} x 2^{n}, from its outputs on every "
+                       f"input): rank {rank_real(M)}, a verified fooling set of {found.size} cells"
+                       f"{'' if found.verified else ' (NOT verified)'} — more splits: commsim separate two-layers")
     steps.append(Step(
         "Lemma 5: every balanced split, N/2 bits",
         "Renumber the position codes: give Alice's k-th position the code of position k and Bob's k-th the code "
@@ -131,7 +142,7 @@ def two_layers(n: int | None = None) -> Lesson:
         "protocol.",
         instance=f"a random balanced split: S_A = {_positions(S_A)}, S_B = {_positions(S_B)}\nrenumbered model "
                  f"checked on {checked}: output = [x_(S_A) ≠ x_(S_B)] on {int((got == want).sum())} of "
-                 f"{len(X)}\nEQ_{n} fooling set: {fs.construction} (verified: {ver.ok})",
+                 f"{len(X)}\nEQ_{n} fooling set: {fs.construction} (verified: {ver.ok}){matrix_text}",
         holdings={"alice": f"x at {_positions(S_A)}", "bob": f"x at {_positions(S_B)}"},
         inequality=rf"\mathrm{{CC}}_{{S_A, S_B}}(f) \ge \mathrm{{CC}}(\mathrm{{EQ}}_{{{n}}}) = {n} = N/2",
         reference="Lemma 5 of [BHBK24]; Fact 2 (EQ)"))

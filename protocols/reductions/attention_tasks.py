@@ -33,7 +33,7 @@ from commsim.pipeline.interfaces import (
     Encoded,
     Reduction,
 )
-from commsim.theory.bounds import Conditions, LowerBound
+from commsim.theory.bounds import Conditions, LowerBound, randomness
 from commsim.theory.problems import make_problem
 from protocols.theorems import disjointness_bits, one_way_attention_bits
 
@@ -127,7 +127,8 @@ class DisjMatch3(Reduction):
         return LowerBound(disjointness_bits(n), "DISJ_n fooling set (Facts 1 and 4 of [BHBK24]), as used for Match3 in [SHT23]",
                           Conditions("two-way", "Alice z_1..z_n, Bob z_(n+1)..z_(2n) and the query"),
                           f"every deterministic protocol for DISJ_{n} sends >= n = {n} bits, so a model computing "
-                          f"Match3 on N = {2 * n + 1} tokens carries >= {n} bits{extra}")
+                          f"Match3 on N = {2 * n + 1} tokens carries >= {n} bits{extra}",
+                          **randomness("disj"))
 
     def partition(self, seq_len: int) -> tuple[np.ndarray, tuple[int, ...]]:
         """Alice: z_1..z_n; the decision at N."""
@@ -141,7 +142,7 @@ class DisjMatch3(Reduction):
         direction = simulator.split_direction(self.split)
         bound = LowerBound(disjointness_bits(n), "[SHT23] via DISJ_n (Fact 1 of [BHBK24])",
                            Conditions(direction or "two-way", "halves: Alice z_1..z_n, Bob the rest"),
-                           "Match3 on N = 2n + 1 tokens decides DISJ_n: n bits")
+                           "Match3 on N = 2n + 1 tokens decides DISJ_n: n bits", **randomness("disj"))
         if direction is None:
             return bound.not_applicable(f"{simulator.name} has no protocol for a {self.split} split")
         return bound
@@ -200,7 +201,8 @@ class DisjQSA(Reduction):
         else:
             statement = f"every deterministic protocol for DISJ_{q} sends >= q = {q} bits (fooling set {{(x, ~x)}})"
         return LowerBound(disjointness_bits(q), "[SHT23] (qSA lower bound) via DISJ_q",
-                          Conditions(direction, "Alice: the query position only"), statement)
+                          Conditions(direction, "Alice: the query position only"), statement,
+                          **randomness("disj"))
 
     def partition(self, seq_len: int) -> tuple[np.ndarray, tuple[int, ...]]:
         """Alice: only the query position N; the decision there."""
@@ -212,7 +214,7 @@ class DisjQSA(Reduction):
         direction = simulator.split_direction(self.split)
         bound = LowerBound(disjointness_bits(q), "[SHT23] (qSA) via DISJ_q",
                            Conditions(direction or "one-way", "Alice: the query position only"),
-                           "qSA with N >= 2q + 1 decides DISJ_q: q bits")
+                           "qSA with N >= 2q + 1 decides DISJ_q: q bits", **randomness("disj"))
         if direction is None:
             return bound.not_applicable("in this reduction Alice owns only the last (query) position, which is not a "
                                         "prefix, so the hidden-state handoff does not apply; index-qsa gives the "

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.pipeline.interfaces import Encoded
-from commsim.theory.bounds import Conditions, LowerBound, ceil_log2
+from commsim.theory.bounds import Conditions, LowerBound, ceil_log2, randomness
 from commsim.theory.problems import Disjointness, Problem
 from protocols.reductions.base import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype
 from protocols.reductions.layouts import MemoryProgram, StoreAndRecall
@@ -95,14 +95,15 @@ class MultiQueryRecall(SourceReduction):
         return LowerBound(
             disjointness_bits(n), "Theorem 8 of [BHBK24] (DISJ_n: n bits, Fact 1)", ONE_WAY_CONTIGUOUS,
             f"m*p >= n = {n}: a recurrent model doing MQAR over n labelled keys gives a one-way DISJ_n "
-            f"protocol of m*p bits (Theorem 2)")
+            f"protocol of m*p bits (Theorem 2)", **randomness("disj"))
 
     def two_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:
         """Fact 1 of [BHBK24]: DISJ_n needs n bits two-way too."""
         return LowerBound(
             disjointness_bits(n), "DISJ_n deterministic bound (fooling set {(x, complement of x)}; Fact 1 of [BHBK24])",
             Conditions(direction="two-way", partition="any", deterministic=True),
-            f"bits exchanged >= n = {n}: DISJ_n needs n bits even with two-way communication")
+            f"bits exchanged >= n = {n}: DISJ_n needs n bits even with two-way communication",
+            **randomness("disj"))
 
 
 REDUCTIONS = [MultiQueryRecall]

@@ -27,7 +27,7 @@ from commsim.pipeline.interfaces import (
     EvaluationSet,
     Reduction,
 )
-from commsim.theory.bounds import Conditions, LowerBound, ceil_log2
+from commsim.theory.bounds import Conditions, LowerBound, ceil_log2, randomness
 from commsim.theory.problems import DyckProblem
 from protocols.theorems import dyck_fooling_bits, dyck_min_width, exchange_bits
 
@@ -157,7 +157,8 @@ class DyckFooling(Reduction):
                           f"{exchange_bits(m, p, H, N)} bits: mH >= (N - 1)/(3(p + ceil(log2 N))) = "
                           f"{N - 1}/(3·({p} + {ceil_log2(N)})) = {float(dyck_min_width(N, p)):.3f}, and this model "
                           f"has mH = {m * H}")
-        return LowerBound(dyck_fooling_bits(N), "Lemma 1 of [BHBK24]", Conditions("two-way", ODD_EVEN), statement)
+        return LowerBound(dyck_fooling_bits(N), "Lemma 1 of [BHBK24]", Conditions("two-way", ODD_EVEN),
+                          statement, **randomness("dyck22"))
 
     def partition(self, seq_len: int) -> tuple[np.ndarray, tuple[int, ...]]:
         """Alice: the odd positions (0-based even); the decision at the last position."""
@@ -168,7 +169,8 @@ class DyckFooling(Reduction):
         (N - 1 bits in any direction, so the parties that speak do not change it)."""
         bound = LowerBound(dyck_fooling_bits(seq_len), "Lemma 1 and Theorem 5 of [BHBK24]",
                            Conditions("two-way", ODD_EVEN),
-                           "Dyck-(2,2) with the odd/even split takes N - 1 bits: mH >= (N - 1)/(3(p + log N))")
+                           "Dyck-(2,2) with the odd/even split takes N - 1 bits: mH >= (N - 1)/(3(p + log N))",
+                           **randomness("dyck22"))
         if simulator.split_direction(self.split) is None:
             return bound.not_applicable(RNN_REASON if simulator.partition_kind == CONTIGUOUS_PREFIX
                                         else _no_protocol_reason(simulator))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.pipeline.interfaces import Encoded
-from commsim.theory.bounds import Conditions, LowerBound
+from commsim.theory.bounds import Conditions, LowerBound, randomness
 from commsim.theory.problems import Equality, Problem
 from protocols.reductions.base import ONE_WAY_CONTIGUOUS, SourceReduction
 from protocols.reductions.layouts import MemoryProgram, StoreAndCompare
@@ -67,7 +67,8 @@ class Inequality(SourceReduction):
         return LowerBound(
             equality_bits(n), "Theorem 11 of [BHBK24] (EQ_n: n bits, Fact 2; also Lemma 4)", ONE_WAY_CONTIGUOUS,
             f"m*p >= N/2 = {n}: a recurrent model computing INEQ on {{0,1}}^{2 * n} gives a one-way EQ_{n} protocol "
-            f"of m*p bits (Theorem 2); equivalently a DFA agreeing with INEQ needs 2^(N/2) states (Lemma 4)")
+            f"of m*p bits (Theorem 2); equivalently a DFA agreeing with INEQ needs 2^(N/2) states (Lemma 4)",
+            **randomness("eq"))
 
     def two_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:
         """Theorem 12 of [BHBK24]: EQ_n needs n bits two-way too, so 3m(p + log N)H >= n."""
@@ -75,7 +76,7 @@ class Inequality(SourceReduction):
             equality_bits(n), "Theorem 12 of [BHBK24] (EQ_n: n bits two-way, fooling set {(x, x)})",
             Conditions(direction="two-way", partition="any", deterministic=True),
             f"3m(p + log N)H >= n = {n}: EQ_n needs n bits even with two-way communication, so the one-layer "
-            f"attention exchange (Theorem 4) must carry them")
+            f"attention exchange (Theorem 4) must carry them", **randomness("eq"))
 
 
 REDUCTIONS = [Inequality]

@@ -7,10 +7,12 @@ exchange) is not bound by that -- INDEX takes only ceil(log2 n) + 1 bits two-way
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from commsim.pipeline.interfaces import Encoded
-from commsim.theory.bounds import Conditions, LowerBound
+from commsim.theory.bounds import Conditions, LowerBound, randomness
 from commsim.theory.problems import Index, Problem
 from protocols.reductions.base import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype
 from protocols.reductions.layouts import MemoryProgram, StoreAndLookup
@@ -34,7 +36,7 @@ class _IndexFamily(SourceReduction):
     def two_way_bound(self, n: int, one_way: LowerBound) -> LowerBound:
         """Not applicable: INDEX_n takes only ceil(log2 n) + 1 bits two-way."""
         two_way = index_two_way_protocol_bits(n)
-        return one_way.not_applicable(
+        return replace(one_way, **randomness("index-two-way")).not_applicable(
             f"the protocol is two-way, and INDEX_n is easy two-way (Bob sends b, Alice answers: "
             f"ceil(log2 n) + 1 = {two_way} bits), so only that bound applies and there is no "
             f"contradiction: Theorem 1 of [BHBK24] solves index lookup with one attention layer of width O(log N)",
@@ -48,7 +50,8 @@ class _IndexFamily(SourceReduction):
             Conditions("one-way", "contiguous; only Bob (the index holder) speaks, Bob -> Alice"),
             f"the protocol is one-way from Bob to Alice (Alice -> Bob 0 bits): Alice must tell all n = {n} indices "
             f"apart, so Bob sends >= ceil(log2 n) = {bits} bits; the n-bit one-way bound is for Alice -> Bob "
-            f"only, and INDEX is easy this way round (Theorem 1 of [BHBK24]: one attention layer does index lookup)")
+            f"only, and INDEX is easy this way round (Theorem 1 of [BHBK24]: one attention layer does index lookup)",
+            **randomness("index-bob"))
 
 
 class IndexLookup(_IndexFamily):
@@ -96,7 +99,7 @@ class IndexLookup(_IndexFamily):
         return LowerBound(
             index_one_way_bits(n), "Theorem 3 of [BHBK24] (INDEX one-way: n bits, Fact 3)", ONE_WAY_CONTIGUOUS,
             f"m*p >= N = {n}: a recurrent model doing index lookup on length-N strings gives a one-way INDEX_N "
-            f"protocol of m*p bits (Theorem 2), and INDEX_N needs N bits one-way")
+            f"protocol of m*p bits (Theorem 2), and INDEX_N needs N bits one-way", **randomness("index"))
 
 
 class AssociativeRecall(_IndexFamily):
@@ -147,7 +150,8 @@ class AssociativeRecall(_IndexFamily):
         """Proposition 9 of [BHBK24]: m·p >= n pairs."""
         return LowerBound(
             index_one_way_bits(n), "Proposition 9 of [BHBK24] (INDEX one-way: n bits)", ONE_WAY_CONTIGUOUS,
-            f"m*p >= N = {n} pairs: Alice feeds the pairs (k_i, a_i), sends h_2N, Bob queries k_b (Theorem 2)")
+            f"m*p >= N = {n} pairs: Alice feeds the pairs (k_i, a_i), sends h_2N, Bob queries k_b (Theorem 2)",
+            **randomness("index"))
 
 
 class SparseAveraging(_IndexFamily):
@@ -196,7 +200,7 @@ class SparseAveraging(_IndexFamily):
         return LowerBound(
             index_one_way_bits(n), "[SHT23] (qSA with q = 1; INDEX one-way: n bits)", ONE_WAY_CONTIGUOUS,
             f"state bits >= n = N - 1 = {n}: exact q-sparse averaging with q = 1 solves INDEX_n one-way; "
-            f"the [SHT23] statement for an epsilon-approximation reads m >= (N - 1)/2")
+            f"the [SHT23] statement for an epsilon-approximation reads m >= (N - 1)/2", **randomness("index"))
 
 
 REDUCTIONS = [IndexLookup, AssociativeRecall, SparseAveraging]

@@ -15,3 +15,7 @@ def register(registry) -> None:
                       "Hidden-state handoff (Theorem 2 of [BHBK24]): Alice sends h_t, m*p bits, one-way")
     registry.register("simulator", ATTENTION_EXCHANGE.name, ATTENTION_EXCHANGE,
                       "one-layer attention: max-logit / partial-softmax exchange (Theorem 4 of [BHBK24])")
+    from protocols.simulators.public_query import PUBLIC_QUERY
+    registry.register("simulator", PUBLIC_QUERY.name, PUBLIC_QUERY,
+                      "one-layer attention, the query known to both: Alice's one-way partial softmax ([PNP24]); "
+                      "chosen by the reductions that name it, never by the model's kind")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 from cli_helpers import invoke, run_main
@@ -25,6 +26,12 @@ WRITERS = [
     (["budget", "--arch", "rnn", "--width", "4", "--precision", "8", "--task", "eq-ineq"], "--plot", "b.svg",
      lambda data: data.lstrip().startswith(b"<?xml") and data.rstrip().endswith(b"</svg>")),
     (["separate", "idxl", "--n", "8"], "--plot", "s.png", lambda data: data.startswith(b"\x89PNG\r\n\x1a\n")),
+    (["run", "index-idxl", "--n", "4"], "--html", "r.html",
+     lambda data: data.startswith(b"<!DOCTYPE html>") and data.rstrip().endswith(b"</html>")),
+    (["matrix", "eq", "--n", "2"], "--html", "m.html",
+     lambda data: data.startswith(b"<!DOCTYPE html>") and b"<svg" in data and data.rstrip().endswith(b"</html>")),
+    (["teach", "attention-protocol", "--n", "3", "--format", "html"], "--out", "a.html",
+     lambda data: data.startswith(b"<!DOCTYPE html>") and b"<math" in data and data.rstrip().endswith(b"</html>")),
 ]
 IDS = [f"{args[0]} {option} {name}" for args, option, name, _ in WRITERS]
 
@@ -38,7 +45,9 @@ def test_each_writing_command_writes_a_complete_file(tmp_path, args, option, nam
     target = tmp_path / name
     invoke(args + [option, str(target)])
     assert complete(target.read_bytes())
-    assert _leftovers(tmp_path) == [] and [p.name for p in tmp_path.iterdir()] == [name]
+    # Markdown notes bring the SVG figures they link (STEM-figK-kind.svg beside them), and nothing else
+    linked = re.findall(r"\]\(([^)]+\.svg)\)", target.read_text(encoding="utf-8")) if name.endswith(".md") else []
+    assert _leftovers(tmp_path) == [] and sorted(p.name for p in tmp_path.iterdir()) == sorted({name, *linked})
 
 
 @pytest.mark.parametrize("args,option,name,complete", WRITERS, ids=IDS)

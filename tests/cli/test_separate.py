@@ -81,6 +81,10 @@ def test_plot(tmp_path, suffix, magic):
     (("separate", "dyck22", "--n", "8", "--gamma", "0.5"), "--gamma does not apply"),
     (("separate", "eq", "--n", "8", "--gamma", "1.5"), "(0, 1)"),
     (("separate", "eq", "--n", "8", "--instances", "0"), "--instances"),
+    (("separate", "eq", "--n", "8", "--q", "2"), "--q does not apply"),
+    (("separate", "qsa", "--n", "8", "--q", "9"), "--q must be in"),
+    (("separate", "two-layers", "--n", "8", "--partition", "1,x"), "--partition"),
+    (("separate", "idxl", "--n", "8", "--partition", "1,2"), "--partition does not apply"),
 ])
 def test_bad_input_exits_2(capsys, tmp_path, monkeypatch, args, fragment):
     monkeypatch.chdir(tmp_path)
@@ -100,3 +104,20 @@ def test_separations_registered_with_run():
     for name in ("idxl", "dyck22", "eq"):
         sep = reg.get("separation", name)
         assert callable(sep.run) and sep.description
+
+
+@pytest.mark.parametrize("task,n", [("nstnb", 8), ("disj", 8), ("qsa", 8), ("two-layers", 6)])
+def test_issue16_separations_json_and_table(task, n):
+    d = invoke("separate", task, "--n", str(n), "--instances", "64", "--json")
+    assert KEYS <= set(d) and d["task"] == task and d["all_verified"] is True
+    keys = {c["key"] for c in d["columns"]} | {s["key"] for s in d["plot"]["series"]}
+    assert keys <= set(d["rows"][0])
+    out = invoke("separate", task, "--n", str(n), "--instances", "64")
+    assert f"commsim separate {task}" in out and "at N = " in out
+
+
+def test_two_layers_plot_marks_both_sides(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "two.svg"
+    d = invoke("separate", "two-layers", "--n", "6", "--partition", "1,2,6", "--plot", str(path), "--json")
+    assert path.read_bytes()[:5] == b"<?xml" and d["rows"][-1]["user_partition"] == [1, 2, 6]

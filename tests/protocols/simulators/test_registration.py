@@ -7,6 +7,7 @@ from commsim.plugins import Registry, load_plugins
 from protocols.models import attention_spec, recurrent_spec
 from protocols.simulators import register
 from protocols.simulators.attention_exchange import ATTENTION_EXCHANGE
+from protocols.simulators.public_query import PUBLIC_QUERY
 from protocols.simulators.rnn_handoff import RNN_HANDOFF
 
 
@@ -17,14 +18,16 @@ def test_the_simulators_entry_point_is_installed():
 
 def test_every_registered_simulator_comes_from_the_simulators_entry_point():
     entries = load_plugins().entries("simulator")
-    assert {e.name: e.obj for e in entries} == {"rnn-handoff": RNN_HANDOFF, "attention-exchange": ATTENTION_EXCHANGE}
+    assert {e.name: e.obj for e in entries} == {"rnn-handoff": RNN_HANDOFF, "attention-exchange": ATTENTION_EXCHANGE,
+                                                "attention-public-query": PUBLIC_QUERY}
+    assert [e.name for e in entries if e.obj.selectable] == ["attention-exchange", "rnn-handoff"]
     assert {e.plugin for e in entries} == {"protocols.simulators:register"}
 
 
 def test_the_package_register_function_registers_exactly_the_simulators():
     registry = Registry()
     register(registry)
-    assert registry.names("simulator") == ["attention-exchange", "rnn-handoff"]
+    assert registry.names("simulator") == ["attention-exchange", "attention-public-query", "rnn-handoff"]
     assert not any(registry.names(kind) for kind in ("model", "reduction", "cc-protocol", "topic", "separation"))
 
 
