@@ -30,6 +30,7 @@ from commsim.cli.common import (
     progress_bar,
 )
 from commsim.cli.files import check_target, refuse_empty, write_figure
+from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.limits import MAX_INSTANCES, check_seed, check_size
 from commsim.plugins import load_plugins
@@ -81,40 +82,12 @@ def render_separation(data: dict) -> None:
 def write_plot(data: dict, path: Path) -> None:
     """Both sides against N on log-log axes; the format follows the suffix (PNG or SVG)."""
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from commsim.render.plots import separation_figure
+        from commsim.render.svg import pyplot
+        plt = pyplot()
     except ImportError as exc:  # pragma: no cover - depends on the installation
         raise InputError(f"--plot needs matplotlib (pip install 'commsim[plot]'): {exc}", "--plot") from None
-    plot = data["plot"]
-    xs = [row[plot["x"]] for row in data["rows"]]
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for series in plot["series"]:
-        pts = [(x, row.get(series["key"])) for x, row in zip(xs, data["rows"]) if row.get(series["key"]) is not None]
-        if not pts:
-            continue
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle=series.get("style", "-"),
-                label=series["label"])
-    cross = plot.get("crossing")
-    if cross:
-        rows = data["rows"]
-        below = [r["N"] for r in rows if r.get(cross["ours"]) is not None and r.get(cross["theirs"]) is not None
-                 and r[cross["ours"]] < r[cross["theirs"]]]
-        if below and all(r[cross["ours"]] < r[cross["theirs"]] for r in rows if r["N"] >= below[0]):
-            ax.axvline(below[0], color="grey", linestyle="-.", linewidth=1)
-            ax.annotate(f"crossing: N = {below[0]}", (below[0], 0.02), xycoords=("data", "axes fraction"),
-                        fontsize=8, rotation=90, ha="right", va="bottom")
-        else:
-            ax.annotate(f"no crossing up to N = {rows[-1]['N']} ({cross.get('text', 'see the notes')})",
-                        (0.02, 0.02), xycoords="axes fraction", fontsize=8)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log", base=2)
-    ax.set_xlabel(plot.get("xlabel", "sequence length N"))
-    ax.set_ylabel(plot["ylabel"])
-    ax.set_title(f"{data['task']}: {data['title']}", fontsize=10)
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    fig = separation_figure(data)
     try:
         write_figure(fig, path, option="--plot")
     finally:
@@ -145,9 +118,10 @@ def _check_plot_path(plot: str | None) -> Path | None:
               help="Sparsity q of the query sets (qsa; default 2).")
 @click.option("--partition", "partition", default=None, metavar="POSITIONS",
               help="Alice's positions of a balanced partition, e.g. 1,4,5,8 (two-layers; N = twice their number).")
+@html_option
 @plugin_option
 @json_option
-def separate_command(task, n, instances, seed, plot, gamma, q, partition, plugins, as_json):
+def separate_command(task, n, instances, seed, plot, gamma, q, partition, html_path, plugins, as_json):
     """Both halves of a separation: a verified construction's size against the other
     architecture's lower bound, over sequence lengths up to N.
 
@@ -172,6 +146,7 @@ def separate_command(task, n, instances, seed, plot, gamma, q, partition, plugin
     check_positive(n, "--n")
     separation = load_plugins(plugins).get("separation", task, param="task")
     plot_path = _check_plot_path(plot)
+    check_html(html_path)
     count = parse_instances(instances)
     check_seed(seed, "--seed")
     if count is not None:
@@ -198,9 +173,15 @@ def separate_command(task, n, instances, seed, plot, gamma, q, partition, plugin
     if plot_path is not None:
         write_plot(data, plot_path)
         data["plot_file"] = str(plot_path)
+    if html_path is not None:
+        from commsim.render.reports import separation_page
+        write_html(html_path, separation_page(data, command_line()))
+        data["html_file"] = str(html_path)
     if as_json:
         emit_json(data)
         return
     render_separation(data)
     if plot_path is not None:
         console.print(f"plot written to {escape(str(plot_path))}")
+    if html_path is not None:
+        console.print(f"report written to {escape(str(html_path))}")

@@ -1,4 +1,4 @@
-"""Figures of the theory objects: the budget curve, the communication matrix, the protocol tree, a DFA.
+"""Figures of the theory objects: the budget curve, a separation's two sides over N, the communication matrix, the protocol tree, a DFA.
 
 Each takes the object a command already built (a budget report, a :class:`MatrixReport`, a
 :class:`ProtocolTree`, a :class:`DFA`) and returns a matplotlib figure; graphs are laid out by networkx.
@@ -37,6 +37,40 @@ def budget_figure(report):
                  fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def separation_figure(data: dict):
+    """Both sides of a separation (``commsim separate``'s dict) against N on log-log axes, the first N from
+    which ours stays below theirs marked (or a note that there is none in the range)."""
+    plt = pyplot()
+    plot, rows = data["plot"], data["rows"]
+    xs = [row[plot["x"]] for row in rows]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for series in plot["series"]:
+        pts = [(x, row.get(series["key"])) for x, row in zip(xs, rows) if row.get(series["key"]) is not None]
+        if pts:
+            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", linestyle=series.get("style", "-"),
+                    label=series["label"])
+    cross = plot.get("crossing")
+    if cross:
+        below = [r["N"] for r in rows if r.get(cross["ours"]) is not None and r.get(cross["theirs"]) is not None
+                 and r[cross["ours"]] < r[cross["theirs"]]]
+        if below and all(r[cross["ours"]] < r[cross["theirs"]] for r in rows if r["N"] >= below[0]):
+            ax.axvline(below[0], color=GREY, linestyle="-.", linewidth=1)
+            ax.annotate(f"crossing: N = {below[0]}", (below[0], 0.02), xycoords=("data", "axes fraction"),
+                        fontsize=8, rotation=90, ha="right", va="bottom")
+        else:
+            ax.annotate(f"no crossing up to N = {rows[-1]['N']} ({cross.get('text', 'see the notes')})",
+                        (0.02, 0.02), xycoords="axes fraction", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel(plot.get("xlabel", "sequence length N"))
+    ax.set_ylabel(plot["ylabel"])
+    ax.set_title(f"{data['task']}: {data['title']}", fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 

@@ -1,5 +1,5 @@
 """The commands' reports as HTML pages: ``run`` (summary, sequence diagram, certificate), ``budget`` (bits
-vs bound over N), ``fooling``, ``matrix`` (heatmap), ``tree`` (protocol tree) and ``automaton`` (DFA).
+vs bound over N), ``separate`` (both sides over N), ``fooling``, ``matrix`` (heatmap), ``tree`` (protocol tree) and ``automaton`` (DFA).
 
 Each page is Markdown built from the report's own dict (the same numbers the terminal prints), with the
 figures drawn from the report's objects, rendered by :func:`commsim.render.page.page`.
@@ -101,6 +101,29 @@ def budget_page(report, command: str) -> str:
         md += ["| N | protocol bits | lower bound | ok |", "|---:|---:|---:|:---:|"]
         md += [f"| {r['n']} | {r['bits']} | {'—' if r['lower_bound_bits'] is None else r['lower_bound_bits']} | "
                f"{'—' if r['ok'] is None else ('yes' if r['ok'] else 'no')} |" for r in report.table] + [""]
+    return page(title, "\n".join(md), figures, command)
+
+
+def separation_page(data: dict, command: str) -> str:
+    """``commsim separate --html``: the claim, both sides, the verdict, the table over N and the plot."""
+    from commsim.render.plots import separation_figure
+    figures: list[Figure] = []
+    title = f"commsim separate {data['task']}: {data['title']}"
+    md = [f"# {_md(title)}", "", _md(data["claim"]), ""]
+    for side, name in (("upper", "construction"), ("lower", "the other side")):
+        info = data[side]
+        md += [f"## {name.capitalize()}: {_md(info.get('arch', ''))}", ""]
+        md += _table([(k, v) for k, v in info.items() if k != "arch"])
+    md += _table([("verdict", data["verdict"]), ("every row verified", "yes" if data["all_verified"] else "no")])
+    md += ["## Both sides over N", ""]
+    md += _place(figures, separation_figure(data), "fig-separation", "Both sides over N",
+                 "the construction's size and the other side's bound against N (log-log); the crossing is marked "
+                 "where there is one in the range")
+    columns = data["columns"]
+    md += ["| " + " | ".join(_md(c["label"]) for c in columns) + " |", "|" + "---:|" * len(columns)]
+    md += ["| " + " | ".join(_md(row.get(c["key"], "—")) for c in columns) + " |" for row in data["rows"]] + [""]
+    if data["notes"]:
+        md += ["## Notes", ""] + [f"- {_md(note)}" for note in data["notes"]] + [""]
     return page(title, "\n".join(md), figures, command)
 
 

@@ -31,7 +31,7 @@ def attention_disj(n: int | None = None) -> Lesson:
         match3_modulus,
         qsa_first_coordinate,
     )
-    n = _size(n, 4, 2, 8, "attention-disj")
+    n = _size(n, "attention-disj")
     rid = "disj-match3"
     reduction, problem, model, simulator = engine(rid, reduction_default(rid), n)
     Mod = match3_modulus(n)

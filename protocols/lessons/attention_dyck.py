@@ -23,7 +23,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
     from commsim.pipeline.run import run_reduction
     from commsim.theory.dyck import DyckLanguage
     from commsim.theory.fooling import fooling_set
-    N = _size(n, 8, 4, 16, "attention-dyck", even=True)
+    N = _size(n, "attention-dyck")
     rid = "dyck22-fooling"
     lang = DyckLanguage(2, 2)
     fs = fooling_set("dyck22", N)

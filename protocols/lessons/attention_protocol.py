@@ -23,7 +23,7 @@ def attention_protocol(n: int | None = None) -> Lesson:
     from commsim.plugins import load_plugins, make_model
     from protocols.simulators.exchange_parties import run_exchange
     from protocols.simulators.exchange_plan import make_plan, theorem_count
-    N = _size(n, 6, 3, 16, "attention-protocol")
+    N = _size(n, "attention-protocol")
     load_plugins()
     model = make_model(PROTOCOL_SPEC, vocab_size=len(PROTOCOL_VOCAB), seq_len=N)
     ar, fmt = model.arithmetic, model.format

@@ -23,6 +23,7 @@ SIZES = {
     "fooling-sets": (4, 2, 8, False),
     "two-layers": (4, 2, 8, False),
     "randomized": (64, 4, 1024, False),
+    "compose": (8, 4, 16, False),
 }
 
 
@@ -34,12 +35,10 @@ def size_text(topic: str) -> str:
     return f"--n {'even, ' if even else ''}{minimum}..{maximum} (default {default})"
 
 
-def size_arg(n: int | None, default: int | None = None, minimum: int | None = None, maximum: int | None = None,
-             topic: str = "", even: bool = False) -> int:
-    """The lesson's instance size: ``n`` or the default, checked against the range that runs in seconds
-    (the topic's entry of SIZES when it has one)."""
-    if topic in SIZES:
-        default, minimum, maximum, even = SIZES[topic]
+def size_arg(n: int | None, topic: str) -> int:
+    """The lesson's instance size: ``n`` or the topic's default, checked against the range of its SIZES
+    entry (the range that runs in seconds)."""
+    default, minimum, maximum, even = SIZES[topic]
     n = default if n is None else int(n)
     if n < minimum or n > maximum or (even and n % 2):
         parity = "an even number " if even else ""

@@ -25,7 +25,7 @@ RID = "compose-index"
 def compose(n: int | None = None) -> Lesson:
     from commsim.pipeline.run import run_reduction
 
-    n = _size(n, 8, 4, 16, "compose")
+    n = _size(n, "compose")
     spec = LESSON_MODEL.format(n=n)
     reduction, problem, model, simulator = engine(RID, spec, n)
     rng = np.random.default_rng(100 + n)
@@ -55,6 +55,8 @@ def compose(n: int | None = None) -> Lesson:
         holdings={"alice": f"g = {g.tolist()} (positions 1..{n}) and the public query x = {x}",
                   "bob": f"f = {bob[:n].tolist()} (positions {n + 1}..{2 * n}) and the query a{x}? (position "
                          f"{2 * n + 1})"},
+        instance=f"Alice holds {len(encoded.alice_positions)} of the {encoded.seq_len} positions; in this run she sends "
+                 f"{sent} bits and Bob sends {t.bits_by_direction['bob_to_alice']}",
         reference="[PNP24], proof of Theorem 1"),
         Step(
         "Alice's message: her part of the softmax",
@@ -111,6 +113,8 @@ def compose(n: int | None = None) -> Lesson:
         f"Two-way the task is easy: Bob sends y = f(x) in ceil(log2 n) = {math.ceil(math.log2(n))} bits and Alice "
         f"answers g(y). In one attention layer the keys and values at g's positions do not depend on f, and the query "
         f"is public, so Alice's part of the softmax is fixed without a word from Bob: one-way, where the bound bites.",
+        inequality=rf"\underbrace{{2\lceil\log_2 {n}\rceil}}_{{\text{{two-way}}}} = {2 * math.ceil(math.log2(n))} "
+                   rf"\ll \underbrace{{\lceil\log_2 {n}^{{{n}}}\rceil}}_{{\text{{one-way}}}} = {one_way}",
         reference="[PNP24]; compare INDEX two-way, Fact 3 of [BHBK24]"))
     scale = composition_cot_scale(n, model.heads, model.dim, model.precision)
     steps.append(Step(

@@ -12,7 +12,7 @@ def fooling_sets(n: int | None = None) -> Lesson:
     from commsim.theory.comm_matrix import analyze_matrix
     from commsim.theory.fooling import cross, fooling_set
 
-    n = _size(n, 4, 2, 8, "fooling-sets")
+    n = _size(n, "fooling-sets")
     N = 2 * n
     steps = [Step(
         "The rectangle property",

@@ -59,7 +59,7 @@ def randomized(n: int | None = None) -> Lesson:
     )
     from protocols.reductions.eq import Inequality
 
-    n = _size(n, 64, 4, 1024, "randomized")
+    n = _size(n, "randomized")
     eq = make_problem("eq", n)
     steps = [Step(
         f"Deterministically, EQ_{n} takes {n} bits",

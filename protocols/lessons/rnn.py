@@ -135,7 +135,7 @@ def _budget_line(task: str, width: int, precision: int) -> tuple[int | None, str
 
 # ---- rnn-index -----------------------------------------------------------------------------------
 def rnn_index(n: int | None = None) -> Lesson:
-    n = _size(n, 6, 3, 12, "rnn-index")
+    n = _size(n, "rnn-index")
     rid = "index-idxl"
     reduction, problem, model, simulator = engine(rid, "memorize", n)
     a, b = _instance(problem, 7 + n)
@@ -240,7 +240,7 @@ def rnn_index(n: int | None = None) -> Lesson:
 def rnn_eq(n: int | None = None) -> Lesson:
     from commsim.theory.automaton import automaton_report, ineq
     from commsim.theory.fooling import cross, fooling_set
-    n = _size(n, 4, 2, 8, "rnn-eq")
+    n = _size(n, "rnn-eq")
     N = 2 * n
     rid = "eq-ineq"
     reduction, problem, model, simulator = engine(rid, "memorize", n)
@@ -334,7 +334,7 @@ def rnn_eq(n: int | None = None) -> Lesson:
 def rnn_disj(n: int | None = None) -> Lesson:
     from commsim.theory.fooling import cross, fooling_set
     from protocols.reductions.disj import key_vectors
-    n = _size(n, 4, 2, 10, "rnn-disj")
+    n = _size(n, "rnn-disj")
     rid = "disj-mqar"
     reduction, problem, model, simulator = engine(rid, "memorize", n)
     a, b = _instance(problem, 5 + n)

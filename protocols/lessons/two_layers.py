@@ -40,7 +40,7 @@ def two_layers(n: int | None = None) -> Lesson:
     from protocols.constructions.orthogonal import start_k
     from protocols.constructions.transformer import MultiLayerAttention
 
-    n = _size(n, 4, 2, 8, "two-layers")
+    n = _size(n, "two-layers")
     N = 2 * n
     rid = "eq-ineq"
     reduction = load_plugins().get("reduction", rid)

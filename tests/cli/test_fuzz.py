@@ -41,7 +41,7 @@ BAD_BY_OPTION = {
 }
 JUNK_NAMES = ["nope", "", "index-", "DYCK22", "run", "../x", "eq ineq", "--json"]
 #: a valid, small value per option, so that each invocation is wrong in exactly one place (None: leave out)
-GOOD = {"--n": "4", "--instances": "8", "--protocol": "one-way", "--arch": "rnn", "--task": "eq-ineq",
+GOOD = {"--n": "4", "--instances": "8", "--reduction": "index-idxl", "--protocol": "one-way", "--arch": "rnn", "--task": "eq-ineq",
         "--width": "4", "--precision": "8", "--heads": "1", "--dim": "8", "--seed": "0", "--n-range": "4:16",
         "--gamma": "0.25", "--format": "text", "--members": "2", "--restarts": "1", "--model": None, "--plugin": None,
         "--plot": None, "--out": None, "--dot": None}

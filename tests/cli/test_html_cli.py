@@ -86,3 +86,16 @@ def test_piped_teach_output_has_no_boxes_and_keeps_rows_whole():
     assert "╭" not in text and "│" not in text
     messages = [line for line in text.splitlines() if line.startswith("  message:")]
     assert messages and all(re.search(r"\(\d+ bits\) [01]+…?$", line) for line in messages)
+
+
+def test_separate_html_has_both_sides_the_plot_and_the_table(capsys, tmp_path):
+    target = tmp_path / "sep.html"
+    out = invoke("separate", "idxl", "--n", "16", "--instances", "50", "--json", "--html", str(target))
+    text = target.read_text(encoding="utf-8")
+    assert figure_ids(text) == ["fig-separation"] and 'href="#fig-separation"' in text
+    assert "<svg" in text and "<h2>Construction: one-layer attention" in text and out["html_file"] == str(target)
+    cells = re.findall(r'<td style="text-align:right">([^<]*)</td>', text)
+    for row in out["rows"]:                                  # every row of the table is on the page
+        assert str(row["N"]) in cells and str(row["width_bits"]) in cells
+    code, _, err = run_main(capsys, "separate", "idxl", "--n", "16", "--html", str(tmp_path / "s.txt"))
+    assert code == 2 and err.startswith("Error: --html must name a .html file") and not (tmp_path / "s.txt").exists()
