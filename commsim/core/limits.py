@@ -21,7 +21,8 @@ import operator
 
 from commsim.core.errors import InputError
 
-__all__ = ["MAX_EXHAUSTIVE_BITS", "MAX_STREAMED_INSTANCES", "MAX_LOCAL_STREAMED_INSTANCES", "MEMORY_BUDGET_BYTES", "MAX_INSTANCES", "MAX_SEED", "MAX_SEQUENCE_LENGTH",
+__all__ = ["MAX_EXHAUSTIVE_BITS", "MAX_STREAMED_INSTANCES", "MAX_LOCAL_STREAMED_INSTANCES", "MEMORY_BUDGET_BYTES",
+           "MAX_INSTANCES", "MAX_SEED", "MAX_SEQUENCE_LENGTH",
            "check_size", "check_memory", "check_seed", "check_pow2", "show_size", "show_bytes"]
 
 #: the largest number of free input bits an exhaustive enumeration will materialize

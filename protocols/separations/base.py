@@ -144,6 +144,28 @@ def inputs_info(described: str, count: int) -> dict:
 
 INPUTS_NOTE = "inputs: * = every input of that length (exhaustive), else seeded samples."
 
+#: the columns a two-layer construction's table ends with, against the recurrent and one-layer bounds
+TWO_LAYER_TAIL_COLUMNS = [
+    {"key": "precision", "label": "p"}, {"key": "width_bits", "label": "d·p"},
+    {"key": "parameter_bits", "label": "all params"}, {"key": "inputs_shown", "label": "inputs"},
+    {"key": "accuracy", "label": "acc."}, {"key": "rnn_bound_bits", "label": "RNN m·p≥"},
+    {"key": "memorize_accuracy", "label": "memo acc."},
+    {"key": "one_layer_bound_bits", "label": "1-layer bits≥"},
+    {"key": "one_layer_min_width", "label": "1-layer mH≥"}]
+
+
+def two_layer_plot(construction: str) -> dict:
+    """The plot of a two-layer construction's d·p against the recurrent (N/2) and one-layer bounds."""
+    return {"x": "N", "crossing": {"ours": "width_bits", "theirs": "rnn_bound_bits",
+                                   "text": "the separation is asymptotic"}, "ylabel": "bits", "series": [
+        {"key": "width_bits", "label": f"two-layer attention: d·p ({construction})"},
+        {"key": "rnn_bound_bits", "label": "recurrent lower bound: m·p ≥ N/2", "style": "--"},
+        {"key": "one_layer_bound_bits", "label": "one-layer attention: exchange ≥ N/2 bits", "style": ":"}]}
+
+
+def two_layer_crossover_note(rows: list) -> str:
+    return crossover_note(rows, "width_bits", "rnn_bound_bits", "the two-layer model's d·p", "the recurrent bound N/2")
+
 
 def crossover_note(rows: list, ours: str, theirs: str, ours_text: str, theirs_text: str) -> str:
     """Where the construction's size drops below the other side's bound, within the rows."""

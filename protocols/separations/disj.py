@@ -9,11 +9,13 @@ from commsim.theory.problems import make_problem
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.separations.base import (
     INPUTS_NOTE,
+    TWO_LAYER_TAIL_COLUMNS,
     Separation,
     SeparationResult,
-    crossover_note,
     inputs_info,
     instances_for,
+    two_layer_crossover_note,
+    two_layer_plot,
 )
 from protocols.theorems import attention_min_width, disjointness_bits
 
@@ -90,20 +92,10 @@ class DisjSeparation(Separation):
              "source": "Theorem 8 and Fact 1 of [BHBK24]; Theorem 4 for one layer",
              "formula": "RNN: m*p >= N/2 (one-way); one-layer attention: 3m(p + log N)H >= N/2 (two-way)"},
             [{"key": "N", "label": "N"}, {"key": "k", "label": "k"}, {"key": "heads", "label": "H"},
-             {"key": "width", "label": "m"}, {"key": "embedding_dim", "label": "d"},
-             {"key": "precision", "label": "p"}, {"key": "width_bits", "label": "d·p"},
-             {"key": "parameter_bits", "label": "all params"}, {"key": "inputs_shown", "label": "inputs"},
-             {"key": "accuracy", "label": "acc."}, {"key": "rnn_bound_bits", "label": "RNN m·p≥"},
-             {"key": "memorize_accuracy", "label": "memo acc."},
-             {"key": "one_layer_bound_bits", "label": "1-layer bits≥"},
-             {"key": "one_layer_min_width", "label": "1-layer mH≥"}],
+             {"key": "width", "label": "m"}, {"key": "embedding_dim", "label": "d"}] + TWO_LAYER_TAIL_COLUMNS,
             rows,
-            {"x": "N", "crossing": {"ours": "width_bits", "theirs": "rnn_bound_bits", "text": "the separation is asymptotic"}, "ylabel": "bits", "series": [
-                {"key": "width_bits", "label": "two-layer attention: d·p (construct:thres)"},
-                {"key": "rnn_bound_bits", "label": "recurrent lower bound: m·p ≥ N/2", "style": "--"},
-                {"key": "one_layer_bound_bits", "label": "one-layer attention: exchange ≥ N/2 bits", "style": ":"}]},
-            notes=[crossover_note(rows, "width_bits", "rnn_bound_bits", "the two-layer model's d·p",
-                                  "the recurrent bound N/2"),
+            two_layer_plot("construct:thres"),
+            notes=[two_layer_crossover_note(rows),
                    "DISJ(a, b) = 1 when the sets meet (the papers' convention), on x = a b of length N = 2n: the "
                    "features a_i AND b_(i) (I_i = {i, i + N/2}) with threshold 0. Sampled inputs: a third are "
                    "complements (disjoint, the fooling set), a third meet in exactly one bit, the rest uniform.",

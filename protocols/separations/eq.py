@@ -9,12 +9,14 @@ from commsim.plugins import load_plugins
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.separations.base import (
     INPUTS_NOTE,
+    TWO_LAYER_TAIL_COLUMNS,
     Separation,
     SeparationResult,
-    crossover_note,
     inputs_info,
     instances_for,
     recurrent_check,
+    two_layer_crossover_note,
+    two_layer_plot,
 )
 from protocols.theorems import attention_min_width, equality_bits
 
@@ -76,20 +78,11 @@ class EqSeparation(Separation):
             {"arch": "recurrent and one-layer attention", "model": "memorize (attains the RNN bound)",
              "source": "Theorems 11 and 12 of [BHBK24]",
              "formula": "RNN: m*p >= N/2 (one-way); one-layer attention: 3m(p + log N)H >= N/2 (two-way)"},
-            [{"key": "N", "label": "N"}, {"key": "k", "label": "k"}, {"key": "width", "label": "d"},
-             {"key": "precision", "label": "p"}, {"key": "width_bits", "label": "d·p"},
-             {"key": "parameter_bits", "label": "all params"}, {"key": "inputs_shown", "label": "inputs"},
-             {"key": "accuracy", "label": "acc."}, {"key": "rnn_bound_bits", "label": "RNN m·p≥"},
-             {"key": "memorize_accuracy", "label": "memo acc."},
-             {"key": "one_layer_bound_bits", "label": "1-layer bits≥"},
-             {"key": "one_layer_min_width", "label": "1-layer mH≥"}],
+            [{"key": "N", "label": "N"}, {"key": "k", "label": "k"}, {"key": "width", "label": "d"}]
+            + TWO_LAYER_TAIL_COLUMNS,
             rows,
-            {"x": "N", "crossing": {"ours": "width_bits", "theirs": "rnn_bound_bits", "text": "the separation is asymptotic"}, "ylabel": "bits", "series": [
-                {"key": "width_bits", "label": "two-layer attention: d·p (construct:eq2)"},
-                {"key": "rnn_bound_bits", "label": "recurrent lower bound: m·p ≥ N/2", "style": "--"},
-                {"key": "one_layer_bound_bits", "label": "one-layer attention: exchange ≥ N/2 bits", "style": ":"}]},
-            notes=[crossover_note(rows, "width_bits", "rnn_bound_bits", "the two-layer model's d·p",
-                                  "the recurrent bound N/2"),
+            two_layer_plot("construct:eq2"),
+            notes=[two_layer_crossover_note(rows),
                    "Two-layer columns: k (nearly orthogonal vectors), width d = 2k + 5, precision p, d·p, every "
                    "parameter at p bits, accuracy (INEQ). memo acc.: the memorizing recurrence (N/2 state bits).",
                    INPUTS_NOTE,
