@@ -34,8 +34,20 @@ from commsim.core.limits import (MAX_LOCAL_STREAMED_INSTANCES, MAX_STREAMED_INST
                                  show_size)
 from commsim.pipeline.interfaces import EvaluationSet, Reduction
 from commsim.pipeline.report import Report
-from commsim.pipeline.stages import (BYTES_PER_POSITION, MAX_EXHAUSTIVE_INSTANCES, RUNNER_CHECKS, Prepared, _stage, check_run_size,
-                                     direct_answers, evaluate, lower_bound, prepare)
+from commsim.pipeline.framework import recheck_certificate
+from commsim.pipeline.stages import (
+    BYTES_PER_POSITION,
+    MAX_EXHAUSTIVE_INSTANCES,
+    RUNNER_CHECKS,
+    Prepared,
+    _stage,
+    check_run_size,
+    direct_answers,
+    evaluate,
+    lower_bound,
+    prepare,
+    trust_signals,
+)
 from commsim.plugins import load_plugins
 from commsim.theory.ranks import pairs_at
 
@@ -328,6 +340,7 @@ def streamed_report(setup: Prepared, merged: ShardResult, *, seed: int = 0, audi
         searched = (f"{searched}; " if searched else "") + \
             f"the model is wrong on {merged.wrong:,} of the {merged.instances:,} {phrase}; the first of the " \
             f"{phrase} is the certificate"
+    certificate = recheck_certificate(setup, certificate)   # a framework model's forward re-checks it
     formula, formula_text = setup.simulator.bits_formula(setup.model, one)
     accuracy = (merged.instances - merged.wrong) / merged.instances
     refuted = certificate is not None and certificate.verified
@@ -346,7 +359,8 @@ def streamed_report(setup: Prepared, merged: ShardResult, *, seed: int = 0, audi
         rounds=merged.rounds, bits_formula=formula, bits_formula_text=formula_text, lower_bound=bound,
         model_accuracy=accuracy, model_correct=merged.wrong == 0 and not refuted, protocol_matches_model=matches,
         runner_checked=merged.runner_checked, audited=audit, certificate=certificate, certificate_search=searched,
-        transcript=merged.transcript, details=details, accuracy_by_set={name: accuracy}, evaluation_sets=sets)
+        transcript=merged.transcript, details=details, accuracy_by_set={name: accuracy}, evaluation_sets=sets,
+        **trust_signals(setup, one, merged.bits_used, merged.wrong, merged.instances, exhaustive=True))
 
 
 def streams(setup: Prepared, instances: int | None) -> bool:

@@ -409,10 +409,8 @@ def make_report(setup: Prepared, chosen: Instances, evaluated: list[Evaluated], 
              "wrong": int(e.wrong.size), "accuracy": float(e.outcome.correct.mean()) if len(e.chosen.alice) else 1.0,
              "protocol_matches_model": bool(e.outcome.matches.all())} for e in evaluated]
     refuted = certificate is not None and certificate.verified
-    err = setup.reduction.error_bound(setup.model, setup.simulator, setup.problem, main.encoded,
-                                      int(main.sweep.total_bits.max()) if len(main.chosen.alice) else 0)
-    measured = None if err is None else measured_error(err, int(main.wrong.size), len(main.chosen.alice),
-                                                       exhaustive=main.which.name != "sampled")
+    signals = trust_signals(setup, main.encoded, int(main.sweep.total_bits.max()) if len(main.chosen.alice) else 0,
+                            int(main.wrong.size), len(main.chosen.alice), exhaustive=main.which.name != "sampled")
     return Report(
         reduction=setup.reduction.id, problem=setup.problem.name, task=setup.reduction.task,
         protocol=setup.simulator.name, model=setup.model_name, n=setup.problem.n, seq_len=main.encoded.seq_len,
@@ -427,5 +425,12 @@ def make_report(setup: Prepared, chosen: Instances, evaluated: list[Evaluated], 
         runner_checked=sum(e.audited.runner_checked for e in evaluated), audited=audit,
         certificate=certificate, certificate_search=searched,
         transcript=max(transcripts, key=lambda t: t.total_bits) if transcripts else None, details=main.sweep.details,
-        accuracy_by_set={s["name"]: s["accuracy"] for s in sets}, evaluation_sets=sets, measured_error=measured,
-        torch_agreement=framework_agreement(setup.model, main.encoded))
+        accuracy_by_set={s["name"]: s["accuracy"] for s in sets}, evaluation_sets=sets, **signals)
+
+
+def trust_signals(setup: Prepared, encoded: Encoded, bits: int, wrong: int, trials: int, *, exhaustive: bool) -> dict:
+    """The report fields every run (in memory or streamed) carries beside its counts: ``measured_error`` against
+    the reduction's distributional bound (if it has one) and ``torch_agreement`` with a framework's forward."""
+    err = setup.reduction.error_bound(setup.model, setup.simulator, setup.problem, encoded, bits)
+    return {"measured_error": None if err is None else measured_error(err, wrong, trials, exhaustive=exhaustive),
+            "torch_agreement": framework_agreement(setup.model, encoded)}

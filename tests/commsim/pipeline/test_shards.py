@@ -187,3 +187,20 @@ def test_rectangle_sweep_finds_a_collision_across_shards(i, j, shard_size):
         assert sweep.first_collision() is None and sweep.distinct == 32
     else:
         assert sweep.first_collision() == (min(i, j), max(i, j)) and sweep.distinct == 31
+
+
+def test_a_streamed_run_carries_the_same_trust_signals_and_recheck_as_an_in_memory_one():
+    """torch_agreement and the framework re-check of the certificate come from the same hooks on both paths."""
+    torch = pytest.importorskip("torch")
+    from commsim.plugins import make_model
+    torch.manual_seed(0)
+    parts = {"embedding": torch.nn.Embedding(8, 3), "core": torch.nn.GRU(3, 1, batch_first=True),
+             "head": torch.nn.Linear(1, 2)}
+    model = make_model(parts, vocab_size=8)
+    memory = run_reduction("index-idxl", model, 6)
+    streamed = run_streamed("index-idxl", model, 6, shard_size=100, chunk=50)
+    assert streamed.torch_agreement is not None and streamed.torch_agreement["passed"] is True
+    assert streamed.torch_agreement["max_abs_diff"] == memory.torch_agreement["max_abs_diff"]
+    assert streamed.certificate is not None and memory.certificate is not None
+    assert "torch" in streamed.certificate.explanation and streamed.certificate.explanation == \
+        memory.certificate.explanation
