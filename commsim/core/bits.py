@@ -17,7 +17,7 @@ from typing import Iterable
 
 import numpy as np
 
-from commsim.core.bitpack import LITTLE, pack_spread, pack_swar, unpack_spread, unpack_swar
+from commsim.core.bitpack import LITTLE, pack_spread, pack_tree, unpack_spread, unpack_tree
 from commsim.core.errors import InternalError
 
 
@@ -222,8 +222,8 @@ def pack_uints(values: np.ndarray | Iterable[int], width: int) -> Bits:
 
     Values outside ``[0, 2**width)`` (and non-integers) are refused.  Widths of 8, 16, 32 and 64
     bits are a byte view, width 1 is ``numpy.packbits``; any other width goes through the kernels of
-    :mod:`commsim.core.bitpack` (a SWAR tree of whole-array shifts up to 32 bits, 64-bit words beyond),
-    in cache-sized chunks.
+    :mod:`commsim.core.bitpack` (a pairing tree of whole-array shifts, then byte windows or 64-bit
+    words), in cache-sized chunks.
     """
     _check_width(width)
     return pack_low_bits(_as_uints(values, width), width)
@@ -241,8 +241,8 @@ def pack_low_bits(arr: np.ndarray, width: int) -> Bits:
         return Bits._own(arr.astype(dt).view(np.uint8), n * width)
     if width == 1:  # one bit per value: numpy's own packing
         return Bits._own(np.packbits(np.bitwise_and(arr, 1, dtype=np.uint8, casting="unsafe")), n)
-    if width <= 32 and LITTLE:
-        return Bits._own(pack_swar(arr, width), n * width)
+    if LITTLE:
+        return Bits._own(pack_tree(arr, width), n * width)
     return Bits._own(pack_spread(arr, width), n * width)
 
 
@@ -262,8 +262,8 @@ def unpack_uints(bits: Bits, width: int, count: int | None = None, offset: int =
     if offset % 8 == 0:
         if width == 1:
             return np.unpackbits(bits.packed[offset // 8:], count=count)
-        if width <= 32 and LITTLE:
-            unpack_swar(bits.packed, width, count, offset // 8, out)
+        if LITTLE:
+            unpack_tree(bits.packed, width, count, offset // 8, out)
         else:
             unpack_spread(bits.packed, width, count, offset // 8, out)
         return out

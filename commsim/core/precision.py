@@ -20,7 +20,8 @@ import numpy as np
 
 from commsim.core.bits import Bits, field_count, pack_low_bits, pack_uints, unpack_uints
 from commsim.core.errors import InputError
-from commsim.core.sums import SIGNED_BYTE_DTYPES, unpack_signed
+from commsim.core.bitpack import lane_bits
+from commsim.core.sums import SIGNED_BYTE_DTYPES, sign_extend
 
 
 class FormatError(InputError):
@@ -217,8 +218,11 @@ class FixedPoint(NumberFormat):
         if self.bits in SIGNED_BYTE_DTYPES:  # the big-endian two's-complement bytes are the encoding
             codes = self._codes(a, np.dtype(SIGNED_BYTE_DTYPES[self.bits]), on_saturate)
             return Bits._own(codes.view(np.uint8), a.size * self.bits)
-        codes = self._codes(a, np.dtype(np.int64), on_saturate)  # in range by construction
-        return pack_low_bits(codes, self.bits)  # two's complement: the low ``bits`` bits of each code
+        # the codes in their container's signed type, then their low ``bits`` bits (two's complement) in place
+        codes = self._codes(a, np.dtype(f"i{lane_bits(self.bits) // 8}"), on_saturate)
+        low = codes.view(np.dtype(f"u{codes.dtype.itemsize}"))
+        np.bitwise_and(low, low.dtype.type((1 << self.bits) - 1), out=low)
+        return pack_low_bits(low, self.bits)
 
     def decode(self, bits: Bits, count: int | None = None, offset: int = 0) -> np.ndarray:
         """Inverse of :meth:`encode`: the values of the two's-complement codes."""
@@ -228,10 +232,10 @@ class FixedPoint(NumberFormat):
             return np.multiply(codes, 2.0 ** -self.frac, dtype=np.float64)  # exact: a power-of-two scale
         count = field_count(bits, self.bits, count, offset)
         out = np.empty(count, dtype=np.float64)
-        chunk = 1 << 16  # a multiple of 8: every chunk starts on the same bit phase
+        chunk = 1 << 18  # a multiple of 8: every chunk starts on the same bit phase
         for start in range(0, count, chunk):
             m = min(chunk, count - start)
-            codes = unpack_signed(bits, self.bits, m, offset + start * self.bits)
+            codes = sign_extend(unpack_uints(bits, self.bits, m, offset + start * self.bits), self.bits)
             np.multiply(codes, 2.0 ** -self.frac, out=out[start:start + m])
         return out
 

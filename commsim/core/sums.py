@@ -56,6 +56,18 @@ def pack_signed(values: np.ndarray | Iterable[int], width: int) -> Bits:
     return Bits(np.packbits(rows[:, 8 * nbytes - width:]), arr.size * width)
 
 
+def sign_extend(codes: np.ndarray, width: int) -> np.ndarray:
+    """``width``-bit two's-complement codes held as unsigned integers (any container of at least ``width``
+    bits, as :func:`~commsim.core.bits.unpack_uints` returns them), sign-extended in place; returns the
+    signed view of the same memory."""
+    signed = codes.view(np.dtype(f"i{codes.dtype.itemsize}"))
+    shift = 8 * codes.dtype.itemsize - width
+    if shift:
+        np.left_shift(signed, shift, out=signed)
+        np.right_shift(signed, shift, out=signed)  # arithmetic: copies the sign bit down
+    return signed
+
+
 def unpack_signed(bits: Bits, width: int, count: int | None = None, offset: int = 0) -> np.ndarray:
     """Inverse of :func:`pack_signed`: int64 for width <= 64, Python ints (object array) beyond."""
     if width in SIGNED_BYTE_DTYPES and offset % 8 == 0:
@@ -63,9 +75,7 @@ def unpack_signed(bits: Bits, width: int, count: int | None = None, offset: int 
         return np.frombuffer(bits.packed, dtype=SIGNED_BYTE_DTYPES[width], count=count,
                              offset=offset // 8).astype(np.int64)
     if width < 64:
-        s = unpack_uints(bits, width, count, offset).astype(np.int64)
-        sign = np.int64(1 << (width - 1))
-        return (s ^ sign) - sign  # sign-extend
+        return sign_extend(unpack_uints(bits, width, count, offset), width).astype(np.int64)
     if width == 64:
         return unpack_uints(bits, 64, count, offset).view(np.int64)
     count = field_count(bits, width, count, offset)

@@ -228,9 +228,10 @@ def _bit_matrix(values: np.ndarray, width: int) -> np.ndarray:
 @given(width=st.integers(1, 64), count=st.integers(0, (1 << 18) + 70), seed=st.integers(0, 2**32 - 1),
        data=st.data())
 def test_fast_kernels_round_trip_exactly_at_every_width(width, count, seed, data):
-    """The SWAR and word kernels (commsim.core.bitpack) against the bit-by-bit reference, at every width 1..64
-    and counts that end anywhere inside or across their chunks; any byte-aligned run of fields decodes alone;
-    int64 two's-complement codes pack as their low ``width`` bits."""
+    """The grouping, window and word kernels (commsim.core.bitpack) against the bit-by-bit reference, at every
+    width 1..64 and counts that end anywhere inside or across their chunks; any byte-aligned run of fields
+    decodes alone; two's-complement codes, in int64 or in their own container type, pack as their low
+    ``width`` bits; values already in their container type (read in place) pack the same."""
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 1 << min(width, 63), size=count, dtype=np.uint64)
     if width == 64 and count:
@@ -243,10 +244,44 @@ def test_fast_kernels_round_trip_exactly_at_every_width(width, count, seed, data
     stop = data.draw(st.integers(start, count), "stop")
     got = unpack_uints(packed, width, count=stop - start, offset=start * width)
     assert np.array_equal(got.astype(np.uint64), values[start:stop])
+    container = unpack_uints(packed, width).dtype
+    assert pack_uints(values.astype(container), width) == packed
     if width < 64:
         codes = rng.integers(-(1 << (width - 1)), 1 << (width - 1), size=min(count, 5000))
         low = (codes & ((1 << width) - 1)).astype(np.uint64)
         assert pack_low_bits(codes, width) == pack_uints(low, width)
+        narrow = codes.astype(np.dtype(f"i{container.itemsize}"))
+        assert pack_low_bits(narrow, width) == pack_uints(low, width)
+
+
+@settings(max_examples=200, deadline=None)
+@given(width=st.integers(2, 63).filter(lambda w: w not in (8, 16, 32)), count=st.integers(0, 3000),
+       chunk_bytes=st.sampled_from([64, 128, 512]), seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_kernels_across_many_chunks(width, count, chunk_bytes, seed, data):
+    """With chunks of a few dozen values, every chunk boundary of every plan (grouping levels, byte windows
+    whose last window reaches into the next chunk, spread words) is crossed many times."""
+    from commsim.core.bitpack import tree as bitpack
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 1 << width, size=count, dtype=np.uint64)
+    stop = data.draw(st.integers(0, count), "stop")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bitpack, "_CHUNK_BYTES", chunk_bytes)
+        packed = pack_uints(values, width)
+        assert np.array_equal(np.unpackbits(packed.packed, count=len(packed)), _bit_matrix(values, width))
+        assert np.array_equal(unpack_uints(packed, width).astype(np.uint64), values)
+        assert np.array_equal(unpack_uints(packed, width, count=stop).astype(np.uint64), values[:stop])
+
+
+@pytest.mark.parametrize("width", [w for w in range(1, 33) if w not in (8, 16, 32)])
+def test_compact_levels_are_checked_on_every_group(width):
+    """A grouping level that multiplies (values narrow enough to merge in their own lane) was run on every
+    group of values it can see when its plan was made; the plans of widths 1, 2, 3 and 4 use one."""
+    from commsim.core.bitpack.tree import _check_compact, tree_plan
+    plan = tree_plan(width)
+    compact = [level for level in plan.levels if level.compact]
+    assert bool(compact) == (width <= 4)
+    for level in compact:
+        _check_compact(level)  # raises on any inexact group
 
 
 def test_unpack_dtype_is_native_unsigned():
