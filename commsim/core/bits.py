@@ -18,6 +18,7 @@ from typing import Iterable
 import numpy as np
 
 from commsim.core.bitpack import LITTLE, pack_spread, pack_tree, unpack_spread, unpack_tree
+from commsim.core.bitpack.small import SMALL_BITS, pack_small, unpack_small
 from commsim.core.errors import InternalError
 
 
@@ -222,8 +223,8 @@ def pack_uints(values: np.ndarray | Iterable[int], width: int) -> Bits:
 
     Values outside ``[0, 2**width)`` (and non-integers) are refused.  Widths of 8, 16, 32 and 64
     bits are a byte view, width 1 is ``numpy.packbits``; any other width goes through the kernels of
-    :mod:`commsim.core.bitpack` (a pairing tree of whole-array shifts, then byte windows or 64-bit
-    words), in cache-sized chunks.
+    :mod:`commsim.core.bitpack`: a bit matrix for short messages, else a grouping tree of whole-array
+    shifts, then byte windows or 64-bit words, in cache-sized chunks.
     """
     _check_width(width)
     return pack_low_bits(_as_uints(values, width), width)
@@ -241,6 +242,8 @@ def pack_low_bits(arr: np.ndarray, width: int) -> Bits:
         return Bits._own(arr.astype(dt).view(np.uint8), n * width)
     if width == 1:  # one bit per value: numpy's own packing
         return Bits._own(np.packbits(np.bitwise_and(arr, 1, dtype=np.uint8, casting="unsafe")), n)
+    if n * width <= SMALL_BITS:  # a short message: the bit matrix costs fewer numpy calls
+        return Bits._own(pack_small(arr, width), n * width)
     if LITTLE:
         return Bits._own(pack_tree(arr, width), n * width)
     return Bits._own(pack_spread(arr, width), n * width)
@@ -262,7 +265,9 @@ def unpack_uints(bits: Bits, width: int, count: int | None = None, offset: int =
     if offset % 8 == 0:
         if width == 1:
             return np.unpackbits(bits.packed[offset // 8:], count=count)
-        if LITTLE:
+        if count * width <= SMALL_BITS:
+            unpack_small(bits.packed, width, count, offset // 8, out)
+        elif LITTLE:
             unpack_tree(bits.packed, width, count, offset // 8, out)
         else:
             unpack_spread(bits.packed, width, count, offset // 8, out)

@@ -6,6 +6,7 @@ for widths that are not a whole number of bytes, one concept per module:
 - :mod:`~commsim.core.bitpack.windows`: any field written as overlapping lane-sized byte windows, each
   holding exactly the stream's bits;
 - :mod:`~commsim.core.bitpack.spread`: fields too wide for a window, spread over whole 64-bit words;
+- :mod:`~commsim.core.bitpack.small`: short messages as a bit matrix (fewer numpy calls);
 - :mod:`~commsim.core.bitpack.lanes`: lane types and the scratch arrays the kernels reuse.
 """
 from commsim.core.bitpack.lanes import LITTLE, lane_bits

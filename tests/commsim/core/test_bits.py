@@ -259,13 +259,16 @@ def test_fast_kernels_round_trip_exactly_at_every_width(width, count, seed, data
        chunk_bytes=st.sampled_from([64, 128, 512]), seed=st.integers(0, 2**32 - 1), data=st.data())
 def test_kernels_across_many_chunks(width, count, chunk_bytes, seed, data):
     """With chunks of a few dozen values, every chunk boundary of every plan (grouping levels, byte windows
-    whose last window reaches into the next chunk, spread words) is crossed many times."""
+    whose last window reaches into the next chunk, spread words) is crossed many times; short messages
+    are sent through the tree too (not the bit matrix that normally takes them)."""
+    from commsim.core import bits as bits_module
     from commsim.core.bitpack import tree as bitpack
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 1 << width, size=count, dtype=np.uint64)
     stop = data.draw(st.integers(0, count), "stop")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(bitpack, "_CHUNK_BYTES", chunk_bytes)
+        mp.setattr(bits_module, "SMALL_BITS", 0)
         packed = pack_uints(values, width)
         assert np.array_equal(np.unpackbits(packed.packed, count=len(packed)), _bit_matrix(values, width))
         assert np.array_equal(unpack_uints(packed, width).astype(np.uint64), values)
