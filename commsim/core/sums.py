@@ -63,8 +63,8 @@ def sign_extend(codes: np.ndarray, width: int) -> np.ndarray:
     signed = codes.view(np.dtype(f"i{codes.dtype.itemsize}"))
     shift = 8 * codes.dtype.itemsize - width
     if shift:
-        np.left_shift(signed, shift, out=signed)
-        np.right_shift(signed, shift, out=signed)  # arithmetic: copies the sign bit down
+        np.left_shift(codes, codes.dtype.type(shift), out=codes)      # the sign bit to the top (unsigned: no overflow)
+        np.right_shift(signed, signed.dtype.type(shift), out=signed)  # arithmetic: copies the sign bit down
     return signed
 
 

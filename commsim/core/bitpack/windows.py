@@ -52,7 +52,7 @@ def phase_rows(fields: np.ndarray, period: int, scratch: Scratch) -> np.ndarray:
 
 
 def write_windows(fields: np.ndarray, bits: int, lane: int, out: np.ndarray, first_byte: int,
-                   scratch: Scratch) -> None:
+                  scratch: Scratch) -> None:
     """Store clean ``bits``-bit ``fields`` (``lane``-bit lanes) as a bit stream from byte ``first_byte`` of
     ``out`` (which has a window of slack past the stream's end)."""
     period, stride, phases = window_plan(bits, lane)
@@ -82,7 +82,7 @@ def write_windows(fields: np.ndarray, bits: int, lane: int, out: np.ndarray, fir
 
 
 def read_windows(packed: np.ndarray, bits: int, lane: int, count: int, first_byte: int, out: np.ndarray,
-                  scratch: Scratch) -> None:
+                 scratch: Scratch) -> None:
     """Inverse of :func:`write_windows`: ``count`` fields into ``out`` (``lane``-bit lanes)."""
     period, stride, phases = window_plan(bits, lane)
     big = uint_type(lane, ">")
@@ -93,13 +93,13 @@ def read_windows(packed: np.ndarray, bits: int, lane: int, count: int, first_byt
     if raw.size < need:  # the last windows reach past the stream: read them from a padded copy
         raw = np.concatenate([raw, np.zeros(need - raw.size, dtype=np.uint8)])
     mask = lane_type.type((1 << bits) - 1)
-    rows = out.reshape(1, -1) if period == 1 else scratch("phase_rows", period * m, lane_type).reshape(period, m)
+    rows = None if period == 1 else scratch("phase_rows", period * m, lane_type).reshape(period, m)
     for j, q, r, t in phases:
-        row = rows[j, :len(range(j, count, period))] if period == 1 else rows[j]
+        row = out if rows is None else rows[j]                 # whole-byte fields: straight into ``out``
         src = np.ndarray((row.size,), dtype=big, buffer=raw, offset=q, strides=(stride,))
         np.right_shift(src, lane_type.type(t), out=row)
         np.bitwise_and(row, mask, out=row)
-    if period > 1:  # interleave the phases back into field order
+    if rows is not None:  # interleave the phases back into field order
         full = count // period
         np.copyto(out[:full * period].reshape(full, period), rows[:, :full].T)
         if full < m:
