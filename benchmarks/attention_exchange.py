@@ -96,7 +96,7 @@ def dyck_sweep_child(N: int) -> dict:
         return reduction.decode(model.labels(raw)[:, None], B), keys
 
     sweep = sweep_fooling_set(fs, evaluate, stop_at_error=False)
-    clash = sweep.collisions.first()
+    clash = sweep.first_collision()
     seconds = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"N": N, "members": int(fs.size), "swept": sweep.swept, "distinct_transcripts": sweep.distinct,

@@ -49,7 +49,12 @@ def _setup(spec: str, reduction_id: str, n: int, instances: int | None = None, s
     reg = load_plugins()
     reduction = reg.get("reduction", reduction_id)
     problem = reduction.problem(n)
-    A, B, _ = select_instances(problem, instances, seed)
+    if instances is None:
+        # every pair in memory, on purpose: this measures the in-memory sweep against the batched forward at
+        # n = 20 (21M pairs), past the 2^24 pairs above which `commsim run` streams instead
+        A, B = problem.all_pairs()
+    else:
+        A, B, _ = select_instances(problem, instances, seed)
     encoded = reduction.encode(problem, A, B)
     model = make_model(spec, **reduction.model_context(n))
     return reduction, problem, A, B, encoded, model

@@ -141,10 +141,6 @@ def select_instances(problem: Problem, instances: int | None, seed: int) -> Inst
     else that many seeded samples; the request is checked first (:func:`check_instances`)."""
     check_instances(problem, instances, seed)
     if instances is None:
-        if problem.input_pairs > MAX_EXHAUSTIVE_INSTANCES:
-            raise InputError(f"instances: all {problem.input_pairs} instances of {problem.name} at n = {problem.n} "
-                             f"are too many to run exhaustively (at most {MAX_EXHAUSTIVE_INSTANCES}); give a number "
-                             f"of instances to sample", "instances")
         return Instances(*problem.all_pairs(), problem.all_description)
     return Instances(*problem.sample(np.random.default_rng(seed), instances), f"{instances} sampled (seed {seed})")
 

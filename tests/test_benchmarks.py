@@ -1,0 +1,82 @@
+"""Every benchmark script runs end to end at a tiny size, its own exactness checks included.
+
+Timings are never asserted (performance is measured by running the scripts, see README "Benchmarks"); these
+tests only keep the scripts working as the library under them changes -- the Dyck sweep of
+``attention_exchange.py`` once called a renamed method and nothing noticed.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+
+
+def load(name: str):
+    """A benchmark script as a module (the folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", BENCHMARKS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_script_has_a_smoke_test():
+    scripts = {p.stem for p in BENCHMARKS.glob("*.py")}
+    tested = {"bits", "attention_exchange", "rnn_handoff", "exhaustive_n24", "orthogonal", "sweep_scaling"}
+    assert scripts == tested, f"add a smoke test for: {sorted(scripts - tested)}"
+
+
+def test_bits_codec_comparisons_round_trip():
+    bits = load("bits")
+    rng = np.random.default_rng(0)
+    widths = bits.width_sweep(300, 1, rng, widths=[2, 3, 12, 40, 63])     # raises unless every width round-trips
+    assert set(widths) == {2, 3, 12, 40, 63} and all(r["ratio"] > 0 for r in widths.values())
+    ours, numpy_side = bits.compare(5000, 12, 1, rng)
+    assert ours["total_bits"] == numpy_side["total_bits"] == 60_000
+    assert bits.runner_overhead(10, 1)["messages"] == 10
+
+
+def test_attention_exchange_is_bit_identical_and_the_dyck_sweep_runs():
+    bench = load("attention_exchange")
+    row = bench.protocol_vs_direct(64, 2, 4, 8, "fixed16", 1)
+    assert row["bit_identical"] and row["bits"] > 0
+    sweep = bench.dyck_sweep_child(6)
+    assert sweep["swept"] == sweep["members"] > 0 and sweep["distinct_transcripts"] <= sweep["members"]
+
+
+def test_rnn_handoff_sweep_and_runner_are_exact():
+    bench = load("rnn_handoff")
+    sweep = bench.sweep_vs_forward("elman:width=4,precision=8", 5, 1)
+    assert sweep["all_exact"] and sweep["labels_equal_plain_forward"] and sweep["instances"] == 5 * 2 ** 5
+    runner = bench.runner_vs_forward("elman:width=4,precision=8", 40, 1)
+    assert runner["bit_identical"] and runner["bits_sent"] == runner["state_bits"]
+
+
+def test_exhaustive_n24_runs_the_cli_and_projects(capsys):
+    bench = load("exhaustive_n24")
+    row = bench.run(quick=False, n=6)
+    assert row["instances"] == 6 * 2 ** 6 and row["protocol_matches_model"] and row["peak_memory_bytes"] > 0
+    projected = bench.projection(ns=(8,), workers=(2,))
+    assert projected[8]["instances"] == 8 * 2 ** 8 and projected[8]["projected_seconds"][2] >= 0
+
+
+def test_orthogonal_quick_finds_verified_sets(capsys):
+    bench = load("orthogonal")
+    assert bench.main(["--quick"]) == 0                       # N = 2^8 .. 2^12, every set re-verified exactly
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(int(n) for n in out["k_by_n"]) == [2 ** e for e in range(8, 13)]
+    assert all(row["verified"] for row in out["results"]) and 0 < out["ratio"] < 1
+
+
+def test_sweep_scaling_merges_the_same_result_on_one_and_two_dask_workers():
+    # as a script: the workers receive its helper functions by value, as they do when a user runs it
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "sweep_scaling.py"), "--json", "--n", "6", "--shards", "2",
+                           "--repeats", "1"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["same_result_1_and_2_workers"] is True
