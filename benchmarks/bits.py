@@ -7,7 +7,7 @@ headline ``ratio`` is (commsim time at p = 16) / (numpy time for 16 * count bits
 a ratio of at most 2.  Each figure is the best of several repeats, with the commsim and numpy
 runs interleaved so that both see the same machine load.
 
-``worst_ratio`` is the same comparison for :func:`~commsim.core.bits.pack_uints` + ``unpack_uints`` at every
+``ratio_worst_width`` is the same comparison for :func:`~commsim.core.bits.pack_uints` + ``unpack_uints`` at every
 width 1..64 (the worst width; per-width figures under ``widths``; CPU time, which a shared machine disturbs
 less than wall time).  All figures are CPU time of this process (``time.process_time``).
 
@@ -158,9 +158,9 @@ def run(quick: bool) -> dict:
         "ratio_goal": RATIO_GOAL,
         "ratio_ok": ratio16 <= RATIO_GOAL,
         "ratio_p12": ratio12,
-        "worst_ratio": widths[worst]["ratio"],
+        "ratio_worst_width": widths[worst]["ratio"],
         "worst_width": worst,
-        "worst_ratio_goal": RATIO_GOAL,
+        "ratio_worst_width_goal": RATIO_GOAL,
         "widths_over_goal": [w for w in widths if widths[w]["ratio"] > RATIO_GOAL],
         "widths": widths,
         "width_count": 1 << 18 if quick else 1 << 20,
@@ -193,9 +193,9 @@ def summary(r: dict) -> str:
         f"  numpy pack+unpack      {r['numpy_p12_bits']['roundtrip_seconds'] * 1e3:8.1f} ms "
         f"({r['numpy_p12_bits']['total_bits']:,} bits)",
         f"  ratio at p = 12        {r['ratio_p12']:8.2f}",
-        f"  widths 1..64           worst ratio {r['worst_ratio']:.2f} at width {r['worst_width']} "
+        f"  widths 1..64           worst ratio {r['ratio_worst_width']:.2f} at width {r['worst_width']} "
         f"(pack_uints + unpack_uints of {r['width_count']:,} values vs numpy, CPU time); over "
-        f"{r['worst_ratio_goal']:g}: {r['widths_over_goal'] or 'none'}",
+        f"{r['ratio_worst_width_goal']:g}: {r['widths_over_goal'] or 'none'}",
         f"  runner overhead        {r['runner_seconds_per_message'] * 1e6:8.2f} us per message "
         f"({r['runner_messages']:,}-message ping-pong in {r['runner_seconds'] * 1e3:.1f} ms)",
     ]

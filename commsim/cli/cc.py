@@ -89,8 +89,8 @@ def _interval(iv: dict) -> str:
 def _randomized_rows(table: Table, r: dict) -> None:
     """The coins, the promise, the measured error and the randomized bound of a randomized run."""
     table.add_row("coins", escape(f"{r['coins']} (seed {r['coin_seed']}; instance i uses CoinSource(seed, i))"))
-    table.add_row("promised error", escape(f"<= {r['promised_error']:.4g} on every input: {r['promise']}"))
-    table.add_row("measured error", escape(_interval(r["measured_error"])))
+    table.add_row("promised error", escape(f"<= {r['error_promised']:.4g} on every input: {r['promise']}"))
+    table.add_row("measured error", escape(_interval(r["measured_error_detail"])))
     for answer, iv in r["measured_error_by_answer"].items():
         table.add_row(f"  where the answer is {answer}", escape(_interval(iv)))
     table.add_row("consistent with the promise", "[green]yes[/]" if r["consistent_with_promise"] else

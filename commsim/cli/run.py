@@ -87,13 +87,12 @@ def agreement_text(a: dict) -> str:
     """The "torch agreement" row: commsim's model against the framework module's own forward."""
     where = f"on {a['instances']:,}" + (f" of {a['of_instances']:,}" if a.get("sampled") else "") + " instances"
     diff = "n/a" if a.get("max_abs_diff") is None else f"{a['max_abs_diff']:.3g}"
-    if a.get("passed") is None:
+    if a.get("ok") is None:
         return escape(f"not judged: max |commsim − {a['framework']}| = {diff} {where} ({a.get('note', '')})")
-    tol = a.get("tolerance") or {}
-    rule = f" ≤ {tol['atol']:g} + {tol['rtol']:g}·|{a['framework']}|" if tol else ""
-    verdict = "[green]passed[/]" if a["passed"] else "[red]FAILED[/]"
-    return verdict + escape(f": max |commsim − {a['framework']}| = {diff}{rule if a['passed'] else ''} {where}"
-                            + ("" if a["passed"] else f" ({a.get('note', '')})"))
+    rule = f" ≤ {a['atol']:g} + {a['rtol']:g}·|{a['framework']}|" if a.get("atol") is not None else ""
+    verdict = "[green]passed[/]" if a["ok"] else "[red]FAILED[/]"
+    return verdict + escape(f": max |commsim − {a['framework']}| = {diff}{rule if a['ok'] else ''} {where}"
+                            + ("" if a["ok"] else f" ({a.get('note', '')})"))
 
 
 def render_report(report) -> None:
@@ -119,9 +118,9 @@ def render_report(report) -> None:
         table.add_row("verdict", verdict)
     else:
         table.add_row("lower bound", f"[yellow]does not apply[/]: {escape(str(d['bound_note']))}")
-    if d.get("bound_randomized_reason"):
+    if d.get("bound_randomized_note"):
         survives = {True: "survives randomness", False: "deterministic only", None: "randomness: not stated"}
-        table.add_row("with coins", escape(f"{survives[d['bound_randomized']]} — {d['bound_randomized_reason']}"))
+        table.add_row("with coins", escape(f"{survives[d['bound_randomized']]} — {d['bound_randomized_note']}"))
     table.add_row("model correct", correctness_text(d))
     if d.get("measured_error"):
         table.add_row("error rate", escape(measured_error_text(d["measured_error"])))

@@ -139,8 +139,8 @@ class CcReport:
 
 
 #: the report keys of a randomized run (None for a deterministic one; ``coins`` is then "none")
-RANDOMIZED_KEYS = ("coin_seed", "promised_error", "promise", "may_err_on", "input_distribution", "measured_error",
-                   "measured_error_by_answer", "consistent_with_promise", "randomized_bound", "randomness_note")
+RANDOMIZED_KEYS = ("coin_seed", "error_promised", "promise", "may_err_on", "input_distribution", "measured_error",
+                   "error_interval", "measured_error_detail", "measured_error_by_answer", "consistent_with_promise", "randomized_bound", "randomness_note")
 
 
 def run_cc(problem_name: str, n: int, protocol_cls: type, *, instances: int | None = None, seed: int = 0,
@@ -217,9 +217,10 @@ def measure_error(protocol: RandomizedProtocol, expected: np.ndarray, wrong: np.
     bound_dict = None
     if bound is not None:
         bound_dict = {**bound.to_dict(), "satisfied": bound.satisfied_by(bits_used)}
-    return {"coins": protocol.coins, "coin_seed": seed, "promised_error": promised, "promise": protocol.promise,
+    return {"coins": protocol.coins, "coin_seed": seed, "error_promised": promised, "promise": protocol.promise,
             "may_err_on": list(protocol.may_err_on), "input_distribution": protocol.input_distribution,
-            "measured_error": overall.to_dict(),
+            "measured_error": overall.rate, "error_interval": [overall.low, overall.high],
+            "measured_error_detail": overall.to_dict(),
             "measured_error_by_answer": {k: iv.to_dict() for k, iv in by_answer.items()},
             "consistent_with_promise": consistent, "randomized_bound": bound_dict,
             "randomness_note": RANDOMIZED[protocol.problem.name][1] if protocol.problem.name in RANDOMIZED else None}

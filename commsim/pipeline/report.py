@@ -63,7 +63,7 @@ class Report:
             "lower_bound_bits": lb.bits, "lower_bound_source": lb.source, "lower_bound": lb.to_dict(),
             "bound_applies": lb.applies, "bound_note": lb.note, "budget_ok": self.budget_ok,
             "bound_kind": lb.kind, "bound_randomized": lb.randomized,
-            "bound_randomized_reason": lb.randomized_reason,
+            "bound_randomized_note": lb.randomized_reason,
             "model_accuracy": self.model_accuracy, "model_correct": self.model_correct,
             "accuracy_by_set": self.accuracy_by_set, "evaluation_sets": self.evaluation_sets,
             "protocol_matches_model": self.protocol_matches_model, "runner_checked": self.runner_checked,
@@ -107,7 +107,7 @@ class Report:
             "bound_kind": lb.kind, "budget_ok": self.budget_ok, "model_accuracy": self.model_accuracy,
             "model_correct": self.model_correct, "protocol_matches_model": self.protocol_matches_model,
             "certificate": cert is not None and cert.verified, "audited": self.audited,
-            "torch_agreement": None if self.torch_agreement is None else self.torch_agreement.get("passed"),
+            "torch_agreement": None if self.torch_agreement is None else self.torch_agreement.get("ok"),
             "measured_error": None if self.measured_error is None else self.measured_error.get("rate"),
         }
 

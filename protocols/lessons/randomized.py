@@ -98,7 +98,7 @@ def randomized(n: int | None = None) -> Lesson:
         f"protocol never errs on equal pairs; on unequal pairs the measured error must not be significantly "
         f"above the promise.",
         instance=f"bits used: {rep.bits_used} (n = {n})\nerror over all instances: "
-                 f"{_interval(rep.randomized['measured_error'])}\nerror on unequal pairs: "
+                 f"{_interval(rep.randomized['measured_error_detail'])}\nerror on unequal pairs: "
                  f"{_interval(_unequal_error(rep))}\nconsistent with the promise: "
                  f"{'yes' if rep.randomized['consistent_with_promise'] else 'NO'}",
         inequality=rf"\text{{measured error}} \le {fp.promised_error:.4f}\ \text{{(promised, on every input)}}",
@@ -136,7 +136,7 @@ def randomized(n: int | None = None) -> Lesson:
                  f"{eq_bound.randomized_reason}",
         inequality=rf"R^{{\text{{priv}}}}_{{\epsilon}}(\mathrm{{EQ}}_{{{n}}}) \le {2 * fp.width} \lt "
                    rf"D(\mathrm{{EQ}}_{{{n}}}) = {n}",
-        reference="commsim run eq-ineq --json: bound_randomized, bound_randomized_reason"))
+        reference="commsim run eq-ineq --json: bound_randomized, bound_randomized_note"))
 
     # ---- INDEX survives ----------------------------------------------------------------------------
     index = make_problem("index", n)
@@ -152,7 +152,7 @@ def randomized(n: int | None = None) -> Lesson:
         f"1 - H2(eps). The sampling protocol meets it: Alice sends a random window of s = {sampler.s} of her bits "
         f"(public coins), Bob guesses outside it, error exactly (1 - s/n)/2 = {sampler.promised_error:g}.",
         instance=f"{table}\nsample protocol: {rep_ix.bits_used} bits against the bound {bound['bits']} at its error "
-                 f"{sampler.promised_error:g}; measured error {_interval(rep_ix.randomized['measured_error'])}",
+                 f"{sampler.promised_error:g}; measured error {_interval(rep_ix.randomized['measured_error_detail'])}",
         inequality=rf"R^{{\text{{one-way}}}}_{{\epsilon}}(\mathrm{{INDEX}}_{{{n}}}) \ge (1 - H_2(\epsilon)) \cdot {n}",
         notes=RANDOMIZED["index"][1],
         reference="Ablayev 1996; Kremer, Nisan, Ron 1999 (section 9 of the reference)"))

@@ -9,9 +9,10 @@ def test_fingerprint_command_of_the_issue():
                "--json")
     assert r["protocol"] == "fingerprint" and r["coins"] == "private" and r["instances_run"] == 10000
     assert r["bits_used"] == 34 and r["bits_by_direction"] == {"alice_to_bob": 34, "bob_to_alice": 0}
-    assert 0 < r["promised_error"] <= 0.01
-    m = r["measured_error"]
-    assert m["trials"] == 10000 and m["low"] <= m["rate"] <= m["high"] and m["method"] == "wilson"
+    assert 0 < r["error_promised"] <= 0.01                                # DESIGN section 4's names
+    assert r["error_interval"][0] <= r["measured_error"] <= r["error_interval"][1]
+    m = r["measured_error_detail"]
+    assert m["trials"] == 10000 and m["rate"] == r["measured_error"] and m["method"] == "wilson"
     assert m["events"] == r["errors"] and r["consistent_with_promise"] is True
     assert r["measured_error_by_answer"]["1"]["events"] == 0 and r["may_err_on"] == [0]
     coins = r["transcript"]["coins"]
@@ -40,7 +41,7 @@ def test_run_says_whether_the_bound_survives_randomness():
     out = invoke("run", "eq-ineq", "--n", "4", "--no-certificate")
     assert "with coins" in out and "deterministic only" in out
     r = invoke("run", "disj-mqar", "--n", "4", "--no-certificate", "--json")
-    assert r["bound_randomized"] is True and "Kalyanasundaram" in r["bound_randomized_reason"]
+    assert r["bound_randomized"] is True and "Kalyanasundaram" in r["bound_randomized_note"]
 
 
 def test_tree_refuses_a_protocol_with_coins(capsys):

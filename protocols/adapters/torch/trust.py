@@ -23,6 +23,12 @@ from protocols.adapters.torch.layers import TOLERANCE, within_tolerance
 CHUNK_ROWS = 64
 
 
+
+#: how agreement with the torch forward is judged
+_RULE = "|commsim - torch| <= atol + rtol * |torch|"
+#: the tolerance keys of a comparison that is reported but not judged
+_NOT_JUDGED = {"atol": None, "rtol": None, "max_allowed": None, "rule": None}
+
 class OutputsCompared:
     """commsim's outputs beside the torch module's on the same tokens (aligned arrays, float64)."""
 
@@ -82,9 +88,10 @@ class TorchTrust:
     torch_forward = None
 
     def framework_agreement(self, tokens, output_positions=None) -> dict | None:
-        """The report's ``torch_agreement`` on these token rows: ``max_abs_diff``, ``tolerance``
-        (atol, rtol and the rule), ``passed`` (None when not judged), ``instances``, ``framework``,
-        ``format``, ``positions``, ``label_agreement`` and a ``note``; None without a torch forward."""
+        """The report's ``torch_agreement`` on these token rows: ``max_abs_diff``, ``atol``, ``rtol`` (None
+        when not judged), ``max_allowed`` and the ``rule``, ``ok`` (None when not judged), ``instances``,
+        ``framework``, ``format``, ``positions``, ``label_agreement`` and a ``note``; None without a torch
+        forward."""
         tokens = np.atleast_2d(np.asarray(tokens))
         compared = compare_outputs(self, tokens, output_positions)
         if compared is None:
@@ -94,7 +101,7 @@ class TorchTrust:
         base = {"framework": self.framework, "instances": int(tokens.shape[0]), "format": name,
                 "positions": [int(p) for p in compared.positions]}
         if compared.ours.shape != compared.theirs.shape:
-            return {**base, "max_abs_diff": None, "tolerance": None, "passed": False, "label_agreement": 0.0,
+            return {**base, "max_abs_diff": None, **_NOT_JUDGED, "ok": False, "label_agreement": 0.0,
                     "note": f"output shapes differ: commsim {compared.ours.shape}, torch {compared.theirs.shape}"}
         ok, diff, allowed = within_tolerance(compared.ours, compared.theirs, name)
         labels = float(np.mean(np.argmax(compared.ours, -1) == np.argmax(compared.theirs, -1))) \
@@ -102,14 +109,13 @@ class TorchTrust:
         if tol is None:
             note = (f"max |commsim - torch| = {diff:.3g}: reported, not judged -- commsim's model runs at {name}, "
                     f"a different number format from the torch module's own")
-            return {**base, "max_abs_diff": diff, "tolerance": None, "passed": None, "label_agreement": labels,
+            return {**base, "max_abs_diff": diff, **_NOT_JUDGED, "ok": None, "label_agreement": labels,
                     "note": note}
         atol, rtol = tol
         note = (f"max |commsim - torch| = {diff:.3g} on {tokens.shape[0]} instances "
                 f"({'within' if ok else 'OUTSIDE'} atol + rtol*|torch| = {atol:g} + {rtol:g}*|torch| for {name})")
-        return {**base, "max_abs_diff": diff, "passed": ok, "label_agreement": labels, "note": note,
-                "tolerance": {"atol": atol, "rtol": rtol, "max_allowed": allowed,
-                              "rule": "|commsim - torch| <= atol + rtol * |torch|"}}
+        return {**base, "max_abs_diff": diff, "atol": atol, "rtol": rtol, "max_allowed": allowed, "rule": _RULE,
+                "ok": ok, "label_agreement": labels, "note": note}
 
     def framework_labels(self, tokens, output_positions=None) -> np.ndarray | None:
         """The torch module's own decisions (batch, outputs) at ``output_positions``, labelled as commsim

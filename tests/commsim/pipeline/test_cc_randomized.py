@@ -35,7 +35,7 @@ def test_inner_product_error_is_exactly_two_to_the_minus_k_on_unequal_pairs(seed
     report = run_cc("eq", 64, InnerProductEquality, instances=RUNS, seed=seed, error=0.01, confidence=0.99)
     r = report.randomized
     k = math.ceil(math.log2(100))
-    assert report.bits_used == k and r["promised_error"] == 2.0 ** -k
+    assert report.bits_used == k and r["error_promised"] == 2.0 ** -k
     unequal = r["measured_error_by_answer"]["0"]
     assert unequal["trials"] > RUNS // 3 and unequal["low"] <= 2.0 ** -k <= unequal["high"]
     assert r["measured_error_by_answer"]["1"]["events"] == 0          # one-sided: equal pairs never fail
@@ -47,9 +47,10 @@ def test_fingerprint_at_n_1024_keeps_its_promise_with_o_log_n_bits():
     report = run_cc("eq", 1024, FingerprintEquality, instances=RUNS, seed=0, error=0.01)
     r = report.randomized
     p = next_prime(math.ceil(1023 / 0.01))
-    assert is_prime(p) and r["promised_error"] == pytest.approx(1023 / p) and r["promised_error"] <= 0.01
+    assert is_prime(p) and r["error_promised"] == pytest.approx(1023 / p) and r["error_promised"] <= 0.01
     assert report.bits_used == 2 * (p - 1).bit_length() < 1024 // 20
-    assert r["measured_error"]["low"] <= r["promised_error"] and r["consistent_with_promise"] is True
+    assert r["error_interval"][0] <= r["error_promised"] and r["consistent_with_promise"] is True
+    assert r["measured_error"] == r["measured_error_detail"]["rate"]           # DESIGN section 4's flat keys
     assert r["measured_error_by_answer"]["1"]["events"] == 0
     assert "half equal pairs" in report.instances
 
@@ -74,11 +75,11 @@ def test_index_sample_error_is_exactly_promised_and_meets_the_randomized_bound()
     report = run_cc("index", 200, SampledIndex, instances=RUNS, seed=1, error=0.1)
     r = report.randomized
     s = math.ceil(200 * 0.8)
-    assert report.bits_used == s and r["promised_error"] == pytest.approx((200 - s) / 400)
-    iv = r["measured_error"]
-    assert iv["low"] <= r["promised_error"] <= iv["high"]
+    assert report.bits_used == s and r["error_promised"] == pytest.approx((200 - s) / 400)
+    low, high = r["error_interval"]
+    assert low <= r["error_promised"] <= high
     bound = r["randomized_bound"]
-    assert bound["bits"] == index_one_way_randomized_bits(200, r["promised_error"]) <= s
+    assert bound["bits"] == index_one_way_randomized_bits(200, r["error_promised"]) <= s
     assert bound["satisfied"] is True and bound["kind"] == "randomized"
 
 
@@ -144,7 +145,8 @@ def test_audit_reproduces_the_run_exactly_from_the_seed():
     local = run_cc("index", 30, SampledIndex, instances=16, seed=11, error=0.3)
     audited = run_cc("index", 30, SampledIndex, instances=16, seed=11, error=0.3, audit=True)
     assert audited.audited and audited.runner_checked == 16 and local.errors > 0
-    for key in ("measured_error", "measured_error_by_answer", "promised_error", "consistent_with_promise"):
+    for key in ("measured_error", "error_interval", "measured_error_by_answer", "error_promised",
+                "consistent_with_promise"):
         assert audited.randomized[key] == local.randomized[key]
     assert audited.errors == local.errors
     assert {k: np.asarray(v).tolist() for k, v in audited.first_error.items()} == \
@@ -172,7 +174,7 @@ def test_vectorized_path_draws_the_runners_coins(n, error, seed, which):
     expected = make_problem(problem, n)
     if problem == "eq":                                               # one-sided: equal pairs never fail
         assert report.randomized["measured_error_by_answer"].get("1", {"events": 0})["events"] == 0
-    assert report.randomized["promised_error"] <= error + 1e-12 and expected.n == n
+    assert report.randomized["error_promised"] <= error + 1e-12 and expected.n == n
 
 
 # ---- bad input ------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ def cli(args, capsys, monkeypatch):
 
 def assert_trusted(report):
     assert report.protocol_matches_model
-    assert report.torch_agreement["passed"] is True, report.torch_agreement
+    assert report.torch_agreement["ok"] is True, report.torch_agreement
     assert report.torch_agreement["instances"] == report.instances_run
 
 

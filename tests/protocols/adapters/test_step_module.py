@@ -50,7 +50,7 @@ def test_a_step_module_is_wrapped_and_follows_its_own_torch_loop():
     theirs = StepForward(module)(tokens)
     assert ours.shape == theirs.shape and np.allclose(ours, theirs, rtol=2e-6, atol=2e-6)
     agreement = model.framework_agreement(tokens, output_positions=range(7))
-    assert agreement["passed"] is True and agreement["max_abs_diff"] <= 2e-6
+    assert agreement["ok"] is True and agreement["max_abs_diff"] <= 2e-6
 
 
 def test_a_two_part_state_is_handed_off_whole():
