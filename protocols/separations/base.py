@@ -15,6 +15,7 @@ import numpy as np
 from commsim.core.errors import InputError
 from commsim.core.limits import show_size
 from commsim.plugins import make_model
+from protocols.theorems import attention_min_width
 
 __all__ = ["EXHAUSTIVE_LIMIT", "lengths", "SeparationResult", "Separation", "INPUTS_NOTE", "crossover_note",
            "crossing", "instances_for", "inputs_info", "exchange_bits", "attention_check", "recurrent_check"]
@@ -161,6 +162,14 @@ def two_layer_plot(construction: str) -> dict:
         {"key": "width_bits", "label": f"two-layer attention: d·p ({construction})"},
         {"key": "rnn_bound_bits", "label": "recurrent lower bound: m·p ≥ N/2", "style": "--"},
         {"key": "one_layer_bound_bits", "label": "one-layer attention: exchange ≥ N/2 bits", "style": ":"}]}
+
+
+def two_layer_bounds(bound_bits: int, precision: int, N: int, memorize_bits: int, memorize_accuracy: float) -> dict:
+    """The row columns a two-layer separation shares (:data:`TWO_LAYER_TAIL_COLUMNS`): the problem's bound, met by
+    the memorizing recurrence, and the one-layer exchange it forces with the width that follows at ``precision``."""
+    return {"rnn_bound_bits": bound_bits, "memorize_bits": memorize_bits, "memorize_accuracy": memorize_accuracy,
+            "one_layer_bound_bits": bound_bits,
+            "one_layer_min_width": float(attention_min_width(bound_bits, precision, N))}
 
 
 def two_layer_crossover_note(rows: list) -> str:

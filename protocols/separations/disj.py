@@ -14,10 +14,11 @@ from protocols.separations.base import (
     SeparationResult,
     inputs_info,
     instances_for,
+    two_layer_bounds,
     two_layer_crossover_note,
     two_layer_plot,
 )
-from protocols.theorems import attention_min_width, disjointness_bits
+from protocols.theorems import disjointness_bits
 
 
 class DisjSeparation(Separation):
@@ -67,9 +68,7 @@ class DisjSeparation(Separation):
         return {"N": N, "k": info["k"], "heads": info["heads"], "width": model.width, "embedding_dim": info["embedding_dim"],
                 "precision": p, "width_bits": info["embedding_dim"] * p, "qk_width_bits": model.width * p * info["heads"],
                 "parameter_bits": model.parameter_count * p, **inputs_info(described, len(A)), "accuracy": accuracy,
-                "rnn_bound_bits": disjointness_bits(half), "memorize_bits": int(memo.state_bits),
-                "memorize_accuracy": rnn_accuracy, "one_layer_bound_bits": disjointness_bits(half),
-                "one_layer_min_width": float(attention_min_width(disjointness_bits(half), p, N)),
+                **two_layer_bounds(disjointness_bits(half), p, N, int(memo.state_bits), rnn_accuracy),
                 "verified": accuracy == 1.0 and rnn_accuracy == 1.0}
 
     def result(self, n, rows):

@@ -15,10 +15,11 @@ from protocols.separations.base import (
     inputs_info,
     instances_for,
     recurrent_check,
+    two_layer_bounds,
     two_layer_crossover_note,
     two_layer_plot,
 )
-from protocols.theorems import attention_min_width, equality_bits
+from protocols.theorems import equality_bits
 
 
 class EqSeparation(Separation):
@@ -57,9 +58,7 @@ class EqSeparation(Separation):
         return {"N": N, "k": info["k"], "width": info["embedding_dim"], "qk_width": info["width"],
                 "precision": p, "width_bits": info["embedding_dim"] * p,
                 "parameter_bits": model.parameter_count * p, **inputs_info(described, len(A)), "accuracy": accuracy,
-                "rnn_bound_bits": equality_bits(half), "memorize_bits": rnn_bits, "memorize_accuracy": rnn_accuracy,
-                "one_layer_bound_bits": equality_bits(half),
-                "one_layer_min_width": float(attention_min_width(equality_bits(half), p, N)),
+                **two_layer_bounds(equality_bits(half), p, N, rnn_bits, rnn_accuracy),
                 "verified": accuracy == 1.0 and rnn_accuracy == 1.0}
 
     def result(self, n, rows):

@@ -29,6 +29,7 @@ _RULE = "|commsim - torch| <= atol + rtol * |torch|"
 #: the tolerance keys of a comparison that is reported but not judged
 _NOT_JUDGED = {"atol": None, "rtol": None, "max_allowed": None, "rule": None}
 
+
 class OutputsCompared:
     """commsim's outputs beside the torch module's on the same tokens (aligned arrays, float64)."""
 
@@ -46,16 +47,25 @@ def _at_positions(theirs: np.ndarray, positions: tuple[int, ...], length: int) -
     return None
 
 
-def compare_outputs(model, tokens: np.ndarray, positions=None) -> OutputsCompared | None:
-    """commsim's and torch's outputs at ``positions`` (default: the last) on ``tokens``; None when the model
-    keeps no torch forward.  Shapes may differ (the caller reports it)."""
+def _torch_view(model, tokens, positions):
+    """(torch forward, token rows, output positions (default: the last), length) of a model that keeps its
+    torch module's forward; None when it keeps none."""
     forward = getattr(model, "torch_forward", None)
     if forward is None:
         return None
-    from protocols.models.attention import AttentionLayer
     tokens = np.atleast_2d(np.asarray(tokens))
     length = tokens.shape[1]
-    positions = (length - 1,) if positions is None else tuple(int(p) for p in positions)
+    return forward, tokens, (length - 1,) if positions is None else tuple(int(p) for p in positions), length
+
+
+def compare_outputs(model, tokens: np.ndarray, positions=None) -> OutputsCompared | None:
+    """commsim's and torch's outputs at ``positions`` (default: the last) on ``tokens``; None when the model
+    keeps no torch forward.  Shapes may differ (the caller reports it)."""
+    view = _torch_view(model, tokens, positions)
+    if view is None:
+        return None
+    from protocols.models.attention import AttentionLayer
+    forward, tokens, positions, length = view
     ours_parts, theirs_parts = [], []
     for s in range(0, tokens.shape[0], CHUNK_ROWS):
         rows = tokens[s:s + CHUNK_ROWS]
@@ -121,12 +131,10 @@ class TorchTrust:
         """The torch module's own decisions (batch, outputs) at ``output_positions``, labelled as commsim
         labels its outputs (argmax; one output: > 0); None when no torch forward is kept or it does not
         give those positions."""
-        forward = getattr(self, "torch_forward", None)
-        if forward is None:
+        view = _torch_view(self, tokens, output_positions)
+        if view is None:
             return None
-        tokens = np.atleast_2d(np.asarray(tokens))
-        length = tokens.shape[1]
-        positions = (length - 1,) if output_positions is None else tuple(int(p) for p in output_positions)
+        forward, tokens, positions, length = view
         theirs = _at_positions(np.asarray(forward(tokens), dtype=np.float64), positions, length)
         if theirs is None:
             return None

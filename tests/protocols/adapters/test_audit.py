@@ -8,8 +8,6 @@ Theorem 2 / Theorem 4 of [BHBK24] is deterministic), same answers, protocol outp
 from __future__ import annotations
 
 import pickle
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,10 +15,6 @@ import pytest
 torch = pytest.importorskip("torch")
 nn = torch.nn
 torch.set_num_threads(1)
-
-ROOT = Path(__file__).resolve().parents[3]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from commsim.pipeline.run import run_reduction  # noqa: E402
 from commsim.pipeline.stages import prepare  # noqa: E402

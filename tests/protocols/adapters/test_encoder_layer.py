@@ -8,7 +8,6 @@ with the reason, exit 2.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,12 +19,10 @@ nn = torch.nn
 torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parents[3]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-from commsim.cli import main as cli_main  # noqa: E402
 from commsim.pipeline.run import run_reduction  # noqa: E402
 from commsim.pipeline.stages import prepare  # noqa: E402
+from cli_helpers import run_main  # noqa: E402
 from examples.transformer_blocks import EncoderClassifier  # noqa: E402
 from protocols.adapters.torch import agreement, from_torch, save_parts  # noqa: E402
 from protocols.adapters.torch.layers import AdapterError  # noqa: E402
@@ -36,14 +33,9 @@ FACTORY = "python:examples.transformer_blocks:encoder_index"
 
 
 def cli(args, capsys, monkeypatch):
+    """The console script from the repository root (where a user's ``python:examples...`` spec resolves)."""
     monkeypatch.chdir(ROOT)
-    try:
-        cli_main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if exc.code is not None else 0
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_main(capsys, args)
 
 
 def assert_trusted(report):

@@ -8,8 +8,6 @@ module's own within the documented tolerance (``torch_agreement``).
 """
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,10 +17,6 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 nn = torch.nn
 torch.set_num_threads(1)
-
-ROOT = Path(__file__).resolve().parents[3]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from commsim.pipeline.run import run_reduction  # noqa: E402
 from commsim.pipeline.stages import prepare  # noqa: E402

@@ -8,7 +8,6 @@ model is re-checked with the torch forward, and its explanation says so.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,8 +18,6 @@ nn = torch.nn
 torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parents[3]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from commsim.cli import main as cli_main  # noqa: E402
 from commsim.pipeline.framework import AGREEMENT_INSTANCES, FrameworkBacked, recheck_certificate  # noqa: E402

@@ -22,8 +22,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:LSTM with projections:UserWarnin
 torch.set_num_threads(1)  # tiny tensors: one thread is fastest (and far faster on a busy machine)
 
 ROOT = Path(__file__).resolve().parents[3]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from commsim.cli import main as cli_main  # noqa: E402
 from commsim.core.errors import InputError  # noqa: E402

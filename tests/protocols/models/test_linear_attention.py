@@ -8,12 +8,11 @@ from hypothesis import strategies as st
 
 from commsim.core.errors import InputError, ModelError
 from commsim.core.precision import FixedPoint, FloatFormat
-from commsim.core.runner import run_protocol
-from commsim.pipeline.interfaces import Encoded
 from commsim.pipeline.run import run_reduction
 from commsim.plugins import load_plugins, make_model
 from protocols.models.linear_attention import LinearAttention, elu_plus_one
-from protocols.simulators.rnn_handoff import RNN_HANDOFF
+
+from handoff_checks import handoff_matches_direct, random_split
 
 VOCAB = 4
 formats = st.one_of(
@@ -22,20 +21,6 @@ formats = st.one_of(
 )
 
 
-def handoff_matches_direct(model, encoded: Encoded) -> None:
-    """The party programs equal the direct forward bit for bit and send exactly the encoded state."""
-    protocol = RNN_HANDOFF.make_protocol(model, encoded)
-    direct = model.forward_batch(encoded.tokens, encoded.output_positions)
-    for i in range(encoded.batch):
-        alice, bob = encoded.shares(i)
-        result = run_protocol(protocol, alice, bob)
-        labels, raw = result.output
-        assert np.array_equal(np.asarray(raw).view(np.uint64), direct[i].view(np.uint64))
-        assert np.array_equal(labels, model.labels(direct[i]))
-        state, _ = model.run(encoded.tokens[i:i + 1, :len(encoded.alice_positions)])
-        assert result.transcript.total_bits == len(model.format.encode(state)) == model.state_bits
-    sweep = RNN_HANDOFF.sweep(model, encoded)
-    assert sweep.exact_match.all() and np.array_equal(sweep.protocol_labels, model.labels(direct))
 
 
 @st.composite
@@ -45,11 +30,7 @@ def cases(draw):
     model = LinearAttention.random(draw(st.integers(1, 4)), fmt, VOCAB, draw(st.integers(1, 3)),
                                    draw(st.integers(0, 10 ** 6)), draw(st.sampled_from([1.0, 0.96875, 0.5])),
                                    normalize, draw(st.sampled_from(["identity", "elu"])))
-    length = draw(st.integers(1, 8))
-    split = draw(st.integers(0, length - 1))
-    outs = draw(st.lists(st.integers(split, length - 1), min_size=1, max_size=3))
-    tokens = np.random.default_rng(draw(st.integers(0, 10 ** 6))).integers(0, VOCAB, size=(5, length))
-    return model, Encoded(tokens, np.arange(split), tuple(outs))
+    return model, random_split(draw, st, VOCAB, max_length=8, batch=5)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

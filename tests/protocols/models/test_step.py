@@ -11,12 +11,11 @@ from hypothesis import strategies as st
 import commsim
 from commsim.core.errors import InputError, ModelError
 from commsim.core.precision import BitFormat, FixedPoint, FloatFormat
-from commsim.core.runner import run_protocol
-from commsim.pipeline.interfaces import Encoded
 from commsim.pipeline.run import run_reduction
 from examples.recurrences import ShiftRegister, answer_scores, shift_register
 from protocols.models.step import Portable, StepModel, portable
-from protocols.simulators.rnn_handoff import RNN_HANDOFF
+
+from handoff_checks import handoff_matches_direct, random_split
 
 VOCAB = 3
 
@@ -72,26 +71,15 @@ formats = st.one_of(
 @st.composite
 def cases(draw):
     model = _affine_model(draw(st.integers(1, 4)), draw(formats), draw(st.integers(0, 10 ** 6)), draw(st.booleans()))
-    length = draw(st.integers(1, 7))
-    split = draw(st.integers(0, length - 1))
-    outs = draw(st.lists(st.integers(split, length - 1), min_size=1, max_size=2))
-    tokens = np.random.default_rng(draw(st.integers(0, 10 ** 6))).integers(0, VOCAB, size=(4, length))
-    return model, Encoded(tokens, np.arange(split), tuple(outs))
+    return model, random_split(draw, st, VOCAB, max_length=7, batch=4, max_outputs=2)
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_handoff_of_a_user_recurrence_equals_its_direct_forward(case):
     model, encoded = case
-    protocol = RNN_HANDOFF.make_protocol(model, encoded)
-    direct = model.forward_batch(encoded.tokens, encoded.output_positions)
-    for i in range(encoded.batch):
-        alice, bob = encoded.shares(i)
-        result = run_protocol(protocol, alice, bob)
-        assert np.array_equal(np.asarray(result.output[1]).view(np.uint64), direct[i].view(np.uint64))
-        state, _ = model.run(encoded.tokens[i:i + 1, :len(encoded.alice_positions)])
-        assert result.transcript.total_bits == len(model.format.encode(state)) == model.state_units * model.precision
-    assert RNN_HANDOFF.sweep(model, encoded).exact_match.all()
+    handoff_matches_direct(model, encoded)
+    assert model.state_bits == model.state_units * model.precision
 
 
 def test_batched_and_row_by_row_steps_give_the_same_bits():
