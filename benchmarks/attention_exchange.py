@@ -44,8 +44,7 @@ def protocol_vs_direct(N: int, heads: int, width: int, dim: int, fmt_name: str, 
     from commsim.core.runner import run_protocol
     from commsim.pipeline.interfaces import Share
     from protocols.models.attention import random_layer
-    from protocols.simulators.exchange_parties import AttentionExchangeProtocol
-    from protocols.simulators.exchange_plan import make_plan
+    from protocols.simulators.attention import AttentionExchangeProtocol, make_plan
 
     fmt = parse_format(fmt_name)
     model = random_layer(fmt, vocab=16, positions=N, heads=heads, width=width, dim=dim, seed=0)
@@ -82,25 +81,26 @@ def dyck_sweep_child(N: int) -> dict:
     from commsim.theory.fooling import fooling_set
     from protocols.models.attention import random_layer
     from protocols.reductions.dyck import DyckFooling
-    from protocols.simulators.attention_exchange import make_plan, simulate
+    from protocols.simulators.attention import ATTENTION_EXCHANGE
 
     start = time.perf_counter()
     reduction = DyckFooling()
     problem = reduction.problem(N)
     model = random_layer(FixedPoint.with_bits(16), vocab=4, positions=N, heads=2, width=8, dim=16, seed=0)
-    plan = make_plan(model, N, np.arange(0, N, 2))
     fs = fooling_set("dyck22", N)
 
     def evaluate(A, B):
-        raw, keys = simulate(model, plan, reduction.encode(problem, A, B).tokens)
-        return reduction.decode(model.labels(raw)[:, None], B), keys
+        """The simulator's transcript keys (the hook the engine's rectangle search reads), answers decoded."""
+        labels, keys = ATTENTION_EXCHANGE.transcript_keys(model, reduction.encode(problem, A, B))
+        return reduction.decode(labels, B), keys
 
     sweep = sweep_fooling_set(fs, evaluate, stop_at_error=False)
     clash = sweep.first_collision()
     seconds = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"N": N, "members": int(fs.size), "swept": sweep.swept, "distinct_transcripts": sweep.distinct,
-            "collision": None if clash is None else list(clash), "bits_per_member": plan.total_bits,
+            "collision": None if clash is None else list(clash),
+            "bits_per_member": ATTENTION_EXCHANGE.plan(model, reduction.encode(problem, *fs.member_arrays(0, 1))).bits,
             "seconds": seconds, "peak_rss_mb": peak_mb, "model": "random, H=2, m=8, d=16, fixed16.8"}
 
 

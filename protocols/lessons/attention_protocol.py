@@ -21,8 +21,7 @@ PROTOCOL_VOCAB = "abcd"
 def attention_protocol(n: int | None = None) -> Lesson:
     from commsim.core.sums import unpack_count, unpack_signed
     from commsim.plugins import load_plugins, make_model
-    from protocols.simulators.exchange_parties import run_exchange
-    from protocols.simulators.exchange_plan import make_plan, theorem_count
+    from protocols.simulators.attention import make_plan, run_exchange, theorem_count
     N = _size(n, "attention-protocol")
     load_plugins()
     model = make_model(PROTOCOL_SPEC, vocab_size=len(PROTOCOL_VOCAB), seq_len=N)

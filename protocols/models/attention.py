@@ -30,7 +30,7 @@ IEEE: float64, accumulated in index order).  ``exp`` is numpy's float64 ``exp``;
 (of U by Z, or of e_i by Z) is floor division of integers (fixed point) or Python's correctly rounded
 integer division, then rounded to the format (IEEE).  Sums are carried in units of the format's
 smallest step, so Z and U are exact integers and any split of the positions gives the same totals:
-the exchange of :mod:`protocols.simulators.attention_exchange` is *bit-identical* to the direct
+the exchange of :mod:`protocols.simulators.attention` is *bit-identical* to the direct
 forward for every partition, under either division.  :meth:`AttentionLayer.float_forward` is a
 plain float64 forward with the same parameters; float layers stay within :data:`FLOAT_TOLERANCE`.
 Spec keys and the ``attention:probe`` construction: :mod:`protocols.models.attention_spec`.
@@ -39,9 +39,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import dataclass, field, replace
+
 from commsim.core.arithmetic import arithmetic_for
 from commsim.core.errors import InputError
-from commsim.core.precision import NumberFormat, parse_format
+from commsim.core.precision import FixedPoint, FormatError, NumberFormat, parse_format
 
 #: the division semantics (module docstring): one rounding of U / Z, or each weight [e_i / Z] first
 DIVISIONS = ("once", "per-weight")
@@ -49,6 +51,75 @@ DIVISIONS = ("once", "per-weight")
 FLOAT_TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 5e-2, "bfloat16": 1e-1}
 #: elements of the largest temporary (batch x positions x heads x width) built at once
 BLOCK_ELEMENTS = 1 << 21
+
+
+# ---- the shape ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AttentionConfig:
+    """A one-layer attention's shape and semantics, without weights: H heads of width m, the embedding width
+    d, the number format (p = :attr:`precision`), whether the query attends to itself, the coordinates of
+    x_N psi reads (``residual``; None: no residual path), the query position (None: the last) and the
+    division semantics.  :class:`AttentionLayer` holds one (its shape attributes read through it); the
+    attention exchange's message plan reads only this object, so ``commsim budget`` plans from a config
+    built from sizes (:meth:`fixed`) exactly what ``commsim run`` executes.  ``dim`` may be None for a
+    shape that does not know d (then x_N is not a one-way option)."""
+
+    heads: int
+    width: int
+    format: NumberFormat
+    dim: int | None = None
+    attend_self: bool = True
+    residual: tuple[int, ...] | None = None
+    query: int | None = None
+    division: str = "once"
+    arithmetic: object = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.division not in DIVISIONS:
+            raise InputError(f"division must be one of {', '.join(DIVISIONS)}; got {self.division!r}", "model")
+        if min(self.heads, self.width, 1 if self.dim is None else self.dim) < 1:
+            raise InputError("heads, width and dim must be at least 1")
+        object.__setattr__(self, "arithmetic", arithmetic_for(self.format))
+
+    @classmethod
+    def fixed(cls, heads: int, width: int, precision: int, frac: int | None = None, **kw) -> "AttentionConfig":
+        """The papers' layer at p-bit fixed point (``frac`` fraction bits, default p // 2, as
+        ``attention:precision=p`` builds it); a bad precision is an InputError naming ``precision``."""
+        try:
+            fmt = FixedPoint.with_bits(int(precision), frac)
+        except FormatError as exc:
+            raise InputError(f"the attention layer's numbers: {exc}", "precision") from None
+        return cls(int(heads), int(width), fmt, **kw)
+
+    def replace(self, **changes) -> "AttentionConfig":
+        """The same shape with ``changes`` (validated again)."""
+        return replace(self, **changes)
+
+    @property
+    def precision(self) -> int:
+        """p: bits per number."""
+        return self.format.bits
+
+    @property
+    def residual_width(self) -> int:
+        """How many coordinates of x_N psi reads (0: no residual path)."""
+        return 0 if self.residual is None else len(self.residual)
+
+    def query_position(self, seq_len: int) -> int:
+        """The position the decision is read at (``query``, default the last)."""
+        if self.query is None:
+            return seq_len - 1
+        pos = self.query if self.query >= 0 else seq_len + self.query
+        if not 0 <= pos < seq_len:
+            raise InputError(f"query position {self.query} is outside a sequence of length {seq_len}", "model")
+        return pos
+
+    def check_input(self, seq_len: int, tokens=None) -> None:
+        """Refuse a length the shape cannot attend over (a layer adds its tables' checks)."""
+        if seq_len < 1:
+            raise InputError("the sequence is empty")
+        if not self.attend_self and seq_len == 1:
+            raise InputError("with self=0 a sequence of length 1 leaves nothing to attend to", "model")
 
 
 # ---- the layer ----------------------------------------------------------------------------------
@@ -72,28 +143,26 @@ class AttentionLayer:
     def __init__(self, fmt: NumberFormat, token_embedding, position_embedding, W_Q, W_K, W_V, W_O,
                  psi=None, *, query: int | None = None, attend_self: bool = True, residual=False, division: str = "once",
                  spec: str = ""):
-        self.format = fmt
-        if division not in DIVISIONS:
-            raise InputError(f"division must be one of {', '.join(DIVISIONS)}; got {division!r}", "model")
-        self.division = division
-        self.arithmetic = arithmetic_for(fmt)
         W_Q, W_K, W_V = (np.asarray(w, dtype=np.float64) for w in (W_Q, W_K, W_V))
         if W_Q.ndim != 3 or W_Q.shape != W_K.shape or W_Q.shape != W_V.shape:
             raise InputError(f"W_Q, W_K, W_V must all be (heads, width, dim); got {W_Q.shape}, {W_K.shape}, "
                              f"{W_V.shape}")
-        self.heads, self.width, self.dim = (int(s) for s in W_Q.shape)
-        if min(self.heads, self.width, self.dim) < 1:
-            raise InputError("heads, width and dim must be at least 1")
+        heads, width, dim = (int(s) for s in W_Q.shape)
+        coords = None
+        if residual is True:
+            coords = tuple(range(dim))
+        elif residual is not False and residual is not None:
+            c = np.asarray(residual).reshape(-1)
+            if c.dtype.kind not in "iu" or (c.size and (c.min() < 0 or c.max() >= dim)):
+                raise InputError(f"residual coordinates must be integers in 0..{dim - 1}; got {list(c)}")
+            coords = tuple(int(i) for i in c)
+        self.config = AttentionConfig(heads, width, fmt, dim=dim, attend_self=bool(attend_self), residual=coords,
+                                      query=None if query is None else int(query), division=division)
+        self.residual_coords = None if coords is None else np.array(coords, dtype=np.int64)
         W_O = np.asarray(W_O, dtype=np.float64)
         if W_O.ndim != 2 or W_O.shape[1] != self.heads * self.width:
             raise InputError(f"W_O must be (d_out, heads*width = {self.heads * self.width}); got {W_O.shape}")
         self.out_dim = int(W_O.shape[0])
-        self.residual_coords = np.arange(self.dim) if residual is True else None
-        if residual is not True and residual is not False and residual is not None:
-            coords = np.asarray(residual).reshape(-1)
-            if coords.dtype.kind not in "iu" or (coords.size and (coords.min() < 0 or coords.max() >= self.dim)):
-                raise InputError(f"residual coordinates must be integers in 0..{self.dim - 1}; got {list(coords)}")
-            self.residual_coords = coords.astype(np.int64)
         psi_in = self.psi_input_width
         r = self.arithmetic.from_values
         self.W_Q, self.W_K, self.W_V, self.W_O = r(W_Q), r(W_K), r(W_V), r(W_O)
@@ -131,22 +200,37 @@ class AttentionLayer:
                 self.psi_layers.append((r(W), r(b)))
                 width = W.shape[0]
             self.classes = width
-        self.query = None if query is None else int(query)
-        self.attend_self = bool(attend_self)
         fmt_keys = f"precision={fmt.bits},frac={fmt.frac}" if self.arithmetic.is_fixed else f"dtype={fmt.name}"
         div_key = "" if division == "once" else f",division={division}"
         self.spec = spec or f"attention:heads={self.heads},width={self.width},dim={self.dim},{fmt_keys}{div_key}"
+
+    # ---- the shape, read through the config (query, attend_self and division may be set: a new config)
+    heads = property(lambda self: self.config.heads, doc="H: the number of heads.")
+    width = property(lambda self: self.config.width, doc="m: the width of each head.")
+    dim = property(lambda self: self.config.dim, doc="d: the embedding width.")
+    format = property(lambda self: self.config.format, doc="The number format.")
+    arithmetic = property(lambda self: self.config.arithmetic, doc="The format's exact kernels.")
+
+    def _knob(name: str, doc: str):
+        """A shape attribute that may be set after construction (the spec keys do): it replaces the config."""
+        return property(lambda self: getattr(self.config, name),
+                        lambda self, value: setattr(self, "config", self.config.replace(**{name: value})), doc=doc)
+
+    query = _knob("query", "The position the decision is read at (None: the last).")
+    attend_self = _knob("attend_self", "Does the query attend to its own position?")
+    division = _knob("division", "The division semantics, ``once`` or ``per-weight``.")
+    del _knob
 
     # ---- descriptors
     @property
     def precision(self) -> int:
         """p: bits per number."""
-        return self.format.bits
+        return self.config.precision
 
     @property
     def residual_width(self) -> int:
         """How many coordinates of the query's embedding x_N psi reads (0: no residual path)."""
-        return 0 if self.residual_coords is None else int(self.residual_coords.size)
+        return self.config.residual_width
 
     @property
     def psi_input_width(self) -> int:
@@ -158,17 +242,11 @@ class AttentionLayer:
 
     def query_position(self, seq_len: int) -> int:
         """The position the decision is read at (the model's ``query``, default the last)."""
-        if self.query is None:
-            return seq_len - 1
-        pos = self.query if self.query >= 0 else seq_len + self.query
-        if not 0 <= pos < seq_len:
-            raise InputError(f"query position {self.query} is outside a sequence of length {seq_len}", "model")
-        return pos
+        return self.config.query_position(seq_len)
 
     def check_input(self, seq_len: int, tokens: np.ndarray | None = None) -> None:
         """Refuse an input the layer cannot read: empty, longer than its positions, tokens outside its vocabulary."""
-        if seq_len < 1:
-            raise InputError("the sequence is empty")
+        self.config.check_input(seq_len)
         if self.max_positions is not None and seq_len > self.max_positions:
             raise InputError(f"the model has position embeddings for {self.max_positions} positions; the input "
                              f"has {seq_len} (use positions=N or a task of that length)", "model")
@@ -177,8 +255,6 @@ class AttentionLayer:
             if lo < 0 or hi >= self.vocab_size:
                 raise InputError(f"token {lo if lo < 0 else hi} is outside the model's vocabulary "
                                  f"0..{self.vocab_size - 1}", "model")
-        if not self.attend_self and seq_len == 1:
-            raise InputError("with self=0 a sequence of length 1 leaves nothing to attend to", "model")
 
     # ---- stage 1: embeddings and projections (pure functions of (position, token))
     def _token_rep(self, tokens: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ Theorem 2 of [PNP24] (iterated composition needs Omega(sqrt(n / (Hdp))) chain-of
 in the ``compose`` lesson and docs/RESULTS.md, not implemented (an Omega without constants bounds no run).
 
 A one-layer attention runs through the one-way public-query message
-(:mod:`protocols.simulators.public_query`, named here in :attr:`CompositionReduction.simulator_variants`);
+(:mod:`protocols.simulators.attention.public_query`, named here in :attr:`CompositionReduction.simulator_variants`);
 a recurrent model through the hidden-state handoff (one-way on this contiguous split).  A two-way protocol
 is not bound: Bob sends y in ceil(log2 n) bits and Alice answers.
 """
@@ -120,7 +120,7 @@ class Composition(Problem):
         n = self.n
         return rng.integers(0, n, size=(count, n)), rng.integers(0, n, size=(count, n + 1))
 
-    # ---- the certificate search (protocols.simulators.public_query_certificate)
+    # ---- the pigeonhole certificate search (the engine's, over the public-query message's transcript keys)
     @property
     def one_way_bits(self) -> int:
         return composition_one_way_bits(self.n)

@@ -189,17 +189,17 @@ def crossover_note(rows: list, ours: str, theirs: str, ours_text: str, theirs_te
 
 def exchange_bits(model, encoded) -> int:
     """The bits the attention exchange really sends on the task's partition (its message plan)."""
-    from protocols.simulators.exchange_plan import make_plan
+    from protocols.simulators.attention import make_plan
     return make_plan(model, encoded.seq_len, encoded.alice_positions, int(encoded.output_positions[0])).total_bits
 
 
 def attention_check(model, encoded, answers_of_labels, expected) -> tuple[float, bool]:
     """Accuracy of the protocol's answers, and whether protocol == direct forward bit for bit."""
-    from protocols.simulators.attention_exchange import ATTENTION_EXCHANGE
-    sweep = ATTENTION_EXCHANGE.sweep(model, encoded)
-    answers = answers_of_labels(sweep.protocol_labels)
-    direct = answers_of_labels(sweep.direct_labels)
-    exact = bool(np.all(sweep.exact_match)) and bool(np.array_equal(answers, direct))
+    from protocols.simulators.attention import ATTENTION_EXCHANGE
+    batch = ATTENTION_EXCHANGE.run_batch(model, encoded)
+    answers = answers_of_labels(batch.protocol_labels)
+    direct = answers_of_labels(batch.direct_labels)
+    exact = bool(np.all(batch.exact_match)) and bool(np.array_equal(answers, direct))
     return float(np.mean(answers == expected)), exact
 
 

@@ -24,7 +24,7 @@ from protocols.constructions.match2 import (
     match2_scale,
 )
 from protocols.models.attention import AttentionLayer
-from protocols.simulators.attention_exchange import ATTENTION_EXCHANGE
+from protocols.simulators.attention import ATTENTION_EXCHANGE
 
 DYCK = DyckLanguage(2, 2)
 

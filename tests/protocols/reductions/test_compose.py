@@ -18,7 +18,7 @@ from commsim.pipeline.run import run_reduction
 from commsim.plugins import load_plugins
 from protocols.models.attention import random_layer
 from protocols.reductions.compose import Composition, CompositionReduction
-from protocols.simulators.public_query import PUBLIC_QUERY, candidate_count
+from protocols.simulators.attention import PUBLIC_QUERY, candidate_count
 from protocols.theorems import composition_error_bound, composition_message_bits, composition_one_way_bits
 
 RED = CompositionReduction()
@@ -99,15 +99,24 @@ def test_public_query_message_equals_the_direct_forward_on_any_partition(data):
     alice = np.array(sorted(rng.choice(N - 1, size=int(rng.integers(1, N)), replace=False)))
     tokens = rng.integers(0, V, size=(6, N))
     enc = Encoded(tokens, alice, (query,), public_positions=(query,))
-    plan = PUBLIC_QUERY.plan(model, enc)
+    plan = PUBLIC_QUERY.exchange_plan(model, enc)
+    message = PUBLIC_QUERY.plan(model, enc)
+    assert (message.alice_to_bob, message.bob_to_alice, message.direction) == (plan.total_bits, 0, "one-way")
     raw, keys = PUBLIC_QUERY.batch(model, plan, tokens)
     assert np.array_equal(raw, model.forward_rep(tokens, query))
+    batch = PUBLIC_QUERY.run_batch(model, enc)
+    labels, hook_keys = PUBLIC_QUERY.transcript_keys(model, enc)
+    assert batch.exact_match.all() and np.array_equal(batch.protocol_labels, labels)
+    assert np.array_equal(labels[:, 0], model.labels(raw)) and np.array_equal(hook_keys, keys)
     protocol = PUBLIC_QUERY.make_protocol(model, enc)
-    for i in range(2):
+    for i in range(len(tokens)):
         result = run_protocol(protocol, *enc.shares(i))
         assert result.transcript.bits_by_direction == {"alice_to_bob": plan.total_bits, "bob_to_alice": 0}
         assert sum(len(m.bits) for m in result.transcript.messages) == plan.total_bits
         assert np.array_equal(result.output[1], model.arithmetic.to_values(raw)[i])
+        for j in range(i):   # the keys are Alice's message: equal exactly when her bits are
+            other = run_protocol(protocol, *enc.shares(j)).transcript
+            assert (other.digest() == result.transcript.digest()) == bool(np.array_equal(keys[i], keys[j]))
 
 
 def test_the_message_needs_the_public_query():

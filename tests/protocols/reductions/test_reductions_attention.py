@@ -23,7 +23,7 @@ from protocols.reductions.attention_tasks import (
     qsa_first_coordinate,
 )
 from protocols.reductions.dyck import DyckFooling
-from protocols.simulators.attention_exchange import ATTENTION_EXCHANGE
+from protocols.simulators.attention import ATTENTION_EXCHANGE
 from protocols.simulators.rnn_handoff import RNN_HANDOFF
 
 
@@ -140,7 +140,7 @@ def test_disj_match3_probe_layer_certificates():
     n = 8
     problem = red.problem(n)
     model = make_model("attention:probe:at=0/n,reject=1", **red.model_context(n))
-    cert, searched = ATTENTION_EXCHANGE.certificate(model, red, problem, None)
+    cert = run_reduction(red.id, model, n).certificate   # the engine's rectangle search, on the fooling set
     assert cert.kind == "rectangle" and cert.verified and cert.details["transcripts_equal"]
     assert problem.evaluate(cert.alice_input, cert.bob_input) == cert.expected == 1 and cert.model_output == 0
     report = run_reduction("disj-match3", "attention:probe:at=0/n,reject=1", n=19, instances=300)
@@ -213,10 +213,9 @@ def test_protocol_matches_model_under_either_division(rid, n, fmt, division):
 
 def test_rectangle_on_the_qsa_fooling_set_for_a_constant_answer():
     red = DisjQSA()
-    problem = red.problem(6)
     model = make_model("attention:width=1,precision=2,self=0,seed=0", **red.model_context(6))
     model.psi_layers = [(np.zeros((2, model.out_dim), dtype=np.int64), np.array([1, 0], dtype=np.int64))]  # "disjoint"
-    cert, _ = ATTENTION_EXCHANGE.certificate(model, red, problem, None)
+    cert = run_reduction(red.id, model, 6).certificate
     assert cert.kind == "rectangle" and cert.verified and cert.expected == 1 and cert.model_output == 0
 
 
@@ -230,9 +229,8 @@ def test_eq_ineq_with_an_under_budget_attention_layer():
 
 def test_eq_fooling_set_rectangle_for_a_probe_layer():
     red = load_plugins().get("reduction", "eq-ineq")
-    problem = red.problem(10)
     model = make_model("attention:probe:at=0/n,accept=1,rule=differ", **red.model_context(10))
-    cert, _ = ATTENTION_EXCHANGE.certificate(model, red, problem, None)
+    cert = run_reduction(red.id, model, 10).certificate
     assert cert.kind == "rectangle" and cert.verified and cert.expected == 0 and cert.model_output == 1
 
 

@@ -11,14 +11,16 @@ from commsim.core.precision import FixedPoint, FloatFormat
 from commsim.core.runner import run_protocol
 from commsim.pipeline.interfaces import Encoded, Share
 from commsim.theory.bounds import ceil_log2
-from protocols.models.attention import AttentionLayer, random_layer
-from protocols.simulators.attention_exchange import ATTENTION_EXCHANGE
-from protocols.simulators.exchange_batch import simulate
-from protocols.simulators.exchange_parties import (
+from protocols.models.attention import AttentionConfig, AttentionLayer, random_layer
+from protocols.simulators.attention import (
+    ATTENTION_EXCHANGE,
     AttentionExchangeProtocol,
+    PartitionError,
+    make_plan,
     run_exchange,
+    simulate,
+    theorem_count,
 )
-from protocols.simulators.exchange_plan import PartitionError, make_plan, theorem_count
 from protocols.theorems import one_way_attention_bits, query_bits
 
 
@@ -141,17 +143,33 @@ def test_the_qsa_one_way_message_is_the_cheaper_valid_one():
     assert rep.bits_used == 4 * 8 * 1                      # q_N alone: m·p·H < d·p
 
 
-def test_a_shape_without_dim_or_division_still_plans():
-    """make_plan reads shape attributes only; dim and division default (None: q_N is the one-way message)."""
-    from types import SimpleNamespace
+def test_a_config_without_weights_plans_as_the_layer_does():
+    """make_plan reads the layer's config only: a config built from sizes (``commsim budget``) gives the
+    layer's plan; without d, q_N is the one-way message."""
     model = random_layer(FixedPoint.with_bits(8), vocab=3, positions=6, heads=2, width=3, dim=4, seed=0)
-    shape = SimpleNamespace(heads=2, width=3, precision=8, format=model.format, arithmetic=model.arithmetic,
-                            attend_self=True, residual_width=0, check_input=model.check_input,
-                            query_position=model.query_position)
+    shape = AttentionConfig.fixed(2, 3, 8)
+    assert shape.format == model.format and shape == model.config.replace(dim=None)
     plan = make_plan(shape, 6, [5])
     assert plan.division == "once" and plan.dim is None and plan.one_way_message == "query"
     assert plan.total_bits == (2 * 3 + 1) * 8 * 2
-    assert make_plan(shape, 6, [0, 2, 4]).total_bits == make_plan(model, 6, [0, 2, 4]).total_bits
+    for alice in ([0, 2, 4], [5], [1, 5]):
+        assert make_plan(shape.replace(dim=4), 6, alice) == make_plan(model, 6, alice)
+    with pytest.raises(InputError, match="layer's numbers"):
+        AttentionConfig.fixed(2, 3, 1)
+
+
+def test_the_layer_reads_its_shape_through_its_config():
+    """query, self and division may be set after construction (the spec keys do): a new config, the same
+    layer; the plan follows."""
+    model = random_layer(FixedPoint.with_bits(8), vocab=3, positions=6, heads=2, width=3, dim=4, seed=0)
+    assert (model.heads, model.width, model.dim, model.precision) == (2, 3, 4, 8)
+    assert model.arithmetic is model.config.arithmetic and model.format is model.config.format
+    model.division, model.attend_self, model.query = "per-weight", False, 3
+    assert model.config == AttentionConfig(2, 3, model.format, dim=4, attend_self=False, query=3,
+                                           division="per-weight")
+    assert make_plan(model, 6, [0, 2, 4]).division == "per-weight" and model.query_position(6) == 3
+    with pytest.raises(InputError, match="division"):
+        model.division = "twice"
 
 
 def test_bob_holding_only_the_query_speaks_alone_and_counts_as_two_way():
@@ -182,34 +200,58 @@ def test_partition_errors(alice, message):
     assert issubclass(PartitionError, InputError)
 
 
-def test_wrapper_checks_the_task_against_the_model():
+def test_plan_checks_the_task_against_the_model():
     model = random_layer(FixedPoint.with_bits(8), vocab=3, positions=6, seed=0, query=2)
     enc = Encoded(np.zeros((2, 6), dtype=int), np.arange(3), (5,))
     with pytest.raises(InputError, match="position 2"):
-        ATTENTION_EXCHANGE.check_partition(model, enc)
+        ATTENTION_EXCHANGE.plan(model, enc)
     with pytest.raises(InputError, match="reads one query position"):
-        ATTENTION_EXCHANGE.check_partition(random_layer(FixedPoint.with_bits(8), vocab=3, positions=6),
-                                           Encoded(np.zeros((1, 6), dtype=int), np.arange(3), (4, 5)))
+        ATTENTION_EXCHANGE.plan(random_layer(FixedPoint.with_bits(8), vocab=3, positions=6),
+                                Encoded(np.zeros((1, 6), dtype=int), np.arange(3), (4, 5)))
     with pytest.raises(InputError, match="vocabulary"):
-        ATTENTION_EXCHANGE.check_partition(random_layer(FixedPoint.with_bits(8), vocab=3, positions=6),
-                                           Encoded(np.full((1, 6), 7), np.arange(3), (5,)))
+        ATTENTION_EXCHANGE.plan(random_layer(FixedPoint.with_bits(8), vocab=3, positions=6),
+                                Encoded(np.full((1, 6), 7), np.arange(3), (5,)))
+    with pytest.raises(InputError, match="the input has 7"):
+        ATTENTION_EXCHANGE.plan(random_layer(FixedPoint.with_bits(8), vocab=3, positions=6),
+                                Encoded(np.zeros((1, 7), dtype=int), np.arange(3), (6,)))
 
 
-def test_sweep_agrees_with_the_runner_and_itemizes():
+@pytest.mark.parametrize("alice, direction, senders", [
+    ([0, 3, 4, 7, 11], "two-way", {"alice", "bob"}), ([11], "one-way", {"alice"}),
+    (list(range(11)), "two-way", {"bob"}), ([], "one-way", set())])
+def test_the_message_plan_is_the_exchange_plan(alice, direction, senders):
+    """What the engine reads (bits per direction, rounds, direction, senders, the papers' count) is the
+    exchange's own plan, and the runner sends exactly those bits."""
+    model = random_layer(FixedPoint.with_bits(8), vocab=4, positions=12, heads=2, width=3, dim=5, seed=7)
+    enc = Encoded(np.random.default_rng(1).integers(0, 4, size=(3, 12)), np.array(alice, dtype=np.int64), (11,))
+    message = ATTENTION_EXCHANGE.plan(model, enc)
+    plan = ATTENTION_EXCHANGE.exchange_plan(model, enc)
+    assert (message.alice_to_bob, message.bob_to_alice, message.rounds) == \
+        (plan.alice_to_bob, plan.bob_to_alice, plan.rounds)
+    assert message.direction == direction and message.senders == senders
+    assert (message.formula, message.formula_text) == theorem_count(plan) and message.message_name
+    assert ATTENTION_EXCHANGE.exchange_plan(model, enc) is plan          # cached per split
+    result = run_protocol(ATTENTION_EXCHANGE.make_protocol(model, enc), *enc.shares(0))
+    assert result.transcript.bits_by_direction == {"alice_to_bob": message.alice_to_bob,
+                                                   "bob_to_alice": message.bob_to_alice}
+    assert result.transcript.rounds == message.rounds
+
+
+def test_run_batch_agrees_with_the_runner_and_itemizes():
     model = random_layer(FloatFormat("float16"), vocab=4, positions=12, heads=2, width=3, dim=5, seed=7)
     tokens = np.random.default_rng(5).integers(0, 4, size=(40, 12))
     enc = Encoded(tokens, np.array([0, 3, 4, 7, 11]), (11,))
-    sweep = ATTENTION_EXCHANGE.sweep(model, enc)
-    assert sweep.exact_match.all() and sweep.details["exact_matches"] == 40
-    assert np.array_equal(sweep.protocol_labels, sweep.direct_labels)
+    batch = ATTENTION_EXCHANGE.run_batch(model, enc)
+    assert batch.exact_match.all() and batch.details["exact_matches"] == 40
+    assert np.array_equal(batch.protocol_labels, batch.direct_labels)
     protocol = ATTENTION_EXCHANGE.make_protocol(model, enc)
     for i in range(0, 40, 7):
         result = run_protocol(protocol, *enc.shares(i))
-        assert result.output[0].tolist() == sweep.protocol_labels[i].tolist()
-        assert result.transcript.total_bits == sweep.total_bits[i] == sweep.details["total_bits"]
-    assert sweep.details["bits_by_direction"]["alice_to_bob"] == int(sweep.alice_to_bob[0])
-    assert set(sweep.details["bits_by_step"]) == {"query", "max", "Z", "U"}
-    assert len(sweep.details["bits_by_head"]) == 2
+        assert result.output[0].tolist() == batch.protocol_labels[i].tolist()
+        assert result.transcript.total_bits == batch.total_bits[i] == batch.details["total_bits"]
+    assert batch.details["bits_by_direction"]["alice_to_bob"] == int(batch.alice_to_bob[0])
+    assert set(batch.details["bits_by_step"]) == {"query", "max", "Z", "U"}
+    assert len(batch.details["bits_by_head"]) == 2
 
 
 def test_equal_transcript_keys_mean_equal_transcripts():
@@ -360,17 +402,17 @@ def test_residual_transcript_keys_mean_equal_transcripts_one_way():
             assert (digests[i] == digests[j]) == bool(np.array_equal(keys[i], keys[j]))
 
 
-def test_residual_spec_and_sweep_itemize_the_embedding():
+def test_residual_spec_and_run_batch_itemize_the_embedding():
     from commsim.plugins import load_plugins, make_model
     load_plugins()
     model = make_model("attention:residual=1,heads=2,width=3,dim=4,precision=10", vocab_size=3, seq_len=8)
     assert model.residual_width == 4
     tokens = np.random.default_rng(2).integers(0, 3, size=(20, 8))
     enc = Encoded(tokens, np.array([7]), (7,))
-    sweep = ATTENTION_EXCHANGE.sweep(model, enc)
-    assert sweep.exact_match.all()
-    assert sweep.details["bits_by_step"]["embedding"] == 4 * 10 and sweep.details["residual"] == 4
-    assert int(sweep.alice_to_bob[0]) == sweep.details["total_bits"] == sweep.details["theorem_bits"]
+    batch = ATTENTION_EXCHANGE.run_batch(model, enc)
+    assert batch.exact_match.all()
+    assert batch.details["bits_by_step"]["embedding"] == 4 * 10 and batch.details["residual"] == 4
+    assert int(batch.alice_to_bob[0]) == batch.details["total_bits"] == batch.details["theorem_bits"]
 
 
 @pytest.mark.parametrize("fmt", [FloatFormat("float64"), FloatFormat("float16"), FixedPoint.with_bits(6)])
@@ -442,3 +484,34 @@ def test_per_weight_one_way_and_local_need_no_extra_message():
             assert make_plan(per, 6, alice).total_bits == make_plan(once, 6, alice).total_bits
             for row in np.random.default_rng(0).integers(0, 3, size=(5, 6)):
                 assert np.array_equal(run_exchange(per, row, alice).output[1], per.forward(row[None])[0])
+
+
+# ---- the hooks the engine calls, over random layers, partitions and formats ------------------------
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(cases())
+def test_hooks_agree_with_the_runner_and_the_direct_forward(case):
+    """plan, run_batch, transcript_keys and make_protocol on one encoding: the batch equals the direct
+    forward bit for bit and the runner instance by instance; the plan's bits are the runner's; equal keys
+    exactly when the runner's transcripts are equal."""
+    model, alice, query, tokens = case
+    enc = Encoded(tokens, alice, (query,))
+    message = ATTENTION_EXCHANGE.plan(model, enc)
+    batch = ATTENTION_EXCHANGE.run_batch(model, enc)
+    labels, keys = ATTENTION_EXCHANGE.transcript_keys(model, enc)
+    direct = ATTENTION_EXCHANGE.direct_labels(model, enc)
+    assert batch.exact_match.all() and np.array_equal(batch.direct_labels, direct)
+    assert np.array_equal(batch.protocol_labels, labels) and labels.shape == (len(tokens), 1)
+    assert np.array_equal(direct[:, 0], model.decide(tokens, query))
+    protocol = ATTENTION_EXCHANGE.make_protocol(model, enc)
+    digests = []
+    for i in range(len(tokens)):
+        result = run_protocol(protocol, *enc.shares(i))
+        assert result.output[0].tolist() == labels[i].tolist()
+        t = result.transcript
+        assert (t.bits_by_direction["alice_to_bob"], t.bits_by_direction["bob_to_alice"], t.rounds) == \
+            (message.alice_to_bob, message.bob_to_alice, message.rounds) == \
+            (batch.alice_to_bob[i], batch.bob_to_alice[i], batch.rounds[i])
+        digests.append(t.digest())
+    for i in range(len(tokens)):
+        for j in range(len(tokens)):
+            assert (digests[i] == digests[j]) == bool(np.array_equal(keys[i], keys[j]))

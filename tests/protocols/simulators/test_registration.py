@@ -6,8 +6,7 @@ from importlib.metadata import entry_points
 from commsim.plugins import Registry, load_plugins
 from protocols.models import attention_spec, recurrent_spec
 from protocols.simulators import register
-from protocols.simulators.attention_exchange import ATTENTION_EXCHANGE
-from protocols.simulators.public_query import PUBLIC_QUERY
+from protocols.simulators.attention import ATTENTION_EXCHANGE, PUBLIC_QUERY
 from protocols.simulators.rnn_handoff import RNN_HANDOFF
 
 

@@ -6,7 +6,7 @@ Bob holds f's and the query position (he outputs), and Alice knows x too (the ta
 q_N herself -- nothing travels from Bob -- and her part of the softmax is her whole message: one-way.
 
 What she sends, per head, is her part of the exchange of Theorem 4 of [BHBK24]
-(:mod:`protocols.simulators.attention_exchange`): her maximum logit M_A (p bits), her exact partial
+(:mod:`protocols.simulators.attention.exchange`): her maximum logit M_A (p bits), her exact partial
 normaliser Z_A = sum_i [exp(A_i - M)] and her exact partial weighted sum U_A = sum_i [e_i v_i] (m numbers),
 at the exchange's exact widths.  One difference is forced by exactness: the layer subtracts the *global*
 maximum M = max(M_A, M_B) before rounding each weight, and Alice does not know M_B.  Her terms under a
@@ -34,8 +34,9 @@ from commsim.core.bits import Bits
 from commsim.core.errors import NotApplicable
 from commsim.core.party import Protocol, Receive, Send
 from commsim.core.sums import pack_count, pack_signed, unpack_count, unpack_signed
-from commsim.pipeline.interfaces import ANY_PARTITION, Encoded, Simulator, Sweep
+from commsim.pipeline.interfaces import ANY_PARTITION, BatchResult, Encoded, MessagePlan, Simulator
 from protocols.models.attention import AttentionLayer
+from protocols.simulators.attention.exchange import PlanCache, batch_keys, batch_run
 from protocols.theorems import composition_message_bits
 
 __all__ = ["PublicQueryPlan", "PublicQueryExchange", "PUBLIC_QUERY", "candidate_count"]
@@ -181,12 +182,20 @@ def _exact(a) -> np.ndarray:
 
 
 class PublicQueryExchange(Simulator):
-    """One-layer attention, the query known to both: Alice's one-way partial softmax ([PNP24])."""
+    """One-layer attention, the query known to both: Alice's one-way partial softmax ([PNP24]).
+
+    Its :meth:`transcript_keys` are Alice's message values per instance (the whole transcript: one-way), which
+    the engine's pigeonhole search compares, with the problem's ``collision_candidates`` and
+    ``separating_bob``."""
 
     name = "attention-public-query"
     source = "[PNP24] (the query is known to both; Alice sends her part of the softmax); Theorem 4 of [BHBK24]"
     partition_kind = ANY_PARTITION
     selectable = False
+    precedence = 20
+
+    def __init__(self):
+        self._cache = PlanCache()
 
     def split_direction(self, split: str) -> str:
         """One-way on every split it runs on: only Alice speaks."""
@@ -196,10 +205,15 @@ class PublicQueryExchange(Simulator):
         """A one-layer attention (:class:`AttentionLayer`)."""
         return isinstance(model, AttentionLayer)
 
-    def plan(self, model: AttentionLayer, encoded: Encoded) -> PublicQueryPlan:
-        """Alice's message for this model and partition; NotApplicable when the protocol cannot be exact."""
+    def exchange_plan(self, model: AttentionLayer, encoded: Encoded) -> PublicQueryPlan:
+        """Alice's message for this model and partition (cached per model and split); NotApplicable when the
+        protocol cannot be exact."""
         if not isinstance(model, AttentionLayer):
             raise NotApplicable("the public-query message is a one-layer attention protocol", "model")
+        return self._cache.get(model, encoded, lambda: self._make_plan(model, encoded))
+
+    @staticmethod
+    def _make_plan(model: AttentionLayer, encoded: Encoded) -> PublicQueryPlan:
         if not model.arithmetic.is_fixed:
             raise NotApplicable(f"the exact one-way message is implemented for fixed-point formats (precision=P, "
                                 f"frac=F); under {model.format.name} the candidate maxima are every float in a "
@@ -223,32 +237,24 @@ class PublicQueryExchange(Simulator):
                                model.precision, model.dim, K, max((len(alice) * ar.one_units).bit_length(), 1),
                                max((-lo - 1).bit_length(), hi.bit_length()) + 1)
 
-    def check_partition(self, model, encoded: Encoded) -> None:
+    def plan(self, model, encoded: Encoded) -> MessagePlan:
+        """Alice's message, one way, beside [PNP24]'s count H(d + 1)p; the input must fit the model."""
         model.check_input(encoded.seq_len, encoded.tokens)
-        self.plan(model, encoded)
-
-    def direction(self, model, encoded: Encoded) -> str:
-        return "one-way"
-
-    def senders(self, model, encoded: Encoded) -> frozenset:
-        return frozenset({"alice"})
-
-    def protocol_bits(self, model, encoded: Encoded) -> int:
-        return self.plan(model, encoded).total_bits
-
-    def bits_formula(self, model, encoded: Encoded) -> tuple[int, str]:
-        """[PNP24]'s count H(d + 1)p, beside what this exact message really is."""
-        plan = self.plan(model, encoded)
+        plan = self.exchange_plan(model, encoded)
         H, d, p, K = plan.heads, plan.dim, plan.precision, plan.candidates
         count = composition_message_bits(H, d, p)
-        return count, (f"H(d + 1)p = {H}·({d} + 1)·{p} = {count} bits ([PNP24]: per head a normaliser and a "
-                       f"d-dimensional value sum); this exact message sends per head M_A (p = {p}) and, for the K = "
-                       f"{K} global maxima at which Alice's rounded weights do not all vanish, her exact Z_A "
-                       f"({plan.z_width} bits) and U_A (m = {plan.width} values of {plan.u_width} bits): "
-                       f"{plan.total_bits} bits, Alice→Bob only")
+        formula_text = (f"H(d + 1)p = {H}·({d} + 1)·{p} = {count} bits ([PNP24]: per head a normaliser and a "
+                        f"d-dimensional value sum); this exact message sends per head M_A (p = {p}) and, for the K = "
+                        f"{K} global maxima at which Alice's rounded weights do not all vanish, her exact Z_A "
+                        f"({plan.z_width} bits) and U_A (m = {plan.width} values of {plan.u_width} bits): "
+                        f"{plan.total_bits} bits, Alice→Bob only")
+        steps = ", ".join(f"{k} {v}" for k, v in plan.itemize()["bits_by_step"].items())
+        return MessagePlan(plan.total_bits, 0, 1, f"one-way partial softmax (public query): {plan.total_bits} bits "
+                           f"({steps}; K = {K} candidate maxima)", {}, count, formula_text,
+                           "Alice's partial softmax (her maximum, and her Z_A and U_A per candidate maximum)")
 
     def make_protocol(self, model, encoded: Encoded) -> Protocol:
-        return PublicQueryProtocol(model, self.plan(model, encoded))
+        return PublicQueryProtocol(model, self.exchange_plan(model, encoded))
 
     def direct_labels(self, model, encoded: Encoded) -> np.ndarray:
         return model.decide(encoded.tokens, int(encoded.output_positions[0]))[:, None]
@@ -271,32 +277,30 @@ class PublicQueryExchange(Simulator):
                                np.asarray(U_A, dtype=np.int64).reshape(B, -1)], axis=1)
         return raw, keys
 
-    def sweep(self, model, encoded: Encoded, progress: Callable | None = None) -> Sweep:
-        plan = self.plan(model, encoded)
+    def run_batch(self, model, encoded: Encoded, progress: Callable | None = None) -> BatchResult:
+        plan = self.exchange_plan(model, encoded)
         B = encoded.batch
-        chunk = max(1, (1 << 22) // max(1, encoded.seq_len * plan.heads * plan.width * plan.candidates))
-        proto, direct = np.zeros(B, dtype=np.int64), np.zeros(B, dtype=np.int64)
-        exact = np.zeros(B, dtype=bool)
-        for s in range(0, B, chunk):
-            rows = encoded.tokens[s:s + chunk]
-            raw_p, _ = self.batch(model, plan, rows)
-            raw_d = model.forward_rep(rows, plan.query)
-            proto[s:s + chunk], direct[s:s + chunk] = model.labels(raw_p), model.labels(raw_d)
-            exact[s:s + chunk] = np.all(model.arithmetic.key(raw_p) == model.arithmetic.key(raw_d), axis=1)
-            if progress:
-                progress(min(s + chunk, B), B)
-        theorem, text = self.bits_formula(model, encoded)
+        proto, direct, exact = batch_run(model, encoded.tokens, plan.query,
+                                         lambda rows: self.batch(model, plan, rows)[0], _chunk(encoded, plan),
+                                         progress)
+        message = self.plan(model, encoded)
         details = {"mode": "one-way (public query)", "query_position": plan.query, "query_owner": "bob",
                    "output_party": "bob", "p": plan.precision, "m": plan.width, "H": plan.heads, "d": plan.dim,
-                   "theorem_bits": theorem, "theorem_text": text, "exact_matches": int(exact.sum()), **plan.itemize()}
-        return Sweep(proto[:, None], direct[:, None], exact, np.full(B, plan.total_bits, dtype=np.int64),
-                     np.zeros(B, dtype=np.int64), np.ones(B, dtype=np.int64), details=details)
+                   "theorem_bits": message.formula, "theorem_text": message.formula_text,
+                   "exact_matches": int(exact.sum()), **plan.itemize()}
+        return BatchResult(proto[:, None], direct[:, None], exact, np.full(B, plan.total_bits, dtype=np.int64),
+                           np.zeros(B, dtype=np.int64), np.ones(B, dtype=np.int64), details=details)
 
-    def certificate(self, model, reduction, problem, bound, *, seed: int = 0, progress: Callable | None = None):
-        """Two Alice inputs with the same message and a Bob input that tells them apart (pigeonhole, one-way),
-        searched among the problem's candidates (``problem.collision_candidates``), verified by direct forwards."""
-        from protocols.simulators.public_query_certificate import one_way_collision
-        return one_way_collision(self, model, reduction, problem, seed=seed, progress=progress)
+    def transcript_keys(self, model, encoded: Encoded) -> tuple[np.ndarray, np.ndarray]:
+        """Bob's labels (B, 1) and Alice's message values (B, k): her whole transcript, so equal rows for two
+        Alice inputs under one Bob input are a pigeonhole collision."""
+        plan = self.exchange_plan(model, encoded)
+        return batch_keys(model, encoded.tokens, lambda rows: self.batch(model, plan, rows), _chunk(encoded, plan))
+
+
+def _chunk(encoded: Encoded, plan: PublicQueryPlan) -> int:
+    """Rows per batch chunk: the K candidate sums of a chunk take a few tens of MB."""
+    return max(1, (1 << 22) // max(1, encoded.seq_len * plan.heads * plan.width * plan.candidates))
 
 
 PUBLIC_QUERY = PublicQueryExchange()

@@ -3,9 +3,9 @@
 A plan depends on the model's shape (H heads of width m, p bits, the number format, whether the query
 attends to itself, the coordinates of x_N the output map reads, the embedding width d, the division
 semantics), the sequence length N and the partition -- never on the tokens -- so one plan serves every
-instance of a run, and its bits are known before anything is run.  :func:`make_plan` reads only those
-shape attributes (``heads, width, precision, format, attend_self, residual_width``, and, when present,
-``dim`` and ``division``), so a shape object without weights gives the same plan as the model.
+instance of a run, and its bits are known before anything is run.  :func:`make_plan` reads only the
+layer's :class:`~protocols.models.attention.AttentionConfig`, so a config built from sizes (``commsim
+budget``) gives the same plan as the model.
 
 One-way (the query owner holds only the query) the sender sends the cheaper valid message
 (:func:`one_way_choice`): x_N itself (d·p bits; everything about the query position follows from it),
@@ -15,7 +15,7 @@ coordinates of x_N psi reads ((m·p·H + (m + 1)·p·H [+ r·p]) bits); a tie go
 Under per-weight division (Appendix D of [BHBK24]: a_i = [e_i / Z]) the other party needs Z before
 it can form its U terms: two-way, after it sends its Z the query owner sends back its own partial Z
 (``Z owner/head h``), and only then does U travel: four rounds instead of two.  The protocol it lays out is described in
-:mod:`protocols.simulators.attention_exchange`; :func:`theorem_count` sets it beside the papers' count.
+:mod:`protocols.simulators.attention.exchange`; :func:`theorem_count` sets it beside the papers' count.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from commsim.core.errors import InputError
-from protocols.models.attention import AttentionLayer
+from protocols.models.attention import AttentionConfig, AttentionLayer
 from protocols.theorems import (
     exchange_bits,
     exchange_text,
@@ -186,11 +186,13 @@ def one_way_choice(width: int, precision: int, heads: int, *, dim: int | None = 
                                        f"(d·p = {dim}·{p} = {embedding} bits)")
 
 
-def make_plan(model: AttentionLayer, seq_len: int, alice_positions, query: int | None = None) -> ExchangePlan:
+def make_plan(shape: AttentionConfig | AttentionLayer, seq_len: int, alice_positions,
+              query: int | None = None) -> ExchangePlan:
     """Validate the partition (disjoint, covering, the query owned by one party) and lay out the messages.
-    Reads the model's shape only (module docstring); ``dim`` and ``division`` default to None and "once"."""
-    model.check_input(seq_len)
-    qpos = model.query_position(seq_len) if query is None else int(query)
+    Reads the layer's config only (a layer also checks the length against its position table)."""
+    shape.check_input(seq_len)
+    cfg = shape.config if isinstance(shape, AttentionLayer) else shape
+    qpos = cfg.query_position(seq_len) if query is None else int(query)
     if not 0 <= qpos < seq_len:
         raise PartitionError(f"query position {qpos} is outside 0..{seq_len - 1}", "partition")
     alice, bob = _validate_partition(seq_len, alice_positions)
@@ -198,32 +200,32 @@ def make_plan(model: AttentionLayer, seq_len: int, alice_positions, query: int |
     mine = alice if owner == "alice" else bob
     other = "bob" if owner == "alice" else "alice"
     theirs = bob if owner == "alice" else alice
-    H, m, p, ar = model.heads, model.width, model.precision, model.arithmetic
-    dim, division = getattr(model, "dim", None), getattr(model, "division", "once")
+    H, m, p, ar = cfg.heads, cfg.width, cfg.precision, cfg.arithmetic
+    dim, division, residual = cfg.dim, cfg.division, cfg.residual_width
     common = dict(seq_len=seq_len, query=qpos, query_owner=owner, alice_positions=alice, bob_positions=bob,
-                  heads=H, width=m, precision=p, attend_self=model.attend_self, number_format=model.format.name,
-                  residual=model.residual_width, dim=dim, division=division)
+                  heads=H, width=m, precision=p, attend_self=cfg.attend_self, number_format=cfg.format.name,
+                  residual=residual, dim=dim, division=division)
     msgs: list[MessageSpec] = []
     if not theirs:
         return ExchangePlan(mode="local", output_party=owner, **common)
     if len(mine) == 1:   # the query owner holds only the query: one-way, the other party outputs
-        kind, _, _, why = one_way_choice(m, p, H, dim=dim, residual=model.residual_width,
-                                         attend_self=model.attend_self)
+        kind, _, _, why = one_way_choice(m, p, H, dim=dim, residual=residual,
+                                         attend_self=cfg.attend_self)
         if kind == "embedding":
             msgs.append(MessageSpec("embedding", "embedding", owner, None, dim * p))
         else:
             for h in range(H):
                 msgs.append(MessageSpec("query", f"query/head {h}", owner, h, m * p))
-            if model.residual_width:
-                msgs.append(MessageSpec("embedding", "embedding", owner, None, model.residual_width * p))
-            if model.attend_self:
+            if residual:
+                msgs.append(MessageSpec("embedding", "embedding", owner, None, residual * p))
+            if cfg.attend_self:
                 for h in range(H):
                     msgs.append(MessageSpec("self", f"self/head {h}", owner, h, (m + 1) * p))
         return ExchangePlan(mode="one-way", output_party=other, messages=tuple(msgs), one_way_message=kind,
                             one_way_reason=why, **common)
     n_other = len(theirs)
     z_width = max((n_other * ar.one_units).bit_length(), 1)
-    n_own = len(mine) if model.attend_self else len(mine) - 1
+    n_own = len(mine) if cfg.attend_self else len(mine) - 1
     z_owner_width = max((n_own * ar.one_units).bit_length(), 1) if division == "per-weight" else 0
     lo, hi = ar.sum_range(n_other)
     u_width = max((-lo - 1).bit_length(), hi.bit_length()) + 1

@@ -1,9 +1,9 @@
 """The attention exchange's party programs: what Alice and Bob each compute, from their own share only.
 
 Run by the runner (:func:`commsim.core.runner.run_protocol`); every message is an exact bit string of the
-width the plan (:mod:`protocols.simulators.exchange_plan`) gives it.  The steps are those of Theorem 4 of
+width the plan (:mod:`protocols.simulators.attention.plan`) gives it.  The steps are those of Theorem 4 of
 [BHBK24] (two-way) and of the one-way protocol of [SHT23], as described in
-:mod:`protocols.simulators.attention_exchange`.
+:mod:`protocols.simulators.attention.exchange`.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from commsim.core.runner import run_protocol
 from commsim.core.sums import pack_count, pack_signed, unpack_count, unpack_signed
 from commsim.pipeline.interfaces import Share
 from protocols.models.attention import AttentionLayer
-from protocols.simulators.exchange_plan import ExchangePlan, make_plan
+from protocols.simulators.attention.plan import ExchangePlan, make_plan
 
 __all__ = ["AttentionExchangeProtocol", "run_exchange"]
 

@@ -12,7 +12,7 @@ import numpy as np
 from commsim.core.digests import message_rows, row_digests
 from commsim.core.sums import pack_signed
 from protocols.models.attention import AttentionLayer
-from protocols.simulators.exchange_plan import ExchangePlan
+from protocols.simulators.attention.plan import ExchangePlan
 
 __all__ = ["simulate"]
 
