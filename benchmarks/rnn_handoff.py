@@ -73,7 +73,7 @@ def sweep_vs_forward(spec: str, n: int, repeats: int) -> dict:
         labels = model.labels(raw)
         del raw
         with _Clock() as sweep_clock:
-            sweep = RNN_HANDOFF.sweep(model, encoded)
+            sweep = RNN_HANDOFF.run_batch(model, encoded)
         sweep_times.append(sweep_clock.times)
     (cpu_direct, wall_direct), (cpu_sweep, wall_sweep) = _best(direct_times), _best(sweep_times)
     return {
@@ -94,7 +94,7 @@ def memory_probe(spec: str, n: int) -> dict:
     from protocols.simulators.rnn_handoff import RNN_HANDOFF
     _, _, A, B, encoded, model = _setup(spec, "index-idxl", n)
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    sweep = RNN_HANDOFF.sweep(model, encoded)
+    sweep = RNN_HANDOFF.run_batch(model, encoded)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"rss_after_instances_mb": round(before / 1024, 1), "peak_rss_mb": round(peak / 1024, 1),
             "instances": int(encoded.batch), "all_exact": bool(np.all(sweep.exact_match))}

@@ -11,6 +11,9 @@ The Python API::
     report = run_reduction("index-idxl", "memorize:capacity=7", n=8)
     report.bits_used, report.lower_bound.bits, report.certificate
     report.to_json()
+    setup = prepare("index-idxl", "memorize:capacity=7", n=8)        # the engine's pieces, for lessons and notebooks
+    setup.run_instance([1, 0, 1, 1, 0, 0, 1, 0], 3).result.transcript  # one instance through the real runner
+    search_certificate(setup)                                          # the input on which the model must fail
     tokens, labels = sample("index-idxl", n=8, size=100, seed=0)   # the data commsim feeds, to train on
 
 ``make_model`` builds a model from a spec string (``"elman:width=8,precision=8"``) or adapts an
@@ -31,12 +34,28 @@ from commsim.core.party import Protocol, Receive, Send  # noqa: E402
 from commsim.core.precision import FixedPoint, FloatFormat, parse_format  # noqa: E402
 from commsim.core.runner import AuditSession, run_protocol  # noqa: E402
 from commsim.pipeline.report import Report  # noqa: E402
-from commsim.pipeline.run import run_reduction  # noqa: E402
+from commsim.pipeline.run import run_instances, run_reduction, search_certificate  # noqa: E402
+from commsim.pipeline.stages import Prepared, prepare  # noqa: E402
 from commsim.pipeline.sample import sample, vocabulary  # noqa: E402
 from commsim.plugins import load_plugins, make_model  # noqa: E402
 
-#: ``commsim.run(reduction, model, n=..., instances=...)`` is :func:`run_reduction`
-run = run_reduction
+def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None, **options):
+    """``commsim.run(reduction, model, n=..., instances=...)``: :func:`run_reduction`, with a model object's
+    number format -- ``precision=P`` (P-bit fixed point; an int, or a format name such as ``"fixed16.8"`` or
+    ``"bfloat16"``) with an optional ``frac=F``, or ``dtype=NAME`` -- given as to :func:`make_model`, which
+    builds the model from the object (a torch module, a dict of its parts) sized to the task.  A spec string
+    names its format inside it (``"lstm:width=8,precision=8"``)."""
+    given = [key for key, value in (("precision", precision), ("frac", frac), ("dtype", dtype)) if value is not None]
+    if not given:
+        return run_reduction(reduction, model, n, **options)
+    if model is None or isinstance(model, str):
+        raise InputError(f"{given[0]}= applies to a model object (a torch module, a dict of its parts); a spec string "
+                         f"names its number format inside it, e.g. 'lstm:width=8,precision=8'", param=given[0])
+    from commsim.pipeline.stages import check_run_size
+    task = load_plugins().get("reduction", reduction, param="reduction") if isinstance(reduction, str) else reduction
+    size = task.default_n if n is None else check_run_size(task, n)
+    built = make_model(model, precision=precision, frac=frac, dtype=dtype, **task.model_context(size))
+    return run_reduction(task, built, size, **options)
 
 
 def sweep(reductions, models=None, n=None, **options):
@@ -49,6 +68,6 @@ def sweep(reductions, models=None, n=None, **options):
     return run_sweep(reductions, models, n, **options)
 
 
-__all__ = ["run_reduction", "run", "sweep", "sample", "vocabulary", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
+__all__ = ["run_reduction", "run", "run_instances", "prepare", "Prepared", "search_certificate", "sweep", "sample", "vocabulary", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
            "InputError", "NotApplicable", "Protocol", "Receive", "Send", "FixedPoint", "FloatFormat",
            "parse_format", "AuditSession", "run_protocol", "__version__"]

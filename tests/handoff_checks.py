@@ -21,7 +21,7 @@ def handoff_matches_direct(model, encoded: Encoded) -> None:
         assert np.array_equal(labels, model.labels(direct[i]))
         state, _ = model.run(encoded.tokens[i:i + 1, :len(encoded.alice_positions)])
         assert result.transcript.total_bits == len(model.format.encode(state)) == model.state_bits
-    sweep = RNN_HANDOFF.sweep(model, encoded)
+    sweep = RNN_HANDOFF.run_batch(model, encoded)
     assert sweep.exact_match.all() and np.array_equal(sweep.protocol_labels, model.labels(direct))
 
 

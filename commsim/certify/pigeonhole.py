@@ -95,8 +95,11 @@ def _bob_candidates(problem: Problem, x1: np.ndarray, x2: np.ndarray, rng: np.ra
     return np.concatenate([p.reshape(len(p), width).astype(probe.dtype) for p in parts if len(p)])
 
 
-def separating_bob_input(problem: Problem, x1, x2, rng: np.random.Generator | None = None):
-    """A Bob input y with f(x1, y) != f(x2, y), or None when none was found."""
+def separating_bob_input(problem: Problem, x1, x2, rng: np.random.Generator | None = None, like=None):
+    """A Bob input y with f(x1, y) != f(x2, y), or None when none was found.  A problem that knows its own
+    (``problem.separating_bob(x1, x2, like)``: e.g. composition, keeping the public query of ``like``) gives it."""
+    if hasattr(problem, "separating_bob"):
+        return problem.separating_bob(x1, x2, like)
     rng = rng or np.random.default_rng(0)
     Y = _bob_candidates(problem, np.asarray(x1), np.asarray(x2), rng)
     X1 = np.repeat(np.asarray(x1)[None], len(Y), axis=0)
@@ -119,16 +122,21 @@ def _jsonable(x):
     return int(arr) if arr.ndim == 0 else arr.tolist()
 
 
-def collision_certificate(problem: Problem, alice_messages: Callable[[np.ndarray], np.ndarray],
+def collision_certificate(problem: Problem, alice_messages: Callable[..., np.ndarray],
                           direct_answers: Callable[[np.ndarray, np.ndarray], np.ndarray], *, message_bits: int,
                           seed: int = 0, exhaustive_bits: int = EXHAUSTIVE_ALICE_BITS,
                           samples: int = SAMPLED_INPUTS, chunk: int = 1 << 15,
                           progress: Callable[[int, int], None] | None = None,
-                          message_name: str = "message", shard_size: int = SHARD_INPUTS) -> tuple[Certificate | None, str]:
+                          message_name: str = "message", shard_size: int = SHARD_INPUTS,
+                          bob_like=None) -> tuple[Certificate | None, str]:
     """Search for two Alice inputs with the same one-way message and a Bob input separating them.
 
-    ``alice_messages(A)`` returns Alice's message for each row of ``A`` as packed bytes (rows of
-    :func:`commsim.core.digests.message_rows`); ``direct_answers(A, B)`` the model's answers from a direct forward.
+    ``alice_messages(A, B=None)`` returns Alice's message for each row of ``A`` (Bob's input fixed, or the rows
+    of ``B``) as a row of integers: packed bytes (:func:`commsim.core.digests.message_rows`) or any integer keys
+    equal iff the messages are; ``direct_answers(A, B)`` the model's answers from a direct forward.
+    A problem that offers ``collision_candidates(rng)`` (its cheapest places for a short message to lose
+    information) is searched on those; ``bob_like`` is the Bob input the messages were computed with (a problem's
+    ``separating_bob`` keeps its public part).
     An exhaustive search (at most 2^``exhaustive_bits`` Alice inputs) runs in shards of ``shard_size`` inputs by
     rank, each streamed ``chunk`` inputs at a time into digests (:func:`commsim.core.digests.digest_shard`);
     a repeat inside a shard is tried at once, and the shards' digests are merged for repeats across shards
@@ -138,16 +146,21 @@ def collision_certificate(problem: Problem, alice_messages: Callable[[np.ndarray
     length = max(1, alice_search_space(problem)[1])
     chunk = min(chunk, max(64, CHUNK_BYTES // (8 * length)))           # long inputs: smaller encoded chunks
     log_size = alice_search_space(problem)[0]
+    candidates = hasattr(problem, "collision_candidates")
     confirm = functools.partial(_confirm_pairs, problem, alice_messages, direct_answers, message_bits, seed,
-                                message_name, exhaustive=log_size <= exhaustive_bits)
-    if log_size <= exhaustive_bits:
+                                message_name, bob_like, exhaustive=log_size <= exhaustive_bits and not candidates)
+    if log_size <= exhaustive_bits and not candidates:
         return _sharded_search(problem, alice_messages, confirm, log_size, chunk, shard_size, progress, message_bits,
                                message_name)
-    samples = min(samples, max(1024, SAMPLE_BYTES // length))          # long inputs: fewer samples
-    A, _, what = _alice_inputs(problem, seed, exhaustive_bits, samples)
+    if candidates:
+        A = np.asarray(problem.collision_candidates(np.random.default_rng(seed))[0])
+        what = f"{len(A):,} Alice inputs ({problem.candidates_described}, seed {seed})"
+    else:
+        samples = min(samples, max(1024, SAMPLE_BYTES // length))      # long inputs: fewer samples
+        A, _, what = _alice_inputs(problem, seed, exhaustive_bits, samples)
     total = len(A)
     first = alice_messages(A[:min(chunk, total)])
-    rows = np.empty((total, first.shape[1]), dtype=np.uint8)
+    rows = np.empty((total, first.shape[1]), dtype=first.dtype)
     rows[:len(first)] = first
     for s in range(len(first), total, chunk):
         if progress:
@@ -201,26 +214,29 @@ def _sharded_search(problem: Problem, alice_messages, confirm, log_size: float, 
 
 
 def _confirm_pairs(problem: Problem, alice_messages, direct_answers, message_bits: int, seed: int, message_name: str,
-                   pairs, searched_count: int, searched: str, *, exhaustive: bool) -> tuple[Certificate | None, str]:
-    """Phase two: each candidate pair (x1, x2) recomputed and compared bit for bit, a separating Bob input
-    found, the failure confirmed by a direct forward; the first verified certificate (else the first built)."""
+                   bob_like, pairs, searched_count: int, searched: str, *, exhaustive: bool
+                   ) -> tuple[Certificate | None, str]:
+    """Phase two: each candidate pair (x1, x2) with a separating Bob input y, the messages recomputed on the
+    real instances (x1, y), (x2, y) and compared value for value, the failure confirmed by a direct forward;
+    the first verified certificate (else the first built)."""
     rng = np.random.default_rng(seed + 7)
     unverified = None
     for x1, x2 in pairs:
-        y = separating_bob_input(problem, x1, x2, rng)
+        y = separating_bob_input(problem, x1, x2, rng, like=bob_like)
         if y is None:
             continue
         A2 = np.stack([x1, x2])
         B2 = np.stack([y, y]) if np.asarray(y).ndim else np.array([y, y])
         expected = np.asarray(problem.evaluate_batch(A2, B2)).astype(int)
         answers = np.asarray(direct_answers(A2, B2)).astype(int)
-        again = alice_messages(A2)
+        again = np.asarray(alice_messages(A2, B2))
         same_message = bool(np.array_equal(again[0], again[1]))
         fail = 0 if answers[0] != expected[0] else 1
         other = 1 - fail
         verified = same_message and answers[0] == answers[1] and answers[fail] != expected[fail]
         xs, ys = (x1, x2), _show(y)
-        message = Bits(again[0], message_bits) if message_bits <= 8 * again.shape[1] else None
+        packed = again.dtype == np.uint8 and again.shape[1] == -(-message_bits // 8)   # the message's own bytes
+        message = Bits(again[0], message_bits) if packed else None
         explanation = (
             f"Alice inputs {_show(xs[fail])} and {_show(xs[other])} hand off the same {message_bits}-bit "
             f"{message_name} (pigeonhole: {'2^' + str(int(alice_search_space(problem)[0])) if exhaustive else 'the'} "

@@ -6,7 +6,6 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from commsim.certify.types import Certificate
 from commsim.core.channel import Transcript
 from commsim.core.party import Protocol
 from commsim.theory.bounds import ErrorBound, LowerBound
@@ -74,9 +73,9 @@ class Encoded:
 
 
 @dataclass
-class Sweep:
-    """A simulator run over a batch: per instance, the protocol's and the direct forward's
-    output labels (batch, outputs), whether the raw outputs matched bit for bit, and the bits."""
+class BatchResult:
+    """A simulator's batch run (:meth:`Simulator.run_batch`): per instance, the protocol's and the direct
+    forward's output labels (batch, outputs), whether the raw outputs matched bit for bit, and the bits."""
 
     protocol_labels: np.ndarray
     direct_labels: np.ndarray
@@ -93,15 +92,23 @@ class Sweep:
 
 
 @dataclass(frozen=True)
-class ShapePlan:
-    """The bits a simulator's protocol sends for an architecture's sizes at one length and partition:
-    per direction, the rounds, and how they are made up (``commsim budget``'s ``protocol_bits``)."""
+class MessagePlan:
+    """What a simulator's protocol sends on one partition, known before running: the bits per direction,
+    the rounds, how they are made up (``text``), the papers' count for the same model (``formula``, with
+    ``formula_text``), and what the one-way message is called (``message_name``, e.g. "hidden state h_8").
+
+    :meth:`Simulator.plan` gives it for a model and an encoding, :meth:`Simulator.shape_plan` for an
+    architecture's sizes (``commsim budget``, which reads ``assumptions`` too).  The engine reads the
+    direction, the senders and the bits from it: which bound applies, which certificate search runs."""
 
     alice_to_bob: int
     bob_to_alice: int
     rounds: int
     text: str
     assumptions: dict = field(default_factory=dict)
+    formula: int | None = None
+    formula_text: str = ""
+    message_name: str = "message"
 
     @property
     def bits(self) -> int:
@@ -111,6 +118,12 @@ class ShapePlan:
     def senders(self) -> frozenset:
         """The parties that send at least one bit."""
         return frozenset(p for p, b in (("alice", self.alice_to_bob), ("bob", self.bob_to_alice)) if b)
+
+    @property
+    def direction(self) -> str:
+        """``"one-way"`` when only Alice speaks (or nobody does), else ``"two-way"``: how the bounds and the
+        certificate searches read the protocol."""
+        return "one-way" if self.senders <= {"alice"} else "two-way"
 
 
 class EvaluationSet(NamedTuple):
@@ -124,9 +137,16 @@ class EvaluationSet(NamedTuple):
 
 
 class Reduction:
-    """Base class for reductions (registry kind ``reduction``).  Subclasses set the class
-    attributes and implement :meth:`problem`, :meth:`vocabulary`, :meth:`encode`, :meth:`decode`
-    and :meth:`lower_bound`."""
+    """A communication problem mapped into a model's task (registry kind ``reduction``): data hooks.
+
+    Required: the declarations (:attr:`id`, :attr:`problem_name`, :attr:`task`, :attr:`source`, :attr:`split`,
+    :attr:`default_model`; :attr:`length_scale`/:attr:`length_offset` for ``commsim budget``) and the hooks
+    :meth:`problem`, :meth:`vocabulary`, :meth:`encode` (instances -> model inputs and the split),
+    :meth:`decode` (model labels -> answers) and :meth:`lower_bound` (from the simulator's :class:`MessagePlan`).
+    Optional: :meth:`length_bound` (``budget``), :meth:`error_bound` (a distributional bound),
+    :meth:`evaluation_sets` (more inputs to judge the model on), :meth:`labels` (the task's labels when
+    :meth:`decode` does not determine them), :meth:`check` (refuse a model with the paper's reason).
+    The rest (valid lengths, the partition at N, the model context) the base class derives from these."""
 
     id: str = ""
     problem_name: str = ""
@@ -155,15 +175,16 @@ class Reduction:
         """Model output labels (batch, outputs) and Bob's inputs -> answers of the source problem."""
         raise NotImplementedError
 
-    def lower_bound(self, model, simulator: "Simulator", problem: Problem, encoded: Encoded) -> LowerBound:
-        """The bound that applies to this model's protocol on this encoding (or why none does)."""
+    def lower_bound(self, model, plan: MessagePlan, problem: Problem, encoded: Encoded) -> LowerBound:
+        """The bound that applies to the protocol whose message plan on this encoding is ``plan`` (the
+        parties that speak, the bits: :class:`MessagePlan`), or why none does."""
         raise NotImplementedError
 
     def length_bound(self, simulator: "Simulator", seq_len: int, senders: frozenset | None = None) -> LowerBound:
         """The bound in the theorem's own form, as a function of the model's sequence length N, for the
         protocols of ``simulator`` -- chosen from what the simulator declares about this reduction's
         :attr:`split` (:meth:`Simulator.split_direction`), never from its name, or, when ``senders`` is
-        given, from the parties that really speak in the protocol at N (a :class:`ShapePlan`'s).  Used by
+        given, from the parties that really speak in the protocol at N (a :class:`MessagePlan`'s).  Used by
         ``commsim budget``; a bound that does not apply says so."""
         raise NotImplementedError(f"{self.id} gives no bound as a function of the sequence length")
 
@@ -216,7 +237,7 @@ class Reduction:
     #: the public query of :attr:`Encoded.public_positions`); the model's kind still selects the first
     simulator_variants: dict = {}
 
-    def error_bound(self, model, simulator: "Simulator", problem: Problem, encoded: Encoded,
+    def error_bound(self, model, plan: MessagePlan, problem: Problem, encoded: Encoded,
                     bits_used: int) -> ErrorBound | None:
         """A distributional bound (a floor on the error rate over the run's instance distribution) for a
         protocol that really sent ``bits_used`` bits, or None (the default: the reduction states none).  When
@@ -241,11 +262,23 @@ class Reduction:
 
 
 class Simulator:
-    """Base class for what turns a model into party programs (registry kind ``simulator``).
+    """What turns a model into party programs (registry kind ``simulator``): a small contract of data hooks.
 
-    Besides the per-instance :meth:`direction`, a simulator declares what the bounds depend on:
-    :attr:`partition_kind` (the splits it has a protocol for) and :attr:`one_way_splits` (the split
-    kinds on which its protocol is one-way), read through :meth:`split_direction`.
+    A simulator *declares* what the engine needs to choose bounds and certificate searches, and *hands the
+    engine data*; it never evaluates a run, searches a certificate or builds a report (the engine does:
+    :mod:`commsim.pipeline.stages`, :mod:`commsim.pipeline.certificates`).
+
+    Declarations (class attributes): :attr:`name`, :attr:`source`, :attr:`partition_kind` (the splits it has a
+    protocol for), :attr:`one_way_splits` (the split kinds on which only Alice speaks), :attr:`precedence`
+    (which simulator the model's kind selects when several accept it), and for ``commsim budget`` :attr:`arch`,
+    :attr:`budget_parameters`, :attr:`shape_plan_limit`.
+
+    Hooks: :meth:`accepts` (does it wrap this model), :meth:`plan` (the message plan on an encoding's split,
+    or :class:`NotApplicable`), :meth:`shape_plan` and :meth:`budget_bits` (the same plan and the paper's count
+    from an architecture's sizes), :meth:`make_protocol` (the party programs the runner runs),
+    :meth:`run_batch` (the protocol and the direct forward over many instances, vectorized),
+    :meth:`transcript_keys` (per instance, the protocol's labels and integer keys equal iff the transcripts
+    are equal: what the certificate searches compare) and :meth:`direct_labels` (the model's own forward).
     """
 
     name: str = ""
@@ -261,7 +294,11 @@ class Simulator:
     #: the split kinds on which its protocol is one-way (only Alice speaks); two-way on the others
     one_way_splits: tuple[str, ...] = ()
     #: False: never chosen by the model's kind, only as a reduction's :attr:`Reduction.simulator_variants`
+    #: or by name (``--simulator``)
     selectable: bool = True
+    #: when several selectable simulators accept a model, the lowest precedence wins (then the name);
+    #: ``commsim run --simulator NAME`` overrides the choice
+    precedence: int = 100
 
     def split_direction(self, split: str) -> str | None:
         """``"one-way"`` or ``"two-way"``: the direction of its protocol on a split of kind ``split``;
@@ -270,56 +307,44 @@ class Simulator:
             return None
         return "one-way" if split in self.one_way_splits else "two-way"
 
-    def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:
-        """The theorem's bit count for an architecture of this width/precision/heads at length N,
-        and its formula as text (``commsim budget``)."""
-        raise NotImplementedError(f"{self.name} gives no budget formula")
-
-    def shape_plan(self, width: int, precision: int, heads: int, seq_len: int,
-                   alice_positions, output_positions, **shape) -> "ShapePlan":
-        """What the protocol of an architecture of these sizes really sends at length N on this partition,
-        computed without running (``commsim budget``); :class:`NotApplicable` when it has no protocol there.
-        ``shape`` holds further sizes the plan may read (``dim``: the embedding width d)."""
-        raise NotImplementedError(f"{self.name} gives no protocol plan from a shape")
-
-    def senders(self, model, encoded: Encoded) -> frozenset:
-        """The parties that speak in the protocol on this split (from :meth:`direction` unless overridden)."""
-        return frozenset({"alice"}) if self.direction(model, encoded) == "one-way" else frozenset({"alice", "bob"})
-
-    def protocol_bits(self, model, encoded: Encoded) -> int | None:
-        """The bits the protocol really sends on this split, known before running (None: not known)."""
-        return None
-
-    def direction(self, model, encoded: Encoded) -> str:
-        """``"one-way"`` when only Alice speaks, once, on this split; else ``"two-way"``.
-        Reductions use it to pick the bound that applies."""
-        return "two-way"
-
+    # ---- hooks ------------------------------------------------------------------------------------------
     def accepts(self, model) -> bool:
         """Does this simulator turn ``model`` into party programs?"""
         raise NotImplementedError
 
-    def check_partition(self, model, encoded: Encoded) -> None:
-        """Raise :class:`NotApplicable` when the split does not fit the protocol."""
-
-    def bits_formula(self, model, encoded: Encoded) -> tuple[int, str]:
-        """The theorem's bit count for this model and input length, and how it is made up."""
+    def plan(self, model, encoded: Encoded) -> MessagePlan:
+        """What the protocol sends for this model on the encoding's split (bits per direction, rounds, the
+        papers' count); :class:`NotApplicable` (with the reason) when the split or the input does not fit."""
         raise NotImplementedError
+
+    def shape_plan(self, width: int, precision: int, heads: int, seq_len: int,
+                   alice_positions, output_positions, **shape) -> MessagePlan:
+        """The plan :meth:`plan` gives, for an architecture of these sizes at length N on this partition,
+        computed without a model (``commsim budget``); :class:`NotApplicable` when it has no protocol there.
+        ``shape`` holds further sizes the plan may read (``dim``: the embedding width d)."""
+        raise NotImplementedError(f"{self.name} gives no protocol plan from a shape")
+
+    def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:
+        """The theorem's bit count for an architecture of this width/precision/heads at length N,
+        and its formula as text (``commsim budget``)."""
+        raise NotImplementedError(f"{self.name} gives no budget formula")
 
     def make_protocol(self, model, encoded: Encoded) -> Protocol:
         """Party programs whose shares are :class:`Share` values; the output party returns
         ``(labels, raw_output)`` with ``labels`` an int array over ``encoded.output_positions``."""
         raise NotImplementedError
 
+    def run_batch(self, model, encoded: Encoded, progress: Callable | None = None) -> BatchResult:
+        """The protocol and the direct forward on every instance of the batch (vectorized); the engine
+        re-runs a seeded subset through the runner and holds the batch to it."""
+        raise NotImplementedError
+
+    def transcript_keys(self, model, encoded: Encoded) -> tuple[np.ndarray, np.ndarray]:
+        """Per instance: the protocol's output labels (batch, outputs) and a row of integer keys (batch, k)
+        equal iff the transcripts are equal.  For a one-way protocol the transcript is Alice's message, so
+        equal keys for two Alice inputs (Bob's input fixed) are a pigeonhole collision."""
+        raise NotImplementedError
+
     def direct_labels(self, model, encoded: Encoded) -> np.ndarray:
         """The model's own decisions (batch, outputs) from a direct forward."""
         raise NotImplementedError
-
-    def sweep(self, model, encoded: Encoded, progress: Callable | None = None) -> Sweep:
-        """The protocol and the direct forward on every instance (vectorized)."""
-        raise NotImplementedError
-
-    def certificate(self, model, reduction: Reduction, problem: Problem, bound: LowerBound, *,
-                    seed: int = 0, progress: Callable | None = None) -> tuple[Certificate | None, str]:
-        """Search for an input on which the model must fail; returns (certificate or None, what was searched)."""
-        return None, "no certificate search for this protocol"

@@ -18,14 +18,20 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
+from commsim.pipeline.assemble import make_report
+from commsim.pipeline.certificates import find_certificate, in_task_terms, search_by_argument
+from commsim.pipeline.framework import recheck_certificate
+from commsim.pipeline.interfaces import EvaluationSet
 from commsim.pipeline.report import Report
 from commsim.pipeline.shards import stream_exhaustive, streams
 from commsim.pipeline.stages import (
+    Instances,
+    Prepared,
     evaluate,
     evaluation_sets,
-    find_certificate,
     lower_bound,
-    make_report,
     prepare,
     select_instances,
 )
@@ -33,21 +39,55 @@ from commsim.pipeline.stages import (
 
 def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, n: int | None = None, *,
                   instances: int | None = None, seed: int = 0, audit: bool = False, certify: bool = True,
-                  progress: Callable[[str, int, int], None] | None = None) -> Report:
+                  progress: Callable[[str, int, int], None] | None = None, simulator: str | None = None) -> Report:
     """Run a reduction end to end and report bits used against the lower bound.
 
     ``reduction_id``: a registered id (or a Reduction); ``model_spec``: a spec string or a model object
     (default: the reduction's default model); ``n``: the source problem's size.  ``instances`` None means
     every instance; the model is also judged on the sets the reduction adds (``accuracy_by_set``);
     ``audit`` re-runs the checked instances with each party in its own process; ``certify`` searches for
-    an input the model must fail on; ``progress(stage, done, total)`` is called during long work.
+    an input the model must fail on; ``progress(stage, done, total)`` is called during long work;
+    ``simulator`` names the simulator to use (default: the model's kind selects it).
     """
-    setup = prepare(reduction_id, model_spec, n)
-    if streams(setup, instances):  # beyond what one in-memory sweep holds: shards, in bounded memory
+    setup = prepare(reduction_id, model_spec, n, simulator=simulator)
+    if streams(setup, instances):  # beyond what one in-memory batch holds: shards, in bounded memory
         return stream_exhaustive(setup, model_spec, seed=seed, audit=audit, certify=certify, progress=progress)
     chosen = select_instances(setup.problem, instances, seed)
-    evaluated = [evaluate(setup, which, seed=seed, audit=audit, progress=progress)
-                 for which in evaluation_sets(setup, chosen, instances, seed)]
-    bound = lower_bound(setup, evaluated[0].encoded)
-    certificate, searched = find_certificate(setup, evaluated, bound, seed=seed, search=certify, progress=progress)
-    return make_report(setup, chosen, evaluated, bound, certificate, searched, audit=audit)
+    return evaluate_and_report(setup, chosen, evaluation_sets(setup, chosen, instances, seed), seed=seed, audit=audit,
+                               certify=certify, progress=progress, exhaustive=instances is None)
+
+
+def run_instances(reduction_id: str | Any, model: str | Any, n: int, alice: np.ndarray, bob: np.ndarray, *,
+                  described: str = "given instances", seed: int = 0, audit: bool = False, certify: bool = False,
+                  progress: Callable[[str, int, int], None] | None = None) -> Report:
+    """The run of :func:`run_reduction` on instances chosen by the caller (``alice``, ``bob``: aligned arrays of
+    the source problem's inputs) -- the same stages, runner audit and report builder; separations use it."""
+    setup = prepare(reduction_id, model, n)
+    chosen = Instances(np.asarray(alice), np.asarray(bob), described)
+    return evaluate_and_report(setup, chosen, [EvaluationSet("given", chosen.alice, chosen.bob, described)],
+                               seed=seed, audit=audit, certify=certify, progress=progress, exhaustive=False)
+
+
+def evaluate_and_report(setup: Prepared, chosen: Instances, sets: list[EvaluationSet], *, seed: int, audit: bool,
+                        certify: bool, progress, exhaustive: bool) -> Report:
+    """Every set through the audited batch, then the bound, the certificate and the report."""
+    evaluated = [evaluate(setup, which, seed=seed, audit=audit, progress=progress) for which in sets]
+    main = evaluated[0]
+    plan = setup.plan(main.encoded)
+    bound = lower_bound(setup, main.encoded, plan)
+    tallies = [e.tally for e in evaluated]
+    certificate, searched = find_certificate(setup, plan, tallies, bound, seed=seed, search=certify,
+                                             progress=progress)
+    return make_report(setup, plan, tallies, bound, certificate, searched, instances=chosen.described,
+                       seq_len=main.encoded.seq_len, details=main.batch.details,
+                       agreement_sample=(chosen.alice, chosen.bob), audit=audit, seed=seed, exhaustive=exhaustive)
+
+
+def search_certificate(setup: Prepared, *, seed: int = 0, progress: Callable[[int, int], None] | None = None):
+    """The engine's certificate search for a prepared setup, whatever the bits used: the argument its message plan
+    calls for (pigeonhole one-way, rectangle two-way: :mod:`commsim.pipeline.certificates`), with the plan taken
+    on a sampled instance's split.  Returns (certificate or None, what was searched); lessons use it."""
+    A, B = setup.problem.sample(np.random.default_rng(seed), 1)
+    plan = setup.plan(setup.reduction.encode(setup.problem, A, B))
+    certificate, searched = search_by_argument(setup, plan, seed=seed, progress=progress)
+    return recheck_certificate(setup, in_task_terms(setup, certificate)), searched

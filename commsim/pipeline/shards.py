@@ -6,7 +6,7 @@ pair (Alice input r // |Bob inputs|, Bob input r % |Bob inputs|), the order of
 :class:`Shard` s (plain, picklable values); :func:`run_shard` builds the instances of one shard chunk by chunk
 (:func:`commsim.theory.ranks.pairs_at`: never the whole input space), runs each chunk through the pipeline's own stages
 (:func:`commsim.pipeline.stages.evaluate`: encode, the simulator's sweep, the runner audit, decode) and keeps
-only a :class:`ShardResult` of counts, so a shard's memory is O(chunk) whatever n; :func:`merge_shards`
+only a :class:`~commsim.pipeline.tally.Tally` of counts, so a shard's memory is O(chunk) whatever n; :func:`merge_shards`
 adds shard results up.  :func:`run_sharded` does all three with any *ordered* ``map`` (the builtin, a process
 pool's, a Dask client's): the result does not depend on the executor or on how the ranks were cut.
 :func:`streamed_report` turns the merged result into the same :class:`~commsim.pipeline.report.Report` an
@@ -22,34 +22,32 @@ from __future__ import annotations
 import functools
 import resource
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-import numpy as np
-
-from commsim.certify.error import error_certificate
-from commsim.core.channel import Transcript
 from commsim.core.errors import InputError
 from commsim.core.limits import (MAX_LOCAL_STREAMED_INSTANCES, MAX_STREAMED_INSTANCES, check_memory, check_seed, check_size, show_bytes,
                                  show_size)
+from commsim.pipeline.assemble import make_report
+from commsim.pipeline.certificates import find_certificate
 from commsim.pipeline.interfaces import EvaluationSet, Reduction
 from commsim.pipeline.report import Report
-from commsim.pipeline.framework import recheck_certificate
 from commsim.pipeline.stages import (
     BYTES_PER_POSITION,
     MAX_EXHAUSTIVE_INSTANCES,
     RUNNER_CHECKS,
     Prepared,
-    _stage,
     check_run_size,
-    direct_answers,
     evaluate,
     lower_bound,
     prepare,
-    trust_signals,
 )
+from commsim.pipeline.tally import Tally, add_tallies, merge_tallies
 from commsim.plugins import load_plugins
 from commsim.theory.ranks import pairs_at
+
+#: a shard's result: the tally of its ranks (:class:`commsim.pipeline.tally.Tally`)
+ShardResult = Tally
 
 #: instances per chunk of a shard (the unit of memory: a few dozen bytes per instance and input position)
 DEFAULT_CHUNK = 1 << 20
@@ -81,34 +79,6 @@ class Shard:
     @property
     def size(self) -> int:
         return self.stop - self.start
-
-
-@dataclass
-class ShardResult:
-    """What a shard (or a merge of adjacent shards) found, as counts: instances, wrong answers (and the first
-    wrong rank), protocol runs that differ from the model, the costliest instance's bits, the most rounds,
-    the instances the runner re-ran and the costliest transcript it saw.  ``peak_rss_bytes`` and
-    ``seconds`` describe the run, not the result (they are left out of ``==``)."""
-
-    start: int
-    stop: int
-    instances: int = 0
-    wrong: int = 0
-    first_wrong: int | None = None
-    mismatches: int = 0
-    bits_used: int = -1
-    bits_rank: int = -1
-    alice_to_bob: int = 0
-    bob_to_alice: int = 0
-    rounds: int = 0
-    runner_checked: int = 0
-    transcript: Transcript | None = None
-    details: dict = field(default_factory=dict)
-    detail_sums: dict = field(default_factory=dict)
-    shards: int = 1
-    chunk: int = 0
-    peak_rss_bytes: int = field(default=0, compare=False)
-    seconds: float = field(default=0.0, compare=False)
 
 
 def _chunk_for(reduction: Reduction, n: int, chunk: int | None) -> int:
@@ -188,59 +158,39 @@ def peak_rss_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def run_shard(shard: Shard, setup: Prepared | None = None) -> ShardResult:
-    """Sweep one shard chunk by chunk through :func:`~commsim.pipeline.stages.evaluate` and keep counts.
+def run_shard(shard: Shard, setup: Prepared | None = None) -> Tally:
+    """Sweep one shard chunk by chunk through :func:`~commsim.pipeline.stages.evaluate` and keep its tally.
 
     Memory is one chunk's arrays; the runner re-runs ``shard.checks`` instances of the shard's first chunk."""
     began = time.perf_counter()
     setup = setup or _setup(shard)
     problem = setup.problem
     name, phrase = problem.all_set
-    out = ShardResult(shard.start, shard.stop, chunk=shard.chunk)
+    out = Tally(shard.start, shard.start, chunk=shard.chunk, name=name, described=phrase)
     for lo in range(shard.start, shard.stop, shard.chunk):
         hi = min(lo + shard.chunk, shard.stop)
         A, B = pairs_at(problem, lo, hi)
         checks = shard.checks if lo == shard.start else 0
-        e = evaluate(setup, EvaluationSet(name, A, B, phrase), seed=shard.seed + shard.index, audit=shard.audit,
-                     checks=checks)
-        total = e.sweep.total_bits
-        worst = int(np.argmax(total))
-        part = ShardResult(lo, hi, instances=hi - lo, wrong=int(e.wrong.size),
-                           first_wrong=lo + int(e.wrong[0]) if e.wrong.size else None,
-                           mismatches=int((~e.outcome.matches).sum()), bits_used=int(total[worst]), bits_rank=lo + worst,
-                           alice_to_bob=int(e.sweep.alice_to_bob[worst]), bob_to_alice=int(e.sweep.bob_to_alice[worst]),
-                           rounds=int(np.max(e.sweep.rounds)), runner_checked=e.audited.runner_checked,
-                           transcript=e.audited.transcript, details=dict(e.sweep.details),
-                           detail_sums=_int_details(e.sweep.details), chunk=shard.chunk)
-        out = _add(out, part) if out.instances else replace(part, start=shard.start, stop=shard.stop)
-        del A, B, e
+        part = evaluate(setup, EvaluationSet(name, A, B, phrase), seed=shard.seed + shard.index, audit=shard.audit,
+                        checks=checks, start=lo, chunk=shard.chunk).tally
+        out = add_tallies(out, part)
+        del A, B, part
     out.stop, out.shards = shard.stop, 1
     out.peak_rss_bytes = peak_rss_bytes()
     out.seconds = time.perf_counter() - began
     return out
 
 
-def _int_details(details: dict) -> dict:
-    """The integer-valued details (candidates for per-instance counts, summed over chunks)."""
-    return {k: int(v) for k, v in details.items() if isinstance(v, (int, np.integer)) and not isinstance(v, bool)}
-
-
-def _merge_details(a: dict, b: dict) -> dict:
-    """Details both parts agree on (a value that differs between parts is a count: see ``detail_sums``)."""
-    return {k: v for k, v in a.items() if k in b and b[k] == v}
-
-
-def _sum_details(a: dict, b: dict) -> dict:
-    return {k: a[k] + b[k] for k in a if k in b}
-
-
-def merged_details(setup: Prepared, merged: ShardResult) -> dict:
-    """The details of a whole sharded run: a value every chunk shares stays; an integer that is a count over
-    instances is the sum over chunks.  A count is an integer that differs between chunks, or between the
-    simulator's sweeps of the first k and the first 2k instances (a small probe)."""
+def merged_details(setup: Prepared, merged: Tally) -> dict:
+    """The details of a run added up over batches: a value every batch shares stays; an integer that is a
+    count over instances is the sum over batches.  A count is an integer that differs between batches, or
+    between the simulator's batch runs of the first k and the first 2k instances (a small probe)."""
+    if merged.parts <= 1:
+        return dict(merged.details)
     k = min(max(2, 2 * setup.problem.bob_input_count), max(1, merged.instances // 2))
-    probes = [setup.simulator.sweep(setup.model, setup.reduction.encode(setup.problem, *pairs_at(setup.problem, 0, m)))
-              .details for m in (k, 2 * k)]
+    probes = [setup.simulator.run_batch(setup.model, setup.reduction.encode(setup.problem,
+                                                                             *pairs_at(setup.problem, 0, m))).details
+              for m in (k, 2 * k)]
     counts = {key for key in merged.detail_sums if probes[0].get(key) != probes[1].get(key)}
     out = {key: value for key, value in merged.details.items() if key not in counts}
     out.update({key: merged.detail_sums[key] for key in merged.detail_sums
@@ -248,39 +198,15 @@ def merged_details(setup: Prepared, merged: ShardResult) -> dict:
     return out
 
 
-def _add(a: ShardResult, b: ShardResult) -> ShardResult:
-    """Two results of adjacent rank ranges (``a`` first) as one."""
-    bits = (a.bits_used, -a.bits_rank) >= (b.bits_used, -b.bits_rank)
-    costly = a if bits else b
-    firsts = [w for w in (a.first_wrong, b.first_wrong) if w is not None]
-    ta, tb = a.transcript, b.transcript
-    transcript = tb if ta is None or (tb is not None and tb.total_bits > ta.total_bits) else ta
-    return ShardResult(
-        min(a.start, b.start), max(a.stop, b.stop), a.instances + b.instances, a.wrong + b.wrong,
-        min(firsts) if firsts else None, a.mismatches + b.mismatches, costly.bits_used, costly.bits_rank,
-        costly.alice_to_bob, costly.bob_to_alice, max(a.rounds, b.rounds), a.runner_checked + b.runner_checked,
-        transcript, _merge_details(a.details, b.details) if a.instances and b.instances else dict(a.details or b.details),
-        _sum_details(a.detail_sums, b.detail_sums) if a.instances and b.instances else dict(a.detail_sums or b.detail_sums),
-        a.shards + b.shards if a.instances and b.instances else max(a.shards, b.shards), max(a.chunk, b.chunk),
-        max(a.peak_rss_bytes, b.peak_rss_bytes), a.seconds + b.seconds)
-
-
-def merge_shards(results: Iterable[ShardResult]) -> ShardResult:
+def merge_shards(results: Iterable[Tally]) -> Tally:
     """The shard results as one (in rank order, whatever order they come in); the ranks must tile one range."""
-    results = sorted(results, key=lambda r: r.start)
-    if not results:
-        raise InputError("shards: there are no shard results to merge", "shards")
-    for prev, nxt in zip(results, results[1:]):
-        if prev.stop != nxt.start:
-            raise InputError(f"shards: ranks {prev.start}..{prev.stop - 1} and {nxt.start}..{nxt.stop - 1} do not "
-                             f"tile one range (a shard is missing or repeated)", "shards")
-    return functools.reduce(_add, results)
+    return merge_tallies(results)
 
 
 def run_sharded(reduction: str, model: Any = None, n: int | None = None, *, map_fn: Callable = map,
                 shards: int | None = None, shard_size: int | None = None, chunk: int | None = None, seed: int = 0,
                 audit: bool = False, progress: Callable[[str, int, int], None] | None = None,
-                limit: int | None = None) -> ShardResult:
+                limit: int | None = None) -> Tally:
     """:func:`plan_shards`, ``map_fn(run_shard, shards)`` (any ordered map: the builtin, a process pool's,
     a Dask client's), :func:`merge_shards`.  ``limit``: the most instances (default
     :data:`~commsim.core.limits.MAX_LOCAL_STREAMED_INSTANCES` with the builtin ``map``, else
@@ -299,68 +225,27 @@ def run_sharded(reduction: str, model: Any = None, n: int | None = None, *, map_
 
 
 # ---- the report of a streamed run ----------------------------------------------------------------------
-class _At:
-    """One row of a huge rank-indexed array, readable at its rank (``x[rank]``, ``x[rank:rank + 1]``)."""
-
-    def __init__(self, one: np.ndarray, rank: int):
-        self.one, self.rank = np.asarray(one), rank
-
-    def __getitem__(self, key):
-        if isinstance(key, slice) and (key.start, key.stop) == (self.rank, self.rank + 1):
-            return self.one
-        if not isinstance(key, slice) and int(key) == self.rank:
-            return self.one[0]
-        raise IndexError(f"only rank {self.rank} is held")
-
-
-def streamed_report(setup: Prepared, merged: ShardResult, *, seed: int = 0, audit: bool = False,
+def streamed_report(setup: Prepared, merged: Tally, *, seed: int = 0, audit: bool = False,
                     certify: bool = True, progress: Callable[[str, int, int], None] | None = None) -> Report:
-    """The report of an exhaustive run from its merged shard result: the fields an in-memory run reports
-    (:func:`commsim.pipeline.stages.make_report`), from counts instead of per-instance arrays."""
-    problem, name, phrase = setup.problem, *setup.problem.all_set
+    """The report of an exhaustive run from its merged tally: the same certificate stage and report builder as
+    an in-memory run (:mod:`commsim.pipeline.certificates`, :func:`commsim.pipeline.assemble.make_report`)."""
+    problem = setup.problem
     if merged.instances != problem.input_pairs:
         raise InputError(f"shards: the results cover {merged.instances} of the {problem.input_pairs} instances",
                          "shards")
-    A1, B1 = pairs_at(problem, merged.bits_rank, merged.bits_rank + 1)
-    one = setup.reduction.encode(setup.problem, A1, B1)
-    setup.simulator.check_partition(setup.model, one)
-    bound = lower_bound(setup, one)
-    certificate, searched = None, ""
-    if certify and bound.applies and bound.bits is not None and merged.bits_used < bound.bits:
-        certificate, searched = setup.simulator.certificate(setup.model, setup.reduction, problem, bound, seed=seed,
-                                                            progress=_stage(progress, "certificate search"))
-    if merged.first_wrong is not None and (certificate is None or not certificate.verified):
-        A, B = pairs_at(problem, merged.first_wrong, merged.first_wrong + 1)
-        expected = problem.evaluate_batch(A, B)
-        e = evaluate(setup, EvaluationSet(name, A, B, phrase), seed=seed, checks=1)
-        rank = merged.first_wrong
-        certificate = error_certificate(problem, _At(A, rank), _At(B, rank), _At(expected, rank),
-                                        _At(e.outcome.answers, rank), rank, lambda a, b: direct_answers(setup, a, b),
-                                        where=f"the {phrase}")
-        searched = (f"{searched}; " if searched else "") + \
-            f"the model is wrong on {merged.wrong:,} of the {merged.instances:,} {phrase}; the first of the " \
-            f"{phrase} is the certificate"
-    certificate = recheck_certificate(setup, certificate)   # a framework model's forward re-checks it
-    formula, formula_text = setup.simulator.bits_formula(setup.model, one)
-    accuracy = (merged.instances - merged.wrong) / merged.instances
-    refuted = certificate is not None and certificate.verified
-    matches = merged.mismatches == 0
+    one = setup.reduction.encode(problem, *pairs_at(problem, merged.bits_rank, merged.bits_rank + 1))
+    plan = setup.plan(one)
+    bound = lower_bound(setup, one, plan)
+    certificate, searched = find_certificate(setup, plan, [merged], bound, seed=seed, search=certify,
+                                             progress=progress)
     details = merged_details(setup, merged)
     details["streamed"] = {"shards": merged.shards, "chunk": merged.chunk, "peak_rss_bytes": merged.peak_rss_bytes,
                            "peak_memory": show_bytes(merged.peak_rss_bytes), "shard_seconds": round(merged.seconds, 3),
                            "instances_per_shard_second": round(merged.instances / max(merged.seconds, 1e-9))}
-    sets = [{"name": name, "description": phrase, "instances": merged.instances, "wrong": merged.wrong,
-             "accuracy": accuracy, "protocol_matches_model": matches}]
-    return Report(
-        reduction=setup.reduction.id, problem=problem.name, task=setup.reduction.task,
-        protocol=setup.simulator.name, model=setup.model_name, n=problem.n, seq_len=one.seq_len,
-        instances=problem.all_description, instances_run=merged.instances, bits_used=merged.bits_used,
-        bits_by_direction={"alice_to_bob": merged.alice_to_bob, "bob_to_alice": merged.bob_to_alice},
-        rounds=merged.rounds, bits_formula=formula, bits_formula_text=formula_text, lower_bound=bound,
-        model_accuracy=accuracy, model_correct=merged.wrong == 0 and not refuted, protocol_matches_model=matches,
-        runner_checked=merged.runner_checked, audited=audit, certificate=certificate, certificate_search=searched,
-        transcript=merged.transcript, details=details, accuracy_by_set={name: accuracy}, evaluation_sets=sets,
-        **trust_signals(setup, one, merged.bits_used, merged.wrong, merged.instances, exhaustive=True))
+    sample = pairs_at(problem, 0, min(problem.input_pairs, 1 << 12))   # the agreement's candidates: the first ranks
+    return make_report(setup, plan, [merged], bound, certificate, searched, instances=problem.all_description,
+                       seq_len=one.seq_len, details=details, agreement_sample=sample, audit=audit, seed=seed,
+                       exhaustive=True)
 
 
 def streams(setup: Prepared, instances: int | None) -> bool:

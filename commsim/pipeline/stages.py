@@ -3,11 +3,13 @@
 :func:`commsim.pipeline.run.run_reduction` composes them: :func:`prepare` (reduction, problem, model,
 simulator) -> :func:`select_instances` -> :func:`evaluation_sets` (the instances, and the sets the reduction
 adds: a language is judged on all its strings, not only on the fooling set's members) -> :func:`evaluate`
-per set (:func:`encode_instances` -> :func:`simulate`, the simulator's vectorized sweep, audited against the
-runner by :func:`sweep_and_audit`, which ``commsim cc`` shares -> :func:`decode`) -> :func:`lower_bound` ->
-:func:`find_certificate` -> :func:`make_report`.
-:func:`run_one_instance` is the whole path for a single instance, through the real runner; lessons and
-certificate searches use it, and :func:`direct_answers` (the model's own answers from a direct forward).
+per set (:func:`encode_instances` -> :func:`simulate`, the simulator's batch run, audited against the
+runner by :func:`sweep_and_audit`, which ``commsim cc`` shares -> :func:`decode` -> a
+:class:`~commsim.pipeline.tally.Tally`) -> :func:`lower_bound` -> the certificate stage
+(:mod:`commsim.pipeline.certificates`) -> :func:`commsim.pipeline.assemble.make_report`.
+:meth:`Prepared.run_instance` is the whole path for a single instance, through the real runner, and
+:meth:`Prepared.direct_answers` the model's own answers from a direct forward: lessons and the certificate
+stage use them.
 """
 from __future__ import annotations
 
@@ -16,8 +18,6 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
-from commsim.certify.error import error_certificate
-from commsim.certify.types import Certificate
 from commsim.core.channel import Transcript
 from commsim.core.errors import InputError, NotApplicable
 from commsim.core.limits import (MAX_EXHAUSTIVE_BITS, MAX_INSTANCES, MAX_SEQUENCE_LENGTH, check_memory, check_seed,
@@ -25,15 +25,14 @@ from commsim.core.limits import (MAX_EXHAUSTIVE_BITS, MAX_INSTANCES, MAX_SEQUENC
 from commsim.core.party import Protocol, ProtocolError
 from commsim.core.runner import AuditSession, RunResult, run_protocol
 from commsim.pipeline.interfaces import (
+    BatchResult,
     Encoded,
     EvaluationSet,
+    MessagePlan,
     Reduction,
     Simulator,
-    Sweep,
 )
-from commsim.pipeline.framework import framework_agreement, recheck_certificate
-from commsim.pipeline.measured import measured_error
-from commsim.pipeline.report import Report
+from commsim.pipeline.tally import Tally, tally_batch
 from commsim.plugins import load_plugins, make_model
 from commsim.theory.bounds import LowerBound
 from commsim.theory.problems import Problem
@@ -55,47 +54,83 @@ Progress = Callable[[int, int], None]
 @dataclass(frozen=True)
 class Prepared:
     """What every later stage works on: the reduction, its problem at size n, the model and the simulator
-    that turns it into party programs (``spec``: the model spec it was built from, when one was given)."""
+    that turns it into party programs (``spec``: the model spec it was built from, when one was given;
+    ``chosen``: how the simulator was chosen, in words)."""
 
     reduction: Reduction
     problem: Problem
     model: Any
     simulator: Simulator
     spec: str | None = None
+    chosen: str = ""
 
     @property
     def model_name(self) -> str:
         """The model as the report names it: its own spec, else the spec given, else its type."""
         return getattr(self.model, "spec", self.spec if self.spec is not None else type(self.model).__name__)
 
+    def plan(self, encoded: Encoded) -> MessagePlan:
+        """The simulator's message plan for this model on the encoding's split (NotApplicable if none)."""
+        return self.simulator.plan(self.model, encoded)
 
-def simulator_for(model) -> Simulator:
-    """The registered simulator that accepts this model (the model's kind selects it).
+    def direct_answers(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """The model's answers to instances (A, B) from a direct forward (:func:`direct_answers`)."""
+        return direct_answers(self, A, B)
 
-    When none does, a model may say why in ``no_protocol_reason`` (e.g. a two-layer transformer,
-    which no simulator of the one-layer kind can run); that reason is the refusal."""
-    for entry in load_plugins().entries("simulator"):
-        if entry.obj.selectable and entry.obj.accepts(model):
-            return entry.obj
-    reason = getattr(model, "no_protocol_reason", None)
-    raise NotApplicable(reason or f"no registered simulator wraps a model of type {type(model).__name__}", "model")
+    def run_instance(self, alice_input, bob_input, *, audit: bool = False) -> "InstanceRun":
+        """One instance through the real runner (:func:`run_one_instance`)."""
+        return run_one_instance(self, alice_input, bob_input, audit=audit)
 
 
-def prepare(reduction: str | Reduction, model: str | Any | None = None, n: int | None = None) -> Prepared:
+def simulator_for(model, name: str | None = None) -> tuple[Simulator, str]:
+    """The simulator that turns ``model`` into party programs, and how it was chosen, in words.
+
+    ``name`` (``run --simulator``) picks a registered simulator, which must accept the model.  Otherwise the
+    model's kind selects: of the selectable simulators that accept it, the lowest
+    :attr:`~commsim.pipeline.interfaces.Simulator.precedence` wins; two that accept it with the same
+    precedence are refused (name one), never chosen silently.  When none accepts, a model may say why in
+    ``no_protocol_reason`` (e.g. a two-layer transformer); that reason is the refusal."""
+    registry = load_plugins()
+    if name is not None:
+        simulator = registry.get("simulator", name, param="simulator")
+        if not simulator.accepts(model):
+            raise InputError(f"simulator: {name} does not wrap a model of type {type(model).__name__}", "simulator")
+        return simulator, f"{name}, as asked"
+    accepting = sorted((e.obj for e in registry.entries("simulator") if e.obj.selectable and e.obj.accepts(model)),
+                       key=lambda sim: (sim.precedence, sim.name))
+    if not accepting:
+        reason = getattr(model, "no_protocol_reason", None)
+        raise NotApplicable(reason or f"no registered simulator wraps a model of type {type(model).__name__}",
+                            "model")
+    first = accepting[0]
+    tied = [sim.name for sim in accepting[1:] if sim.precedence == first.precedence]
+    if tied:
+        raise InputError(f"simulator: {', '.join([first.name, *tied])} all accept this model with the same "
+                         f"precedence; name one with --simulator", "simulator")
+    others = [sim.name for sim in accepting[1:]]
+    return first, (f"{first.name}, the model's kind" + (f" (over {', '.join(others)}: lower precedence)"
+                                                         if others else ""))
+
+
+def prepare(reduction: str | Reduction, model: str | Any | None = None, n: int | None = None, *,
+            simulator: str | None = None) -> Prepared:
     """The reduction (an id or the object), its problem at size ``n`` (default: the reduction's), the model
     (a spec string, sized to the task, or a model object; default: the reduction's default model) and the
-    simulator for it; raises :class:`NotApplicable` when the reduction cannot use the model."""
+    simulator for it (``simulator``: a registered name, else :func:`simulator_for` chooses); raises
+    :class:`NotApplicable` when the reduction cannot use the model."""
     if isinstance(reduction, str):
         reduction = load_plugins().get("reduction", reduction, param="reduction")
     n = reduction.default_n if n is None else check_run_size(reduction, n)
     problem = reduction.problem(n)
     spec = model if model is not None else reduction.default_model
     built = make_model(spec, **reduction.model_context(n))
-    simulator = simulator_for(built)
-    if simulator.name in reduction.simulator_variants:   # e.g. a one-way protocol that uses a public query
-        simulator = load_plugins().get("simulator", reduction.simulator_variants[simulator.name])
-    reduction.check(built, simulator, problem)
-    return Prepared(reduction, problem, built, simulator, spec if isinstance(spec, str) else None)
+    chosen_simulator, chosen = simulator_for(built, simulator)
+    if simulator is None and chosen_simulator.name in reduction.simulator_variants:  # e.g. a public-query protocol
+        variant = reduction.simulator_variants[chosen_simulator.name]
+        chosen_simulator = load_plugins().get("simulator", variant)
+        chosen = f"{variant}, the variant {reduction.id} runs for {chosen}"
+    reduction.check(built, chosen_simulator, problem)
+    return Prepared(reduction, problem, built, chosen_simulator, spec if isinstance(spec, str) else None, chosen)
 
 
 # ---- select instances ------------------------------------------------------------------------------------
@@ -146,9 +181,10 @@ def select_instances(problem: Problem, instances: int | None, seed: int) -> Inst
 
 
 def encode_instances(setup: Prepared, chosen: Instances) -> Encoded:
-    """The instances as model inputs with the split between the parties; the simulator must accept the split."""
+    """The instances as model inputs with the split between the parties; the simulator must have a plan for
+    the split (its :meth:`~commsim.pipeline.interfaces.Simulator.plan` refuses one that does not fit)."""
     encoded = setup.reduction.encode(setup.problem, chosen.alice, chosen.bob)
-    setup.simulator.check_partition(setup.model, encoded)
+    setup.plan(encoded)
     return encoded
 
 
@@ -237,20 +273,20 @@ def _labels(output) -> np.ndarray:
 
 def simulate(setup: Prepared, encoded: Encoded, *, seed: int = 0, audit: bool = False,
              progress: Callable[[str, int, int], None] | None = None,
-             checks: int = RUNNER_CHECKS) -> tuple[Sweep, Audited]:
-    """The simulator's vectorized sweep over every instance (protocol and direct forward), audited against
+             checks: int = RUNNER_CHECKS) -> tuple[BatchResult, Audited]:
+    """The simulator's batch run over every instance (protocol and direct forward), audited against
     the runner (:func:`sweep_and_audit`): every instance in audit mode when there are at most ``checks``
     (default :data:`RUNNER_CHECKS`), else a seeded sample of ``checks`` (a streamed shard spreads them)."""
-    sweep = setup.simulator.sweep(setup.model, encoded, progress=_stage(progress, "sweep"))
-    batch = BatchRun(sweep.protocol_labels, sweep.alice_to_bob, sweep.bob_to_alice, sweep.rounds)
+    result = setup.simulator.run_batch(setup.model, encoded, progress=stage_progress(progress, "batch"))
+    batch = BatchRun(result.protocol_labels, result.alice_to_bob, result.bob_to_alice, result.rounds)
     audited = sweep_and_audit(setup.simulator.make_protocol(setup.model, encoded), encoded.batch, encoded.shares,
                               batch=batch, read_output=_labels, seed=seed, audit=audit,
-                              check_every=audit and encoded.batch <= checks, transcript=sweep.transcript,
-                              progress=_stage(progress, "runner check"), checks=checks)
-    return sweep, audited
+                              check_every=audit and encoded.batch <= checks, transcript=result.transcript,
+                              progress=stage_progress(progress, "runner check"), checks=checks)
+    return result, audited
 
 
-def _stage(progress: Callable[[str, int, int], None] | None, name: str) -> Progress | None:
+def stage_progress(progress: Callable[[str, int, int], None] | None, name: str) -> Progress | None:
     """``progress(stage, done, total)`` narrowed to one stage."""
     return (lambda done, total: progress(name, done, total)) if progress else None
 
@@ -277,7 +313,7 @@ class Outcome:
         return np.asarray(self.exact_match, dtype=bool) & (self.answers == self.direct)
 
 
-def decode(setup: Prepared, chosen: Instances, sweep: Sweep) -> Outcome:
+def decode(setup: Prepared, chosen: Instances, sweep: BatchResult) -> Outcome:
     """The model's output labels (from the protocol and from the direct forward) decoded to answers of the
     source problem, beside the problem's own answers."""
     expected = setup.problem.evaluate_batch(chosen.alice, chosen.bob)
@@ -285,9 +321,11 @@ def decode(setup: Prepared, chosen: Instances, sweep: Sweep) -> Outcome:
                    setup.reduction.decode(sweep.direct_labels, chosen.bob), sweep.exact_match)
 
 
-def lower_bound(setup: Prepared, encoded: Encoded) -> LowerBound:
-    """The reduction's lower bound for this model and split (or the reason it does not apply)."""
-    return setup.reduction.lower_bound(setup.model, setup.simulator, setup.problem, encoded)
+def lower_bound(setup: Prepared, encoded: Encoded, plan: MessagePlan | None = None) -> LowerBound:
+    """The reduction's lower bound for the protocol of this model on the encoding's split (its message plan:
+    who speaks, how many bits), or the reason it does not apply."""
+    plan = setup.plan(encoded) if plan is None else plan
+    return setup.reduction.lower_bound(setup.model, plan, setup.problem, encoded)
 
 
 # ---- evaluation sets: the instances, and the strings the reduction adds ------------------------------------
@@ -307,30 +345,30 @@ def evaluation_sets(setup: Prepared, chosen: Instances, instances: int | None, s
 
 @dataclass(frozen=True)
 class Evaluated:
-    """One evaluation set through encode -> simulate (audited) -> decode."""
+    """One evaluation set through encode -> simulate (audited) -> decode, and its :class:`Tally`."""
 
     which: EvaluationSet
-    chosen: Instances
     encoded: Encoded
-    sweep: Sweep
+    batch: BatchResult
     audited: Audited
     outcome: Outcome
-
-    @property
-    def wrong(self) -> np.ndarray:
-        """The indices of the instances the model gets wrong."""
-        return np.flatnonzero(~self.outcome.correct)
+    tally: Tally
 
 
 def evaluate(setup: Prepared, which: EvaluationSet, *, seed: int = 0, audit: bool = False,
-             progress: Callable[[str, int, int], None] | None = None, checks: int = RUNNER_CHECKS) -> Evaluated:
-    """Encode one set, run the simulator's audited sweep on it (the protocol must equal the direct forward
-    on these strings too) and decode the answers (``checks``: instances the runner re-runs, see :func:`simulate`)."""
+             progress: Callable[[str, int, int], None] | None = None, checks: int = RUNNER_CHECKS,
+             start: int = 0, chunk: int = 0) -> Evaluated:
+    """Encode one set, run the simulator's audited batch on it (the protocol must equal the direct forward
+    on these strings too), decode the answers and tally them (``checks``: instances the runner re-runs, see
+    :func:`simulate`; ``start``: the rank of the set's first instance in a streamed run)."""
     chosen = Instances(which.alice, which.bob, which.described)
     encoded = encode_instances(setup, chosen)
     named = (lambda stage, done, total: progress(f"{stage} ({which.name})", done, total)) if progress else None
-    sweep, audited = simulate(setup, encoded, seed=seed, audit=audit, progress=named, checks=checks)
-    return Evaluated(which, chosen, encoded, sweep, audited, decode(setup, chosen, sweep))
+    batch, audited = simulate(setup, encoded, seed=seed, audit=audit, progress=named, checks=checks)
+    outcome = decode(setup, chosen, batch)
+    tally = tally_batch(batch, outcome, which.alice, which.bob, start=start, runner_checked=audited.runner_checked,
+                        transcript=audited.transcript, name=which.name, described=which.described, chunk=chunk)
+    return Evaluated(which, encoded, batch, audited, outcome, tally)
 
 
 # ---- one instance end to end, and the direct forward -----------------------------------------------------
@@ -363,70 +401,3 @@ def run_one_instance(setup: Prepared, alice_input, bob_input, *, audit: bool = F
     result = run_protocol(setup.simulator.make_protocol(setup.model, encoded), *encoded.shares(0), audit=audit)
     answer = int(setup.reduction.decode(_labels(result.output)[None], B)[0])
     return InstanceRun(encoded, result, answer, int(direct_answers(setup, A, B, encoded)[0]))
-
-
-# ---- certificate, report -----------------------------------------------------------------------------------
-def find_certificate(setup: Prepared, evaluated: list[Evaluated], bound: LowerBound, *, seed: int = 0,
-                     search: bool = True,
-                     progress: Callable[[str, int, int], None] | None = None) -> tuple[Certificate | None, str]:
-    """The input on which the model must fail, and what was searched.
-
-    Below the bound (bits used: the worst instance of every set) the simulator's own search comes first (it
-    says *why* the model must fail: a collision, a crossing); a plain wrong instance -- of the first set with
-    one -- is the certificate when that search finds nothing verified."""
-    certificate, searched = None, ""
-    bits_used = max(int(e.sweep.total_bits.max()) for e in evaluated if e.chosen.alice.shape[0])
-    if search and bound.applies and bound.bits is not None and bits_used < bound.bits:
-        certificate, searched = setup.simulator.certificate(setup.model, setup.reduction, setup.problem, bound,
-                                                            seed=seed, progress=_stage(progress, "certificate search"))
-    failing = [e for e in evaluated if e.wrong.size]
-    if failing and (certificate is None or not certificate.verified):
-        e = failing[0]
-        certificate = error_certificate(setup.problem, e.chosen.alice, e.chosen.bob, e.outcome.expected,
-                                        e.outcome.answers, int(e.wrong[0]), lambda A, B: direct_answers(setup, A, B),
-                                        where=f"the {e.which.described}")
-        searched = (f"{searched}; " if searched else "") + "the model is wrong on " + ", ".join(
-            f"{f.wrong.size:,} of the {len(f.chosen.alice):,} {f.which.described}" for f in failing) + \
-            f"; the first of the {e.which.described} is the certificate"
-    return recheck_certificate(setup, certificate), searched   # a framework model's forward re-checks it
-
-
-def make_report(setup: Prepared, chosen: Instances, evaluated: list[Evaluated], bound: LowerBound,
-                certificate: Certificate | None, searched: str, *, audit: bool = False) -> Report:
-    """The report: bits used (worst instance of every set) against the bound, correctness on every set (and
-    none when a verified certificate shows a failing input), exactness on every set, the certificate."""
-    main = evaluated[0]
-    costliest = max((e for e in evaluated if e.chosen.alice.shape[0]), key=lambda e: int(e.sweep.total_bits.max()))
-    worst = int(np.argmax(costliest.sweep.total_bits))
-    formula, formula_text = setup.simulator.bits_formula(setup.model, main.encoded)
-    correct = np.concatenate([e.outcome.correct for e in evaluated])
-    transcripts = [e.audited.transcript for e in evaluated if e.audited.transcript is not None]
-    sets = [{"name": e.which.name, "description": e.which.described, "instances": len(e.chosen.alice),
-             "wrong": int(e.wrong.size), "accuracy": float(e.outcome.correct.mean()) if len(e.chosen.alice) else 1.0,
-             "protocol_matches_model": bool(e.outcome.matches.all())} for e in evaluated]
-    refuted = certificate is not None and certificate.verified
-    signals = trust_signals(setup, main.encoded, int(main.sweep.total_bits.max()) if len(main.chosen.alice) else 0,
-                            int(main.wrong.size), len(main.chosen.alice), exhaustive=main.which.name != "sampled")
-    return Report(
-        reduction=setup.reduction.id, problem=setup.problem.name, task=setup.reduction.task,
-        protocol=setup.simulator.name, model=setup.model_name, n=setup.problem.n, seq_len=main.encoded.seq_len,
-        instances=chosen.described, instances_run=len(main.chosen.alice),
-        bits_used=int(costliest.sweep.total_bits[worst]),
-        bits_by_direction={"alice_to_bob": int(costliest.sweep.alice_to_bob[worst]),
-                           "bob_to_alice": int(costliest.sweep.bob_to_alice[worst])},
-        rounds=max(int(np.max(e.sweep.rounds)) for e in evaluated if e.chosen.alice.shape[0]),
-        bits_formula=formula, bits_formula_text=formula_text,
-        lower_bound=bound, model_accuracy=float(correct.mean()), model_correct=bool(correct.all()) and not refuted,
-        protocol_matches_model=all(s["protocol_matches_model"] for s in sets),
-        runner_checked=sum(e.audited.runner_checked for e in evaluated), audited=audit,
-        certificate=certificate, certificate_search=searched,
-        transcript=max(transcripts, key=lambda t: t.total_bits) if transcripts else None, details=main.sweep.details,
-        accuracy_by_set={s["name"]: s["accuracy"] for s in sets}, evaluation_sets=sets, **signals)
-
-
-def trust_signals(setup: Prepared, encoded: Encoded, bits: int, wrong: int, trials: int, *, exhaustive: bool) -> dict:
-    """The report fields every run (in memory or streamed) carries beside its counts: ``measured_error`` against
-    the reduction's distributional bound (if it has one) and ``torch_agreement`` with a framework's forward."""
-    err = setup.reduction.error_bound(setup.model, setup.simulator, setup.problem, encoded, bits)
-    return {"measured_error": None if err is None else measured_error(err, wrong, trials, exhaustive=exhaustive),
-            "torch_agreement": framework_agreement(setup.model, encoded)}

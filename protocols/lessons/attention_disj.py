@@ -3,14 +3,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.pipeline.stages import Prepared, direct_answers
 from commsim.teach import Lesson, Step
 from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import (
+    certificate_of,
     engine,
     messages_of,
     reduction_default,
     run_one,
+    setup_of,
     tokens_text,
     value_text,
 )
@@ -146,9 +147,8 @@ def attention_disj(n: int | None = None) -> Lesson:
     probe = run_reduction(qid, QSA_PROBE, n)
     r_p, p_p, m_p, w_p = engine(qid, QSA_PROBE, n)
     A_pr, B_pr = p_p.all_pairs()
-    said = sorted(set(int(v) for v in direct_answers(Prepared(r_p, p_p, m_p, w_p), A_pr, B_pr)))
-    e_p = r_p.encode(p_p, a[None], b[None])
-    cert, searched = w_p.certificate(m_p, r_p, p_p, r_p.lower_bound(m_p, w_p, p_p, e_p), seed=0)
+    said = sorted(set(int(v) for v in setup_of(r_p, p_p, m_p, w_p).direct_answers(A_pr, B_pr)))
+    cert, searched = certificate_of(r_p, p_p, m_p, w_p, seed=0)
     if cert is not None:
         msgs = []
         d = cert.details

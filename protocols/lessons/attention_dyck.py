@@ -6,7 +6,7 @@ import numpy as np
 
 from commsim.teach import Lesson, Step
 from commsim.theory.bounds import ceil_log2
-from protocols.lessons.common import engine, messages_of, run_one
+from protocols.lessons.common import certificate_of, engine, messages_of, run_one
 from protocols.lessons.common import size_arg as _size
 from protocols.theorems import dyck_min_width, exchange_bits, query_bits
 
@@ -72,8 +72,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
         messages=messages_of(result.transcript),
         inequality=rf"\text{{bits}} = {result.transcript.total_bits} \le 3m(p + \lceil\log_2 N\rceil)H + mpH = {formula}",
         reference="Theorem 4 of [BHBK24]"))
-    bound = reduction.lower_bound(model, simulator, problem, encoded)
-    cert, searched = simulator.certificate(model, reduction, problem, bound, seed=0)
+    cert, searched = certificate_of(reduction, problem, model, simulator, seed=0)
     if cert is None or cert.kind != "rectangle":
         steps.append(Step("The fooling-set sweep", f"no transcript collision: {searched}", reference="Lemma 1"))
     else:
@@ -142,8 +141,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
         reference="Theorem 5 of [BHBK24]"))
     wide = run_reduction(rid, "construct:lookup", N)
     r_w, p_w, m_w, w_w = engine(rid, "construct:lookup", N)
-    enc_w = r_w.encode(p_w, A0, B0)
-    cert_w, searched_w = w_w.certificate(m_w, r_w, p_w, r_w.lower_bound(m_w, w_w, p_w, enc_w), seed=0)
+    cert_w, searched_w = certificate_of(r_w, p_w, m_w, w_w, seed=0)
     try:
         run_reduction(rid, "dfa:dyck22", N)
         rnn_note = "(the reduction accepted a recurrent model)"
@@ -171,8 +169,7 @@ def _probe_contrast(N: int, x) -> Step:
     reduction, problem, model, simulator = engine("dyck22-fooling", PROBE_SPEC, N)
     A0, B0 = problem.split(np.asarray(x)[None])
     encoded, result, answer, _ = run_one(reduction, problem, model, simulator, A0[0], B0[0])
-    cert, searched = simulator.certificate(model, reduction, problem,
-                                           reduction.lower_bound(model, simulator, problem, encoded), seed=0)
+    cert, searched = certificate_of(reduction, problem, model, simulator, seed=0)
     distinct = cert.details.get("distinct_transcripts") if cert is not None else None
     return Step(
         "Contrast: a probe that sends the same transcript for every member",

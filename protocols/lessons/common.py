@@ -68,16 +68,27 @@ def reduction_default(rid: str) -> str:
 
 
 def engine(reduction_id: str, spec: str, n: int):
-    """(reduction, problem, model, simulator) exactly as ``commsim run`` builds them."""
-    from commsim.pipeline.stages import prepare
+    """(reduction, problem, model, simulator) exactly as ``commsim run`` builds them (:func:`commsim.prepare`)."""
+    from commsim import prepare
     setup = prepare(reduction_id, spec, n)
     return setup.reduction, setup.problem, setup.model, setup.simulator
 
 
+def setup_of(reduction, problem, model, simulator):
+    """The engine's :class:`commsim.Prepared` for these pieces (its ``run_instance``, ``direct_answers``, ``plan``)."""
+    from commsim import Prepared
+    return Prepared(reduction, problem, model, simulator)
+
+
 def run_one(reduction, problem, model, simulator, a, b):
     """One instance through the real runner: (encoded input, run result, answer, direct forward's answer)."""
-    from commsim.pipeline.stages import Prepared, run_one_instance
-    return run_one_instance(Prepared(reduction, problem, model, simulator), a, b)
+    return setup_of(reduction, problem, model, simulator).run_instance(a, b)
+
+
+def certificate_of(reduction, problem, model, simulator, seed: int = 0):
+    """The engine's certificate search on these pieces (:func:`commsim.search_certificate`)."""
+    from commsim import search_certificate
+    return search_certificate(setup_of(reduction, problem, model, simulator), seed=seed)
 
 
 def messages_of(transcript) -> list[tuple[str, str, str]]:

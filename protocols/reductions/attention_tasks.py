@@ -117,7 +117,7 @@ class DisjMatch3(Reduction):
         """Match3 at N is 1 exactly when the sets intersect: the DISJ answer itself."""
         return (np.asarray(labels)[:, 0] == 1).astype(np.uint8)
 
-    def lower_bound(self, model, simulator, problem, encoded) -> LowerBound:
+    def lower_bound(self, model, plan, problem, encoded) -> LowerBound:
         """Fact 1 of [BHBK24]: DISJ_n needs n bits, so a model computing Match3 carries them ([SHT23])."""
         n = problem.n
         extra = ""
@@ -190,11 +190,11 @@ class DisjQSA(Reduction):
         """Class 1 (the average is above -e1) means the sets intersect."""
         return (np.asarray(labels)[:, 0] == 1).astype(np.uint8)
 
-    def lower_bound(self, model, simulator, problem, encoded) -> LowerBound:
+    def lower_bound(self, model, plan, problem, encoded) -> LowerBound:
         """DISJ_q needs q bits; one-way (Alice's message: the cheaper of x_N and q_N with her own term)
         when the protocol is."""
         q = problem.n
-        direction = simulator.direction(model, encoded)
+        direction = plan.direction
         if direction == "one-way":
             statement = (f"a one-way protocol for DISJ_{q} sends >= q = {q} bits; " + _qsa_message(model, q) +
                          " ([SHT23])")

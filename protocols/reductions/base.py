@@ -72,9 +72,9 @@ class SourceReduction(Reduction):
             return self.bob_one_way_bound(n, one_way)
         return self.two_way_bound(n, one_way)
 
-    def lower_bound(self, model, simulator, problem: Problem, encoded: Encoded) -> LowerBound:
-        """The bound for the parties that really speak in the simulator's protocol on this split."""
-        return self.bound_for_senders(problem.n, simulator.senders(model, encoded))
+    def lower_bound(self, model, plan, problem: Problem, encoded: Encoded) -> LowerBound:
+        """The bound for the parties that really speak in the protocol's message plan on this split."""
+        return self.bound_for_senders(problem.n, plan.senders)
 
     def partition(self, seq_len: int) -> tuple[np.ndarray, tuple[int, ...]]:
         """Alice holds the prefix of :meth:`alice_length` positions; the outputs are :meth:`output_positions`."""

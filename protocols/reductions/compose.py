@@ -139,12 +139,14 @@ class Composition(Problem):
         B[:, n] = int(rng.integers(0, n))
         return A, B
 
-    def separating_bob(self, a1, a2, x: int):
-        """A Bob input (f, x) with g1(f(x)) != g2(f(x)): f constantly a value where g1 and g2 differ."""
+    def separating_bob(self, a1, a2, like):
+        """A Bob input (f, x) with g1(f(x)) != g2(f(x)), keeping the query x of the Bob input ``like`` (the
+        public position Alice's message depends on): f constantly a value where g1 and g2 differ."""
         differ = np.flatnonzero(np.asarray(a1) != np.asarray(a2))
         if not differ.size:
             return None
-        return np.concatenate([np.full(self.n, differ[0]), [int(x)]]).astype(np.int64)
+        x = int(np.asarray(like)[self.n]) if like is not None else 0
+        return np.concatenate([np.full(self.n, differ[0]), [x]]).astype(np.int64)
 
     def show_alice(self, a) -> str:
         return f"g = {np.asarray(a).tolist()}"
@@ -212,7 +214,7 @@ class CompositionReduction(Reduction):
             raise NotApplicable(f"{self.id} with n = {problem.n} uses {need} input tokens but the model reads only "
                                 f"{vocab}", "model")
 
-    def lower_bound(self, model, simulator, problem, encoded) -> LowerBound:
+    def lower_bound(self, model, plan, problem, encoded) -> LowerBound:
         """ceil(n log2 n) bits one-way (INDEX over an alphabet of size n); not applicable to two-way protocols."""
         n = problem.n
         bits = composition_one_way_bits(n)
@@ -221,7 +223,7 @@ class CompositionReduction(Reduction):
             Conditions("one-way", "prefix (g's pairs to Alice; f's pairs and the public query to Bob)"),
             f"Bob knows y = f(x) and may need any of g's n = {n} values, so the n^n functions g need distinct "
             f"messages: ceil(log2 {n}^{n}) = {bits} bits", randomized=True, randomized_reason=RANDOMIZED_REASON)
-        if simulator.senders(model, encoded) <= {"alice"}:
+        if plan.senders <= {"alice"}:
             return bound
         return bound.not_applicable(
             f"the protocol is two-way, and composition is easy two-way: Bob sends y = f(x) in ceil(log2 n) = "
@@ -245,7 +247,7 @@ class CompositionReduction(Reduction):
             f"bound (Bob sends f(x) in ceil(log2 n) bits); the bound binds the one-way message that uses the public "
             f"query: `commsim run {self.id} --model attention:...` runs it")
 
-    def error_bound(self, model, simulator, problem, encoded, bits_used: int) -> ErrorBound | None:
+    def error_bound(self, model, plan, problem, encoded, bits_used: int) -> ErrorBound | None:
         """Theorem 1 of [PNP24] with the message's real bits: Pr[wrong] >= R / (3 n log2 n), R = n log2 n - C."""
         n = problem.n
         R, rate = composition_error_bound(n, bits_used)
@@ -255,7 +257,7 @@ class CompositionReduction(Reduction):
             values.update(theorem_bits=theorem, theorem_bound=composition_error_bound(n, theorem)[1])
         source = "Theorem 1 of [PNP24]"
         distribution = "uniformly random f, g and query x"
-        if not simulator.senders(model, encoded) <= {"alice"}:
+        if not plan.senders <= {"alice"}:
             return ErrorBound(0.0, source, "", distribution, False,
                               "the protocol is two-way; Theorem 1 bounds one-way messages from g's holder", values)
         statement = (f"R = n log2 n - C = {n * np.log2(n):.4g} - {bits_used} = {R:.4g}; Pr[wrong] >= R / (3 n log2 n)"

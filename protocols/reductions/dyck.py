@@ -142,13 +142,13 @@ class DyckFooling(Reduction):
         if simulator.split_direction(self.split) is None:
             raise NotApplicable(_no_protocol_reason(simulator), "model")
 
-    def lower_bound(self, model, simulator, problem, encoded) -> LowerBound:
+    def lower_bound(self, model, plan, problem, encoded) -> LowerBound:
         """Lemma 1 of [BHBK24]: N - 1 bits; for a one-layer attention, Theorem 5's width bound beside it."""
         N = problem.n
         statement = f"deciding Dyck-(2,2) with the odd/even split takes N - 1 = {dyck_fooling_bits(N)} bits"
         if all(hasattr(model, key) for key in ("precision", "width", "heads")):   # a one-layer attention
             p, m, H = model.precision, model.width, model.heads
-            sent = simulator.protocol_bits(model, encoded)
+            sent = plan.bits
             if sent is not None:
                 verdict = "enough" if sent >= N - 1 else "too few: the model must err on some member or crossing"
                 statement += (f"; this layer's exchange on the odd/even split really sends {sent} bits, "

@@ -193,14 +193,13 @@ def exchange_bits(model, encoded) -> int:
     return make_plan(model, encoded.seq_len, encoded.alice_positions, int(encoded.output_positions[0])).total_bits
 
 
-def attention_check(model, encoded, answers_of_labels, expected) -> tuple[float, bool]:
-    """Accuracy of the protocol's answers, and whether protocol == direct forward bit for bit."""
-    from protocols.simulators.attention import ATTENTION_EXCHANGE
-    batch = ATTENTION_EXCHANGE.run_batch(model, encoded)
-    answers = answers_of_labels(batch.protocol_labels)
-    direct = answers_of_labels(batch.direct_labels)
-    exact = bool(np.all(batch.exact_match)) and bool(np.array_equal(answers, direct))
-    return float(np.mean(answers == expected)), exact
+def attention_check(reduction, model, n: int, A, B):
+    """The attention layer judged by the engine on the instances (A, B) of ``reduction`` at size ``n``
+    (:func:`commsim.run_instances`: the same audited batch and report builder as ``commsim run``):
+    (accuracy, protocol == direct forward bit for bit on every instance, the report)."""
+    from commsim import run_instances
+    report = run_instances(reduction, model, n, A, B, described="the separation's inputs")
+    return report.model_accuracy, report.protocol_matches_model, report
 
 
 def recurrent_check(spec: str, reduction, N: int, encoded, B, expected) -> tuple[float, int]:

@@ -45,7 +45,7 @@ class DyckSeparation(Separation):
         expected = problem.evaluate_batch(A, B)
         encoded = reduction.encode(problem, A, B)
         model = build_lookup(N, "dyck22")
-        accuracy, exact = attention_check(model, encoded, lambda lab: reduction.decode(lab, B), expected)
+        accuracy, exact, _ = attention_check(reduction, model, N, A, B)
         dfa = make_model("dfa:dyck22", **reduction.model_context(N))
         labels = dfa.labels(dfa.forward_batch(encoded.tokens, encoded.output_positions))
         dfa_accuracy = float(np.mean(reduction.decode(labels, B) == expected))

@@ -35,7 +35,7 @@ class IdxlSeparation(Separation):
         expected = problem.evaluate_batch(A, B)
         encoded = reduction.encode(problem, A, B)
         model = build_idxl(N, seed=seed, gamma=gamma)
-        accuracy, exact = attention_check(model, encoded, lambda lab: reduction.decode(lab, B), expected)
+        accuracy, exact, _ = attention_check(reduction, model, N, A, B)
         rnn_accuracy, rnn_bits = recurrent_check("memorize", reduction, N, encoded, B, expected)
         info = model.info
         return {"N": N, "k": info["k"], "k_theorem": info["k_theorem"], "width": info["width"],

@@ -58,8 +58,7 @@ class QsaSeparation(Separation):
         A, B = problem.all_pairs()
         encoded = reduction.encode(problem, A, B)
         model = build_qsa(2 * q + 1, q, layout="disj", seed=seed)
-        accuracy, exact = attention_check(model, encoded, lambda lab: reduction.decode(lab, B),
-                                          problem.evaluate_batch(A, B))
+        accuracy, exact, _ = attention_check(reduction, model, q, A, B)
         return {"disj_accuracy": accuracy, "disj_protocol_exact": exact,
                 "disj_protocol_bits": exchange_bits(model, encoded)}
 

@@ -17,20 +17,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.certify.pigeonhole import collision_certificate
 from commsim.core.arithmetic import label_dtype
 from commsim.core.digests import message_rows
 from commsim.core.errors import NotApplicable
 from commsim.core.party import Protocol, ProtocolError, Receive, Send
 from commsim.pipeline.interfaces import (
     CONTIGUOUS_PREFIX,
+    BatchResult,
     Encoded,
-    ShapePlan,
+    MessagePlan,
     Share,
     Simulator,
-    Sweep,
 )
-from commsim.pipeline.stages import Prepared, direct_answers
 from protocols.models.recurrent import RecurrentModel
 from protocols.theorems import handoff_bits
 
@@ -115,7 +113,7 @@ class RnnHandoff(Simulator):
         return bits, f"m·p = {width}·{precision} = {bits} (Theorem 2)"
 
     def shape_plan(self, width: int, precision: int, heads: int, seq_len: int, alice_positions,
-                   output_positions, **_) -> ShapePlan:
+                   output_positions, **_) -> MessagePlan:
         """The handoff for m state units of p bits: one message h_t of m·p bits, Alice to Bob, on a split
         where Alice holds a prefix and Bob the outputs (NotApplicable on any other)."""
         if isinstance(alice_positions, range) and alice_positions.start == 0 and alice_positions.step == 1:
@@ -129,35 +127,30 @@ class RnnHandoff(Simulator):
                                     np.asarray(alice_positions, dtype=np.int64),
                                     tuple(int(p) for p in output_positions)))
         bits = handoff_bits(width, precision)
-        return ShapePlan(bits, 0, 1, f"one-way handoff of h_{t}: m·p = {width}·{precision} = {bits} bits, "
-                         f"Alice→Bob (any N)", {"state_units": int(width), "number_format": f"{precision}-bit numbers"})
-
-    def protocol_bits(self, model, encoded: Encoded) -> int:
-        """The state's bits: m·p (2m·p for an LSTM)."""
-        return handoff_bits(model.state_units, model.precision)
+        return MessagePlan(bits, 0, 1, f"one-way handoff of h_{t}: m·p = {width}·{precision} = {bits} bits, "
+                           f"Alice→Bob (any N)", {"state_units": int(width), "number_format": f"{precision}-bit numbers"},
+                           formula=bits, formula_text=f"m·p = {width}·{precision} = {bits} (Theorem 2)",
+                           message_name=f"hidden state h_{t}")
 
     def accepts(self, model) -> bool:
         """Any recurrent model (Elman, LSTM, GRU, the Dyck automaton, memorize, ...)."""
         return isinstance(model, RecurrentModel)
 
-    def direction(self, model, encoded: Encoded) -> str:
-        """Always one-way: Alice's one message."""
-        return "one-way"
-
-    def check_partition(self, model, encoded: Encoded) -> None:
-        """The split must give Alice a prefix and Bob the outputs; the tokens must fit the model."""
-        split_point(encoded)
+    def plan(self, model, encoded: Encoded) -> MessagePlan:
+        """One message, Alice to Bob: the state h_t, m·p bits (2m·p for an LSTM's (h, c)), Theorem 2's count.
+        The split must give Alice a prefix and Bob the outputs; the tokens must fit the model."""
+        t = split_point(encoded)
         if encoded.tokens.size and int(encoded.tokens.max()) >= model.vocab_size:
             raise NotApplicable(f"the task uses token {int(encoded.tokens.max())} but the model reads only "
                                 f"{model.vocab_size} tokens", "model")
-
-    def bits_formula(self, model, encoded: Encoded) -> tuple[int, str]:
-        """Theorem 2's m·p for this model's state (2m·p for an LSTM's (h, c))."""
         m, p = model.width, model.precision
         bits = handoff_bits(model.state_units, p)
         if model.state_units == 2 * m and model.kind == "lstm":
-            return bits, f"2m*p = 2*{m}*{p} = {bits} bits: the state (h, c), {model.describe_state()}"
-        return bits, f"m*p = {model.state_units}*{p} = {bits} bits: h_t, {model.describe_state()}"
+            text = f"2m*p = 2*{m}*{p} = {bits} bits: the state (h, c), {model.describe_state()}"
+        else:
+            text = f"m*p = {model.state_units}*{p} = {bits} bits: h_t, {model.describe_state()}"
+        return MessagePlan(bits, 0, 1, f"one-way handoff of h_{t}: {text}", formula=bits, formula_text=text,
+                           message_name=f"{MESSAGE_LABEL} h_{t}")
 
     def make_protocol(self, model, encoded: Encoded) -> HandoffProtocol:
         """Alice's and Bob's programs for the task's split point."""
@@ -167,7 +160,7 @@ class RnnHandoff(Simulator):
         """The model's own decisions at the output positions."""
         return model.labels(model.forward_batch(encoded.tokens, encoded.output_positions))
 
-    def sweep(self, model, encoded: Encoded, progress=None) -> Sweep:
+    def run_batch(self, model, encoded: Encoded, progress=None) -> BatchResult:
         """The handoff and the direct forward on every instance (Alice's state once per run of equal prefixes)."""
         t = split_point(encoded)
         tokens = encoded.tokens
@@ -217,29 +210,20 @@ class RnnHandoff(Simulator):
             "number_format": model.format.name, "message_bits": units * p,
             "alice_prefix_runs": int(prefix_runs), "exact_matches": int(exact.sum()),
         }
-        return Sweep(protocol_labels, direct_labels, exact, alice_to_bob, np.zeros(batch, dtype=np.int8),
-                     np.ones(batch, dtype=np.int8), None, details)
+        return BatchResult(protocol_labels, direct_labels, exact, alice_to_bob, np.zeros(batch, dtype=np.int8),
+                           np.ones(batch, dtype=np.int8), None, details)
 
-    def certificate(self, model, reduction, problem, bound, *, seed: int = 0, progress=None):
-        """Pigeonhole over Alice's inputs: two that hand off the same h_t, and a Bob input separating them."""
-        probe_rng = np.random.default_rng(seed)
-        A_probe, B_probe = problem.sample(probe_rng, 2)
-        b_fixed = np.asarray(B_probe)[:1]
-        first = reduction.encode(problem, A_probe, np.repeat(b_fixed, 2, axis=0))
-        t = split_point(first)
-        other = reduction.encode(problem, A_probe, B_probe)
-        if not np.array_equal(first.tokens[:, :t], other.tokens[:, :t]):
-            raise ProtocolError(f"{reduction.id}: Alice's tokens depend on Bob's input; the encoding is not a split")
-
-        def alice_messages(A: np.ndarray) -> np.ndarray:
-            """Alice's messages (h_t encoded) for a batch of her inputs, as rows of bytes."""
-            enc = reduction.encode(problem, A, np.repeat(b_fixed, len(A), axis=0))
-            states = model.final_states(enc.tokens[:, :t]) if t else model.initial_state(len(A))
-            return message_rows(model.format.encode(states), len(A))
-
-        setup = Prepared(reduction, problem, model, self)
-        return collision_certificate(problem, alice_messages, lambda A, B: direct_answers(setup, A, B), message_bits=model.state_bits,
-                                     seed=seed, progress=progress, message_name=f"hidden state h_{t}")
+    def transcript_keys(self, model, encoded: Encoded) -> tuple[np.ndarray, np.ndarray]:
+        """Per instance: the handoff's labels and its one message, h_t in the model's number format, as rows of
+        packed bytes (the transcript is that message)."""
+        t = split_point(encoded)
+        tokens, outs = encoded.tokens, tuple(encoded.output_positions)
+        count = len(tokens)
+        states = model.final_states(tokens[:, :t]) if t else model.initial_state(count)
+        message = model.format.encode(states)
+        received = model.format.decode(message, count=count * model.state_units).reshape(count, model.state_units)
+        _, raw = model.run(tokens[:, t:], state=received, start=t, outputs=outs)
+        return model.labels(raw), message_rows(message, count)
 
 
 RNN_HANDOFF = RnnHandoff()

@@ -148,7 +148,7 @@ def test_pigeonhole_search_confirms_a_cross_shard_collision():
     def code(A):
         return (np.asarray(A).astype(np.int64) << np.arange(7, -1, -1)).sum(axis=1)
 
-    def messages(A):
+    def messages(A, B=None):  # one-way: Bob's input plays no part
         return table[code(A)]
 
     def answers(A, B):  # Bob answers from the message alone: a_b of the first input with that message

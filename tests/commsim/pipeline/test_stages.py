@@ -170,12 +170,12 @@ def test_cc_batch_path_and_runner_path_report_the_same():
 
 def test_run_fails_as_an_internal_fault_when_a_sweep_lies(monkeypatch):
     setup = prepare("index-idxl", "memorize:capacity=4", 4)
-    real = type(setup.simulator).sweep
+    real = type(setup.simulator).run_batch
 
-    def lying_sweep(self, model, encoded, progress=None):
-        sweep = real(self, model, encoded, progress)
-        sweep.alice_to_bob = np.asarray(sweep.alice_to_bob) - 1        # claims one bit fewer than it sends
-        return sweep
-    monkeypatch.setattr(type(setup.simulator), "sweep", lying_sweep)
+    def lying_batch(self, model, encoded, progress=None):
+        batch = real(self, model, encoded, progress)
+        batch.alice_to_bob = np.asarray(batch.alice_to_bob) - 1        # claims one bit fewer than it sends
+        return batch
+    monkeypatch.setattr(type(setup.simulator), "run_batch", lying_batch)
     with pytest.raises(ProtocolError, match="disagrees with the runner"):
         run_reduction("index-idxl", "memorize:capacity=4", 4)

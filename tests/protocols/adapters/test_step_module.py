@@ -88,7 +88,7 @@ def test_handoff_equals_direct_forward_at_any_precision(case):
         result = run_protocol(protocol, alice, bob)
         assert np.array_equal(np.asarray(result.output[1]).view(np.uint64), direct[i].view(np.uint64))
         assert result.transcript.total_bits == model.state_units * model.precision
-    assert RNN_HANDOFF.sweep(model, encoded).exact_match.all()
+    assert RNN_HANDOFF.run_batch(model, encoded).exact_match.all()
     states = model.final_states(encoded.tokens)
     assert np.array_equal(model.format.quantize(states), states)
 

@@ -179,13 +179,12 @@ def test_refusals_and_other_model_kinds():
 
 
 def test_two_way_protocols_are_not_bound():
-    class TwoWay:
-        def senders(self, model, encoded):
-            return frozenset({"alice", "bob"})
+    from commsim.pipeline.interfaces import MessagePlan
+    two_way = MessagePlan(5, 3, 2, "both speak")
     p = Composition(8)
-    bound = RED.lower_bound(None, TwoWay(), p, None)
+    bound = RED.lower_bound(None, two_way, p, None)
     assert not bound.applies and bound.bits == 6
-    assert not RED.error_bound(None, TwoWay(), p, None, 10).applies
+    assert not RED.error_bound(None, two_way, p, None, 10).applies
 
 
 def test_the_variant_is_never_chosen_by_the_model_kind():

@@ -8,7 +8,7 @@ import pytest
 
 from commsim.cli import main
 from commsim.core.errors import InputError, NotApplicable
-from commsim.pipeline.interfaces import ANY_PARTITION, CONTIGUOUS_PREFIX, Simulator
+from commsim.pipeline.interfaces import ANY_PARTITION, CONTIGUOUS_PREFIX, MessagePlan, Simulator
 from commsim.pipeline.run import run_reduction
 from commsim.pipeline.stages import select_instances
 from commsim.plugins import load_plugins, make_model
@@ -108,11 +108,9 @@ def test_bits_formula_counts_the_state():
     assert d["bits_used"] == d["bits_formula"] == 30 and d["bits_formula_text"].startswith("2m*p")
 
 
-class _TwoWay(Simulator):
-    name = "two-way-test"
-
-    def direction(self, model, encoded):
-        return "two-way"
+#: the plans of a one-way handoff and of a protocol in which both parties speak
+ONE_WAY_PLAN = MessagePlan(10, 0, 1, "Alice's state")
+TWO_WAY_PLAN = MessagePlan(4, 4, 2, "both speak")
 
 
 @pytest.mark.parametrize("rid,applies,bits,source", [
@@ -126,11 +124,10 @@ def test_bounds_for_one_way_and_two_way_protocols(rid, applies, bits, source):
     problem = reduction.problem(10)
     A, B = problem.sample(np.random.default_rng(0), 3)
     enc = reduction.encode(problem, A, B)
-    from protocols.simulators.rnn_handoff import RNN_HANDOFF
-    one = reduction.lower_bound(None, RNN_HANDOFF, problem, enc)
+    one = reduction.lower_bound(None, ONE_WAY_PLAN, problem, enc)
     assert one.applies and one.bits == 10 and one.conditions.direction == "one-way"
     assert one.conditions.partition == "contiguous" and "[BHBK24]" in one.source + one.statement
-    two = reduction.lower_bound(None, _TwoWay(), problem, enc)
+    two = reduction.lower_bound(None, TWO_WAY_PLAN, problem, enc)
     assert two.applies is applies and two.bits == bits and source in two.source
     if not applies:
         assert "two-way" in two.reason and "Theorem 1" in two.reason

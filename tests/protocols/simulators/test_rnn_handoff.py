@@ -60,7 +60,7 @@ def test_protocol_equals_direct_forward_and_sends_exactly_mp_bits(case):
         t = run_protocol(RNN_HANDOFF.make_protocol(model, encoded), *encoded.shares(i)).transcript
         assert t.bits_by_direction == {"alice_to_bob": model.state_bits, "bob_to_alice": 0}
         assert len(t) == 1 and t.rounds == 1 and t.is_one_way
-    sweep = RNN_HANDOFF.sweep(model, encoded)
+    sweep = RNN_HANDOFF.run_batch(model, encoded)
     assert np.array_equal(sweep.direct_labels, sweep.protocol_labels)
     assert set(sweep.alice_to_bob.tolist()) == {model.state_bits} and not sweep.bob_to_alice.any()
 
@@ -71,7 +71,23 @@ def test_lstm_sends_2mp_bits():
     alice, bob = enc.shares(0)
     result = run_protocol(RNN_HANDOFF.make_protocol(model, enc), alice, bob)
     assert result.transcript.total_bits == 2 * 5 * 7
-    assert RNN_HANDOFF.bits_formula(model, enc) == (70, "2m*p = 2*5*7 = 70 bits: the state (h, c), 2 x 5 units of fixed7.3")
+    plan = RNN_HANDOFF.plan(model, enc)
+    assert (plan.formula, plan.formula_text) == (70, "2m*p = 2*5*7 = 70 bits: the state (h, c), 2 x 5 units of fixed7.3")
+    assert (plan.alice_to_bob, plan.bob_to_alice, plan.rounds, plan.direction) == (70, 0, 1, "one-way")
+
+
+def test_transcript_keys_are_the_handoff_message_and_its_labels():
+    """The keys the certificate searches compare are the bytes of h_t, equal exactly when the runner's
+    transcripts are; the labels are the protocol's."""
+    model = random_model("gru", 3, "4", vocab=3, seed=5)
+    enc = Encoded(np.random.default_rng(2).integers(0, 3, size=(64, 7)), np.arange(4), (6,))
+    labels, keys = RNN_HANDOFF.transcript_keys(model, enc)
+    assert np.array_equal(labels, RNN_HANDOFF.run_batch(model, enc).protocol_labels)
+    digests = [run_protocol(RNN_HANDOFF.make_protocol(model, enc), *enc.shares(i)).transcript.digest()
+               for i in range(64)]
+    for i in range(64):
+        for j in range(i + 1, 64):
+            assert np.array_equal(keys[i], keys[j]) == (digests[i] == digests[j])
 
 
 def test_sweep_reuses_equal_prefixes_without_changing_results():
@@ -80,10 +96,10 @@ def test_sweep_reuses_equal_prefixes_without_changing_results():
     prefixes = rng.integers(0, 3, size=(40, 6))
     tokens = np.concatenate([np.repeat(prefixes, 5, axis=0), rng.integers(0, 3, size=(200, 2))], axis=1)
     enc = Encoded(tokens, np.arange(6), (6, 7))
-    sweep = RNN_HANDOFF.sweep(model, enc)
+    sweep = RNN_HANDOFF.run_batch(model, enc)
     assert sweep.details["alice_prefix_runs"] == 40 and sweep.exact_match.all()
     shuffled = rng.permutation(200)
-    again = RNN_HANDOFF.sweep(model, enc.subset(shuffled))
+    again = RNN_HANDOFF.run_batch(model, enc.subset(shuffled))
     assert again.details["alice_prefix_runs"] > 40
     assert np.array_equal(again.protocol_labels, sweep.protocol_labels[shuffled])
 
@@ -102,13 +118,13 @@ def test_audit_mode_gives_the_same_result():
 def test_non_contiguous_split_is_refused_with_the_reason():
     enc = Encoded(np.zeros((1, 8), dtype=np.uint8), np.arange(0, 8, 2), (7,))
     with pytest.raises(NotApplicable, match="contiguous split.*not a prefix"):
-        RNN_HANDOFF.check_partition(DyckAutomaton(), enc)
+        RNN_HANDOFF.plan(DyckAutomaton(), enc)
     with pytest.raises(NotApplicable, match="in Alice's prefix"):
         split_point(Encoded(np.zeros((1, 8), dtype=np.uint8), np.arange(5), (3, 7)))
     with pytest.raises(NotApplicable, match="Alice holds every position"):
         split_point(Encoded(np.zeros((1, 8), dtype=np.uint8), np.arange(8), (7,)))
     with pytest.raises(NotApplicable, match="reads only 4 tokens"):
-        RNN_HANDOFF.check_partition(DyckAutomaton(), Encoded(np.full((1, 3), 5), np.arange(1), (2,)))
+        RNN_HANDOFF.plan(DyckAutomaton(), Encoded(np.full((1, 3), 5), np.arange(1), (2,)))
 
 
 def test_protocol_is_picklable_and_one_way():
@@ -116,7 +132,7 @@ def test_protocol_is_picklable_and_one_way():
     model = random_model("lstm", 2, "6", vocab=2)
     enc = Encoded(np.zeros((1, 4), dtype=np.uint8), np.arange(2), (3,))
     protocol = pickle.loads(pickle.dumps(RNN_HANDOFF.make_protocol(model, enc)))
-    assert isinstance(protocol, HandoffProtocol) and RNN_HANDOFF.direction(model, enc) == "one-way"
+    assert isinstance(protocol, HandoffProtocol) and RNN_HANDOFF.plan(model, enc).direction == "one-way"
     assert RNN_HANDOFF.accepts(model) and not RNN_HANDOFF.accepts(object())
 
 
@@ -138,7 +154,7 @@ def test_a_separating_bob_input_is_found(problem, x1, x2):
 
 def _prefix_protocol(k):
     """A plain one-way INDEX protocol in which Alice sends only her first k bits."""
-    def messages(A):
+    def messages(A, B=None):  # a one-way message: Bob's input plays no part
         return message_rows(Bits.from_array(np.asarray(A)[:, :k].reshape(-1)), len(A))
 
     def answers(A, B):
