@@ -7,31 +7,51 @@ party programs), so the numbers in a lesson are computed, never typed in.
 from __future__ import annotations
 
 import importlib
+from typing import NamedTuple
 
-#: topic name -> (module, function, one-line description)
+
+class Topic(NamedTuple):
+    """One lesson, in one entry: where its builder lives (``module``, ``function``), its one-line description
+    and the instance sizes that run in seconds (``--n``: default, minimum, maximum, even only)."""
+
+    module: str
+    function: str
+    description: str
+    default: int
+    minimum: int
+    maximum: int
+    even: bool = False
+
+
+#: topic name -> its one entry (``commsim teach --list`` and ``--help`` read it)
 TOPICS = {
-    "rnn-index": ("rnn", "rnn_index",
-                  "recurrent models and index lookup: the hidden-state handoff, m*p >= N (Theorems 2 and 3)"),
-    "rnn-eq": ("rnn", "rnn_eq",
-               "recurrent models and equality, m*p >= N/2: by communication and by automata (Theorem 11, Lemma 4)"),
-    "rnn-disj": ("rnn", "rnn_disj",
-                 "recurrent models and multi-query recall: DISJ one-way, m*p >= N/2 (Theorem 8)"),
-    "attention-protocol": ("attention_protocol", "attention_protocol",
-                           "one attention layer as a protocol: logits, maximum, Z_A and Z_B, exact output (Theorem 4)"),
-    "attention-dyck": ("attention_dyck", "attention_dyck",
-                       "Dyck-(2,2) against one-layer attention: fooling set, transcript collision, crossing "
-                       "(Lemma 1, Theorem 5)"),
-    "attention-disj": ("attention_disj", "attention_disj",
-                       "DISJ into Match3 and q-sparse averaging: what one attention layer cannot carry ([SHT23])"),
-    "fooling-sets": ("lower_bounds", "fooling_sets",
-                     "fooling sets for EQ, DISJ, INDEX and Dyck-(2,2); the rectangle property"),
-    "two-layers": ("two_layers", "two_layers",
-                   "why the method stops at one layer: a two-layer model needs N/2 bits (Lemma 5)"),
-    "compose": ("compose", "compose",
-                "function composition g(f(x)) against one attention layer: the one-way message, the counting "
-                "argument and the error it forces ([PNP24] Theorems 1 and 2)"),
-    "randomized": ("randomized", "randomized",
-                   "randomized protocols: EQ falls to fingerprints, INDEX and DISJ bounds survive coins"),
+    "rnn-index": Topic("rnn", "rnn_index",
+                       "recurrent models and index lookup: the hidden-state handoff, m*p >= N (Theorems 2 and 3)",
+                       6, 3, 12),
+    "rnn-eq": Topic("rnn", "rnn_eq",
+                    "recurrent models and equality, m*p >= N/2: by communication and by automata (Theorem 11, Lemma 4)",
+                    4, 2, 8),
+    "rnn-disj": Topic("rnn", "rnn_disj",
+                      "recurrent models and multi-query recall: DISJ one-way, m*p >= N/2 (Theorem 8)", 4, 2, 10),
+    "attention-protocol": Topic("attention_protocol", "attention_protocol",
+                                "one attention layer as a protocol: logits, maximum, Z_A and Z_B, exact output "
+                                "(Theorem 4)", 6, 3, 16),
+    "attention-dyck": Topic("attention_dyck", "attention_dyck",
+                            "Dyck-(2,2) against one-layer attention: fooling set, transcript collision, crossing "
+                            "(Lemma 1, Theorem 5)", 8, 4, 16, True),
+    "attention-disj": Topic("attention_disj", "attention_disj",
+                            "DISJ into Match3 and q-sparse averaging: what one attention layer cannot carry ([SHT23])",
+                            4, 2, 8),
+    "fooling-sets": Topic("lower_bounds", "fooling_sets",
+                          "fooling sets for EQ, DISJ, INDEX and Dyck-(2,2); the rectangle property", 4, 2, 8),
+    "two-layers": Topic("two_layers", "two_layers",
+                        "why the method stops at one layer: a two-layer model needs N/2 bits (Lemma 5)", 4, 2, 8),
+    "compose": Topic("compose", "compose",
+                     "function composition g(f(x)) against one attention layer: the one-way message, the counting "
+                     "argument and the error it forces ([PNP24] Theorems 1 and 2)", 8, 4, 16),
+    "randomized": Topic("randomized", "randomized",
+                        "randomized protocols: EQ falls to fingerprints, INDEX and DISJ bounds survive coins",
+                        64, 4, 1024),
 }
 
 
@@ -49,5 +69,5 @@ def _described(name: str, description: str) -> str:
 
 
 def register(registry) -> None:
-    for name, (module, function, description) in TOPICS.items():
-        registry.register("topic", name, _builder(module, function), _described(name, description))
+    for name, topic in TOPICS.items():
+        registry.register("topic", name, _builder(topic.module, topic.function), _described(name, topic.description))

@@ -121,7 +121,7 @@ def attention_disj(n: int | None = None) -> Lesson:
                   "bob": f"the {2 * n} values"},
         reference="[SHT23] (qSA)"))
     mq, pq, Hq, dq = model_q.width, model_q.precision, model_q.heads, model_q.dim
-    plan_q = wrap_q.plan(model_q, enc_q)
+    plan_q = wrap_q.exchange_plan(model_q, enc_q)
     side = r"(2m + 1) p H" if model_q.attend_self else r"m p H"
     query_side = (2 * mq + 1) * pq * Hq if model_q.attend_self else mq * pq * Hq
     sent = plan_q.total_bits

@@ -11,38 +11,24 @@ def bits_text(a) -> str:
     return "".join(str(int(v)) for v in np.asarray(a).reshape(-1))
 
 
-#: each topic's instance size: (default, minimum, maximum, even only) -- the range that runs in seconds;
-#: ``commsim teach --help`` lists it
-SIZES = {
-    "rnn-index": (6, 3, 12, False),
-    "rnn-eq": (4, 2, 8, False),
-    "rnn-disj": (4, 2, 10, False),
-    "attention-protocol": (6, 3, 16, False),
-    "attention-dyck": (8, 4, 16, True),
-    "attention-disj": (4, 2, 8, False),
-    "fooling-sets": (4, 2, 8, False),
-    "two-layers": (4, 2, 8, False),
-    "randomized": (64, 4, 1024, False),
-    "compose": (8, 4, 16, False),
-}
-
-
 def size_text(topic: str) -> str:
-    """``--n`` of a topic for its help: "n in 3..12 (default 6)"."""
-    if topic not in SIZES:
+    """``--n`` of a topic for its help: "--n 3..12 (default 6)" (from its one entry, :data:`TOPICS`)."""
+    from protocols.lessons import TOPICS
+    if topic not in TOPICS:
         return ""
-    default, minimum, maximum, even = SIZES[topic]
-    return f"--n {'even, ' if even else ''}{minimum}..{maximum} (default {default})"
+    t = TOPICS[topic]
+    return f"--n {'even, ' if t.even else ''}{t.minimum}..{t.maximum} (default {t.default})"
 
 
 def size_arg(n: int | None, topic: str) -> int:
-    """The lesson's instance size: ``n`` or the topic's default, checked against the range of its SIZES
-    entry (the range that runs in seconds)."""
-    default, minimum, maximum, even = SIZES[topic]
-    n = default if n is None else int(n)
-    if n < minimum or n > maximum or (even and n % 2):
-        parity = "an even number " if even else ""
-        raise InputError(f"n must be {parity}in {minimum}..{maximum} for {topic}, got {n}", "n")
+    """The lesson's instance size: ``n`` or the topic's default, checked against the range of its entry
+    in :data:`protocols.lessons.TOPICS` (the range that runs in seconds)."""
+    from protocols.lessons import TOPICS
+    t = TOPICS[topic]
+    n = t.default if n is None else int(n)
+    if n < t.minimum or n > t.maximum or (t.even and n % 2):
+        parity = "an even number " if t.even else ""
+        raise InputError(f"n must be {parity}in {t.minimum}..{t.maximum} for {topic}, got {n}", "n")
     return n
 
 

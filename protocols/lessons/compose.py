@@ -38,7 +38,7 @@ def compose(n: int | None = None) -> Lesson:
     total = n * math.log2(n)
     one_way = composition_one_way_bits(n)
     theorem = composition_message_bits(model.heads, model.dim, model.precision)
-    plan = simulator.plan(model, encoded)
+    plan = simulator.exchange_plan(model, encoded)
     tok = encoded.tokens[0]
     steps = [Step(
         "The prompt",

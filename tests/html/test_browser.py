@@ -115,8 +115,8 @@ def test_run_report_opens_offline_with_sequence_diagram_and_certificate(browser,
 
 def _smallest_n(topic: str) -> list[str]:
     """``--n`` at the topic's smallest size when the lesson table knows it (the page is the same shape)."""
-    from protocols.lessons.common import SIZES
-    return ["--n", str(SIZES[topic][1])] if topic in SIZES else []
+    from protocols.lessons import TOPICS
+    return ["--n", str(TOPICS[topic].minimum)] if topic in TOPICS else []
 
 
 @pytest.mark.parametrize("topic", [t for t in _topics() if t != "attention-protocol"])   # that one: above
