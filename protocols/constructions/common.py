@@ -8,7 +8,8 @@ import numpy as np
 from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint, NumberFormat
 
-__all__ = ["grid_ceil", "fixed_format", "sizes", "require_fixed", "ConstructionError", "step_psi"]
+__all__ = ["grid_ceil", "fixed_format", "sizes", "require_fixed", "ConstructionError", "step_psi",
+           "no_protocol_reason"]
 
 
 class ConstructionError(InputError):
@@ -64,3 +65,12 @@ def step_psi(codes: int, classes: list[list[int]]) -> list[tuple[np.ndarray, np.
             sign = 1.0 if bit else -1.0
             W2[c, 2 * j], W2[c, 2 * j + 1] = sign, -sign
     return [(W1, b1), (W2, b2)]
+
+
+def no_protocol_reason(kind: str, task: str) -> str:
+    """Why no one-layer protocol wraps a two-layer construction (Lemma 5 of [BHBK24]), and where the numbers are."""
+    return (f"{kind} is a two-layer transformer ({task}); the attention protocol (Theorem 4 of [BHBK24]) simulates "
+            f"one layer only, and no protocol of that kind exists for two layers: for every balanced partition "
+            f"some two-layer width-O(log N) transformer needs >= N/2 bits of communication (Lemma 5 and Corollary "
+            f"13.1, Appendix F.4 of [BHBK24]); `commsim separate two-layers` computes that communication matrix's "
+            f"rank and fooling set on random balanced partitions")

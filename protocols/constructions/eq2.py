@@ -27,7 +27,7 @@ import numpy as np
 from commsim.core.precision import FixedPoint
 from protocols.constructions.common import grid_ceil
 from protocols.constructions.orthogonal import DEFAULT_GAMMA, find
-from protocols.constructions.transformer import Layer, MultiLayerAttention
+from protocols.models.transformer import Layer, MultiLayerAttention
 
 __all__ = ["TwoLayerEquality", "build_eq2", "default_format", "NO_PROTOCOL_REASON"]
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from protocols.constructions.eq2 import build_eq2
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
-from protocols.constructions.transformer import MultiLayerAttention
+from protocols.models.transformer import MultiLayerAttention
 
 __all__ = ["lemma5_model", "balanced_partition", "communication_matrix", "lemma5_function"]
 

@@ -35,11 +35,14 @@ import math
 import numpy as np
 
 from commsim.core.precision import FixedPoint
-from protocols.constructions.common import ConstructionError, grid_ceil
+from protocols.constructions.common import (
+    ConstructionError,
+    grid_ceil,
+    no_protocol_reason,
+)
 from protocols.constructions.eq2 import _scale
-from protocols.constructions.heads import MultiHeadAttention, no_protocol_reason
 from protocols.constructions.orthogonal import DEFAULT_GAMMA, find
-from protocols.constructions.transformer import Layer
+from protocols.models.transformer import Layer, MultiHeadAttention
 
 __all__ = ["NearestNeighbour", "build_nstnb", "corner_signs", "nearest_labels", "sample_nstnb", "all_nstnb",
            "nstnb_format", "MAX_DIM"]

@@ -27,11 +27,10 @@ import math
 
 import numpy as np
 
-from protocols.constructions.common import ConstructionError
+from protocols.constructions.common import ConstructionError, no_protocol_reason
 from protocols.constructions.eq2 import _scale, default_format
-from protocols.constructions.heads import HeadsLayer, MultiHeadAttention, no_protocol_reason
 from protocols.constructions.orthogonal import DEFAULT_GAMMA, find
-from protocols.constructions.transformer import Layer
+from protocols.models.transformer import HeadsLayer, Layer, MultiHeadAttention
 
 __all__ = ["ThresholdTransformer", "ThresholdFunction", "build_thres", "named_threshold", "FEATURES",
            "parse_sets", "MAX_SPARSITY"]

@@ -38,7 +38,7 @@ def two_layers(n: int | None = None) -> Lesson:
     from commsim.theory.problems import all_bit_strings
     from protocols.constructions.eq2 import build_eq2, default_format
     from protocols.constructions.orthogonal import start_k
-    from protocols.constructions.transformer import MultiLayerAttention
+    from protocols.models.transformer import MultiLayerAttention
 
     n = _size(n, "two-layers")
     N = 2 * n

@@ -39,87 +39,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from dataclasses import dataclass, field, replace
-
-from commsim.core.arithmetic import arithmetic_for
 from commsim.core.errors import InputError
-from commsim.core.precision import FixedPoint, FormatError, NumberFormat, parse_format
+from commsim.core.precision import NumberFormat, parse_format
+from protocols.models.attention_config import DIVISIONS, AttentionConfig
+from protocols.models.attention_kernel import BLOCK_ELEMENTS, divide, softmax_sums
 
-#: the division semantics (module docstring): one rounding of U / Z, or each weight [e_i / Z] first
-DIVISIONS = ("once", "per-weight")
+__all__ = ["DIVISIONS", "FLOAT_TOLERANCE", "AttentionConfig", "AttentionLayer", "random_layer"]
+
 #: (relative + absolute) tolerance of the reference float semantics against a plain float64 forward
 FLOAT_TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 5e-2, "bfloat16": 1e-1}
-#: elements of the largest temporary (batch x positions x heads x width) built at once
-BLOCK_ELEMENTS = 1 << 21
-
-
-# ---- the shape ------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class AttentionConfig:
-    """A one-layer attention's shape and semantics, without weights: H heads of width m, the embedding width
-    d, the number format (p = :attr:`precision`), whether the query attends to itself, the coordinates of
-    x_N psi reads (``residual``; None: no residual path), the query position (None: the last) and the
-    division semantics.  :class:`AttentionLayer` holds one (its shape attributes read through it); the
-    attention exchange's message plan reads only this object, so ``commsim budget`` plans from a config
-    built from sizes (:meth:`fixed`) exactly what ``commsim run`` executes.  ``dim`` may be None for a
-    shape that does not know d (then x_N is not a one-way option)."""
-
-    heads: int
-    width: int
-    format: NumberFormat
-    dim: int | None = None
-    attend_self: bool = True
-    residual: tuple[int, ...] | None = None
-    query: int | None = None
-    division: str = "once"
-    arithmetic: object = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self):
-        if self.division not in DIVISIONS:
-            raise InputError(f"division must be one of {', '.join(DIVISIONS)}; got {self.division!r}", "model")
-        if min(self.heads, self.width, 1 if self.dim is None else self.dim) < 1:
-            raise InputError("heads, width and dim must be at least 1")
-        object.__setattr__(self, "arithmetic", arithmetic_for(self.format))
-
-    @classmethod
-    def fixed(cls, heads: int, width: int, precision: int, frac: int | None = None, **kw) -> "AttentionConfig":
-        """The papers' layer at p-bit fixed point (``frac`` fraction bits, default p // 2, as
-        ``attention:precision=p`` builds it); a bad precision is an InputError naming ``precision``."""
-        try:
-            fmt = FixedPoint.with_bits(int(precision), frac)
-        except FormatError as exc:
-            raise InputError(f"the attention layer's numbers: {exc}", "precision") from None
-        return cls(int(heads), int(width), fmt, **kw)
-
-    def replace(self, **changes) -> "AttentionConfig":
-        """The same shape with ``changes`` (validated again)."""
-        return replace(self, **changes)
-
-    @property
-    def precision(self) -> int:
-        """p: bits per number."""
-        return self.format.bits
-
-    @property
-    def residual_width(self) -> int:
-        """How many coordinates of x_N psi reads (0: no residual path)."""
-        return 0 if self.residual is None else len(self.residual)
-
-    def query_position(self, seq_len: int) -> int:
-        """The position the decision is read at (``query``, default the last)."""
-        if self.query is None:
-            return seq_len - 1
-        pos = self.query if self.query >= 0 else seq_len + self.query
-        if not 0 <= pos < seq_len:
-            raise InputError(f"query position {self.query} is outside a sequence of length {seq_len}", "model")
-        return pos
-
-    def check_input(self, seq_len: int, tokens=None) -> None:
-        """Refuse a length the shape cannot attend over (a layer adds its tables' checks)."""
-        if seq_len < 1:
-            raise InputError("the sequence is empty")
-        if not self.attend_self and seq_len == 1:
-            raise InputError("with self=0 a sequence of length 1 leaves nothing to attend to", "model")
 
 
 # ---- the layer ----------------------------------------------------------------------------------
@@ -355,27 +283,16 @@ class AttentionLayer:
         return self.partial_sums(A, V, M, Z if per_weight else None)[1]
 
     def partial_sums(self, A, V, M, Z=None) -> tuple[np.ndarray, np.ndarray]:
-        """(sum e_i, sum [w_i v_i]) in blocks, w_i = e_i or, given Z, [e_i / Z]; V None: Z only."""
-        ar = self.arithmetic
-        B, H, n = A.shape
-        Zs, U = np.zeros((B, H), dtype=np.int64), np.zeros((B, H, self.width), dtype=np.int64)
-        block = max(1, BLOCK_ELEMENTS // max(1, B * H * self.width))
-        for s in range(0, n, block):
-            e = ar.exp_weights(A[:, :, s:s + block], M)
-            Zs = Zs + ar.sum_weights(e)
-            if V is not None:   # [e_i / Z]: e_i in units (IEEE: exact), divided as U / Z is
-                w = e if Z is None else ar.divide(e if ar.is_fixed else ar.exact_sum(e[..., None], -1), Z)
-                U = U + ar.sum_products(w, V[:, s:s + block])
-        return Zs, U
+        """(sum e_i, sum [w_i v_i]), w_i = e_i or, given Z, [e_i / Z]; V None: Z only
+        (:func:`~protocols.models.attention_kernel.softmax_sums`)."""
+        return softmax_sums(self.arithmetic, A, V, M, Z, width=self.width)
 
     # ---- stage 4: the division and the readout
     def finish(self, U: np.ndarray, Z: np.ndarray, x_query: np.ndarray | None = None) -> np.ndarray:
         """Raw outputs (B, C) in the arithmetic's representation from the exact sums; ``x_query``
         (B, r): the residual coordinates of the query's embedding (:meth:`residual_input`), needed
         exactly when the layer has a residual path.  Division once: o = [U / Z]; per-weight: o = [U]."""
-        ar = self.arithmetic   # per-weight: [U], the exact sum's value rounded (U / Z with Z exactly one)
-        one = np.full(np.shape(U)[:-1], 1 << ar.F if ar.is_fixed else ar.one_units, dtype=object)
-        o = ar.divide(U, Z if self.division == "once" else one)
+        o = divide(self.arithmetic, U, Z, self.division)
         y = self.arithmetic.linear(o.reshape(o.shape[0], -1), self.W_O)
         if self.residual_coords is not None:
             if x_query is None:

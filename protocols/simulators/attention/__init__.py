@@ -13,8 +13,14 @@ and tests may use of them (this module's ``__all__``; the submodules are interna
 from __future__ import annotations
 
 from protocols.simulators.attention.batch import simulate
-from protocols.simulators.attention.exchange import ATTENTION_EXCHANGE, AttentionExchange
-from protocols.simulators.attention.parties import AttentionExchangeProtocol, run_exchange
+from protocols.simulators.attention.exchange import (
+    ATTENTION_EXCHANGE,
+    AttentionExchange,
+)
+from protocols.simulators.attention.parties import (
+    AttentionExchangeProtocol,
+    run_exchange,
+)
 from protocols.simulators.attention.plan import (
     ExchangePlan,
     MessageSpec,

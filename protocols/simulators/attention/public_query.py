@@ -34,7 +34,13 @@ from commsim.core.bits import Bits
 from commsim.core.errors import NotApplicable
 from commsim.core.party import Protocol, Receive, Send
 from commsim.core.sums import pack_count, pack_signed, unpack_count, unpack_signed
-from commsim.pipeline.interfaces import ANY_PARTITION, BatchResult, Encoded, MessagePlan, Simulator
+from commsim.pipeline.interfaces import (
+    ANY_PARTITION,
+    BatchResult,
+    Encoded,
+    MessagePlan,
+    Simulator,
+)
 from protocols.models.attention import AttentionLayer
 from protocols.simulators.attention.exchange import PlanCache, batch_keys, batch_run
 from protocols.theorems import composition_message_bits

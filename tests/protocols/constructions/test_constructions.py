@@ -322,7 +322,7 @@ def test_registered():
 
 # ---- the multi-layer model's arithmetic is the attention module's ------------------------------------------------
 def test_one_layer_multilayer_matches_attention_layer():
-    from protocols.constructions.transformer import Layer, MultiLayerAttention
+    from protocols.models.transformer import Layer, MultiLayerAttention
     fmt = FixedPoint(12, 5)
     rng = np.random.default_rng(7)
     V, L, d, m = 5, 9, 6, 3

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocols.constructions.eq2 import build_eq2
-from protocols.constructions.heads import MultiHeadAttention
+from protocols.models.transformer import MultiHeadAttention
 
 
 @settings(max_examples=10, deadline=None)

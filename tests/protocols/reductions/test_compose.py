@@ -190,4 +190,4 @@ def test_two_way_protocols_are_not_bound():
 def test_the_variant_is_never_chosen_by_the_model_kind():
     from commsim.pipeline.stages import simulator_for
     assert load_plugins().get("simulator", "attention-public-query") is PUBLIC_QUERY
-    assert simulator_for(random_layer(FixedPoint(6, 1), vocab=4, positions=4)).name == "attention-exchange"
+    assert simulator_for(random_layer(FixedPoint(6, 1), vocab=4, positions=4))[0].name == "attention-exchange"

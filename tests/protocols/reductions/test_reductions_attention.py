@@ -135,17 +135,13 @@ def test_match3_truth_function_uses_distinct_indices():
 
 def test_disj_match3_probe_layer_certificates():
     """An under-budget layer that checks only coordinate 1: right on the fooling set {(x, ~x)}, so the
-    rectangle argument finds the crossing it gets wrong; on sampled instances it is simply wrong."""
-    red = DisjMatch3()
-    n = 8
-    problem = red.problem(n)
-    model = make_model("attention:probe:at=0/n,reject=1", **red.model_context(n))
-    cert = run_reduction(red.id, model, n).certificate   # the engine's rectangle search, on the fooling set
-    assert cert.kind == "rectangle" and cert.verified and cert.details["transcripts_equal"]
-    assert problem.evaluate(cert.alice_input, cert.bob_input) == cert.expected == 1 and cert.model_output == 0
+    engine's rectangle argument (the plan is two-way) finds the crossing it gets wrong."""
     report = run_reduction("disj-match3", "attention:probe:at=0/n,reject=1", n=19, instances=300)
-    assert report.bits_used < 19 and report.lower_bound.applies
-    assert report.certificate.verified and report.protocol_matches_model
+    assert report.bits_used < 19 and report.lower_bound.applies and report.protocol_matches_model
+    cert = report.certificate
+    assert cert.kind == "rectangle" and cert.verified and cert.details["transcripts_equal"]
+    assert DisjMatch3().problem(19).evaluate(cert.alice_input, cert.bob_input) == cert.expected == 1
+    assert cert.model_output == 0
 
 
 def test_disj_match3_default_runs():
@@ -211,12 +207,17 @@ def test_protocol_matches_model_under_either_division(rid, n, fmt, division):
         assert extra == 0
 
 
-def test_rectangle_on_the_qsa_fooling_set_for_a_constant_answer():
+def test_a_constant_answer_below_the_one_way_bound_gets_a_verified_collision():
+    """disj-qsa with a layer that always answers "disjoint": its one-way message is 2 bits, below the bound,
+    so the engine's pigeonhole search over the simulator's transcript keys finds two Alice inputs with one
+    message and the Bob input that separates them."""
     red = DisjQSA()
     model = make_model("attention:width=1,precision=2,self=0,seed=0", **red.model_context(6))
     model.psi_layers = [(np.zeros((2, model.out_dim), dtype=np.int64), np.array([1, 0], dtype=np.int64))]  # "disjoint"
-    cert = run_reduction(red.id, model, 6).certificate
-    assert cert.kind == "rectangle" and cert.verified and cert.expected == 1 and cert.model_output == 0
+    report = run_reduction(red.id, model, 6)
+    assert report.bits_used < report.lower_bound.bits and report.lower_bound.conditions.direction == "one-way"
+    cert = report.certificate
+    assert cert.kind == "collision" and cert.verified and cert.expected == 1 and cert.model_output == 0
 
 
 # ---- eq-ineq and index-idxl through the attention exchange (reductions of the recurrent side) -------
@@ -228,9 +229,13 @@ def test_eq_ineq_with_an_under_budget_attention_layer():
 
 
 def test_eq_fooling_set_rectangle_for_a_probe_layer():
+    """Above the bound (32 bits vs 10) the run searches nothing; the engine's search on request
+    (:func:`commsim.search_certificate`) runs the rectangle argument the two-way plan calls for."""
+    from commsim import prepare, search_certificate
     red = load_plugins().get("reduction", "eq-ineq")
     model = make_model("attention:probe:at=0/n,accept=1,rule=differ", **red.model_context(10))
-    cert = run_reduction(red.id, model, 10).certificate
+    cert, searched = search_certificate(prepare(red.id, model, 10))
+    assert "fooling-set members" in searched
     assert cert.kind == "rectangle" and cert.verified and cert.expected == 0 and cert.model_output == 1
 
 

@@ -1,0 +1,86 @@
+"""The shape and semantics of a one-layer attention, without weights (:class:`AttentionConfig`).
+
+:class:`~protocols.models.attention.AttentionLayer` holds one and reads its shape through it; the attention
+exchange's message plan (:mod:`protocols.simulators.attention`) reads only this object, so ``commsim budget``
+plans from a config built from sizes exactly what ``commsim run`` executes on a layer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from commsim.core.arithmetic import arithmetic_for
+from commsim.core.errors import InputError
+from commsim.core.precision import FixedPoint, FormatError, NumberFormat
+
+__all__ = ["DIVISIONS", "AttentionConfig"]
+
+#: the division semantics (:mod:`protocols.models.attention`): one rounding of U / Z, or each weight [e_i / Z] first
+DIVISIONS = ("once", "per-weight")
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """A one-layer attention's shape and semantics, without weights: H heads of width m, the embedding width
+    d, the number format (p = :attr:`precision`), whether the query attends to itself, the coordinates of
+    x_N psi reads (``residual``; None: no residual path), the query position (None: the last) and the
+    division semantics.  :class:`AttentionLayer` holds one (its shape attributes read through it); the
+    attention exchange's message plan reads only this object, so ``commsim budget`` plans from a config
+    built from sizes (:meth:`fixed`) exactly what ``commsim run`` executes.  ``dim`` may be None for a
+    shape that does not know d (then x_N is not a one-way option)."""
+
+    heads: int
+    width: int
+    format: NumberFormat
+    dim: int | None = None
+    attend_self: bool = True
+    residual: tuple[int, ...] | None = None
+    query: int | None = None
+    division: str = "once"
+    arithmetic: object = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        if self.division not in DIVISIONS:
+            raise InputError(f"division must be one of {', '.join(DIVISIONS)}; got {self.division!r}", "model")
+        if min(self.heads, self.width, 1 if self.dim is None else self.dim) < 1:
+            raise InputError("heads, width and dim must be at least 1")
+        object.__setattr__(self, "arithmetic", arithmetic_for(self.format))
+
+    @classmethod
+    def fixed(cls, heads: int, width: int, precision: int, frac: int | None = None, **kw) -> "AttentionConfig":
+        """The papers' layer at p-bit fixed point (``frac`` fraction bits, default p // 2, as
+        ``attention:precision=p`` builds it); a bad precision is an InputError naming ``precision``."""
+        try:
+            fmt = FixedPoint.with_bits(int(precision), frac)
+        except FormatError as exc:
+            raise InputError(f"the attention layer's numbers: {exc}", "precision") from None
+        return cls(int(heads), int(width), fmt, **kw)
+
+    def replace(self, **changes) -> "AttentionConfig":
+        """The same shape with ``changes`` (validated again)."""
+        return replace(self, **changes)
+
+    @property
+    def precision(self) -> int:
+        """p: bits per number."""
+        return self.format.bits
+
+    @property
+    def residual_width(self) -> int:
+        """How many coordinates of x_N psi reads (0: no residual path)."""
+        return 0 if self.residual is None else len(self.residual)
+
+    def query_position(self, seq_len: int) -> int:
+        """The position the decision is read at (``query``, default the last)."""
+        if self.query is None:
+            return seq_len - 1
+        pos = self.query if self.query >= 0 else seq_len + self.query
+        if not 0 <= pos < seq_len:
+            raise InputError(f"query position {self.query} is outside a sequence of length {seq_len}", "model")
+        return pos
+
+    def check_input(self, seq_len: int, tokens=None) -> None:
+        """Refuse a length the shape cannot attend over (a layer adds its tables' checks)."""
+        if seq_len < 1:
+            raise InputError("the sequence is empty")
+        if not self.attend_self and seq_len == 1:
+            raise InputError("with self=0 a sequence of length 1 leaves nothing to attend to", "model")
