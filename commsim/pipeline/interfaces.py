@@ -7,6 +7,8 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from commsim.core.channel import Transcript
+from commsim.core.errors import InputError
+from commsim.core.limits import MAX_SEQUENCE_LENGTH
 from commsim.core.party import Protocol
 from commsim.theory.bounds import ErrorBound, LowerBound
 from commsim.theory.problems import Problem
@@ -213,7 +215,12 @@ class Reduction:
     def partition(self, seq_len: int):
         """(Alice's positions, the output positions) of the encoding at a valid length N, without
         encoding tokens (sequences or ``range`` objects, cheap at any N).  The default encodes one
-        sampled instance; reductions compute it directly."""
+        sampled instance (up to :data:`~commsim.core.limits.MAX_SEQUENCE_LENGTH` tokens); reductions compute it
+        directly, at any N."""
+        if int(seq_len) > MAX_SEQUENCE_LENGTH:
+            raise InputError(f"n: {self.id} gives its partition only by encoding an instance, which stops at "
+                             f"{MAX_SEQUENCE_LENGTH} tokens (N = {seq_len} asked); the reduction can declare "
+                             f"partition(seq_len) to be planned at any N", "n")
         n = (int(seq_len) - self.length_offset) // self.length_scale
         problem = self.problem(n)
         A, B = problem.sample(np.random.default_rng(0), 1)
