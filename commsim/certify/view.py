@@ -7,13 +7,30 @@ saying why they decide.  Renderers (the command line's rich table, HTML) only la
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 #: printable symbols of a problem's input tokens (token id = index)
 PROBLEM_SYMBOLS = {"dyck22": "()[]"}
+#: a source problem's name as a reader writes it (default: upper case)
+PROBLEM_NAMES = {"dyck22": "Dyck-(2,2)"}
+
+
+def problem_name(problem: str) -> str:
+    """"eq" -> "EQ", "dyck22" -> "Dyck-(2,2)"."""
+    return PROBLEM_NAMES.get(problem, str(problem).upper())
+
+
+def task_name(task: str) -> str:
+    """A model task's name as a reader writes it: a short id upper-cased ("ineq" -> "INEQ"), a phrase as is."""
+    task = str(task)
+    return task.upper() if task.replace("-", "").replace("_", "").isalnum() and task == task.lower() else task
+
+
+def _label(value) -> str:
+    return "?" if value is None else str(value)
 
 
 def input_symbols(values, problem: str) -> list[str]:
@@ -41,6 +58,9 @@ class ViewRow:
     bob_symbols: tuple[str, ...] = ()
     alice_index: int | None = None
     bob_index: int | None = None
+    #: the model's own output label on its task for this row's input, and a correct model's (None: not known)
+    task_model: Any = None
+    task_expected: Any = None
 
 
 @dataclass(frozen=True)
@@ -56,9 +76,20 @@ class CertificateView:
     caption: str = ""
     model_input: str | None = None
     explanation: str = ""
+    #: the source problem's name ("EQ"): the ``answer`` and ``model`` columns are in its terms
+    source: str = ""
+    #: the model task's name ("INEQ") when the certificate carries the model's own output on it and that
+    #: output is not the decoded one (a decoding that is not the identity), else "": a column of its own
+    task: str = ""
+    #: one sentence with both: the model's output on its task and what it decodes to in the source problem
+    task_output: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+#: the labels of the row holding the certificate's own (failing) input
+FAILING_LABELS = ("crossing", "fails on", "wrong on")
 
 
 def _differ(x, y) -> list[int]:
@@ -140,5 +171,23 @@ def certificate_view(cert, problem: str) -> CertificateView:
             both = np.flatnonzero((np.asarray(x) == 1) & (np.asarray(y) == 1)).tolist()
             alice_marks = bob_marks = both
             caption = "the positions in both sets" if both else "the sets are disjoint: no position is in both"
+    source = problem_name(problem)
+    task, task_output = "", ""
+    own = details.get("task_output")
+    if isinstance(own, dict) and own.get("task") is not None:
+        name = task_name(own["task"])
+        model, expected = own.get("model_output"), own.get("expected_output")
+        if model == cert["model_output"] and expected in (None, cert["expected"]):
+            task_output = (f"The decoding is the identity here: the model's own output on its task, {name} = "
+                           f"{_label(model)}, is the {source} answer it gives.")
+        else:            # the labels differ: show both, each named
+            task = name
+            failing = next((i for i, r in enumerate(rows) if r.label in FAILING_LABELS), None)
+            if failing is not None:
+                rows[failing] = replace(rows[failing], task_model=model, task_expected=expected)
+            task_output = (f"On its own task the model outputs {name} = {_label(model)}"
+                           + ("" if expected is None else f" (a correct model: {name} = {_label(expected)})")
+                           + f"; decoded into the source problem that is {source} = {_label(cert['model_output'])}, "
+                           f"where the answer is {source} = {_label(cert['expected'])}.")
     return CertificateView(kind, bool(cert.get("verified")), tuple(rows), alice_marks, bob_marks, caption,
-                           details.get("model_input"), cert.get("explanation", ""))
+                           details.get("model_input"), cert.get("explanation", ""), source, task, task_output)

@@ -210,18 +210,27 @@ def render_certificate(view):
     table.add_column("")
     table.add_column("Alice holds")
     table.add_column("Bob holds")
-    table.add_column("answer", justify="right")
-    table.add_column("model", justify="right")
+    own = bool(view.task)        # the model's own output on its task is known: label both sides of it
+    table.add_column(f"answer ({view.source})" if own else "answer", justify="right")
+    table.add_column(f"model → {view.source}" if own else "model", justify="right")
+    if own:
+        table.add_column(f"model's {view.task}", justify="right")
     for row in view.rows:
-        table.add_row(escape(row.label), _marked(row.alice_symbols, row.alice_index, view.alice_marks),
-                      _marked(row.bob_symbols, row.bob_index, view.bob_marks, scalar_note=row.bob_index is not None),
-                      "" if row.answer is None else str(row.answer),
-                      "" if row.model is None else escape(str(row.model)))
+        cells = [escape(row.label), _marked(row.alice_symbols, row.alice_index, view.alice_marks),
+                 _marked(row.bob_symbols, row.bob_index, view.bob_marks, scalar_note=row.bob_index is not None),
+                 "" if row.answer is None else str(row.answer),
+                 "" if row.model is None else escape(str(row.model))]
+        if own:
+            cells.append("" if row.task_model is None else escape(str(row.task_model)))
+        table.add_row(*cells)
     parts = [table]
     if view.caption:   # "highlighted" only when a position is marked (the caption then names it)
         marked = bool(view.alice_marks or view.bob_marks)
         parts.append(Text(("highlighted: " if marked else "") + view.caption, style="dim"))
     if view.model_input:
         parts.append(Text(f"model input: {view.model_input}"))
+    if view.task_output:
+        parts.append(Text(view.task_output))
     parts.append(Text(view.explanation))
     return Group(*parts)
+

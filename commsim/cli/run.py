@@ -23,111 +23,47 @@ from commsim.cli.common import (
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.pipeline.run import run_reduction
+from commsim.pipeline.verdict import MUST_FAIL, WRONG_OUTCOMES
 from commsim.plugins import load_plugins
+from commsim.render.summary import run_summary
 
-#: the exit status of ``run --fail-on-certificate`` when a verified certificate says the model must fail
+#: the exit status of ``run --fail-on-certificate`` (the verdict is must_fail) and ``--fail-on-error`` (must_fail
+#: or wrong_not_forced)
 EXIT_CERTIFICATE = 3
 
 
-def _bar(used: int, bound: int | None, width: int = 30) -> str:
-    if not bound:
-        return f"{used} bits"
+_COLOURS = {"good": "green", "bad": "red", "warn": "yellow"}
+
+
+def _bar(used: int, bound: int, colour: str, width: int = 30) -> str:
+    """Bits used against the bound as a bar, the bound marked ┃."""
     scale = max(used, bound)
     fill = round(width * used / scale)
     mark = min(round(width * bound / scale), width - 1)
     cells = ["█" if i < fill else "·" for i in range(width)]
     cells[mark] = "┃"
-    colour = "green" if used >= bound else "red"
-    return f"[{colour}]{''.join(cells)}[/]  {used} used / {bound} needed"
+    return f"[{colour}]{''.join(cells)}[/]  "
 
 
-def _counted(entry: dict) -> str:
-    """An evaluation set as "524,288 fooling-set members"."""
-    return f"{entry['instances']:,} {entry['description']}"
-
-
-def _joined(parts: list[str]) -> str:
-    return parts[0] if len(parts) == 1 else ", ".join(parts[:-1]) + " and " + parts[-1]
-
-
-def correctness_text(d: dict) -> str:
-    """The "model correct" row: yes or no, and on which evaluation sets the model is right or wrong -- never
-    "yes" beside a verified certificate (a verified certificate is an input the model gets wrong)."""
-    sets = d.get("evaluation_sets") or []
-    accuracy = f" (accuracy {d['model_accuracy']:.4f} over all {sum(e['instances'] for e in sets):,} tested)" \
-        if len(sets) > 1 else f" (accuracy {d['model_accuracy']:.4f})"
-    if not sets:
-        return ("[green]yes[/]" if d["model_correct"] else "[red]no[/]") + accuracy
-    right = [e for e in sets if not e["wrong"]]
-    wrong = [e for e in sets if e["wrong"]]
-    if d["model_correct"]:
-        return "[green]yes[/]: " + escape(f"correct on all {_joined([_counted(e) for e in sets])}") + accuracy
-    parts = []
-    if right:
-        parts.append("correct on the " + _joined([_counted(e) for e in right]))
-    if wrong:
-        parts.append("wrong on " + _joined([f"all {_counted(e)}" if e["wrong"] == e["instances"] else
-                                            f"{e['wrong']:,} of the {_counted(e)}" for e in wrong]))
-    cert = d.get("certificate")
-    if not wrong and cert and cert.get("verified"):
-        parts.append(f"wrong on the certificate's {'crossing' if cert['kind'] == 'rectangle' else 'input'} below")
-    return "[red]no[/]: " + escape("; ".join(parts)) + accuracy
-
-
-def measured_error_text(m: dict) -> str:
-    """The "error rate" row: the measured rate with its interval, the distributional bound and the verdict."""
-    interval = ("exact, every instance" if m["confidence"] == 1.0 else
-                f"{m['confidence']:.0%} {m['method']} interval [{m['low']:.4g}, {m['high']:.4g}]")
-    bound = (f"bound {m['bound']:.4g} over {m['distribution']} ({m['source']}: {m['statement']})" if m["applies"]
-             else f"no bound ({m['source']}): {m['reason']}")
-    return f"{m['rate']:.4g} measured ({m['events']:,} wrong of {m['trials']:,}; {interval}); {bound}; {m['verdict']}"
-
-
-def agreement_text(a: dict) -> str:
-    """The "torch agreement" row: commsim's model against the framework module's own forward."""
-    where = f"on {a['instances']:,}" + (f" of {a['of_instances']:,}" if a.get("sampled") else "") + " instances"
-    diff = "n/a" if a.get("max_abs_diff") is None else f"{a['max_abs_diff']:.3g}"
-    if a.get("ok") is None:
-        return escape(f"not judged: max |commsim − {a['framework']}| = {diff} {where} ({a.get('note', '')})")
-    rule = f" ≤ {a['atol']:g} + {a['rtol']:g}·|{a['framework']}|" if a.get("atol") is not None else ""
-    verdict = "[green]passed[/]" if a["ok"] else "[red]FAILED[/]"
-    return verdict + escape(f": max |commsim − {a['framework']}| = {diff}{rule if a['ok'] else ''} {where}"
-                            + ("" if a["ok"] else f" ({a.get('note', '')})"))
+def summary_cell(row) -> str:
+    """A :class:`commsim.render.summary.SummaryRow` as rich markup: the lead coloured by the status, the
+    bits bar in front of the bits row."""
+    colour = _COLOURS.get(row.status)
+    bar = _bar(row.bar[0], row.bar[1], colour or "default") if row.bar and row.bar[1] else ""
+    if row.lead and colour:
+        return f"{bar}[{colour}]{escape(row.lead)}[/]{escape(row.rest)}"
+    return bar + escape(row.text)
 
 
 def render_report(report) -> None:
-    """The summary panel, then the certificate (Alice's and Bob's inputs side by side)."""
+    """The summary panel (the rows of :func:`commsim.render.summary.run_summary`), then the certificate
+    (Alice's and Bob's inputs side by side)."""
     d = report.to_dict()
     table = Table(show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
-    table.add_row("reduction", escape(f"{d['reduction']}  ({d['problem']} → {d['task']}, n = {d['n']}, "
-                                      f"sequence length {d['seq_len']})"))
-    table.add_row("model", escape(str(d["model"])))
-    table.add_row("protocol", escape(f"{d['protocol']}  ({d['bits_formula_text']})"))
-    more = [_counted(e) for e in (d.get("evaluation_sets") or [])[1:]]
-    table.add_row("instances", escape(f"{d['instances_run']:,} ({d['instances']})"
-                                      f"{'; also ' + _joined(more) if more else ''}; {d['runner_checked']} re-run "
-                                      f"through the runner{' in separate processes' if d['audited'] else ''}"))
-    table.add_row("bits used", _bar(d["bits_used"], d["lower_bound_bits"] if d["bound_applies"] else None))
-    table.add_row("", f"Alice→Bob {d['bits_by_direction']['alice_to_bob']}, "
-                      f"Bob→Alice {d['bits_by_direction']['bob_to_alice']}, rounds {d['rounds']}")
-    if d["bound_applies"]:
-        verdict = "[green]within budget[/]" if d["budget_ok"] else "[red]below the lower bound: the model must fail[/]"
-        table.add_row("lower bound", escape(f"{d['lower_bound_bits']} bits — {d['bound_note']}"))
-        table.add_row("verdict", verdict)
-    else:
-        table.add_row("lower bound", f"[yellow]does not apply[/]: {escape(str(d['bound_note']))}")
-    if d.get("bound_randomized_note"):
-        survives = {True: "survives randomness", False: "deterministic only", None: "randomness: not stated"}
-        table.add_row("with coins", escape(f"{survives[d['bound_randomized']]} — {d['bound_randomized_note']}"))
-    table.add_row("model correct", correctness_text(d))
-    if d.get("measured_error"):
-        table.add_row("error rate", escape(measured_error_text(d["measured_error"])))
-    table.add_row("protocol = model", "[green]yes, bit for bit[/]" if d["protocol_matches_model"] else
-                  "[red]NO: the protocol's output differs from the direct forward[/]")
-    if d.get("torch_agreement"):
-        table.add_row(f"{d['torch_agreement'].get('framework', 'torch')} agreement", agreement_text(d["torch_agreement"]))
+    for row in run_summary(report):
+        table.add_row(escape(row.label), summary_cell(row))
     console.print(Panel(table, title="commsim run", expand=False))
     if d["certificate"]:
         console.print(render_certificate(certificate_view(d["certificate"], d["problem"])))
@@ -150,19 +86,30 @@ def render_report(report) -> None:
 @click.option("--transcript", "show_transcript", is_flag=True, help="Draw the costliest transcript.")
 @click.option("--no-certificate", is_flag=True, help="Skip the certificate search.")
 @click.option("--fail-on-certificate", is_flag=True,
-              help=f"Exit with status {EXIT_CERTIFICATE} when the report has a verified certificate (an input the "
-                   "model must fail on), for CI gating; the report is printed as usual.")
+              help=f"Exit with status {EXIT_CERTIFICATE} when the verdict is must_fail: the bits used are below a "
+                   "bound that applies, so the bound forces the model to fail somewhere (not when the model is "
+                   "merely wrong within budget: see --fail-on-error). For CI gating; the report is printed as usual.")
+@click.option("--fail-on-error", is_flag=True,
+              help=f"Exit with status {EXIT_CERTIFICATE} when the verdict is must_fail or wrong_not_forced: the "
+                   "bound forces a failure, or the model is wrong on a tested input (or a verified certificate) "
+                   "whatever its bits.")
 @html_option
 @plugin_option
 @json_option
 def run_command(reduction, model_spec, n, instances, seed, audit, show_transcript, no_certificate, fail_on_certificate,
-                html_path, plugins, as_json):
+                fail_on_error, html_path, plugins, as_json):
     """Run REDUCTION with a model: bits used against the lower bound, correctness, exactness,
     and (below the bound) the input on which the model must fail.
 
     \b
+    The verdict is one of: must_fail (bits below a bound that applies: the bound forces a failure),
+    wrong_not_forced (wrong on a tested input, but within budget or with no bound), correct (correct on
+    everything tested, within budget), bound_does_not_apply (correct on everything tested, no bound).
+
+    \b
     Exit status: 0 the run completed; 2 bad input; 1 an internal error;
-    3 with --fail-on-certificate, a verified certificate was found (the model must fail).
+    3 with --fail-on-certificate when the verdict is must_fail,
+      with --fail-on-error when it is must_fail or wrong_not_forced.
 
     \b
     Examples:
@@ -199,5 +146,6 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
         write_html(html_path, run_page(report, command_line()))
         if not as_json:
             console.print(f"report written to {html_path}")
-    if fail_on_certificate and report.certificate is not None and report.certificate.verified:
+    outcome = report.outcome
+    if (fail_on_certificate and outcome == MUST_FAIL) or (fail_on_error and outcome in WRONG_OUTCOMES):
         sys.exit(EXIT_CERTIFICATE)   # not click's Exit: the entry point runs click without standalone mode

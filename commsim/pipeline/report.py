@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from commsim.certify.types import Certificate
 from commsim.core.channel import Transcript
 from commsim.core.jsonable import to_json
+from commsim.pipeline.verdict import Verdict, judge
 from commsim.theory.bounds import LowerBound
 
 
@@ -79,21 +80,22 @@ class Report:
             [self.measured_error["low"], self.measured_error["high"]],
             "error_bound": None if self.measured_error is None or not self.measured_error["applies"] else
             self.measured_error["bound"],
+            "verdict": self.judgement.to_dict(),
         }
 
+    @property
+    def judgement(self) -> Verdict:
+        """The run's one verdict (:func:`commsim.pipeline.verdict.judge`): outcome and sentence."""
+        return judge(self)
+
+    @property
+    def outcome(self) -> str:
+        """The verdict's outcome: ``must_fail``, ``wrong_not_forced``, ``correct`` or ``bound_does_not_apply``."""
+        return self.judgement.outcome
+
     def verdict(self) -> str:
-        """One line: the bits against the bound and what follows for the model."""
-        lb = self.lower_bound
-        if self.budget_ok is None:
-            head = f"{self.bits_used} bits; no bound applies ({lb.reason})"
-        else:
-            relation = ">=" if self.budget_ok else "<"
-            head = f"{self.bits_used} bits {relation} the bound {lb.bits} ({lb.source})"
-        if self.certificate is not None and self.certificate.verified:
-            return f"{head}: the model must fail, and a verified input shows where"
-        if self.budget_ok is False:
-            return f"{head}: the model must fail somewhere (no input found by the search)"
-        return f"{head}: not ruled out"
+        """One line: the bits against the bound and what follows for the model (the verdict's sentence)."""
+        return self.judgement.text
 
     def to_row(self) -> dict:
         """The key figures as one flat row of scalars (``pandas.DataFrame([r.to_row() for r in reports])``)."""
@@ -106,7 +108,8 @@ class Report:
             "bits_formula": self.bits_formula, "lower_bound_bits": lb.bits, "bound_applies": lb.applies,
             "bound_kind": lb.kind, "budget_ok": self.budget_ok, "model_accuracy": self.model_accuracy,
             "model_correct": self.model_correct, "protocol_matches_model": self.protocol_matches_model,
-            "certificate": cert is not None and cert.verified, "audited": self.audited,
+            "certificate": cert is not None and cert.verified,
+            "certificate_kind": None if cert is None else cert.kind, "verdict": self.outcome, "audited": self.audited,
             "torch_agreement": None if self.torch_agreement is None else self.torch_agreement.get("ok"),
             "measured_error": None if self.measured_error is None else self.measured_error.get("rate"),
         }
@@ -119,8 +122,10 @@ class Report:
         certificate = ""
         if self.certificate is not None:
             certificate = f"<p><b>Certificate</b>: {html.escape(self.certificate.explanation)}</p>"
+        verdict = self.judgement
         return (f"<div class='commsim-report'><p><b>commsim run {html.escape(self.reduction)}</b> on "
-                f"<code>{html.escape(self.model)}</code>, n = {self.n}: {html.escape(self.verdict())}</p>"
+                f"<code>{html.escape(self.model)}</code>, n = {self.n}: <span class='verdict' "
+                f"data-outcome='{html.escape(verdict.outcome)}'>{html.escape(verdict.text)}</span></p>"
                 f"<table>{rows}</table>{certificate}</div>")
 
     def to_json(self, indent: int | None = 2) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from commsim.certify.view import FAILING_LABELS
 from commsim.render.svg import ALICE, BAD, BOB, GREY, HIGHLIGHT, pyplot
 
 #: the most messages one sequence diagram draws, and the most bits of one message it prints
@@ -124,6 +125,16 @@ def shared_message(view, details: dict | None) -> str:
     return ""
 
 
+def _text_units(text: str, size: float = 9, bold: bool = False) -> float:
+    """The drawn width of ``text`` in the certificate figure's x units (0.45 inch)."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextPath
+    if not text:
+        return 0.0
+    prop = FontProperties(family="DejaVu Sans", weight="bold" if bold else "normal")
+    return TextPath((0, 0), text, size=size, prop=prop).get_extents().width / 72 / 0.45
+
+
 def certificate_figure(view, details: dict | None = None):
     """The certificate: each row's Alice input and Bob input side by side (1-based positions on top), the
     decisive positions highlighted, the crossed (failing) row outlined, the shared message below."""
@@ -137,8 +148,13 @@ def certificate_figure(view, details: dict | None = None):
         return [0.42 if len(s) <= 2 else 0.16 * len(s) + 0.3 for s in syms]
     span_a = max([sum(widths(a[0])) for a, _ in cells] + [2.6])       # at least the "Alice holds" header
     span_b = max([sum(widths(b[0])) for _, b in cells] + [2.4])
-    label_w = 0.4 + 0.16 * max([len(r.label) for r in rows] + [6])
-    gap, tail = 0.8, 3.0
+    # the row labels' drawn width (bold 9 pt), so the failing row's outline starts right of its label
+    label_w = 0.05 + max([_text_units(r.label, bold=True) for r in rows] + [1.0]) + 0.35
+    own = bool(getattr(view, "task", ""))    # the model's own output on its task: a column of its own
+    head = f"answer / model ({view.source})" if own else "answer / model"
+    own_head = f"model's {view.task}" if own else ""
+    gap = 0.8
+    tail = max(3.0, _text_units(head, size=9) + 0.4) + (_text_units(own_head, size=9) + 0.4 if own else 0)
     fig_w = (label_w + span_a + gap + span_b + tail) * 0.45    # one unit = 0.45 inch: fonts keep their size
     fig, ax = plt.subplots(figsize=(fig_w, 1.2 + 0.55 * len(rows) + 0.5))
     fig.subplots_adjust(left=0, right=1, bottom=0, top=0.88)          # one x unit = 0.45 inch exactly
@@ -148,7 +164,10 @@ def certificate_figure(view, details: dict | None = None):
     top = len(rows)
     ax.text(x_a, top + 0.75, "Alice holds", color=ALICE, fontweight="bold", fontsize=10)
     ax.text(x_b, top + 0.75, "Bob holds", color=BOB, fontweight="bold", fontsize=10)
-    ax.text(x_t, top + 0.75, "answer / model", fontsize=9, color=GREY)
+    ax.text(x_t, top + 0.75, head, fontsize=9, color=GREY)
+    x_own = x_t + max(3.0, _text_units(head, size=9) + 0.4)
+    if own:
+        ax.text(x_own, top + 0.75, own_head, fontsize=9, color=GREY)
     for x0, side in ((x_a, 0), (x_b, 1)):
         longest = max((c[side][0] for c in cells), key=len, default=[])
         if longest and all(len(s) <= 2 for s in longest):
@@ -156,7 +175,7 @@ def certificate_figure(view, details: dict | None = None):
                 ax.text(x0 + (i + 0.5) * 0.42, top + 0.2, str(i + 1), ha="center", fontsize=6, color=GREY)
     for k, (row, ((a_syms, a_marks), (b_syms, b_marks))) in enumerate(zip(rows, cells)):
         y = top - k - 0.5
-        failing = row.label in ("crossing", "fails on", "wrong on")
+        failing = row.label in FAILING_LABELS
         ax.text(0.05, y, row.label, va="center", fontsize=9, fontweight="bold" if failing else "normal",
                 color=BAD if failing else "#222")
         for x0, syms, marks, colour in ((x_a, a_syms, a_marks, ALICE), (x_b, b_syms, b_marks, BOB)):
@@ -172,6 +191,8 @@ def certificate_figure(view, details: dict | None = None):
         answer = "" if row.answer is None else str(row.answer)
         model = "" if row.model is None else str(row.model)
         ax.text(x_t, y, f"{answer}{' / ' if answer and model else ''}{model}", va="center", fontsize=9)
+        if own and row.task_model is not None:
+            ax.text(x_own, y, f"{view.task} = {row.task_model}", va="center", fontsize=9)
     foot = [shared_message(view, details)]
     if view.alice_marks or view.bob_marks:
         foot.append("highlighted: the decisive positions")

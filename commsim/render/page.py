@@ -1,12 +1,18 @@
 """One self-contained HTML page: Markdown (markdown-it-py) with LaTeX math turned into MathML
 (latex2mathml), figures as inline SVG, a stylesheet with light and dark themes, a phone layout and a
 print layout.  Nothing is fetched at view time: no script, no font, no CDN.
+
+User-controlled text (a model's spec, a file name, a plugin's names) never goes through Markdown or
+latex2mathml: a page's Markdown carries it as :func:`text_token` / :func:`code_token` placeholders, replaced by
+the escaped text after rendering; and every finished page is passed through
+:func:`commsim.render.sanitize.sanitize` (an allow-list of elements and attributes).
 """
 from __future__ import annotations
 
 import html
 import re
 
+from commsim.render.sanitize import sanitize
 from commsim.render.svg import Figure
 
 #: a display block ($$ ... $$) and inline math ($...$, no newline, not touching a space inside)
@@ -14,6 +20,24 @@ _DISPLAY = re.compile(r"\$\$\s*(.+?)\s*\$\$", re.S)
 _INLINE = re.compile(r"(?<![\\$])\$(?![\s$])([^$\n]{1,400}?)(?<![\s\\])\$(?!\$)")
 _TOKEN = "MATHTOKEN{:05d}Z"
 _FIGURE_TOKEN = "FIGURETOKEN{}Z"
+#: verbatim text (and code) carried through Markdown and math as hex: letters and digits only
+_USER = re.compile(r"USER(TEXT|CODE)([0-9a-f]*)Z")
+
+
+def text_token(text) -> str:
+    """``text`` as a placeholder that Markdown and the math pass leave alone; the page shows it escaped,
+    verbatim (no emphasis, no math, no HTML)."""
+    return "USERTEXT" + str(text).encode("utf-8").hex() + "Z"
+
+
+def code_token(text) -> str:
+    """As :func:`text_token`, shown as ``<code>``."""
+    return "USERCODE" + str(text).encode("utf-8").hex() + "Z"
+
+
+def _user_html(m: re.Match) -> str:
+    text = html.escape(bytes.fromhex(m.group(2)).decode("utf-8"))
+    return f"<code>{text}</code>" if m.group(1) == "CODE" else text
 
 
 def latex_to_mathml(latex: str, display: bool) -> str:
@@ -44,7 +68,7 @@ def markdown_to_html(text: str, figures: dict[str, Figure] | None = None) -> str
     for ident, fig in (figures or {}).items():
         rendered = rendered.replace(f"<p>{figure_token(ident)}</p>", figure_html(fig))
     rendered = re.sub(r"<table>", '<div class="scroll"><table>', rendered).replace("</table>", "</table></div>")
-    return rendered
+    return _USER.sub(_user_html, rendered)          # last: the user's text is never read as Markdown or math
 
 
 def figure_token(ident: str) -> str:
@@ -133,4 +157,5 @@ def page(title: str, markdown: str, figures: list[Figure], command: str) -> str:
         cut = body.find("</h1>") + len("</h1>") if "</h1>" in body else 0
     body = body[:cut] + nav + body[cut:]
     env = Environment(autoescape=True)
-    return env.from_string(TEMPLATE).render(title=title, style=Markup(STYLE), body=Markup(body), command=command)
+    return sanitize(env.from_string(TEMPLATE).render(title=title, style=Markup(STYLE), body=Markup(body),
+                                                     command=command))

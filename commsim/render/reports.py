@@ -6,13 +6,13 @@ figures drawn from the report's objects, rendered by :func:`commsim.render.page.
 """
 from __future__ import annotations
 
-from commsim.render.page import figure_token, page
+from commsim.render.page import code_token, figure_token, page, text_token
 from commsim.render.svg import Figure, to_svg
 
 
 def _md(text) -> str:
-    """Text safe in a Markdown table cell or paragraph."""
-    return str(text).replace("|", "\\|").replace("\n", " ").replace("$", "\\$").replace("*", "\\*").replace("_", "\\_")
+    """Text in a Markdown table cell or paragraph, shown verbatim: never read as Markdown, math or HTML."""
+    return text_token(" ".join(str(text).split("\n")))
 
 
 def _table(rows: list[tuple[str, object]]) -> list[str]:
@@ -31,31 +31,30 @@ def _relation(used: int, bound: int) -> str:
     return r"\ge" if used >= bound else "<"
 
 
+def summary_table(rows) -> list[str]:
+    """The run summary's rows (:func:`commsim.render.summary.run_summary`) as a Markdown table: the label in
+    bold, the row's lead (what the terminal colours) in bold too."""
+    def cell(row) -> str:
+        return f"**{_md(row.lead)}**{_md(row.rest) if row.rest else ''}" if row.lead else _md(row.text)
+    return ["| item | value |", "|---|---|"] + [f"| **{_md(r.label)}** | {cell(r)} |" for r in rows] + [""]
+
+
 def run_page(report, command: str) -> str:
-    """``commsim run --html``: the summary, the bits against the bound, the costliest transcript as a sequence
-    diagram, and the certificate."""
+    """``commsim run --html``: the summary (the same rows as the terminal), the bits against the bound, the
+    costliest transcript as a sequence diagram, and the certificate."""
     from commsim.certify.view import certificate_view
     from commsim.render.exchange import certificate_figure, sequence_figure
+    from commsim.render.summary import run_summary
     d = report.to_dict()
     figures: list[Figure] = []
     title = f"commsim run {d['reduction']}"
-    md = [f"# {title}", "", f"{_md(d['problem'])} → {_md(d['task'])}, n = {d['n']}, sequence length {d['seq_len']}; "
-          f"model `{d['model']}`.", ""]
+    md = [f"# {_md(title)}", "", f"{_md(d['problem'])} → {_md(d['task'])}, n = {d['n']}, sequence length "
+          f"{d['seq_len']}; model {code_token(d['model'])}.", ""]
     md += ["## Summary", ""]
-    md += _table([("protocol", f"{d['protocol']} ({d['bits_formula_text']})"),
-                  ("instances", f"{d['instances_run']:,} ({d['instances']}); {d['runner_checked']} re-run through "
-                                f"the runner"),
-                  ("bits used", f"{d['bits_used']} (Alice→Bob {d['bits_by_direction']['alice_to_bob']}, "
-                                f"Bob→Alice {d['bits_by_direction']['bob_to_alice']}, rounds {d['rounds']})"),
-                  ("lower bound", f"{d['lower_bound_bits']} bits — {d['bound_note']}" if d["bound_applies"]
-                   else f"does not apply: {d['bound_note']}"),
-                  ("model accuracy", f"{d['model_accuracy']:.4f}" + ("" if d["model_correct"] else " (wrong somewhere)")),
-                  ("protocol = model", "yes, bit for bit" if d["protocol_matches_model"] else
-                   "NO: the protocol's output differs from the direct forward")])
+    md += summary_table(run_summary(report))
     if d["bound_applies"] and d["lower_bound_bits"] is not None:
-        verdict = "within budget" if d["budget_ok"] else "below the lower bound: the model must fail"
-        md += ["$$", rf"\text{{bits used}} = {d['bits_used']} \;{_relation(d['bits_used'], d['lower_bound_bits'])}\; "
-               rf"{d['lower_bound_bits']} = \text{{lower bound}}", "$$", "", f"Verdict: **{verdict}**.", ""]
+        md += ["$$", rf"\text{{bits used}} = {int(d['bits_used'])} \;{_relation(d['bits_used'], d['lower_bound_bits'])}"
+               rf"\; {int(d['lower_bound_bits'])} = \text{{lower bound}}", "$$", ""]
     md += ["## The exchange", ""]
     if report.transcript is not None:
         t = report.transcript
@@ -69,10 +68,12 @@ def run_page(report, command: str) -> str:
     if d["certificate"]:
         view = certificate_view(d["certificate"], d["problem"])
         md += [_md(view.explanation), ""]
+        if view.task_output:
+            md += [_md(view.task_output), ""]
         md += _place(figures, certificate_figure(view, d["certificate"].get("details")), "fig-certificate",
-                     f"Certificate ({view.kind})", view.caption or "the input the model must fail on")
+                     f"Certificate ({view.kind})", view.caption or view.explanation)
         if view.model_input:
-            md += [f"Model input: `{view.model_input}`", ""]
+            md += [f"Model input: {code_token(view.model_input)}", ""]
     else:
         md += [_md(d["certificate_search"] or "no certificate: the certificate search was not run"), ""]
     return page(title, "\n".join(md), figures, command)
@@ -84,12 +85,13 @@ def budget_page(report, command: str) -> str:
     d = report.to_dict()
     figures: list[Figure] = []
     title = f"commsim budget: {d['task']}, {d['arch']}"
-    md = [f"# {title}", ""]
-    md += _table([("N", f"{d['n']} ({d['n_meaning']})"),
+    md = [f"# {_md(title)}", ""]
+    md += _table([("N", f"{d['n']} tokens; run --n {d['run_n']} ({d['n_meaning']})"),
                   ("protocol bits", f"{d['protocol_bits']}: {d['protocol_text']}"),
                   ("the paper's count", f"{d['bits_formula']} ({d['bits_formula_text']})"),
                   ("lower bound", f"{d['lower_bound_bits']} bits — {d['bound_note']}"),
                   ("max N", d["max_n"] if d["max_n"] is not None else "not ruled out in the range searched"),
+                  ("paper's max N", f"{d['paper_max_n']}; {d['paper_note']}"),
                   ("verdict", d["verdict"])])
     if d["protocol_bits"] is not None and d["lower_bound_bits"] is not None:
         md += ["$$", rf"\text{{protocol bits}} = {d['protocol_bits']} \;{_relation(d['protocol_bits'], d['lower_bound_bits'])}"
@@ -134,7 +136,7 @@ def matrix_page(report, command: str) -> str:
     figures: list[Figure] = []
     title = f"commsim matrix {d['problem']} (n = {d['n']})"
     fs = d["fooling_search"]
-    md = [f"# {title}", ""]
+    md = [f"# {_md(title)}", ""]
     md += _table([("shape", f"{d['rows']} x {d['cols']}, {d['ones']} ones"),
                   ("rank (reals / GF(2))", f"{d['rank_real']} / {d['rank_gf2']}"),
                   ("log-rank bound", f"{d['log_rank_bits']} bits (reals), {d['gf2_rank_bits']} bits (GF(2))"),
@@ -155,7 +157,7 @@ def tree_page(tree, command: str) -> str:
     d = tree.to_dict()
     figures: list[Figure] = []
     title = f"commsim tree: {d['protocol']} for {d['problem']} (n = {d['n']})"
-    md = [f"# {title}", ""]
+    md = [f"# {_md(title)}", ""]
     md += _table([("input pairs run", d["pairs_run"]), ("nodes", d["nodes"]),
                   ("depth (worst-case bits)", d["depth"]), ("rounds", d["rounds"]),
                   ("leaves are rectangles", d["all_rectangles"]), ("answer leaves monochromatic", d["all_monochromatic"]),
@@ -172,7 +174,7 @@ def automaton_page(report, language: str, n: int, command: str) -> str:
     d = report.to_dict()
     figures: list[Figure] = []
     title = f"commsim automaton {language} (N = {n})"
-    md = [f"# {title}", ""]
+    md = [f"# {_md(title)}", ""]
     md += _table([("states", f"{d['states']} ({d['live_states']} live)"),
                   ("minimized from", f"{d['input_states']} states — {d['method']}"),
                   ("lower bound", f"m·p ≥ {d['lower_bound_bits']} bits — {report.lower_bound.statement}")])
@@ -187,7 +189,7 @@ def fooling_page(fs, data: dict, command: str) -> str:
     from commsim.render.plots import MATRIX_MAX_SIDE, matrix_figure
     figures: list[Figure] = []
     title = f"commsim fooling {data['problem']} (n = {data['n']})"
-    md = [f"# {title}", ""]
+    md = [f"# {_md(title)}", ""]
     md += _table([("construction", fs.construction), ("size", data["size"]),
                   ("lower bound", f"{data['lower_bound_bits']} bits — {fs.lower_bound.statement}"),
                   ("verified", "not asked (use --verify)" if data["verified"] is None else data["verified"])])

@@ -28,12 +28,13 @@ class Figure:
 
 
 def pyplot():
-    """matplotlib.pyplot on the non-interactive Agg backend, SVG text as <text> elements."""
+    """matplotlib.pyplot on the non-interactive Agg backend, SVG text as <text> elements, no mathtext."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     matplotlib.rcParams["svg.fonttype"] = "none"
     matplotlib.rcParams["font.family"] = "DejaVu Sans"
+    matplotlib.rcParams["text.parse_math"] = False    # a "$" in a label (a model's spec) is text, never mathtext
     return plt
 
 
