@@ -1,7 +1,10 @@
 """Model specs ``KIND[:key=value,...]``: parsing and typed access to the keys, precision keys in one place."""
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from commsim.core.errors import InputError
 
@@ -11,6 +14,30 @@ from commsim.core.precision import FLOAT_DTYPES, FixedPoint, FloatFormat, Number
 
 #: the keys that choose a number format: ``precision=P[,frac=F]`` (fixed point) or ``dtype=NAME``
 FORMAT_KEYS = ("precision", "frac", "dtype")
+
+
+# ---- files a spec names -------------------------------------------------------
+def regular_file(path, what: str, *, directory: bool = False, prefix: str = "", param: str = "model") -> Path:
+    """``path`` (``~`` expanded) once it is checked to be a regular file -- or, with ``directory``, a
+    directory -- before anything opens it: a pipe, a socket or a device (``/dev/zero``, a FIFO) would block
+    or read without end.  The one check every loader of a file named in a spec makes.  The error reads
+    ``{prefix}cannot read {what}'PATH': it is a pipe (FIFO), not a regular file``; ``what`` names the spec
+    key or the kind of file (``"weights="``, ``"the torch model file "``)."""
+    p = Path(os.fspath(path)).expanduser()
+    where = f"{prefix}cannot read {what}{str(path)!r}: it"
+    try:
+        mode = p.stat().st_mode                   # follows symlinks: a link to a regular file is one
+    except FileNotFoundError:
+        raise InputError(f"{where} does not exist", param) from None
+    except OSError as exc:
+        raise InputError(f"{where} cannot be opened ({exc.strerror or type(exc).__name__})", param) from None
+    if stat.S_ISREG(mode) or (directory and stat.S_ISDIR(mode)):
+        return p
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{where} is a directory, not a file", param)
+    kind = ("a pipe (FIFO)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+    raise InputError(f"{where} is {kind}, not a regular file{' or a directory' if directory else ''}", param)
 
 
 # ---- model specs -------------------------------------------------------------
@@ -120,6 +147,14 @@ class ModelSpec:
         if choices is not None and raw not in choices:
             raise self._bad(key, raw, "one of " + ", ".join(choices))
         return raw
+
+    def file(self, key: str, *, directory: bool = False) -> Path | None:
+        """The file named by ``key`` (a regular file, or a directory when ``directory``; :func:`regular_file`),
+        None when absent."""
+        raw = self._raw(key)
+        if raw is None:
+            return None
+        return regular_file(raw, f"{key}=", directory=directory, prefix=f"model spec {self.text!r}: ")
 
     def format_given(self) -> bool:
         """Does the spec choose a number format (any of :data:`FORMAT_KEYS`)?  A model whose format

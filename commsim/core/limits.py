@@ -22,7 +22,7 @@ import operator
 from commsim.core.errors import InputError
 
 __all__ = ["MAX_EXHAUSTIVE_BITS", "MAX_STREAMED_INSTANCES", "MAX_LOCAL_STREAMED_INSTANCES", "MEMORY_BUDGET_BYTES",
-           "MAX_INSTANCES", "MAX_SEED", "MAX_SEQUENCE_LENGTH",
+           "MAX_INSTANCES", "MAX_SEED", "MAX_SEQUENCE_LENGTH", "MAX_HEADS",
            "check_size", "check_memory", "check_seed", "check_pow2", "show_size", "show_bytes"]
 
 #: the largest number of free input bits an exhaustive enumeration will materialize
@@ -43,6 +43,10 @@ MAX_INSTANCES = 1_000_000
 
 #: the longest token sequence a model is run on (the token arrays alone are then a few MB per instance)
 MAX_SEQUENCE_LENGTH = 1 << 12
+
+#: the most attention heads ``budget`` plans for: the exchange's message plan holds every head's messages and is
+#: rebuilt at each length the max-N search judges (8,192 heads: about 12 s and 140 MB; 10^9 would need terabytes)
+MAX_HEADS = 1 << 13
 
 #: seeds are numpy seeds: non-negative, below 2^63
 MAX_SEED = (1 << 63) - 1

@@ -16,6 +16,7 @@ import numpy as np
 
 from commsim.core.errors import NotApplicable
 from commsim.core.limits import MAX_INSTANCES, check_seed, check_size
+from commsim.pipeline.arguments import reduction_argument
 from commsim.pipeline.interfaces import Encoded, Reduction
 from commsim.pipeline.stages import check_run_size
 from commsim.plugins import load_plugins
@@ -25,6 +26,8 @@ __all__ = ["sample", "sample_encoded", "labels_for", "vocabulary"]
 
 
 def _reduction(reduction: str | Reduction) -> Reduction:
+    """The reduction object of an id or a Reduction (anything else: an InputError naming ``reduction``)."""
+    reduction = reduction_argument(reduction)
     if isinstance(reduction, str):
         return load_plugins().get("reduction", reduction, param="reduction")
     return reduction

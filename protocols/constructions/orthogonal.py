@@ -25,17 +25,34 @@ from functools import lru_cache
 
 import numpy as np
 
+from commsim.core.errors import InputError
+
 __all__ = ["NearlyOrthogonal", "theorem_k", "pair_violation_probability", "lll_k", "start_k", "search",
-           "find", "smallest_k", "gram_violations", "max_abs_inner", "DEFAULT_GAMMA"]
+           "find", "smallest_k", "gram_violations", "max_abs_inner", "DEFAULT_GAMMA", "MAX_K"]
 
 DEFAULT_GAMMA = 0.25
 _TILE_ROWS = 2048
 _TILE_COLS = 8192
 
 
+#: the widest set built: Lemma 2's k at gamma = 0.1 and the longest sequence (N = 4096) is 7,210
+MAX_K = 1 << 13
+
+
 def theorem_k(n: int, gamma: float = DEFAULT_GAMMA) -> int:
-    """Lemma 2's dimension: k = 8 ln(2N) / gamma^2 (rounded up)."""
-    return math.ceil(8 * math.log(2 * n) / gamma ** 2)
+    """Lemma 2's dimension: k = 8 ln(2N) / gamma^2 (rounded up).  An :class:`InputError` naming gamma when
+    gamma is not in (0, 1) or so small that k passes :data:`MAX_K` (every search starts below this k, so a
+    gamma refused here is refused before any work; gamma = 1e-300 would divide by gamma^2 = 0)."""
+    if not isinstance(gamma, (int, float)) or not 0 < gamma < 1:
+        raise InputError(f"gamma must be in (0, 1) (Lemma 2), got {gamma!r}", "gamma")
+    numerator = 8 * math.log(2 * n)
+    if numerator > MAX_K * gamma * gamma:       # k > MAX_K, judged without dividing by an underflowed gamma^2
+        smallest = math.sqrt(numerator / MAX_K)
+        k_text = f"{numerator / gamma / gamma:.3g}" if gamma > 1e-150 else "more than 10^300"
+        raise InputError(f"gamma = {gamma:g} is too small for N = {n}: Lemma 2's width k = 8 ln(2N)/gamma^2 would "
+                         f"be {k_text}; the widest set built has k = {MAX_K}, so gamma must be at least "
+                         f"{math.ceil(smallest * 1000) / 1000:g}", "gamma")
+    return math.ceil(numerator / gamma ** 2)
 
 
 def _threshold(k: int, gamma: float) -> int:

@@ -17,7 +17,6 @@ the source problem's size), ``accept=T/...`` or ``reject=T/...`` and ``rule=all|
 """
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -135,7 +134,7 @@ def _make(spec, target: str, vocab_size: int | None, seq_len: int | None, n: int
             accepted = [t for t in range(vocab) if t not in rejected]
         rule = spec.str("rule", "all", PROBE_RULES)
         return probe_layer(seq_len, vocab, at, accepted, rule, fmt, spec=spec.text)
-    weights = spec.str("weights")
+    weights = spec.file("weights")
     heads = spec.int("heads", minimum=1)
     width = spec.int("width", minimum=1)
     dim = spec.int("dim", minimum=1)
@@ -146,7 +145,7 @@ def _make(spec, target: str, vocab_size: int | None, seq_len: int | None, n: int
         for key in ("seed", "residual"):
             if spec.has(key):
                 raise InputError(f"model spec {spec.text!r}: {key}= does not apply to loaded weights", "model")
-        model = AttentionLayer.load(Path(weights).expanduser(), spec.format_if_given(), spec=spec.text)
+        model = AttentionLayer.load(weights, spec.format_if_given(), spec=spec.text)
         for key, value, have in (("heads", heads, model.heads), ("width", width, model.width),
                                  ("dim", dim, model.dim), ("classes", classes, model.classes),
                                  ("vocab", vocab, model.vocab_size), ("positions", positions, model.max_positions)):

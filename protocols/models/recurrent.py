@@ -27,13 +27,14 @@ from __future__ import annotations
 import math
 import zipfile
 import zlib
-from pathlib import Path
 
 import numpy as np
 
 from commsim.core.arithmetic import Dense, Quantizer, label_dtype, sigmoid
-from commsim.core.errors import InternalError, ModelError
+from commsim.core.errors import InputError, InternalError, ModelError
+from commsim.core.limits import check_memory, show_bytes
 from commsim.core.precision import FixedPoint, FormatError, NumberFormat, parse_format
+from commsim.spec import regular_file
 
 #: rows per chunk of a batched forward (bounds the temporaries)
 _CHUNK_VALUES = 1 << 20
@@ -386,21 +387,62 @@ def random_model(kind: str, width: int = 8, fmt: NumberFormat | str = "16", voca
     return cls.random(fmt, width, vocab, classes, seed, spec, **extra)
 
 
+def _npz_sizes(path, where: str) -> int:
+    """The bytes the arrays of the ``.npz`` archive ``path`` take once loaded, read from each member's
+    ``.npy`` header (numpy.lib.format) before any array is allocated; an error when a header claims more
+    data than its member holds (a 10^5 x 10^5 shape over 8 bytes would allocate 74.5 GiB).  The member
+    sizes are the archive's own (zipfile refuses to decompress past them), so the sum is what loading takes."""
+    total = 0
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            with archive.open(info) as member:
+                if member.read(len(np.lib.format.MAGIC_PREFIX)) != np.lib.format.MAGIC_PREFIX:
+                    total += info.file_size              # numpy returns a member that is not .npy as its bytes
+                    continue
+                member.seek(0)
+                version = np.lib.format.read_magic(member)
+                read_header = {(1, 0): np.lib.format.read_array_header_1_0,
+                               (2, 0): np.lib.format.read_array_header_2_0}.get(version)
+                if read_header is None:               # numpy's 3.0 header: same fields, utf-8 names
+                    read_header = getattr(np.lib.format, "_read_array_header")
+                    shape, _, dtype = read_header(member, version)
+                else:
+                    shape, _, dtype = read_header(member)
+                count = math.prod(shape)
+                claimed, held = count * dtype.itemsize, info.file_size - member.tell()
+                if dtype.hasobject:                   # refused on loading (allow_pickle=False): no size to judge
+                    continue
+                if claimed != held:
+                    raise ModelError(f"{where}: array {info.filename!r} claims shape {tuple(shape)} of {dtype} "
+                                     f"({show_bytes(claimed)}) but holds {show_bytes(max(held, 0))}", "model")
+                total += claimed
+    return total
+
+
 def read_npz(path, what: str = "weights file") -> dict[str, np.ndarray]:
     """The arrays of the ``.npz`` file ``path`` (shared by every ``.npz`` weights loader); an error naming
-    the file and what is wrong when it is missing, a directory, empty, truncated or not an .npz archive."""
-    name, data = str(path), None
+    the file and what is wrong when it is missing, not a regular file, empty, truncated, not an .npz
+    archive, or when its arrays' headers claim more than the file holds or than the memory budget allows
+    (judged from the headers, before anything is allocated)."""
+    name = str(path)
+    path = regular_file(path, f"{what} ")
+    where = f"cannot read {what} {name!r}"
     try:
-        data = None if Path(path).is_dir() else np.load(path, allow_pickle=False)
-        if isinstance(data, np.lib.npyio.NpzFile):
-            with data:
-                return {k: np.array(data[k]) for k in data.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
-        reason = {FileNotFoundError: "it does not exist", EOFError: "it is empty"}.get(type(exc)) or \
+        if path.stat().st_size == 0:
+            raise EOFError
+        if not zipfile.is_zipfile(path):
+            raise ModelError(f"{where}: it is not an .npz archive of named arrays (a single array or another "
+                             f"format)", "model")
+        total = _npz_sizes(path, f"{what} {name!r}")
+        check_memory(2 * total, "model", f"loading the arrays of {what} {name!r}")   # read, then copied
+        with np.load(path, allow_pickle=False) as data:
+            return {k: np.array(data[k]) for k in data.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        reason = {EOFError: "it is empty"}.get(type(exc)) or \
             f"truncated or not an .npz file ({type(exc).__name__}: {exc})"
-        raise ModelError(f"cannot read {what} {name!r}: {reason}", "model") from None
-    raise ModelError(f"cannot read {what} {name!r}: it is {'a directory' if data is None else 'a single array'}, "
-                     "not an .npz archive of named arrays", "model")
+        raise ModelError(f"{where}: {reason}", "model") from None
 
 
 def numeric_array(arrays: dict, key: str, ndim: int, path, what: str = "weights file") -> np.ndarray:
@@ -416,8 +458,6 @@ def numeric_array(arrays: dict, key: str, ndim: int, path, what: str = "weights 
 
 def load_model(path: str, fmt: NumberFormat | None = None, spec: str = "") -> _Trainable:
     """Load weights saved by ``model.save``; ``fmt`` overrides the stored format (weights are re-rounded)."""
-    if not Path(path).exists():
-        raise ModelError(f"weights file {path!r} does not exist", "model")
     arrays = read_npz(path)
     meta = {k[5:]: str(v) for k, v in arrays.items() if k.startswith("meta_")}
     kind = meta.get("kind")

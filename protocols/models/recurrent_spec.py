@@ -34,11 +34,14 @@ def _trainable_factory(kind: str):
 
     def factory(spec, vocab_size=None, **context):
         """Build the model from its spec (random weights, or a weights file re-rounded when a format is given)."""
-        weights = spec.str("weights")
+        weights = spec.file("weights")
         fmt = spec.format_if_given()
         activation = spec.str("activation", None, choices=("tanh", "relu")) if kind == "elman" else None
         if weights is not None:
-            model = load_model(weights, fmt, spec.text)
+            model = load_model(str(weights), fmt, spec.text)
+            if model.kind != kind:               # an elman file under lstm: would run an Elman labelled lstm
+                raise ModelError(f"model spec {spec.text!r}: weights= holds {model.kind} weights, not {kind} "
+                                 f"(write {model.kind}:weights=...)", "model")
             for key, have in (("width", model.width), ("vocab", model.vocab_size), ("classes", model.num_classes)):
                 want = spec.int(key)
                 if want is not None and want != have:

@@ -130,7 +130,8 @@ def test_a_missing_weights_file_names_the_model_flag(capsys, tmp_path):
     missing = tmp_path / "nope.npz"
     code, out, err = run_main(capsys, "run", "index-idxl", "--model", f"elman:weights={missing}", "--n", "4",
                               "--json")
-    assert code == 2 and json.loads(out)["error"] == f"--model: weights file {str(missing)!r} does not exist"
+    assert code == 2 and json.loads(out)["error"] == (f"--model: model spec 'elman:weights={missing}': cannot read "
+                                                      f"weights={str(missing)!r}: it does not exist")
 
 
 _ROOT = Path(__file__).resolve().parents[2]

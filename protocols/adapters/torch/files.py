@@ -2,8 +2,8 @@
 modules) and saving a dict of parts that loads that way (``--model torch:FILE.pt``)."""
 from __future__ import annotations
 
-from pathlib import Path
-
+from commsim.core.limits import check_memory
+from commsim.spec import regular_file
 from protocols.adapters.torch.layers import AdapterError, require_torch
 
 #: torch.nn classes a ``torch:`` file may contain (loaded with weights_only=True and these allowed)
@@ -18,15 +18,11 @@ def load_torch_file(path: str):
     """``torch.load(path, weights_only=True)`` with the standard torch.nn classes of
     :data:`SAFE_MODULES` allowed; anything else that would unpickle code is refused."""
     import pickle
+    p = regular_file(path, "the model file ", prefix="torch: ")   # not a directory, a pipe or a device
+    # torch.save stores tensors uncompressed: what loading takes is about the file's size
+    check_memory(p.stat().st_size, "model", f"loading the torch file {path!r}")
     torch = require_torch()
     import torch.nn as nn
-    p = Path(path).expanduser()
-    if p.is_dir():
-        raise AdapterError(f"torch: {path!r} is a directory, not a model file written by torch.save")
-    if not p.exists():
-        raise AdapterError(f"torch: model file {path!r} does not exist")
-    if not p.is_file():
-        raise AdapterError(f"torch: {path!r} is not a regular file (a device or a pipe), not a torch.save file")
     safe = [getattr(nn, name) for name in SAFE_MODULES]
     from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
     safe.append(NonDynamicallyQuantizableLinear)

@@ -41,13 +41,14 @@ import importlib
 import importlib.util
 import inspect
 import io
+import json
 import os
 import sys
 from pathlib import Path
 
 from commsim.core.errors import InputError
 from commsim.core.limits import check_memory
-from commsim.spec import FORMAT_KEYS
+from commsim.spec import FORMAT_KEYS, MAX_SPEC_INT, regular_file
 from protocols.adapters.torch.adapt import from_torch
 from protocols.adapters.torch.files import load_torch_file
 from protocols.adapters.torch.layers import AdapterError, require_torch
@@ -91,10 +92,11 @@ def load_factory(target: str):
     cwd = os.getcwd()
     if cwd not in sys.path:
         sys.path.insert(0, cwd)
-    if module_name.endswith(".py") or os.sep in module_name or "/" in module_name:
-        path = Path(module_name).expanduser()
-        if not path.is_file():
-            raise AdapterError(f"python: file {module_name!r} does not exist")
+    if module_name.endswith(".py") or os.sep in module_name or "/" in module_name or os.path.isfile(module_name):
+        path = regular_file(module_name, "the file ", prefix="python: ")
+        if path.suffix != ".py":
+            raise AdapterError(f"python: file {module_name!r} is not a .py file; give path/to/file.py:{func_name} "
+                               f"or a module name")
         name = f"commsim_user_{abs(hash(str(path.resolve())))}"
         module = sys.modules.get(name)
         if module is None:
@@ -103,9 +105,9 @@ def load_factory(target: str):
             sys.modules[name] = module
             try:
                 spec.loader.exec_module(module)
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
                 del sys.modules[name]
-                raise AdapterError(f"python: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from exc
+                raise AdapterError(f"python: importing {module_name!r} failed: it {_raised(exc)}") from exc
     else:
         try:
             module = importlib.import_module(module_name)
@@ -114,8 +116,8 @@ def load_factory(target: str):
                 raise AdapterError(f"python: cannot import module {module_name!r} ({exc}); run from the directory that "
                                    f"holds it, or give a path: python:path/to/file.py:{func_name}") from exc
             raise AdapterError(f"python: importing {module_name!r} failed: {exc}") from exc
-        except Exception as exc:
-            raise AdapterError(f"python: importing {module_name!r} failed: {type(exc).__name__}: {exc}") from exc
+        except (Exception, SystemExit) as exc:
+            raise AdapterError(f"python: importing {module_name!r} failed: it {_raised(exc)}") from exc
     func = getattr(module, func_name, None)
     if func is None or not callable(func):
         raise AdapterError(f"python: module {module_name!r} has no function {func_name!r}")
@@ -140,8 +142,16 @@ def _call_factory(func, label: str, params: dict, context: dict):
         return func(**kwargs)
     except InputError:
         raise
-    except Exception as exc:
-        raise AdapterError(f"python: the factory {label} raised {type(exc).__name__}: {exc}") from exc
+    except (Exception, SystemExit) as exc:
+        raise AdapterError(f"python: the factory {label} {_raised(exc)}") from exc
+
+
+def _raised(exc: BaseException) -> str:
+    """What user code did, for an error line: ``raised ValueError: ...``, or ``called sys.exit(5)`` (a factory
+    or a module must return or raise: exiting would end commsim without its report or its error line)."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r}); user code must return or raise, not exit"
+    return f"raised {type(exc).__name__}: {exc}"
 
 
 @contextlib.contextmanager
@@ -187,21 +197,84 @@ def torch_file_factory(spec, **context):
 
 
 # ---- hf-gpt2 -------------------------------------------------------------------------------------------------
-def _check_gpt2_memory(spec, vocab_size, seq_len) -> None:
-    """Refuse a random GPT-2 whose float32 parameters (embeddings; per layer attention 4 d^2 and MLP
-    2 d x inner) pass the memory budget -- from the spec's sizes alone, before torch is imported."""
-    dim, layers = spec.int("dim", 16, minimum=1), spec.int("layers", 1, minimum=1)
-    inner = spec.int("inner", None, minimum=1) or 4 * dim
-    vocab, positions = spec.int("vocab", vocab_size or 16, minimum=1), spec.int("positions", seq_len or 64, minimum=1)
+#: the largest GPT-2 config.json read (a real one is about 1 KB)
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _check_gpt2_size(dim: int, heads: int, layers: int, inner: int | None, vocab: int, positions: int,
+                     what: str) -> None:
+    """Refuse a GPT-2 whose width is not a multiple of its heads, or whose float32 parameters (embeddings;
+    per layer attention 4 d^2 and MLP 2 d x inner) pass the memory budget -- from its sizes alone, before
+    torch is imported or anything is built."""
+    if dim % heads:
+        raise AdapterError(f"hf-gpt2: {what}: the width {dim} is not a multiple of the {heads} heads")
+    inner = inner or 4 * dim
     check_memory(4 * ((vocab + positions) * dim + layers * (4 * dim * dim + 2 * dim * inner)),
-                 "model", f"the GPT-2 model of {spec.text!r} (dim {dim}, {layers} layer(s), vocab {vocab})")
+                 "model", f"the GPT-2 model of {what} (dim {dim}, {layers} layer(s), vocab {vocab})")
+
+
+def _read_gpt2_config(path, label: str) -> dict:
+    """A GPT-2 ``config.json`` (a regular file of at most :data:`MAX_CONFIG_BYTES`) as a dict, its sizes
+    checked by :func:`_check_gpt2_size` (GPT2Config's defaults for the keys it leaves out); ``label`` names it
+    in errors (``config=c.json``)."""
+    path = regular_file(path, "", prefix=f"hf-gpt2: {label}: ")
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise AdapterError(f"hf-gpt2: {label} has {size} bytes; a GPT-2 config.json has a few thousand (at most "
+                           f"{MAX_CONFIG_BYTES} are read)")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AdapterError(f"hf-gpt2: cannot read {label}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(config, dict):
+        raise AdapterError(f"hf-gpt2: {label} is not a JSON object of GPT-2 settings")
+    sizes = {}
+    for key, default in (("n_embd", 768), ("n_head", 12), ("n_layer", 12), ("n_inner", None),
+                         ("vocab_size", 50257), ("n_positions", 1024)):
+        value = config.get(key, default)
+        if value is None and key == "n_inner":
+            sizes[key] = None
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SPEC_INT:
+            raise AdapterError(f"hf-gpt2: {label}: {key} must be an integer in [1, {MAX_SPEC_INT}], "
+                               f"got {str(value)[:40]!r}")
+        sizes[key] = value
+    _check_gpt2_size(sizes["n_embd"], sizes["n_head"], sizes["n_layer"], sizes["n_inner"], sizes["vocab_size"],
+                     sizes["n_positions"], label)
+    return config
+
+
+def _gpt2_directory(target: str) -> Path:
+    """A ``save_pretrained`` directory whose entries are regular files or directories (a pipe or a device
+    inside would block the loader), its config.json read and its sizes checked."""
+    path = regular_file(target, "the model directory ", directory=True, prefix="hf-gpt2: ")
+    if not path.is_dir():
+        raise AdapterError(f"hf-gpt2: {target!r} is not a directory written by save_pretrained")
+    for entry in path.iterdir():
+        regular_file(entry, "", directory=True, prefix=f"hf-gpt2: in the model directory {target!r}: ")
+    _read_gpt2_config(path / "config.json", f"the config.json of {target!r}")
+    return path
 
 
 def gpt2_factory(spec, vocab_size=None, seq_len=None, **context):
     """A one-layer Hugging Face GPT-2 from a local directory, a local config=FILE.json or random
-    weights (dim, heads, inner, layers, seed, vocab, positions); never downloads."""
-    if not spec.target and not spec.has("config"):
-        _check_gpt2_memory(spec, vocab_size, seq_len)    # before torch is imported (seconds) or anything built
+    weights (dim, heads, inner, layers, seed, vocab, positions); never downloads.  Sizes are checked
+    against the memory budget before torch is imported or anything is built."""
+    keys = ("dim", "heads", "inner", "layers", "vocab", "positions", "seed")
+    config_file = spec.file("config")
+    if spec.target:
+        given = [k for k in keys if spec.has(k)] + (["config"] if config_file else [])
+        if given:
+            raise AdapterError(f"hf-gpt2: {', '.join(given)} cannot be combined with a model directory")
+        path = _gpt2_directory(spec.target)
+    elif config_file is not None:
+        config = _read_gpt2_config(config_file, f"config={spec.params['config']}")
+    else:
+        dim, heads = spec.int("dim", 16, minimum=1), spec.int("heads", 2, minimum=1)
+        vocab = spec.int("vocab", vocab_size or 16, minimum=1)
+        positions = spec.int("positions", seq_len or 64, minimum=1)
+        layers, inner = spec.int("layers", 1, minimum=1), spec.int("inner", None, minimum=1)
+        _check_gpt2_size(dim, heads, layers, inner, vocab, positions, repr(spec.text))
     torch = require_torch()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     try:
@@ -209,35 +282,20 @@ def gpt2_factory(spec, vocab_size=None, seq_len=None, **context):
     except ImportError:
         raise AdapterError("hf-gpt2 needs transformers: pip install 'commsim[torch]'") from None
     fmt = spec.format_if_given()
-    config_file = spec.str("config")
-    keys = ("dim", "heads", "inner", "layers", "vocab", "positions", "seed")
     if spec.target:
-        given = [k for k in keys if spec.has(k)] + (["config"] if config_file else [])
-        if given:
-            raise AdapterError(f"hf-gpt2: {', '.join(given)} cannot be combined with a model directory")
-        path = Path(spec.target).expanduser()
-        if not path.is_dir():
-            raise AdapterError(f"hf-gpt2: {spec.target!r} is not a directory written by save_pretrained")
         try:
             with _quiet_loading():
                 model = GPT2LMHeadModel.from_pretrained(str(path), local_files_only=True)
         except Exception as exc:
             raise AdapterError(f"hf-gpt2: cannot load {spec.target!r}: {type(exc).__name__}: {exc}") from None
     else:
-        if config_file:
+        if config_file is not None:
             try:
-                config = GPT2Config.from_json_file(config_file)
+                config = GPT2Config.from_dict(config)
             except Exception as exc:
-                raise AdapterError(f"hf-gpt2: cannot read config {config_file!r}: "
+                raise AdapterError(f"hf-gpt2: cannot read config {str(config_file)!r}: "
                                    f"{type(exc).__name__}: {exc}") from None
         else:
-            dim = spec.int("dim", 16, minimum=1)
-            heads = spec.int("heads", 2, minimum=1)
-            if dim % heads:
-                raise AdapterError(f"hf-gpt2: dim={dim} is not a multiple of heads={heads}")
-            vocab = spec.int("vocab", vocab_size or 16, minimum=1)
-            positions = spec.int("positions", seq_len or 64, minimum=1)
-            layers, inner = spec.int("layers", 1, minimum=1), spec.int("inner", None, minimum=1)
             config = GPT2Config(n_layer=layers, n_embd=dim, n_head=heads,
                                 n_inner=inner, vocab_size=vocab, n_positions=positions,
                                 bos_token_id=0, eos_token_id=0)
@@ -298,12 +356,14 @@ def tl_factory(spec, vocab_size=None, seq_len=None, **context):
                           spec)
 
 
-def adapt_object(obj, vocab_size=None, seq_len=None, **context):
+def adapt_object(obj, vocab_size=None, seq_len=None, precision=None, **context):
     """The ``adapter`` entry: a torch module (or a dict of parts) handed to ``commsim.make_model`` becomes a
-    commsim model sized to the task; None for anything else (torch is not imported for other objects)."""
+    commsim model sized to the task, in ``precision`` (a NumberFormat; default: the module's dtype); None for
+    anything else (torch is not imported for other objects)."""
     torch = sys.modules.get("torch")
     if isinstance(obj, dict) or (torch is not None and isinstance(obj, torch.nn.Module)):
-        return from_torch(obj, vocab_size=vocab_size, seq_len=seq_len, spec=f"python object {type(obj).__name__}")
+        return from_torch(obj, vocab_size=vocab_size, seq_len=seq_len, precision=precision,
+                          spec=f"python object {type(obj).__name__}")
     return None
 
 

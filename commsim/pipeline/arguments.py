@@ -1,0 +1,117 @@
+"""The Python API's arguments checked at the public boundary (``commsim.run``, ``commsim.sample``,
+``commsim.vocabulary``, ``commsim.sweep``): a wrong type is an :class:`InputError` naming the parameter,
+never an AttributeError or a TypeError from deep inside the pipeline.
+
+Each check returns the value it accepts (normalized where that is its job) so entry points read
+``reduction = reduction_argument(reduction)``.  Sizes (``n``, ``instances``, ``seed``) are judged where
+they are used, by :mod:`commsim.core.limits`; spec strings by :mod:`commsim.spec`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from commsim.core.errors import InputError
+from commsim.pipeline.interfaces import Reduction
+
+__all__ = ["reduction_argument", "model_argument", "callable_argument", "flag_argument", "names_argument",
+           "run_arguments", "sweep_arguments"]
+
+#: an attribute no model has: reading it shows whether the object's attribute lookup follows Python's rule
+_ABSENT = "_commsim_absent_attribute_"
+
+
+def _shown(value: Any) -> str:
+    """``value`` for an error line: its type, and its repr when short."""
+    text = repr(value) if not isinstance(value, (str, bytes)) or len(value) <= 60 else repr(value[:60]) + "..."
+    return text if len(text) <= 80 else type(value).__name__ + " object"
+
+
+def reduction_argument(value: Any, param: str = "reduction") -> str | Reduction:
+    """A registered reduction id (a non-empty string) or a :class:`Reduction` object."""
+    if isinstance(value, Reduction):
+        return value
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{param} must be a reduction id such as 'index-idxl' (commsim list shows them) or a "
+                         f"Reduction, got {_shown(value)}", param)
+    return value.strip()
+
+
+def model_argument(value: Any, param: str = "model") -> Any:
+    """None (the reduction's default model), a spec string, or a model object whose attribute lookup behaves:
+    a missing attribute raises AttributeError (``getattr(model, name, default)`` is how commsim asks a model
+    what it offers; a ``__getattr__`` that raises anything else would escape from deep inside a run)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if not value.strip():
+            raise InputError(f"{param} must be a model spec such as 'elman:width=8,precision=8', got an empty "
+                             f"string", param)
+        return value
+    if isinstance(value, (bool, int, float, complex, bytes, bytearray)):
+        raise InputError(f"{param} must be a model spec string or a model object (a commsim model, a torch module "
+                         f"or a dict of its parts), got {_shown(value)}", param)
+    try:
+        getattr(value, _ABSENT, None)
+    except Exception as exc:
+        raise InputError(f"{param}: reading a missing attribute of the {type(value).__name__} object raised "
+                         f"{type(exc).__name__}: {str(exc)[:120]} (its __getattr__ must raise AttributeError for "
+                         f"a name it does not have)", param) from None
+    return value
+
+
+def callable_argument(value: Any, param: str) -> Any:
+    """None or a function (``progress``, ``write``)."""
+    if value is not None and not callable(value):
+        raise InputError(f"{param} must be a function or None, got {_shown(value)}", param)
+    return value
+
+
+def flag_argument(value: Any, param: str) -> bool:
+    """A bool (``audit``, ``certify``): 0 and 1 are not taken for flags."""
+    if not isinstance(value, bool):
+        raise InputError(f"{param} must be True or False, got {_shown(value)}", param)
+    return value
+
+
+def names_argument(value: Any, param: str, what: str, *, allow_none: bool = False) -> list:
+    """One name or a list of names (strings; None entries too when ``allow_none``), as a list."""
+    if value is None and allow_none:
+        return [None]
+    if isinstance(value, str):
+        return [value]
+    try:
+        items = list(value) if not isinstance(value, (bytes, bytearray, dict)) else None
+    except TypeError:
+        items = None
+    if items is None or not all(isinstance(item, str) or (allow_none and item is None) for item in items):
+        raise InputError(f"{param} must be {what} or a list of them, got {_shown(value)}", param)
+    return items
+
+
+def run_arguments(reduction: Any, model: Any, *, audit: Any = False, certify: Any = True,
+                  progress: Any = None) -> tuple[Any, Any]:
+    """The checks ``commsim.run`` makes on entry: (reduction, model) as accepted."""
+    flag_argument(audit, "audit")
+    flag_argument(certify, "certify")
+    callable_argument(progress, "progress")
+    return reduction_argument(reduction), model_argument(model)
+
+
+def sweep_arguments(reductions: Any, models: Any, n: Any, options: dict) -> None:
+    """The checks ``commsim.sweep`` makes on entry (types only: ranges, sizes and names are the grid's)."""
+    names_argument(reductions, "reductions", "a reduction id such as 'index-idxl'")
+    names_argument(models, "models", "a model spec pattern such as 'elman:width=2..8:x2'", allow_none=True)
+    if n is not None and not isinstance(n, str):
+        try:
+            values = list(n) if not isinstance(n, (int, bytes, bytearray, dict)) else [n]
+        except TypeError:
+            values = [n]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+            raise InputError(f"n must be an integer, a list of integers or a range text such as '8..16:x2', got "
+                             f"{_shown(n)}", "n")
+    for key in ("write", "progress"):
+        callable_argument(options.get(key), key)
+    if "certify" in options:
+        flag_argument(options["certify"], "certify")
+    if "plugins" in options:
+        names_argument(options["plugins"], "plugins", "a plugin module name")

@@ -1,0 +1,85 @@
+"""Issue 29 item 11: the Python API checks its arguments at the public boundary (commsim.pipeline.arguments)
+and raises commsim's own InputError naming the parameter -- never an AttributeError or TypeError from deep
+inside the pipeline.  Hypothesis draws junk for each parameter of each entry point."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import commsim
+from commsim import InputError
+
+
+class RaisingGetattr:
+    """A model object whose __getattr__ raises something other than AttributeError."""
+
+    def __getattr__(self, name):
+        raise RuntimeError(f"no {name} here")
+
+
+JUNK = [None, 5, -1, 2.5, True, object(), b"index-idxl", [], {}, (1, 2), RaisingGetattr()]
+
+CALLS = {
+    "reduction": lambda v: commsim.run(v, "memorize", n=4),
+    "model": lambda v: commsim.run("index-idxl", v, n=4),
+    "progress": lambda v: commsim.run("index-idxl", "memorize", n=4, progress=v),
+    "audit": lambda v: commsim.run("index-idxl", "memorize", n=4, audit=v),
+    "certify": lambda v: commsim.run("index-idxl", "memorize", n=4, certify=v),
+    "sample": lambda v: commsim.sample(v, n=4),
+    "vocabulary": lambda v: commsim.vocabulary(v),
+    "reductions": lambda v: commsim.sweep(v, "memorize", n=4),
+    "models": lambda v: commsim.sweep("index-idxl", v, n=4),
+    "n": lambda v: commsim.sweep("index-idxl", "memorize", n=v),
+    "write": lambda v: commsim.sweep("index-idxl", "memorize", n=4, write=v),
+    "extra_modules": lambda v: commsim.load_plugins(v),
+}
+#: junk that is a valid value of a parameter (None: the default model, no progress; no plugins; 5 for n)
+VALID = {("model", "None"), ("progress", "None"), ("write", "None"), ("models", "None"), ("n", "None"),
+         ("audit", "False"), ("certify", "True"), ("n", "5"), ("extra_modules", "[]"), ("extra_modules", "()"),
+         ("models", "[]")}
+
+
+#: the named wrong values of the parametrized test (pytest reads ``__name__`` of parameters: none are passed)
+NAMED = {"None": None, "5": 5, "object": object(), "getattr": RaisingGetattr(), "empty": "", "2.5": 2.5}
+
+
+@pytest.mark.parametrize("call, value", [
+    ("reduction", "None"), ("reduction", "5"), ("reduction", "object"),
+    ("model", "5"), ("model", "getattr"), ("model", "empty"),
+    ("progress", "5"), ("sample", "None"), ("vocabulary", "None"),
+    ("reductions", "None"), ("models", "5"), ("write", "5"), ("n", "2.5"),
+])
+def test_a_wrong_argument_is_an_input_error_naming_it(call, value):
+    param = {"sample": "reduction", "vocabulary": "reduction", "reductions": "reductions"}.get(call, call)
+    with pytest.raises(InputError) as caught:
+        CALLS[call](NAMED[value])
+    assert caught.value.param == param and param in str(caught.value)
+
+
+def test_load_plugins_takes_one_name_as_a_module_not_its_characters():
+    with pytest.raises(InputError, match="'nosuch'") as caught:
+        commsim.load_plugins("nosuch")
+    assert caught.value.param == "plugin"
+    with pytest.raises(InputError) as caught:
+        commsim.load_plugins(5)
+    assert caught.value.param == "extra_modules"
+    assert commsim.load_plugins([]).names("reduction")
+
+
+def test_a_getattr_that_raises_is_named_not_escaped():
+    with pytest.raises(InputError, match="__getattr__ must raise AttributeError") as caught:
+        commsim.run("index-idxl", RaisingGetattr(), n=4)
+    assert caught.value.param == "model"
+
+
+@settings(max_examples=60, derandomize=True, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(sorted(CALLS)), st.sampled_from(range(len(JUNK))))
+def test_junk_for_any_parameter_is_an_input_error_or_a_valid_value(call, index):
+    value = JUNK[index]
+    try:
+        CALLS[call](value)
+    except InputError:
+        return
+    assert (call, repr(value)) in VALID, f"{call}={value!r} was accepted"
