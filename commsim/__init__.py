@@ -63,7 +63,9 @@ def sweep(reductions, models=None, n=None, **options):
     executor="dask", out="r.parquet")`` (:func:`commsim.pipeline.sweep.sweep`; needs ``commsim[sweep]``).
     ``out`` is written through the command line's atomic file writer and resumed from on the next call."""
     from commsim.cli.files import write_bytes
+    from commsim.pipeline.arguments import sweep_arguments
     from commsim.pipeline.sweep import sweep as run_sweep
+    sweep_arguments(reductions, models, n, options)
     options.setdefault("write", lambda path, data: write_bytes(path, data, option="out"))
     return run_sweep(reductions, models, n, **options)
 

@@ -19,6 +19,7 @@ Kinds of entries:
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
@@ -73,20 +74,42 @@ class Registry:
         return sorted(self._entries[kind])
 
     def load_module(self, module_path: str) -> None:
-        """Import ``module_path`` and call its ``register(registry)`` (once)."""
+        """Import ``module_path`` and call its ``register(registry)`` (once).  Whatever the module's code does
+        wrong -- an import that raises or calls ``sys.exit``, no ``register``, a ``register`` of another
+        signature or one that raises -- is an :class:`InputError` naming the plugin, and nothing it
+        registered before failing stays registered."""
+        if not isinstance(module_path, str):
+            raise InputError(f"plugin must be a module name (text), got {type(module_path).__name__}", param="plugin")
         if module_path in self._loaded:
             return
-        if not all(part.isidentifier() for part in module_path.split(".")):
+        if not module_path or not all(part.isidentifier() for part in module_path.split(".")):
             raise InputError(f"plugin {module_path!r} is not a dotted module name (such as my_plugins or "
                              "pkg.plugins); give the module, not a file or directory path", param="plugin")
         try:
             module = importlib.import_module(module_path)
         except ImportError as exc:
             raise InputError(f"cannot import plugin module {module_path!r}: {exc}", param="plugin") from exc
+        except (Exception, SystemExit) as exc:
+            raise InputError(f"importing plugin module {module_path!r} failed: it {_user_failure(exc)}",
+                             param="plugin") from exc
         hook = getattr(module, "register", None)
         if not callable(hook):
             raise InputError(f"plugin module {module_path!r} has no register(registry) function", param="plugin")
-        self._call(hook, module_path)
+        try:
+            inspect.signature(hook).bind(self)
+        except TypeError:
+            raise InputError(f"plugin module {module_path!r}: register{inspect.signature(hook)} cannot be called "
+                             f"as register(registry)", param="plugin") from None
+        except ValueError:                         # no signature to read (a builtin): calling it will tell
+            pass
+        saved = {kind: dict(entries) for kind, entries in self._entries.items()}
+        try:
+            self._call(hook, module_path)
+        except (Exception, SystemExit) as exc:
+            self._entries = saved
+            self._loaded.discard(module_path)
+            raise InputError(f"plugin module {module_path!r}: register(registry) {_user_failure(exc)}",
+                             param="plugin") from exc
 
     def _call(self, hook: Callable, label: str) -> None:
         self._loaded.add(label)
@@ -105,10 +128,25 @@ class Registry:
 registry = Registry()
 
 
-def load_plugins(extra_modules: tuple[str, ...] | list[str] = ()) -> Registry:
-    """Load every installed plugin (entry points), then any ``extra_modules``; returns the registry."""
+def _user_failure(exc: BaseException) -> str:
+    """What a plugin's code did, for an error line: ``raised ValueError: ...`` or ``called sys.exit(5)``."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r}); a plugin must return or raise, not exit"
+    return f"raised {type(exc).__name__}: {exc}"
+
+
+def load_plugins(extra_modules: str | tuple[str, ...] | list[str] = ()) -> Registry:
+    """Load every installed plugin (entry points), then any ``extra_modules`` (module names; one name may be
+    given as a string); returns the registry."""
+    if isinstance(extra_modules, str):
+        extra_modules = (extra_modules,)
+    try:
+        modules = list(extra_modules)
+    except TypeError:
+        raise InputError(f"extra_modules must be module names (a list of strings), got "
+                         f"{type(extra_modules).__name__}", param="extra_modules") from None
     registry.load_entry_points()
-    for module_path in extra_modules:
+    for module_path in modules:
         registry.load_module(module_path)
     return registry
 

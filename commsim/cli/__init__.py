@@ -37,6 +37,34 @@ class CommsimGroup(click.Group):
             raise
         except (KeyboardInterrupt, EOFError, BrokenPipeError) as exc:
             raise _Escaped(exc) from None
+        except SystemExit as exc:
+            where = _user_exit(exc)
+            if where is None:      # commsim's own exit status (run --fail-on-certificate)
+                raise
+            error = InputError(f"user code ({where}) called sys.exit({exc.code!r}); a model, factory or plugin "
+                               f"must return or raise, not exit")
+            error.cli_flags = {}
+            raise error from None
+
+
+#: where commsim's own code and click's live: a SystemExit raised there is an exit status on purpose
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_CLICK_DIR = os.path.dirname(os.path.abspath(click.__file__)) + os.sep
+
+
+def _user_exit(exc: SystemExit) -> str | None:
+    """``FILE:LINE`` of the code that raised ``exc`` when it is not commsim's (a model's forward, a factory,
+    a plugin called through commsim), else None: user code ending the process would skip the report and
+    the error line (exit 0 with nothing on stdout under --json)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return None
+    filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
+    if filename.startswith(_PACKAGE_DIR) or filename.startswith(_CLICK_DIR):
+        return None
+    return f"{filename}:{tb.tb_lineno}"
 
 
 @click.group(cls=CommsimGroup, context_settings=CONTEXT)

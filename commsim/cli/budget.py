@@ -10,7 +10,7 @@ from commsim.cli.common import console, emit_json, json_option, plugin_option
 from commsim.cli.files import check_target, refuse_empty, write_figure
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
-from commsim.core.limits import check_size, show_size
+from commsim.core.limits import MAX_HEADS, check_size, show_size
 from commsim.pipeline.budget import budget
 from commsim.plugins import load_plugins
 
@@ -116,6 +116,8 @@ def budget_command(arch, width, precision, heads, dim, task, n, n_range, plot_pa
         lengths = parse_range("2:65536")
     if dim < 1:
         raise InputError(f"dim must be at least 1, got {dim}", "--dim")
+    check_size(heads, "--heads", 1, MAX_HEADS, "the message plan holds every head's messages and is rebuilt at "
+               "each length the max-N search judges", noun="number of heads")
     report = budget(arch, width, precision, task, heads=heads, n=n, n_range=lengths, dim=dim)
     if plot_path:
         plot_budget(report, plot_path)

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from commsim.pipeline.arguments import run_arguments
 from commsim.pipeline.assemble import make_report
 from commsim.pipeline.certificates import find_certificate, in_task_terms, search_by_argument
 from commsim.pipeline.framework import recheck_certificate
@@ -49,6 +50,7 @@ def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, 
     an input the model must fail on; ``progress(stage, done, total)`` is called during long work;
     ``simulator`` names the simulator to use (default: the model's kind selects it).
     """
+    reduction_id, model_spec = run_arguments(reduction_id, model_spec, audit=audit, certify=certify, progress=progress)
     setup = prepare(reduction_id, model_spec, n, simulator=simulator)
     if streams(setup, instances):  # beyond what one in-memory batch holds: shards, in bounded memory
         return stream_exhaustive(setup, model_spec, seed=seed, audit=audit, certify=certify, progress=progress)
