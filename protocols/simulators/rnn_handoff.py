@@ -7,11 +7,12 @@ later output.  So a model that computes f gives a one-way protocol for f of m*p 
 and m*p is at least the one-way communication complexity of f there.
 
 Every run checks exactness: the protocol's readouts must equal the direct forward's bit for bit.
-The vectorized sweep does what the party programs do, for a whole batch: it encodes every
-instance's own state into one bit string with the format's encoder (the bits counted are that
-string's), decodes it and resumes; it computes each distinct Alice prefix once per run of equal
-prefixes (Alice's message depends on her share alone).  The direct forward is the model's own
-batched forward over the whole sequences.
+The batch run (:meth:`RnnHandoff.run_batch`) does what the party programs do, for many instances: Alice's
+message depends on her share alone, so it computes h_t once per run of equal prefixes, encodes those states
+into one bit string with the format's encoder (the bits counted are that string's, per message), decodes it,
+and Bob resumes every instance from its run's decoded state.  The direct forward is the model's own batched
+forward over each whole sequence.  The engine re-runs a seeded subset through the real runner, one instance
+at a time, and holds the batch to it.
 """
 from __future__ import annotations
 
@@ -30,9 +31,13 @@ from commsim.pipeline.interfaces import (
     Simulator,
 )
 from protocols.models.recurrent import RecurrentModel
+from protocols.simulators.arches import RECURRENT_ARCHES
 from protocols.theorems import handoff_bits
 
 MESSAGE_LABEL = "hidden state"
+
+#: chunks of instances whose distinct Alice prefixes are run in one batch (few prefixes per chunk: batch them)
+PREFIX_BLOCKS = 16
 
 
 def _positions_text(positions: np.ndarray, limit: int = 8) -> str:
@@ -104,6 +109,8 @@ class RnnHandoff(Simulator):
     source = "Theorem 2 of [BHBK24]"
     arch = "rnn"
     budget_parameters = ("width", "precision")
+    #: the ``budget --arch`` names it serves, each with what --width means and its state's numbers
+    budget_arches = RECURRENT_ARCHES
     partition_kind = CONTIGUOUS_PREFIX       # Theorem 2: Alice holds x_1..x_t, Bob the rest
     one_way_splits = (CONTIGUOUS_PREFIX,)    # one message, Alice to Bob
 
@@ -161,7 +168,12 @@ class RnnHandoff(Simulator):
         return model.labels(model.forward_batch(encoded.tokens, encoded.output_positions))
 
     def run_batch(self, model, encoded: Encoded, progress=None) -> BatchResult:
-        """The handoff and the direct forward on every instance (Alice's state once per run of equal prefixes)."""
+        """The handoff and the direct forward on every instance.
+
+        Alice's message depends on her prefix alone, so each block of instances computes h_t once per distinct
+        prefix run (consecutive instances with equal prefixes), encodes those states into one bit string with the
+        format's encoder and decodes it -- the bits every instance of the run is sent -- and Bob resumes each
+        instance from its run's received state.  The direct forward runs every whole sequence on its own."""
         t = split_point(encoded)
         tokens = encoded.tokens
         outs = tuple(encoded.output_positions)
@@ -173,37 +185,25 @@ class RnnHandoff(Simulator):
         exact = np.empty(batch, dtype=bool)
         alice_to_bob = np.empty(batch, dtype=np.int32)
         rows = model.chunk_rows()
+        block = rows * PREFIX_BLOCKS        # instances whose distinct prefixes Alice runs together
         prefix_runs = 0
-        for s in range(0, batch, rows):
-            chunk = tokens[s:s + rows]
-            count = len(chunk)
-            # Alice: h_t for her prefix, once per run of consecutive instances with the same prefix
-            if t:
-                alice = chunk[:, :t]
-                new = np.empty(count, dtype=bool)
-                new[0] = True
-                np.any(alice[1:] != alice[:-1], axis=1, out=new[1:])
-                starts = np.flatnonzero(new)
-                states = model.run(alice[starts])[0][np.cumsum(new) - 1]
-                prefix_runs += len(starts)
-            else:
-                states = model.initial_state(count)
-                prefix_runs += 1
-            # the handoff: every instance's own state, encoded in one bit string, then decoded
-            message = model.format.encode(states)
-            if len(message) != count * units * p:
-                raise ProtocolError(f"{count} hidden states encoded to {len(message)} bits, "
-                                    f"not {count} x {units * p}")
-            received = model.format.decode(message, count=count * units).reshape(count, units)
-            # Bob: resume from the received state; the direct forward runs the whole sequences
-            _, raw_protocol = model.run(chunk[:, t:], state=received, start=t, outputs=outs)
-            raw_direct = model.forward_batch(chunk, outs)
-            exact[s:s + count] = np.all(raw_protocol.view(np.uint64) == raw_direct.view(np.uint64), axis=(1, 2))
-            protocol_labels[s:s + count] = model.labels(raw_protocol)
-            direct_labels[s:s + count] = model.labels(raw_direct)
-            alice_to_bob[s:s + count] = len(message) // count
-            if progress:
-                progress(s + count, batch)
+        for lo in range(0, batch, block):
+            hi = min(lo + block, batch)
+            runs, received, bits = self._alice_block(model, tokens[lo:hi], t)
+            prefix_runs += len(received)
+            for s in range(lo, hi, rows):
+                chunk = tokens[s:s + rows]
+                count = len(chunk)
+                # Bob: resume from the received state; the direct forward runs the whole sequences
+                _, raw_protocol = model.run(chunk[:, t:], state=received[runs[s - lo:s - lo + count]], start=t,
+                                            outputs=outs)
+                raw_direct = model.forward_batch(chunk, outs)
+                exact[s:s + count] = np.all(raw_protocol.view(np.uint64) == raw_direct.view(np.uint64), axis=(1, 2))
+                protocol_labels[s:s + count] = model.labels(raw_protocol)
+                direct_labels[s:s + count] = model.labels(raw_direct)
+                alice_to_bob[s:s + count] = bits
+                if progress:
+                    progress(s + count, batch)
         details = {
             "split": t, "alice_positions": f"1..{t}" if t else "none", "bob_positions": f"{t + 1}..{length}",
             "message": f"{MESSAGE_LABEL} h_{t}", "state_units": units, "precision_bits": p,
@@ -212,6 +212,28 @@ class RnnHandoff(Simulator):
         }
         return BatchResult(protocol_labels, direct_labels, exact, alice_to_bob, np.zeros(batch, dtype=np.int8),
                            np.ones(batch, dtype=np.int8), None, details)
+
+    @staticmethod
+    def _alice_block(model, tokens: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray, int]:
+        """Alice's side for a block of instances: per instance the index of its prefix run, each run's state
+        as Bob decodes it from the encoded message, and the message's bits (one state's)."""
+        count, units = len(tokens), model.state_units
+        if t:
+            alice = tokens[:, :t]
+            new = np.empty(count, dtype=bool)
+            new[0] = True
+            np.any(alice[1:] != alice[:-1], axis=1, out=new[1:])
+            starts = np.flatnonzero(new)
+            states = model.final_states(alice[starts])
+            runs = np.cumsum(new) - 1
+        else:
+            states, runs = model.initial_state(1), np.zeros(count, dtype=np.int64)
+        message = model.format.encode(states)      # the runs' messages, one bit string
+        if len(message) != len(states) * units * model.precision:
+            raise ProtocolError(f"{len(states)} hidden states encoded to {len(message)} bits, "
+                                f"not {len(states)} x {units * model.precision}")
+        received = model.format.decode(message, count=len(states) * units).reshape(len(states), units)
+        return runs, received, len(message) // len(states)
 
     def transcript_keys(self, model, encoded: Encoded) -> tuple[np.ndarray, np.ndarray]:
         """Per instance: the handoff's labels and its one message, h_t in the model's number format, as rows of
