@@ -11,7 +11,7 @@ from commsim.cli.files import check_target, refuse_empty, write_figure
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.limits import MAX_HEADS, check_size, show_size
-from commsim.pipeline.budget import budget
+from commsim.pipeline.budget import SOLVABLE, budget, solve
 from commsim.plugins import load_plugins
 
 #: the most lengths one --n-range table may have
@@ -77,33 +77,56 @@ def plot_budget(report, path: str) -> None:
         plt.close(fig)
 
 
+ARCH_HELP = ("The architecture, NAME[:key=value]; what --width means: elman, gru: m hidden units (state m numbers); "
+             "lstm: m hidden units (state (h, c), 2m numbers); ssm: d diagonal units (complex, 2d numbers; "
+             "ssm:complex=false, d); linear-attention: key/value width d (state d·d numbers; "
+             "linear-attention:normalize=true, d·d + d); rnn: the state's numbers themselves; attention: one "
+             "layer, m = query/key/value width per head (--heads H, --dim d).")
+
+
+def _paper_line(d: dict) -> str:
+    """The paper's max N (its inequality) with the line on why it differs from the protocol's."""
+    if d["paper_max_n"] is None and d["paper_first_ruled_out"] is None:
+        return d["paper_note"] or "the bound does not apply"
+    return f"{d['paper_max_n']} (first ruled out: {d['paper_first_ruled_out']}); {d['paper_note']}"
+
+
 @cli.command("budget")
-@click.option("--arch", required=True, help="rnn (hidden-state handoff) or attention (one layer).")
-@click.option("--width", type=int, required=True, help="m: hidden units (rnn) or query/key/value width per head.")
-@click.option("--precision", type=int, required=True, help="p: bits per number.")
+@click.option("--arch", required=True, help=ARCH_HELP)
+@click.option("--width", type=int, default=None,
+              help="The architecture's own width (see --arch); the handoff sends the state it makes.")
+@click.option("--precision", type=int, default=None, help="p: bits per number.")
 @click.option("--heads", type=int, default=1, show_default=True, help="H: attention heads.")
 @click.option("--dim", type=int, default=8, show_default=True,
               help="d: the attention layer's embedding width (a one-way plan may send x_N, d·p bits).")
 @click.option("--task", required=True, help="A reduction id, e.g. index-idxl, eq-ineq, dyck22-fooling.")
-@click.option("--n", "n", type=int, default=None, help="Sequence length N to judge (default: max_n).")
+@click.option("--n", "n", type=int, default=None,
+              help="Sequence length N in tokens to judge (default: max_n); not run --n, the source problem's size.")
+@click.option("--solve", "solve_for", type=click.Choice(SOLVABLE), default=None,
+              help="The smallest width, precision or heads (the others as given) that --n does not rule out, from "
+                   "the protocol's own plan.")
 @click.option("--n-range", default=None, help="Table over N: A:B (doublings), A:B:STEP or a,b,c.")
 @click.option("--plot", "plot_path", callback=refuse_empty, default=None, metavar="FILE", help="Plot bits vs bound over --n-range (.png/.svg).")
 @html_option
 @plugin_option
 @json_option
-def budget_command(arch, width, precision, heads, dim, task, n, n_range, plot_path, html_path, plugins, as_json):
+def budget_command(arch, width, precision, heads, dim, task, n, solve_for, n_range, plot_path, html_path, plugins,
+                   as_json):
     """Protocol bits of an architecture against TASK's lower bound, and the largest N not ruled out.
 
-    N is the sequence length in tokens (JSON n_meaning gives the source problem's size beside it: e.g.
-    eq-ineq N = 2n, index-idxl N = n + 1, index-assoc and disj-match3 N = 2n + 1, disj-mqar N = 3n,
-    dyck22-fooling N even); max_n is a valid length, first_ruled_out the smallest ruled out.
+    N (--n, max_n, paper_max_n) is the sequence length in tokens; run --n is the source problem's size, shown
+    beside N as run_n (e.g. eq-ineq N = 2n, index-idxl N = n + 1, index-assoc and disj-match3 N = 2n + 1,
+    disj-mqar N = 3n, dyck22-fooling N even); max_n is a valid length, first_ruled_out the smallest ruled out.
     protocol_bits is what the simulator really sends at N (the attention exchange's message plan, laid
     out for the papers' layer: the query attends to itself, no residual path, fixed point of p bits
-    with p // 2 fraction bits; the handoff's m·p); bits_formula is the paper's count, shown beside it.
+    with p // 2 fraction bits; the handoff's state of m·p bits); bits_formula is the paper's count, and
+    paper_max_n the largest N the paper's inequality (count >= bound) does not rule out.  --solve answers the
+    inverse question at --n.
 
     \b
     Examples:
       commsim budget --arch rnn --width 128 --precision 64 --task index-idxl
+      commsim budget --arch lstm --precision 16 --task index-idxl --solve width --n 4096
       commsim budget --arch attention --width 8 --precision 16 --heads 2 --task dyck22-fooling --n-range 16:4096
       commsim budget --arch rnn --width 16 --precision 8 --task eq-ineq --n 512 --json
     """
@@ -118,7 +141,17 @@ def budget_command(arch, width, precision, heads, dim, task, n, n_range, plot_pa
         raise InputError(f"dim must be at least 1, got {dim}", "--dim")
     check_size(heads, "--heads", 1, MAX_HEADS, "the message plan holds every head's messages and is rebuilt at "
                "each length the max-N search judges", noun="number of heads")
-    report = budget(arch, width, precision, task, heads=heads, n=n, n_range=lengths, dim=dim)
+    for value, name in ((width, "width"), (precision, "precision")):
+        if value is None and solve_for != name:
+            raise InputError(f"--{name} is required (unless --solve {name})", f"--{name}")
+    if solve_for:
+        if n is None:
+            raise InputError(f"--solve {solve_for} needs --n, the sequence length N to solve at", "--n")
+        if lengths:
+            raise InputError("--solve answers at one --n; leave out --n-range, --plot and --html", "--solve")
+        report = solve(arch, task, solve_for, n, width=width or 1, precision=precision or 1, heads=heads, dim=dim)
+    else:
+        report = budget(arch, width, precision, task, heads=heads, n=n, n_range=lengths, dim=dim)
     if plot_path:
         plot_budget(report, plot_path)
     if html_path:
@@ -131,7 +164,11 @@ def budget_command(arch, width, precision, heads, dim, task, n, n_range, plot_pa
     table = Table(show_header=False, title=f"budget: {task}, {arch}")
     table.add_column(style="bold")
     table.add_column()
-    table.add_row("N", escape(f"{d['n']} ({d['n_meaning']})"))
+    if d["solve"]:
+        table.add_row(f"solved {d['solve']['parameter']}", escape(f"{d['solve']['value']}: {d['solve']['text']}"))
+    table.add_row("N", escape(f"{d['n']} tokens; run --n {d['run_n']} ({d['n_meaning']})"))
+    if d["state_units"] is not None:
+        table.add_row("width", escape(f"{d['width']}: {d['width_meaning']}; {d['state_text']}"))
     if d["protocol_bits"] is not None:
         table.add_row("protocol bits", escape(f"{d['protocol_bits']}: {d['protocol_text']}"))
     table.add_row("the paper's count", escape(f"{d['bits_formula']}  ({d['bits_formula_text']})"))
@@ -139,18 +176,19 @@ def budget_command(arch, width, precision, heads, dim, task, n, n_range, plot_pa
                   else escape(f"does not apply: {d['bound_note']}"))
     table.add_row("max N", ("not ruled out up to N = " + str(d["searched_up_to"]) if d["searched_up_to"] else "unbounded")
                   if d["max_n"] is None else f"{d['max_n']} (first ruled out: {d['first_ruled_out']})")
+    table.add_row("paper's max N", escape(_paper_line(d)))
     for note in d["notes"]:
         table.add_row("note", escape(note))
     table.add_row("verdict", escape(d["verdict"]))
     console.print(table)
     if report.table:
         t = Table(title="over N")
-        for col in ("N", "protocol bits", "lower bound", "ok"):
+        for col in ("N", "run --n", "protocol bits", "lower bound", "ok"):
             t.add_column(col, justify="right")
         for r in report.table:
             ok = "—" if r["ok"] is None else ("[green]yes[/]" if r["ok"] else "[red]no[/]")
-            t.add_row(str(r["n"]), str(r["bits"]), "—" if r["lower_bound_bits"] is None else str(r["lower_bound_bits"]),
-                      ok)
+            t.add_row(str(r["n"]), str(r["run_n"]), str(r["bits"]),
+                      "—" if r["lower_bound_bits"] is None else str(r["lower_bound_bits"]), ok)
         console.print(t)
     if plot_path:
         console.print(f"plot written to {plot_path}")

@@ -1,12 +1,19 @@
 """Bit budgets: what an architecture's protocol really sends, against a task's lower bound, and the
-largest valid sequence length N the bound does not rule out.
+largest valid sequence length N the bound does not rule out -- or, asked the other way round (``solve``), the
+smallest width, precision or head count that a length N does not rule out.
 
 The protocol's bits are the simulator's own plan for an architecture of those sizes at length N on the
 task's partition (:meth:`Simulator.shape_plan`: the attention exchange's message plan, the handoff's
 m·p), computed without running; the paper's count (:meth:`Simulator.budget_bits`) is shown beside it as
-``bits_formula``.  The bound as a function of N comes from the reduction (:meth:`Reduction.length_bound`),
-for the parties that really speak in the plan.  N is always the sequence length in tokens, and only the
-task's valid lengths (:meth:`Reduction.is_valid_length`) are judged.
+``bits_formula``, and the largest N the paper's own inequality (count >= bound) does not rule out as
+``paper_max_n``.  The bound as a function of N comes from the reduction (:meth:`Reduction.length_bound`),
+for the parties that really speak in the plan.  N is always the sequence length in tokens (``run --n`` is the
+source problem's size: :func:`run_size` gives it for N), and only the task's valid lengths
+(:meth:`Reduction.is_valid_length`) are judged.
+
+``--arch`` names an architecture: a simulator's own ``arch`` (``rnn``, ``attention``) or one of the names a
+simulator lists in ``budget_arches`` (``lstm``, ``gru``, ``elman``, ``ssm``, ``linear-attention``), each saying
+what ``--width`` counts and how many numbers the state holds at that width (an LSTM's (h, c): 2m).
 """
 from __future__ import annotations
 
@@ -18,19 +25,89 @@ from commsim.theory.bounds import LowerBound
 
 #: the largest source size searched when the simulator's plan has no limit of its own
 MAX_SEARCH = 1 << 58
+#: ``solve``: the largest width, head count and precision tried (a plan's cost grows with the heads)
+MAX_SOLVE = {"width": 1 << 40, "heads": 1 << 12, "precision": 64}
+#: what ``budget --n`` and ``run --n`` count (``budget --json``'s ``n_flag``)
+N_FLAG_MEANING = ("budget --n, n, max_n and paper_max_n are the sequence length N in tokens; run --n is the source "
+                  "problem's size (run_n: the run --n whose encoding has this N)")
 
 
 def architectures() -> dict:
-    """``--arch`` name -> the simulator that gives its budget."""
-    return {e.obj.arch: e.obj for e in load_plugins().entries("simulator") if e.obj.arch}
+    """``--arch`` name -> the simulator that gives its budget (a simulator's ``arch`` and its ``budget_arches``)."""
+    out = {}
+    for e in load_plugins().entries("simulator"):
+        sim = e.obj
+        if sim.arch:
+            out[sim.arch] = sim
+        for name in getattr(sim, "budget_arches", {}) or {}:
+            out.setdefault(name, sim)
+    return out
+
+
+def _arch_name(arch: str) -> str:
+    return str(arch).split(":", 1)[0].strip()
 
 
 def simulator_for_arch(arch: str):
-    """The simulator for the architecture ``arch``; InputError naming the known ones otherwise."""
+    """The simulator for the architecture ``arch`` (``NAME[:key=value,...]``); InputError naming the known ones."""
     arches = architectures()
-    if arch not in arches:
+    name = _arch_name(arch)
+    if name not in arches:
         raise InputError(f"arch must be one of {', '.join(sorted(arches))}, got {arch!r}", "arch")
-    return arches[arch]
+    return arches[name]
+
+
+@dataclass(frozen=True)
+class ArchShape:
+    """An ``--arch`` resolved: its name, options, what ``--width`` means, and the width the simulator's plan takes
+    (the state's numbers for a recurrent architecture; the width itself otherwise)."""
+
+    name: str
+    options: dict
+    width_meaning: str
+    arch: object = None          # the simulator's entry in ``budget_arches`` (None: the simulator's own arch)
+
+    def plan_width(self, width: int) -> int:
+        """The width the simulator's plan and count take for ``--width`` = width."""
+        return width if self.arch is None else self.arch.state_units(width, self.options)
+
+    def state_text(self, width: int) -> str:
+        """The state at this width in words ("" for a simulator's own arch)."""
+        return "" if self.arch is None else self.arch.state_text(width, self.options)
+
+
+def arch_shape(arch: str, simulator) -> ArchShape:
+    """``NAME[:key=value,...]`` -> :class:`ArchShape`; InputError on an unknown or malformed option."""
+    name, _, rest = str(arch).partition(":")
+    name, rest = name.strip(), rest.strip()
+    entry = (getattr(simulator, "budget_arches", {}) or {}).get(name)
+    if entry is None:
+        if rest:
+            raise InputError(f"arch {name!r} takes no options, got {arch!r}", "arch")
+        return ArchShape(name, {}, f"m, the width in the {simulator.name} count ({simulator.source})")
+    allowed = dict(entry.options)
+    options = dict(allowed)
+    for item in filter(None, (t.strip() for t in rest.split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or key not in allowed:
+            keys = ", ".join(f"{k}=true|false" for k in allowed) or "none"
+            raise InputError(f"arch {name!r} takes the options: {keys}; got {item!r}", "arch")
+        if value.lower() not in ("true", "false"):
+            raise InputError(f"arch option {key} must be true or false, got {value!r}", "arch")
+        options[key] = value.lower() == "true"
+    return ArchShape(name, options, entry.width_meaning, entry)
+
+
+def run_size(reduction, N: int) -> int | None:
+    """The ``commsim run --n`` whose encoding has length N (the source problem's size), or None when no
+    ``run --n`` gives N.  Encodings are affine in the size, N = a·n + c: two small encodings give a and c."""
+    a0, a1 = 2, 4                   # valid sizes of every task (Dyck strings have even length)
+    N0, N1 = reduction.seq_len(a0), reduction.seq_len(a1)
+    slope, rem = divmod(N1 - N0, a1 - a0)
+    if rem or slope < 1:
+        return None
+    n, rest = divmod(int(N) - (N0 - slope * a0), slope)
+    return n if rest == 0 and n >= 1 else None
 
 
 @dataclass
@@ -68,44 +145,73 @@ def judge(reduction, simulator, width: int, precision: int, heads: int, N: int, 
     return Judgement(N, bound, plan.bits, plan.alice_to_bob, plan.bob_to_alice, plan.text, plan.assumptions)
 
 
-def search_lengths(reduction, simulator, width: int, precision: int, heads: int, dim: int = 8):
-    """(max_n, first_ruled_out, searched_up_to): the largest valid N not ruled out and the smallest ruled
-    out, over the valid lengths N = scale·n + offset up to the simulator's plan limit.
+def _search(reduction, fits, top: int) -> tuple[int | None, int | None]:
+    """(largest source size n <= top whose length fits, smallest that does not), for ``fits(n)`` over the sizes.
 
-    No monotonicity over all N is assumed: the source sizes n are cut into dyadic pieces [2^k, 2^(k+1)),
-    within which the plan's message widths (functions of ceil(log2) of the counts) and the bound move one
-    way; each piece is bisected (at most ~log2 N evaluations) for its last length that fits, and the
-    answers of all pieces are combined."""
-    limit = simulator.shape_plan_limit
-    top = MAX_SEARCH if limit is None else max((limit - reduction.length_offset) // reduction.length_scale, 0)
+    No monotonicity over all n is assumed: the sizes are cut into dyadic pieces [2^k, 2^(k+1)), within which
+    the plans' message widths (functions of ceil(log2) of the counts), the papers' counts and the bounds move
+    one way; each piece is bisected (at most ~log2 N evaluations) for its last size that fits, and the answers
+    of all pieces are combined."""
     cache: dict[int, bool] = {}
 
-    def fits(n: int) -> bool:
+    def ok(n: int) -> bool:
         if n not in cache:
-            cache[n] = judge(reduction, simulator, width, precision, heads, reduction.length_for_size(n), dim).fits
+            cache[n] = fits(n)
         return cache[n]
 
     last_fit, first_out = None, None
     lo = max(reduction.min_size, 1)
     while lo <= top:
         hi = min((1 << lo.bit_length()) - 1, top)     # the dyadic piece [lo, 2^k - 1]
-        if fits(hi):
+        if ok(hi):
             last_fit = hi
-        elif fits(lo):
-            a, b = lo, hi            # fits(a), not fits(b)
+        elif ok(lo):
+            a, b = lo, hi            # ok(a), not ok(b)
             while b - a > 1:
                 mid = (a + b) // 2
-                a, b = (mid, b) if fits(mid) else (a, mid)
+                a, b = (mid, b) if ok(mid) else (a, mid)
             last_fit = a
             first_out = b if first_out is None else first_out
         elif first_out is None:
             first_out = lo
         lo = hi + 1
-    searched = reduction.length_for_size(top) if limit is not None else None
+    return last_fit, first_out
+
+
+def search_lengths(reduction, simulator, width: int, precision: int, heads: int, dim: int = 8):
+    """(max_n, first_ruled_out, searched_up_to): the largest valid N the protocol's plan is not ruled out at
+    and the smallest it is, over the valid lengths N = scale·n + offset up to the simulator's plan limit
+    (``width`` is the plan's: the state's numbers for a recurrent architecture)."""
+    limit = simulator.shape_plan_limit
+    top = MAX_SEARCH if limit is None else max((limit - reduction.length_offset) // reduction.length_scale, 0)
     length = reduction.length_for_size
+    last_fit, first_out = _search(
+        reduction, lambda n: judge(reduction, simulator, width, precision, heads, length(n), dim).fits, top)
+    searched = length(top) if limit is not None else None
     if first_out is None:
         return None, None, searched
     return (length(last_fit) if last_fit is not None else None), length(first_out), searched
+
+
+def paper_fits(reduction, simulator, width: int, precision: int, heads: int, N: int) -> bool:
+    """The paper's inequality at length N: its count (:meth:`Simulator.budget_bits`, e.g. Theorem 4's
+    3m(p + ceil(log2 N))H) >= the bound at N in the theorem's own form (:meth:`Reduction.length_bound`);
+    True when that bound does not apply."""
+    bound = reduction.length_bound(simulator, N)
+    if not bound.applies or bound.bits is None:
+        return True
+    return simulator.budget_bits(width, precision, heads, N)[0] >= bound.bits
+
+
+def paper_lengths(reduction, simulator, width: int, precision: int, heads: int) -> tuple[int | None, int | None]:
+    """(paper_max_n, the smallest valid N the paper's inequality rules out): the inequality, not the plan, so
+    searched up to :data:`MAX_SEARCH` whatever the plan's limit (None, None: nothing ruled out there)."""
+    length = reduction.length_for_size
+    last_fit, first_out = _search(
+        reduction, lambda n: paper_fits(reduction, simulator, width, precision, heads, length(n)), MAX_SEARCH)
+    if first_out is None:
+        return None, None
+    return (length(last_fit) if last_fit is not None else None), length(first_out)
 
 
 @dataclass
@@ -130,12 +236,22 @@ class BudgetReport:
     n_meaning: str = ""
     n_requested: int | None = None
     notes: list[str] = field(default_factory=list)
+    paper_max_n: int | None = None
+    paper_first_ruled_out: int | None = None
+    paper_note: str = ""
+    width_meaning: str = ""
+    state_units: int | None = None
+    state_text: str = ""
+    run_n: int | None = None
+    solve: dict | None = None
 
     def to_dict(self) -> dict:
         """The ``--json`` object."""
         j = self.judgement
-        return {"arch": self.arch, "task": self.task, "width": self.width, "precision": self.precision,
-                "heads": self.heads, "n": self.n, "n_requested": self.n_requested, "n_meaning": self.n_meaning,
+        return {"arch": self.arch, "task": self.task, "width": self.width, "width_meaning": self.width_meaning,
+                "state_units": self.state_units, "state_text": self.state_text, "precision": self.precision,
+                "heads": self.heads, "n": self.n, "run_n": self.run_n, "n_requested": self.n_requested,
+                "n_meaning": self.n_meaning, "n_flag": N_FLAG_MEANING,
                 "protocol_bits": j.protocol_bits if j else None, "protocol_text": j.text if j else "",
                 "bits_by_direction": ({"alice_to_bob": j.alice_to_bob, "bob_to_alice": j.bob_to_alice}
                                       if j and j.protocol_bits is not None else None),
@@ -145,8 +261,10 @@ class BudgetReport:
                 "lower_bound_source": self.bound.source, "bound_applies": self.bound.applies,
                 "bound_direction": self.bound.conditions.direction,
                 "bound_note": self.bound.note, "max_n": self.max_n, "first_ruled_out": self.first_ruled_out,
+                "paper_max_n": self.paper_max_n, "paper_first_ruled_out": self.paper_first_ruled_out,
+                "paper_note": self.paper_note,
                 "searched_up_to": self.searched_up_to, "verdict": self.verdict, "notes": self.notes,
-                "table": self.table}
+                "solve": self.solve, "table": self.table}
 
 
 def _valid_at_most(reduction, N: int) -> int | None:
@@ -155,44 +273,74 @@ def _valid_at_most(reduction, N: int) -> int | None:
     return reduction.length_for_size(n) if n >= reduction.min_size else None
 
 
-def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, n: int | None = None,
-           n_range: list[int] | None = None, dim: int = 8) -> BudgetReport:
-    """The architecture's real protocol bits against the task's bound at N (``n``, else max_n), max_n
-    and first_ruled_out."""
-    simulator = simulator_for_arch(arch)
+def _check_sizes(simulator, width: int, precision: int, heads: int) -> None:
     for value, name in ((width, "width"), (precision, "precision"), (heads, "heads")):
         if value < 1:
             raise InputError(f"{name} must be at least 1, got {value}", name)
     if heads != 1 and "heads" not in simulator.budget_parameters:
         with_heads = sorted(a for a, s in architectures().items() if "heads" in s.budget_parameters)
         raise InputError(f"heads is only for the architecture(s) {' or '.join(with_heads)}", "heads")
+
+
+def _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j) -> str:
+    """One line: where the paper's max N comes from and why it differs from the protocol's (or that they agree)."""
+    if paper_max_n is None and paper_out is None:
+        return ("the paper's inequality rules out no length up to N = "
+                f"{reduction.length_for_size(MAX_SEARCH)}" if reduction.length_bound(
+                    simulator, reduction.length_for_size(max(reduction.min_size, 2))).applies else "")
+    N = j.n
+    paper_bits, paper_text = simulator.budget_bits(plan_width, precision, heads, N)
+    formula = paper_text.split(" = ")[0]
+    if max_n == paper_max_n:
+        return (f"max N and paper_max_n agree: the protocol sends the paper's count {formula} "
+                f"({paper_bits} bits at N = {N})" if j.protocol_bits == paper_bits else
+                f"max N and paper_max_n agree ({max_n})")
+    sent = j.protocol_bits
+    relation = ("fewer than" if sent is not None and sent < paper_bits else
+                "more than" if sent is not None and sent > paper_bits else "as many as")
+    return (f"max N counts the bits this exact protocol sends for the model in the assumptions ({sent} at N = {N}, "
+            f"{relation} the paper's count); paper_max_n uses the paper's count {formula} ({paper_bits} there), "
+            f"which holds for every model of these sizes: cite paper_max_n for the theorem")
+
+
+def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, n: int | None = None,
+           n_range: list[int] | None = None, dim: int = 8) -> BudgetReport:
+    """The architecture's real protocol bits against the task's bound at N (``n``, else max_n), max_n and
+    first_ruled_out, and paper_max_n (the paper's inequality) beside them.  ``arch`` is ``NAME[:key=value]``
+    (:func:`architectures`); ``width`` is that architecture's own width (an LSTM's hidden size: its state, 2m
+    numbers, is what the handoff sends)."""
+    simulator = simulator_for_arch(arch)
+    shape = arch_shape(arch, simulator)
+    _check_sizes(simulator, width, precision, heads)
+    plan_width = shape.plan_width(width)
     reduction = load_plugins().get("reduction", task, param="task")
     if n is not None and n < 1:
         raise InputError(f"n must be at least 1, got {n}", "n")
     limit = simulator.shape_plan_limit
     if n is not None and limit is not None and n > limit:
-        raise InputError(f"budget lays out the {arch} protocol's plan position by position up to N = {limit}; "
+        raise InputError(f"budget lays out the {shape.name} protocol's plan position by position up to N = {limit}; "
                          f"got N = {n}", "n")
     notes = []
     first = reduction.length_for_size(reduction.min_size)
     # whether the bound applies is judged at a generic size (n = 2: at n = 1 some tasks degenerate)
-    probe = judge(reduction, simulator, width, precision, heads, reduction.length_for_size(max(reduction.min_size, 2)),
-                  dim)
+    probe = judge(reduction, simulator, plan_width, precision, heads,
+                  reduction.length_for_size(max(reduction.min_size, 2)), dim)
     if probe.bound.applies:
-        max_n, first_out, searched = search_lengths(reduction, simulator, width, precision, heads, dim)
+        max_n, first_out, searched = search_lengths(reduction, simulator, plan_width, precision, heads, dim)
     else:
         max_n, first_out, searched = None, None, None
+    paper_max_n, paper_out = paper_lengths(reduction, simulator, plan_width, precision, heads)
     if n is None:
         N = max_n if max_n else (first_out or (searched if probe.bound.applies and searched else first))
     else:
         N = _valid_at_most(reduction, n) or first
         if N != n:
             notes.append(f"N = {n} is not a length of {task} ({reduction.n_meaning}); judged at N = {N}")
-    j = judge(reduction, simulator, width, precision, heads, N, dim)
+    j = judge(reduction, simulator, plan_width, precision, heads, N, dim)
     if not probe.bound.applies and j.bound.applies:
         j = Judgement(N, probe.bound)
     bound = j.bound
-    bits, bits_text = simulator.budget_bits(width, precision, heads, N)
+    bits, bits_text = simulator.budget_bits(plan_width, precision, heads, N)
     if j.protocol_bits is not None and bits < j.protocol_bits:
         notes.append(f"the paper's count ({bits} bits) is lower than what the protocol really sends "
                      f"({j.protocol_bits} bits); the verdict uses the protocol's bits")
@@ -204,7 +352,7 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
         verdict = (f"ruled out at N = {N}: the protocol sends {j.protocol_bits} bits < {bound.bits} needed; "
                    f"the model must fail on some input")
     if bound.applies and max_n is None and first_out is None and searched is not None and limit is not None:
-        notes.append(f"no valid N <= {searched} is ruled out (the {arch} plan is evaluated up to N = {limit})")
+        notes.append(f"no valid N <= {searched} is ruled out (the {shape.name} plan is evaluated up to N = {limit})")
     rows = []
     for length in (n_range or []):
         if limit is not None and length > limit:
@@ -212,9 +360,90 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
         L = _valid_at_most(reduction, length)
         if L is None:
             continue
-        r = judge(reduction, simulator, width, precision, heads, L, dim)
-        rows.append({"n": L, "bits": r.protocol_bits, "bits_formula": simulator.budget_bits(width, precision, heads, L)[0],
+        r = judge(reduction, simulator, plan_width, precision, heads, L, dim)
+        rows.append({"n": L, "run_n": run_size(reduction, L), "bits": r.protocol_bits,
+                     "bits_formula": simulator.budget_bits(plan_width, precision, heads, L)[0],
                      "lower_bound_bits": r.bound.bits if r.bound.applies else None,
                      "ok": r.fits if r.bound.applies and r.protocol_bits is not None else None})
-    return BudgetReport(arch, task, width, precision, heads, N, bits, bits_text, bound, max_n, verdict, rows, j,
-                        first_out, searched, reduction.n_meaning, n, notes)
+    paper_note = _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j)
+    return BudgetReport(shape.name, task, width, precision, heads, N, bits, bits_text, bound, max_n, verdict, rows, j,
+                        first_out, searched, reduction.n_meaning, n, notes, paper_max_n, paper_out, paper_note,
+                        shape.width_meaning, plan_width if shape.arch is not None else None, shape.state_text(width),
+                        run_size(reduction, N))
+
+
+# ---- the inverse question: the smallest size a length N does not rule out ---------------------------------
+SOLVABLE = ("width", "precision", "heads")
+
+
+def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, precision: int = 1, heads: int = 1,
+          dim: int = 8) -> BudgetReport:
+    """The smallest ``parameter`` (width, precision or heads; the others as given) whose protocol plan at the
+    valid length N is not ruled out by the bound -- the same plan ``commsim run`` executes (:meth:`Simulator.
+    shape_plan`) -- found exactly: the plan's bits grow with each size (every message is made of m numbers per
+    head, of p bits each), so the threshold is bisected after doubling, and the size one below is judged too.
+    Returns the budget report at that size with ``solve`` set."""
+    if parameter not in SOLVABLE:
+        raise InputError(f"solve must be one of {', '.join(SOLVABLE)}, got {parameter!r}", "solve")
+    simulator = simulator_for_arch(arch)
+    shape = arch_shape(arch, simulator)
+    if parameter not in simulator.budget_parameters:
+        raise InputError(f"solve {parameter}: the {shape.name} count does not depend on {parameter}", "solve")
+    if N is None:
+        raise InputError("solve needs --n, the sequence length N to solve at", "n")
+    sizes = {"width": width, "precision": precision, "heads": heads}
+    _check_sizes(simulator, *(1 if k == parameter else v for k, v in sizes.items()))
+    reduction = load_plugins().get("reduction", task, param="task")
+    if N < 1:
+        raise InputError(f"n must be at least 1, got {N}", "n")
+    limit = simulator.shape_plan_limit
+    if limit is not None and N > limit:
+        raise InputError(f"budget lays out the {shape.name} protocol's plan position by position up to N = {limit}; "
+                         f"got N = {N}", "n")
+    L = _valid_at_most(reduction, N) or reduction.length_for_size(reduction.min_size)
+    top = MAX_SOLVE[parameter]
+
+    def judged(value: int) -> Judgement | None:
+        """The judgement with ``parameter`` = value; None when the architecture has no such size."""
+        s = {**sizes, parameter: value}
+        try:
+            return judge(reduction, simulator, shape.plan_width(s["width"]), s["precision"], s["heads"], L, dim)
+        except InputError:
+            return None
+
+    lo, hi = 1, top
+    while lo <= hi and judged(lo) is None:       # the sizes the architecture takes (fixed point: p in 2..53)
+        lo += 1
+    while parameter == "precision" and hi > lo and judged(hi) is None:
+        hi -= 1
+    if lo > hi:
+        raise InputError(f"solve {parameter}: no {parameter} in 1..{top} is a size of {shape.name}", "solve")
+    first = judged(lo)
+    why = ""
+    if not first.bound.applies:
+        value, why = lo, f"the bound does not apply at N = {L}: {first.bound.reason}; any {parameter} is not ruled out"
+    elif first.fits:
+        value, why = lo, f"the smallest {parameter} ({lo}) is not ruled out at N = {L}"
+    else:
+        a, b = lo, min(2 * lo, hi)                 # not fits(a); double b until it fits
+        while not judged(b).fits:
+            if b == hi:
+                raise InputError(f"solve {parameter}: no {parameter} up to {hi} is enough at N = {L} "
+                                 f"({first.bound.bits} bits needed)", "solve")
+            a, b = b, min(2 * b, hi)
+        while b - a > 1:
+            mid = (a + b) // 2
+            a, b = (a, mid) if judged(mid).fits else (mid, b)
+        value = b
+    s = {**sizes, parameter: value}
+    report = budget(arch, s["width"], s["precision"], task, heads=s["heads"], n=L, dim=dim)
+    below = judged(value - 1) if value > lo else None
+    report.solve = {
+        "parameter": parameter, "n": L, "value": value, "protocol_bits": report.judgement.protocol_bits,
+        "lower_bound_bits": report.bound.bits if report.bound.applies else None,
+        "one_smaller": (None if below is None else
+                        {"value": value - 1, "protocol_bits": below.protocol_bits, "ruled_out": not below.fits}),
+        "text": why or (f"{parameter} = {value} is the smallest not ruled out at N = {L}: the protocol sends "
+                        f"{report.judgement.protocol_bits} bits >= {report.bound.bits} needed; {parameter} = "
+                        f"{value - 1} sends {below.protocol_bits} < {below.bound.bits}")}
+    return report

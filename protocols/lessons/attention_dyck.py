@@ -126,9 +126,12 @@ def attention_dyck(n: int | None = None) -> Lesson:
     need = float(dyck_min_width(N, p))
     line = []
     for width, prec, heads in ((m, p, H), (64, 16, 8)):
-        rep = budget("attention", width, prec, rid, heads=heads, n=N)
+        rep = budget("attention", width, prec, rid, heads=heads)
+        sent = rep.judgement.protocol_bits
         line.append(f"commsim budget --arch attention --width {width} --precision {prec} --heads {heads} "
-                    f"--task {rid}: max N = {rep.max_n}")
+                    f"--task {rid}: Theorem 5's inequality 3m(p + ceil(log2 N))H >= N − 1 holds up to N = "
+                    f"{rep.paper_max_n} (paper_max_n); the exact exchange, which sends {sent} bits at N = {rep.n} "
+                    f"where that count is {rep.bits}, up to N = {rep.max_n} (max N)")
     steps.append(Step(
         "Theorem 5: the width a layer needs",
         "A layer computing Dyck-(2,2) gives a protocol of about 3m(p + log N)H bits for the odd/even split, "

@@ -121,8 +121,10 @@ def randomized(n: int | None = None) -> Lesson:
         messages=messages_of(run.transcript),
         inequality=rf"\Pr[\text{{error}}\ |\ a \ne b] = 2^{{-{ip.k}}} = {ip.promised_error:g}"
                    rf"\quad\text{{with }} {ip.k} \text{{ bits}}",
-        notes="Newman's theorem turns a public-coin protocol into a private-coin one at an extra O(log n) bits; "
-              "that is why the private-coin cost is Theta(log n) and the public-coin cost O(log 1/eps).",
+        notes="Newman's theorem turns a public-coin protocol into a private-coin one at an extra O(log n) bits: "
+              "an upper bound, so the private-coin cost of EQ is O(log n) (the fingerprints above meet it). That it "
+              "is also Omega(log n) is a separate lower bound (a private-coin protocol of c bits gives a "
+              "deterministic one of 2^O(c) bits), not Newman's. The public-coin cost is O(log 1/eps).",
         reference="random inner products, standard (Kushilevitz and Nisan, ch. 3); Newman 1991"))
 
     # ---- what this means for the models ------------------------------------------------------------
@@ -177,7 +179,8 @@ def randomized(n: int | None = None) -> Lesson:
         "(plus a check on Bob's half alone): an equality test, which fingerprints decide with O(log N) bits.",
         instance=f"N = {N}: the {M.shape[0]} x {M.shape[1]} communication matrix has {int(M.sum())} ones, at most "
                  f"{int(M.sum(axis=1).max())} per row and {int(M.sum(axis=0).max())} per column",
-        inequality=rf"D = N - 1 = {N - 1}\ \text{{but}}\ R_\epsilon = O(\log_2 N)",
+        inequality=rf"D \ge N - 1 = {N - 1}\ \text{{(Lemma 1: a lower bound)}}\ \text{{but}}\ "
+                   rf"R_\epsilon = O(\log_2 N)",
         notes=RANDOMIZED["dyck22"][1],
         reference="Lemma 1 of [BHBK24] (the deterministic bound); the matrix from commsim matrix dyck22"))
     return Lesson("randomized", "Randomized protocols: which lower bounds survive coins",

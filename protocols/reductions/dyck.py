@@ -167,9 +167,9 @@ class DyckFooling(Reduction):
     def length_bound(self, simulator, seq_len: int, senders: frozenset | None = None) -> LowerBound:
         """Lemma 1 and Theorem 5 of [BHBK24] at length N; not applicable without an odd/even protocol
         (N - 1 bits in any direction, so the parties that speak do not change it)."""
-        bound = LowerBound(dyck_fooling_bits(seq_len), "Lemma 1 and Theorem 5 of [BHBK24]",
-                           Conditions("two-way", ODD_EVEN),
-                           "Dyck-(2,2) with the odd/even split takes N - 1 bits: mH >= (N - 1)/(3(p + log N))",
+        bound = LowerBound(dyck_fooling_bits(seq_len), "Lemma 1 of [BHBK24]", Conditions("two-way", ODD_EVEN),
+                           "Dyck-(2,2) with the odd/even split takes N - 1 bits; Theorem 5 of [BHBK24] turns it "
+                           "into mH >= (N - 1)/(3(p + log N)) with Theorem 4's count",
                            **randomness("dyck22"))
         if simulator.split_direction(self.split) is None:
             return bound.not_applicable(RNN_REASON if simulator.partition_kind == CONTIGUOUS_PREFIX

@@ -82,3 +82,149 @@ def test_budget_protocol_bits_equal_run_bits_used(seed):
 
 def test_architectures_are_rnn_and_attention():
     assert {"rnn", "attention"} <= set(architectures())
+
+
+# ---- issue 24: the paper's max N, architectures by name, --solve, one meaning of N per flag ----------------------
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from commsim.pipeline.budget import paper_fits, simulator_for_arch, solve  # noqa: E402
+from cli_helpers import run_main  # noqa: E402
+
+
+def test_paper_max_n_beside_max_n_is_theorem_5_with_ceil_log2():
+    """m = 64, p = 16, H = 2 on dyck22-fooling: the exact exchange allows 5736, Theorem 5's inequality
+    3m(p + ceil(log2 N))H >= N - 1 allows 11520 (checked here from the formula, not from the code under test)."""
+    d = budget("attention", 64, 16, "dyck22-fooling", heads=2).to_dict()
+    assert d["max_n"] == 5736
+
+    def theorem5(N):
+        return 3 * 64 * (16 + ceil_log2(N)) * 2 >= N - 1
+    assert theorem5(11520) and not theorem5(11522)
+    assert all(theorem5(N) for N in range(2, 11521, 2))
+    assert (d["paper_max_n"], d["paper_first_ruled_out"]) == (11520, 11522)
+    assert "paper_max_n" in d["paper_note"] and "fewer than" in d["paper_note"]
+    out = CliRunner().invoke(cli, ["budget", "--arch", "attention", "--width", "64", "--precision", "16", "--heads",
+                                   "2", "--task", "dyck22-fooling"])
+    assert out.exit_code == 0 and "paper's max N" in out.output and "11520" in out.output
+
+
+def test_paper_max_n_agrees_with_max_n_when_the_protocol_sends_the_papers_count():
+    d = budget("rnn", 128, 64, "index-idxl").to_dict()
+    assert d["max_n"] == d["paper_max_n"] == 8193 and "agree" in d["paper_note"]
+
+
+def test_dyck_budget_curve_is_labelled_as_lemma_1_not_theorem_5():
+    """The lower-bound curve is N - 1 bits: Lemma 1's bound; Theorem 5 is the width inequality derived from it."""
+    pytest.importorskip("matplotlib")
+    from commsim.render.plots import budget_figure
+    report = budget("attention", 4, 8, "dyck22-fooling", n_range=[8, 16, 32])
+    assert report.bound.source == "Lemma 1 of [BHBK24]" and "Theorem 5" in report.bound.note
+    fig = budget_figure(report)
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any("Lemma 1 of [BHBK24]" in label for label in labels)
+    assert not any("Theorem 5" in label for label in labels)
+
+
+# (arch spec, the model spec commsim run builds for the same width 3 at 8 bits)
+NAMED = [("elman", "elman:width=3,precision=8"), ("gru", "gru:width=3,precision=8"),
+         ("lstm", "lstm:width=3,precision=8"), ("ssm", "ssm:width=3,precision=8"),
+         ("ssm:complex=false", "ssm:width=3,complex=false,precision=8"),
+         ("linear-attention", "linear-attention:dim=3,precision=8"),
+         ("linear-attention:normalize=true", "linear-attention:dim=3,normalize=true,precision=8")]
+
+
+@pytest.mark.parametrize("arch, spec", NAMED)
+def test_arch_by_name_counts_the_state_as_the_model_does(arch, spec):
+    """budget --arch NAME --width 3 plans exactly the bits commsim run's handoff sends for that model (LSTM 2m,
+    complex SSM 2d, linear attention d·d (+ d))."""
+    ran = run_reduction("eq-ineq", spec, 5, instances=4, certify=False).to_dict()
+    d = budget(arch, 3, 8, "eq-ineq", n=10).to_dict()
+    assert d["protocol_bits"] == ran["bits_used"] and d["state_units"] * 8 == ran["bits_used"]
+    assert d["arch"] == arch.split(":")[0] and d["width_meaning"]
+
+
+def test_arch_names_are_offered_and_rnn_still_works():
+    assert {"rnn", "attention", "elman", "gru", "lstm", "ssm", "linear-attention"} <= set(architectures())
+    assert budget("rnn", 6, 8, "eq-ineq", n=10).to_dict()["protocol_bits"] == 48
+    help_text = CliRunner().invoke(cli, ["budget", "--help"]).output
+    for word in ("lstm", "2m numbers", "ssm", "linear-attention", "d·d"):
+        assert word in help_text
+
+
+@pytest.mark.parametrize("args, param", [
+    (["--arch", "lstm:complex=true", "--width", "2", "--precision", "8"], "arch"),
+    (["--arch", "ssm:complex=maybe", "--width", "2", "--precision", "8"], "arch"),
+    (["--arch", "lstm", "--precision", "8"], "--width"),
+    (["--arch", "lstm", "--precision", "8", "--solve", "width"], "--n"),
+    (["--arch", "lstm", "--width", "2", "--precision", "8", "--solve", "heads", "--n", "9"], "solve")])
+def test_bad_arch_and_solve_arguments_exit_2(args, param, capsys):
+    code, _, err = run_main(capsys, ["budget", *args, "--task", "index-idxl"])
+    assert code == 2 and len(err.strip().splitlines()) == 1 and param in err, err
+
+
+def test_solve_answers_the_lstm_question_and_one_smaller_is_ruled_out():
+    """How wide must a 16-bit LSTM be for index lookup at N = 4096?  (h, c) = 2m numbers of 16 bits >= 4095."""
+    out = CliRunner().invoke(cli, ["budget", "--arch", "lstm", "--precision", "16", "--task", "index-idxl",
+                                   "--solve", "width", "--n", "4096", "--json"])
+    assert out.exit_code == 0, out.output
+    d = json.loads(out.output)
+    assert d["solve"]["value"] == d["width"] == 128 and d["n"] == 4096
+    assert d["solve"]["one_smaller"] == {"value": 127, "protocol_bits": 2 * 127 * 16, "ruled_out": True}
+    assert not budget("lstm", 127, 16, "index-idxl", n=4096).judgement.fits
+
+
+SOLVE_CASES = st.one_of(
+    st.tuples(st.sampled_from(["elman", "lstm", "ssm", "linear-attention", "rnn"]),
+              st.sampled_from(["index-idxl", "eq-ineq", "disj-mqar", "index-assoc"]),
+              st.sampled_from(["width", "precision"]), st.integers(3, 5000)),
+    st.tuples(st.just("attention"), st.sampled_from(["dyck22-fooling", "eq-ineq", "index-idxl", "disj-match3"]),
+              st.sampled_from(["width", "precision", "heads"]), st.integers(3, 400)))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SOLVE_CASES)
+def test_solved_size_is_not_ruled_out_and_one_smaller_is(case):
+    """The solved size fits the plan run executes at N; one smaller does not (or the bound does not apply, or the
+    size is the smallest there is)."""
+    arch, task, parameter, N = case
+    sizes = {"width": 2, "precision": 8, "heads": 1}
+    try:
+        report = solve(arch, task, parameter, N, **{k: v for k, v in sizes.items() if k != parameter})
+    except Exception as exc:           # only the truthful "no size up to the cap is enough"
+        assert "is enough" in str(exc), exc
+        return
+    s, L = report.solve, report.n
+    value = s["value"]
+    got = {**sizes, parameter: value}
+    again = budget(arch, got["width"], got["precision"], task, heads=got["heads"], n=L)
+    assert again.judgement.fits
+    if not again.bound.applies:
+        return
+    if s["one_smaller"] is not None:
+        lower = {**got, parameter: value - 1}
+        below = budget(arch, lower["width"], lower["precision"], task, heads=lower["heads"], n=L)
+        assert not below.judgement.fits and s["one_smaller"]["ruled_out"]
+    else:
+        assert value == 1 or (parameter == "precision" and arch == "attention" and value == 2)
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_every_output_shows_the_run_size_beside_n(task):
+    """budget --n is tokens; run_n is the run --n whose encoding has that many tokens (run's seq_len)."""
+    red = load_plugins().get("reduction", task)
+    N = red.length_for_size(3 if task != "dyck22-fooling" else 2)
+    d = budget("rnn", 4, 8, task, n=N, n_range=[N]).to_dict()
+    assert "tokens" in d["n_flag"] and "run --n" in d["n_flag"]
+    assert red.seq_len(d["run_n"]) == d["n"] == N
+    assert d["table"][0]["run_n"] == d["run_n"]
+    out = CliRunner().invoke(cli, ["budget", "--arch", "rnn", "--width", "4", "--precision", "8", "--task", task,
+                                   "--n", str(N)])
+    assert f"run --n {d['run_n']}" in out.output
+    assert "tokens" in CliRunner().invoke(cli, ["budget", "--help"]).output
+
+
+def test_paper_fits_is_the_papers_inequality():
+    sim = simulator_for_arch("attention")
+    red = load_plugins().get("reduction", "dyck22-fooling")
+    assert paper_fits(red, sim, 1, 16, 1, 80) == (3 * 1 * (16 + 7) * 1 >= 79)

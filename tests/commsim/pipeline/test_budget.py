@@ -91,7 +91,7 @@ def test_budget_json_and_table_and_plot(tmp_path):
                                    "--n-range", "x:y"],
                                   ["--arch", "rnn", "--width", "2", "--precision", "8", "--heads", "2",
                                    "--task", "eq-ineq"],
-                                  ["--arch", "gru", "--width", "2", "--precision", "8", "--task", "eq-ineq"]])
+                                  ["--arch", "mamba2", "--width", "2", "--precision", "8", "--task", "eq-ineq"]])
 def test_budget_bad_arguments_exit_2(args, capsys):
     from commsim.cli import main
     with pytest.raises(SystemExit) as exc:
