@@ -16,7 +16,6 @@ import contextlib
 import copy
 import multiprocessing as mp
 import pickle
-import signal
 import traceback
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from commsim.core.bits import Bits
 from commsim.core.channel import CoinDraw, Transcript, other_party
 from commsim.core.coins import CoinSource
+from commsim.core.interrupts import interrupts_held, worker_ignores_interrupts
 from commsim.core.party import Flip, Protocol, ProtocolError, Receive, Send
 
 DEFAULT_MAX_ROUNDS = 100_000
@@ -161,10 +161,12 @@ def run_protocol(protocol: Protocol, alice_share, bob_share, *, max_rounds: int 
 def _worker(conn) -> None:
     """Child process: run party programs on request; report each action as bytes.
 
-    Ctrl-C reaches the whole process group: the worker ignores it and lets the parent decide (the parent
-    exits 130 and stops its workers); a parent that went away ends the worker quietly."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with contextlib.suppress(EOFError, BrokenPipeError, ConnectionResetError):
+    Ctrl-C reaches the whole process group: the worker (started with SIGINT held, see
+    :mod:`commsim.core.interrupts`) ignores it and lets the parent decide (the parent exits 130 and stops
+    its workers).  A parent that went away -- or closed the pipe halfway through a message -- ends the worker
+    quietly: it has nobody left to report to."""
+    worker_ignores_interrupts()
+    with contextlib.suppress(EOFError, OSError):
         _serve(conn)
 
 
@@ -235,28 +237,39 @@ class AuditSession:
 
     def __init__(self):
         ctx = mp.get_context("spawn")
-        self._conns, self._procs = {}, {}
-        for party in ("alice", "bob"):
-            parent, child = ctx.Pipe()
-            proc = ctx.Process(target=_worker, args=(child,), daemon=True, name=f"commsim-{party}")
-            proc.start()
-            child.close()
-            self._conns[party], self._procs[party] = parent, proc
+        self._conns, self._procs, self._mid_run = {}, {}, False
+        try:
+            with interrupts_held():   # the workers start with Ctrl-C held; one that comes meanwhile is raised after
+                for party in ("alice", "bob"):
+                    parent, child = ctx.Pipe()
+                    proc = ctx.Process(target=_worker, args=(child,), daemon=True, name=f"commsim-{party}")
+                    proc.start()
+                    child.close()
+                    self._conns[party], self._procs[party] = parent, proc
+        except BaseException:
+            self.close(force=True)
+            raise
 
     def run(self, protocol: Protocol, alice_share, bob_share, *,
             max_rounds: int = DEFAULT_MAX_ROUNDS, coins: CoinSource | None = None) -> RunResult:
         shares = {"alice": alice_share, "bob": bob_share}
+        self._mid_run = True   # until the run ends: a run left by an exception (Ctrl-C) leaves workers mid-program
         for party in ("alice", "bob"):
             self._conns[party].send((pickle.dumps((protocol, shares[party])), party))
         parties = {p: _RemoteParty(self._conns[p], p) for p in ("alice", "bob")}
         try:
-            return _schedule(parties, protocol.output_party, max_rounds, coins)
+            result = _schedule(parties, protocol.output_party, max_rounds, coins)
         except ProtocolError:
             self.close(force=True)  # a worker may be mid-program; start afresh next time
             self.__init__()
             raise
+        self._mid_run = False
+        return result
 
     def close(self, force: bool = False) -> None:
+        """Stop the workers: ask them to end -- or, with ``force`` or after a run that did not end (a worker
+        may be in the middle of a program, waiting for a message that will never come), terminate them."""
+        force = force or self._mid_run
         for party, conn in self._conns.items():
             if force:
                 self._procs[party].terminate()

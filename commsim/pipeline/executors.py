@@ -17,12 +17,15 @@ the executor started -- never a cluster it was only given the address of.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
-import signal
+import sys
 import threading
+import warnings
 from typing import Any, Callable, Iterable, Iterator
 
 from commsim.core.errors import InputError
+from commsim.core.interrupts import interrupts_held, on_interrupt, worker_ignores_interrupts
 from commsim.core.limits import check_size
 
 #: the executors :func:`make_executor` knows
@@ -74,25 +77,6 @@ class InProcess(Executor):
             yield index, fn(item)
 
 
-@contextlib.contextmanager
-def _interrupts_ignored():
-    """SIGINT ignored while the block starts child processes (a process started by exec keeps an ignored
-    signal ignored, and Python then installs no KeyboardInterrupt handler); only in the main thread."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _ignore_interrupts() -> None:
-    """In a worker process: Ctrl-C is the parent's to handle (it cancels the work and stops the workers)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 class Processes(Executor):
     """Local worker processes (``concurrent.futures.ProcessPoolExecutor``, spawn start method)."""
 
@@ -103,12 +87,13 @@ class Processes(Executor):
         from concurrent.futures import ProcessPoolExecutor
         self.workers = workers or os.cpu_count() or 1
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=_ignore_interrupts)
+                                         initializer=worker_ignores_interrupts)
         self._failed = False
 
     def as_completed(self, fn, items):
         from concurrent.futures import as_completed
-        futures = {self._pool.submit(fn, item): index for index, item in enumerate(items)}
+        with interrupts_held():   # submit starts the workers (and the pool's manager thread): Ctrl-C held
+            futures = {self._pool.submit(fn, item): index for index, item in enumerate(items)}
         try:
             for future in as_completed(futures):
                 yield futures[future], future.result()
@@ -150,17 +135,25 @@ class Dask(Executor):
         except ImportError:
             raise InputError('the dask executor needs dask.distributed: pip install "commsim[sweep]"',
                              "executor") from None
-        self._cluster = None
-        self._own_client = True
+        self._cluster = self.client = None
+        self._own_client, self._failed = True, False
+        self._own_processes = scheduler is None and processes   # worker processes this executor started
+        self._logs = _DaskLogs()
         if scheduler is None:
             # no dashboard; the scheduler's small HTTP server (health, metrics) on a free local port.  The
-            # worker processes start with Ctrl-C ignored (inherited through exec): it is this process's to
-            # handle -- it cancels the work and closes the cluster -- not theirs to die of with a traceback
-            with _interrupts_ignored():
-                self._cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                                             processes=processes, dashboard_address=None,
-                                             scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
-            self.client = Client(self._cluster)
+            # worker processes start with Ctrl-C held (commsim.core.interrupts): it is this process's to handle
+            # -- it cancels the work and closes the cluster -- not theirs to die of with a traceback.  Held,
+            # not ignored: a Ctrl-C during the start-up is raised right after it, and the cluster closed
+            try:
+                with interrupts_held(), _no_slow_scratch_warning():
+                    self._cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
+                                                 processes=processes, dashboard_address=None,
+                                                 scheduler_kwargs={"dashboard_address": "127.0.0.1:0"})
+                    self.client = Client(self._cluster)
+            except BaseException:
+                self._failed = True
+                self.close()
+                raise
             self.where = "embedded LocalCluster"
         elif isinstance(scheduler, Client):
             self.client, self._own_client = scheduler, False
@@ -180,22 +173,113 @@ class Dask(Executor):
 
     def as_completed(self, fn, items):
         from distributed import as_completed
-        futures = self.client.map(fn, list(items), pure=False)
-        index = {future.key: i for i, future in enumerate(futures)}
-        try:
-            for future in as_completed(futures):
-                yield index[future.key], future.result()
-        finally:
-            self.client.cancel([f for f in futures if not f.done()])
+        # from the moment of a Ctrl-C Dask's loggers are off: its own reaction to an interrupted wait (a
+        # callback that fails in the client's event loop) is not the user's to read
+        with on_interrupt(self._logs.silence):
+            futures = self.client.map(fn, list(items), pure=False)
+            index = {future.key: i for i, future in enumerate(futures)}
+            try:
+                for future in as_completed(futures):
+                    yield index[future.key], future.result()
+            except BaseException:
+                self._failed = True
+                raise
+            finally:
+                self.client.cancel([f for f in futures if not f.done()])
 
     def describe(self) -> str:
         return f"dask ({self.workers} worker{'s' if self.workers != 1 else ''}, {self.where})"
 
+    def __exit__(self, kind, value, traceback) -> None:
+        self._failed = self._failed or kind is not None
+        self.close()
+
     def close(self):
-        if self._own_client:
-            self.client.close()
-        if self._cluster is not None:
-            self._cluster.close()
+        """Close the client and the cluster this executor started.  After an error or Ctrl-C, quietly: the
+        caller reports it in one line, and what Dask would add while it stops workers in the middle of a task
+        (a warning per worker that its task was cancelled, a closed connection) is not printed."""
+        try:
+            if self._failed:
+                self._logs.silence()
+                if self._own_processes and self.client is not None:
+                    _silence_workers(self.client)
+            if self._own_client and self.client is not None:
+                self.client.close()
+            if self._cluster is not None:
+                self._cluster.close()
+        finally:
+            self._logs.restore()
+
+
+#: what Dask warns when making a server's scratch directory takes over a second: on a busy machine too, not
+#: only on a network file system; an embedded cluster's directory is local, and the warning is only noise
+_SLOW_SCRATCH = "Creating scratch directories is taking a surprisingly long time"
+
+
+@contextlib.contextmanager
+def _no_slow_scratch_warning():
+    """While an embedded cluster starts: no :data:`_SLOW_SCRATCH` warning from the scheduler and nannies in
+    this process, nor from the worker processes (a warnings filter in the environment they start with; the
+    nannies put it into this process's environment to pass it on, and it is taken out again)."""
+    import dask
+    before = os.environ.get("PYTHONWARNINGS")
+    try:
+        with warnings.catch_warnings(), dask.config.set({"distributed.nanny.pre-spawn-environ.PYTHONWARNINGS":
+                                                         f"ignore:{_SLOW_SCRATCH}:UserWarning"}):
+            warnings.filterwarnings("ignore", message=_SLOW_SCRATCH, category=UserWarning)
+            yield
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONWARNINGS", None)
+        else:
+            os.environ["PYTHONWARNINGS"] = before
+
+
+def _quiet_worker() -> None:
+    """On a worker process about to be stopped: its stdout and stderr go to the null device."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                stream.flush()
+                os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
+
+
+def _silence_workers(client, timeout: float = 10.0) -> None:
+    """:func:`_quiet_worker` on every worker of ``client`` -- processes this executor started, never a
+    cluster's it was given -- waiting at most ``timeout`` seconds (a worker that does not answer is stopped
+    by the cluster's close all the same)."""
+    thread = threading.Thread(target=client.run, args=(_quiet_worker,), kwargs={"on_error": "ignore"},
+                              daemon=True, name="commsim-quiet-workers")
+    thread.start()
+    thread.join(timeout)
+
+
+class _DaskLogs:
+    """The loggers of Dask (and of tornado, its event loop) in this process -- the client's, and the
+    scheduler's and nannies' of an embedded cluster -- switched off after an error or Ctrl-C and back on as
+    they were once the executor is closed."""
+
+    NAMES = ("distributed", "tornado")
+
+    def __init__(self):
+        self._before: dict[str, bool] | None = None
+
+    def silence(self) -> None:
+        if self._before is not None:
+            return
+        names = [name for name in (*self.NAMES, *list(logging.root.manager.loggerDict))
+                 if name.split(".")[0] in self.NAMES]
+        self._before = {name: logging.getLogger(name).disabled for name in names}
+        for name in names:
+            logging.getLogger(name).disabled = True
+
+    def restore(self) -> None:
+        for name, was in (self._before or {}).items():
+            logging.getLogger(name).disabled = was
+        self._before = None
 
 
 def make_executor(kind: str = "inprocess", scheduler=None, workers: int | None = None, *,

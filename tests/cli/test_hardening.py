@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 from cli_helpers import run_main
+from interrupts import (
+    LOADS,
+    ctrl_c,
+    gone,
+    ignores_sigint,
+    needs_proc,
+    spawned_children,
+    start_commsim,
+    under,
+    wait_for,
+)
 
 from commsim.core.errors import InputError
 from commsim.core.precision import parse_format
@@ -100,18 +109,28 @@ def test_corrupt_weights_files_are_bad_input_naming_the_file(capsys, tmp_path):
 
 
 # ---- 4. interrupts -----------------------------------------------------------------------------------
-def test_ctrl_c_during_audit_exits_130_with_one_line_and_quiet_workers():
-    """SIGINT to the whole process group (what a terminal's Ctrl-C does) while the audit workers run."""
-    proc = subprocess.Popen([sys.executable, "-m", "commsim", "cc", "index", "--n", "14", "--protocol", "one-way",
-                             "--instances", "30000", "--audit"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    time.sleep(4)
-    assert proc.poll() is None, "the audit finished before the interrupt: make it longer"
-    os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    lines = err.decode().splitlines()
-    assert proc.returncode == 130 and len(lines) <= 1, err.decode()
-    assert "Traceback" not in err.decode()
+AUDIT = ["cc", "index", "--n", "14", "--protocol", "one-way", "--instances", "30000", "--audit"]
+
+
+@needs_proc
+@pytest.mark.parametrize("load", LOADS)
+@pytest.mark.parametrize("moment", ["workers-starting", "workers-serving"])
+def test_ctrl_c_during_audit_exits_130_with_one_line_and_quiet_workers(load, moment):
+    """Ctrl-C to the whole process group (what a terminal does), the workers included: while the two audit
+    workers are still starting up (before they can have set SIGINT aside), or once both are serving.  The
+    parent owns the interrupt -- exit 130, exactly one line -- and the workers end without a word."""
+    with under(load):
+        proc = start_commsim(AUDIT)
+
+        def workers_at_the_moment():
+            workers = spawned_children(proc.pid)
+            return len(workers) == 2 and (moment == "workers-starting" or all(map(ignores_sigint, workers)))
+        wait_for(workers_at_the_moment, f"two audit workers ({moment})", proc)
+        workers = spawned_children(proc.pid)
+        out, err = ctrl_c(proc)
+    assert (proc.returncode, err) == (130, "Error: interrupted\n"), (proc.returncode, err)
+    assert "checked by the runner" not in out                    # the report of a finished run never came
+    wait_for(lambda: all(map(gone, workers)), "the end of the audit workers", bound=30)
 
 
 def test_a_closed_stdout_pipe_is_a_normal_end():
