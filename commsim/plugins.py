@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
-from commsim.core.errors import InputError
+from commsim.core.errors import InputError, NotApplicable
+from commsim.core.precision import FixedPoint, FloatFormat, NumberFormat, parse_format
 from commsim.spec import ModelSpec
 
 ENTRY_POINT_GROUP = "commsim.plugins"
@@ -151,16 +152,40 @@ def load_plugins(extra_modules: str | tuple[str, ...] | list[str] = ()) -> Regis
     return registry
 
 
+#: what the engine (``Reduction.model_context``) and a caller may tell ``make_model`` about the task
+CONTEXT_KEYS = ("vocab_size", "seq_len", "n", "task", "reduction", "memory_program")
+#: a module object's number format, for ``make_model`` (a spec string names it inside: ``precision=8``)
+FORMAT_KEYWORDS = ("precision", "frac", "dtype")
+
+
 def make_model(spec_or_object: str | Any, **context) -> Any:
     """A model from a spec string (``"elman:width=8,precision=8"``) or from an object.
 
-    ``context`` carries what the caller knows (``vocab_size``, ``seq_len``, ``n``, ``task``) so factories
-    can size random models to the task.  An object that a registered simulator accepts is the model
-    itself; any other object (a PyTorch module, ...) goes to the registered adapters in turn, and when
-    none converts it, it is returned unchanged (the simulator lookup then says why nothing wraps it)."""
+    ``context`` carries what the caller knows (:data:`CONTEXT_KEYS`: ``vocab_size``, ``seq_len``, ``n``,
+    ``task``, ...) so factories can size random models to the task.  For an object (a PyTorch module, a dict
+    of its parts) it may also carry the number format (:data:`FORMAT_KEYWORDS`): ``precision=P`` (an int or
+    a format name: ``2``, ``"fixed16.8"``, ``"bfloat16"``) with an optional ``frac=F``, or ``dtype=NAME`` --
+    as ``precision=``/``frac=``/``dtype=`` do in a spec; default: the module's dtype.  Any other keyword is
+    refused (an :class:`InputError` naming it and listing the valid ones).  An object that a registered
+    simulator accepts is the model itself; any other goes to the registered adapters in turn (each receives
+    the context, the format as ``precision``, a NumberFormat); an object none converts is refused (unless it
+    is a model that says why no simulator wraps it, ``no_protocol_reason``: the run then says so)."""
+    if spec_or_object is None or isinstance(spec_or_object, (bool, int, float, complex, bytes)):
+        raise InputError(f"model must be a spec string (such as 'elman:width=8,precision=8') or a model object "
+                         f"(a torch module, ...); got {spec_or_object!r}", param="model")
+    is_spec = isinstance(spec_or_object, str)
+    valid = CONTEXT_KEYS if is_spec else CONTEXT_KEYS + FORMAT_KEYWORDS
+    unknown = [key for key in context if key not in valid]
+    if unknown:
+        key = unknown[0]
+        hint = (f"; a spec string sets its number format inside it ('{spec_or_object}"
+                f"{',' if '=' in spec_or_object else ':'}{key}=...')" if is_spec and key in FORMAT_KEYWORDS else "")
+        raise InputError(f"make_model got an unknown keyword {key!r}{hint}; valid keywords: {', '.join(valid)}",
+                         param=key)
     reg = load_plugins()
-    if not isinstance(spec_or_object, str):
-        return _adapt(reg, spec_or_object, context)
+    if not is_spec:
+        fmt = _format_keywords(context.pop("precision", None), context.pop("frac", None), context.pop("dtype", None))
+        return _adapt(reg, spec_or_object, context, fmt)
     text = spec_or_object
     spec = ModelSpec.parse(text, reg.names("model"))
     factory = reg.get("model", spec.kind, param="model")
@@ -169,12 +194,50 @@ def make_model(spec_or_object: str | Any, **context) -> Any:
     return model
 
 
-def _adapt(reg: Registry, obj: Any, context: dict) -> Any:
-    """``obj`` itself when a simulator accepts it, else the first adapter's conversion, else ``obj``."""
+def _format_keywords(precision, frac, dtype):
+    """The NumberFormat that ``precision=``/``frac=``/``dtype=`` name (the rules of a spec's keys), or None."""
+    if dtype is not None and (precision is not None or frac is not None):
+        raise InputError("give either precision= (fixed point) or dtype=, not both", param="dtype")
+    if frac is not None and not (isinstance(precision, (int, str)) and not isinstance(precision, bool)
+                                 and str(precision).strip().isdigit()):
+        raise InputError(f"frac= needs an integer precision= (the fixed-point width); got precision={precision!r}",
+                         param="frac")
+    if frac is not None and (isinstance(frac, bool) or not str(frac).strip().isdigit()):
+        raise InputError(f"frac must be a non-negative int (fraction bits); got {frac!r}", param="frac")
+    param = "dtype" if dtype is not None else "precision"
+    try:
+        if dtype is not None:
+            return FloatFormat(str(dtype))
+        if precision is None or isinstance(precision, NumberFormat):
+            return precision
+        if isinstance(precision, bool) or not isinstance(precision, (int, str)):
+            raise InputError(f"precision must be an int (fixed-point bits) or a format name such as 'fixed16.8' or "
+                             f"'bfloat16'; got {precision!r}", param="precision")
+        if frac is None:
+            return parse_format(str(precision))
+        return FixedPoint.with_bits(int(str(precision).strip()), int(str(frac).strip()))
+    except (InputError, ValueError) as exc:
+        raise InputError(str(exc), param=param) from None
+
+
+def _adapt(reg: Registry, obj: Any, context: dict, fmt) -> Any:
+    """``obj`` itself when a simulator accepts it (it fixes its own number format: ``fmt`` must be None),
+    else the first adapter's conversion (given ``fmt`` as ``precision`` when there is one); a model that says
+    why no simulator wraps it (``no_protocol_reason``) itself, for the run to say it; any other object is
+    refused (:class:`NotApplicable`, an InputError naming ``model``)."""
     if any(entry.obj.accepts(obj) for entry in reg.entries("simulator")):
+        if fmt is not None:
+            raise InputError(f"precision=/frac=/dtype= apply to module objects (a torch module, a dict of its "
+                             f"parts); this {type(obj).__name__} fixes its own number format", param="precision")
         return obj
+    extra = {} if fmt is None else {"precision": fmt}
     for entry in reg.entries("adapter"):
-        model = entry.obj(obj, **context)
+        model = entry.obj(obj, **context, **extra)
         if model is not None:
             return model
-    return obj
+    if getattr(obj, "no_protocol_reason", None):   # a model no simulator wraps, which says why: the run says it
+        return obj
+    adapters = ", ".join(reg.names("adapter")) or "none installed"
+    raise NotApplicable(f"no registered simulator wraps a model of type {type(obj).__name__}, and no adapter "
+                        f"({adapters}) converts it: give a spec string, a commsim model, or a torch module (or a dict "
+                        f"of its parts)", param="model")

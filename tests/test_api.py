@@ -23,7 +23,7 @@ def test_run_reduction_returns_a_report_with_the_contract_keys():
     for key in ("reduction", "bits_used", "lower_bound_bits", "bound_applies", "budget_ok", "model_correct",
                 "protocol_matches_model", "certificate", "bits_by_direction", "bits_formula"):
         assert key in data
-    assert commsim.run is run_reduction
+    assert json.loads(commsim.run("index-idxl", "memorize:capacity=7", n=8).to_json()) == data   # run_reduction
 
 
 def test_run_json_equals_report_to_json(capsys):
@@ -115,3 +115,63 @@ def test_report_row_and_html_escape_and_say_the_verdict():
     assert row["certificate"] is True and row["budget_ok"] is False and row["lower_bound_bits"] == 8
     assert all(v is None or isinstance(v, (int, float, str, bool)) for v in row.values())
     assert "must fail" in report.verdict() and "&lt;" in report._repr_html_()
+
+
+# ---- a module object's number format in Python (issue 24, defect 4) ---------------------------------------
+def _gru():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    return {"embedding": torch.nn.Embedding(8, 4), "core": torch.nn.GRU(4, 2, batch_first=True),
+            "head": torch.nn.Linear(2, 2)}
+
+
+@pytest.mark.parametrize("keywords, name", [({"precision": 2}, "fixed2.1"), ({"precision": "2"}, "fixed2.1"),
+                                            ({"precision": 8, "frac": 3}, "fixed8.3"),
+                                            ({"precision": "fixed8.3"}, "fixed8.3"),
+                                            ({"precision": "bfloat16"}, "bfloat16"), ({"dtype": "float16"}, "float16")])
+def test_make_model_takes_a_module_objects_precision(keywords, name):
+    model = make_model(_gru(), vocab_size=8, **keywords)       # on main: precision dropped, 2 x 32 bits
+    assert model.format.name == name and model.state_bits == 2 * model.format.bits
+
+
+def test_make_model_refuses_unknown_keywords_naming_them():
+    with pytest.raises(commsim.InputError, match="precison") as info:
+        make_model(_gru(), vocab_size=8, precison=2)
+    assert info.value.param == "precison" and "valid keywords" in str(info.value) and "precision" in str(info.value)
+    with pytest.raises(commsim.InputError, match="inside it") as info:      # a spec names its format itself
+        make_model("elman:width=2", vocab_size=4, precision=8)
+    assert info.value.param == "precision"
+
+
+@pytest.mark.parametrize("keywords, param", [({"frac": 2}, "frac"), ({"precision": 8, "dtype": "float16"}, "dtype"),
+                                             ({"precision": "fixed99"}, "precision"), ({"precision": 1.5}, "precision"),
+                                             ({"dtype": "float8"}, "dtype")])
+def test_make_model_refuses_a_bad_format_naming_the_keyword(keywords, param):
+    with pytest.raises(commsim.InputError) as info:
+        make_model(_gru(), vocab_size=8, **keywords)
+    assert info.value.param == param
+
+
+def test_a_commsim_model_keeps_its_own_format():
+    model = make_model("elman:width=2,precision=8", vocab_size=4)
+    with pytest.raises(commsim.InputError, match="fixes its own number format") as info:
+        make_model(model, precision=4)
+    assert info.value.param == "precision"
+
+
+@pytest.mark.parametrize("bad", [None, 5, 2.5, True, object()])
+def test_make_model_refuses_what_is_not_a_model(bad):
+    with pytest.raises(commsim.InputError) as info:        # on main: the argument came back unchanged
+        make_model(bad)
+    assert info.value.param == "model"
+
+
+def test_run_takes_a_module_objects_precision():
+    parts = _gru()
+    report = commsim.run("index-idxl", parts, n=4, instances=16, certify=False, precision=2)   # main: TypeError
+    assert report.bits_used == 2 * 2 and report.protocol_matches_model
+    assert report.torch_agreement["ok"] is None                                # fixed point: not judged
+    assert commsim.run("index-idxl", parts, n=4, instances=16, certify=False, dtype="bfloat16").bits_used == 2 * 16
+    with pytest.raises(commsim.InputError, match="spec string") as info:
+        commsim.run("index-idxl", "lstm:width=2", n=4, precision=2)
+    assert info.value.param == "precision"

@@ -22,9 +22,12 @@ AGREEMENT_INSTANCES = 256
 class FrameworkBacked(Protocol):
     """A model adapted from a framework, which can run the framework's own forward.
 
-    ``framework``: its name ("torch"); ``framework_agreement(tokens, output_positions)``: a dict with
-    ``max_abs_diff``, ``tolerance``, ``passed`` (True/False, or None when not judged), ``instances``,
-    ``framework`` and a ``note``, or None when the framework's forward is not available;
+    ``framework``: its name ("torch"); ``framework_agreement(tokens, output_positions)``: a dict with the keys
+    of the framework's one agreement rule (for torch, :func:`protocols.adapters.torch.trust.judge`) -- ``ok``
+    (True/False, or None when not judged, the ``note`` then saying "not judged" and why), ``atol``, ``rtol``,
+    ``max_abs_diff``, ``reference`` (what the model was compared with: the user's module's own forward, or
+    only the parts it was built from) and ``note`` -- with ``framework`` and ``instances``; or None when the
+    framework's forward is not available;
     ``framework_labels(tokens, output_positions)``: the framework forward's decisions (batch, outputs),
     labelled as the model labels its own outputs, or None; ``framework_judged``: whether the model runs in
     a number format whose agreement is judged (not a different, e.g. fixed-point, model of the module)."""
@@ -38,9 +41,11 @@ class FrameworkBacked(Protocol):
 
 
 def framework_agreement(model, encoded, seed: int = 0) -> dict | None:
-    """The model's agreement with its framework's forward on the run's instances (``encoded.tokens``; a
-    seeded subset of :data:`AGREEMENT_INSTANCES` when there are more), at the output positions; None for a
-    model that is not :class:`FrameworkBacked` or keeps no framework forward."""
+    """The report's ``torch_agreement``: the model's agreement with its framework's forward on the run's
+    instances (``encoded.tokens``; a seeded subset of :data:`AGREEMENT_INSTANCES` when there are more), at the
+    output positions -- the model's ``framework_agreement`` (the one rule's keys, :class:`FrameworkBacked`)
+    with ``instances``, ``of_instances`` and ``sampled``; None for a model that is not :class:`FrameworkBacked`
+    or keeps no framework forward."""
     if not isinstance(model, FrameworkBacked) or not encoded.batch:
         return None
     count = min(AGREEMENT_INSTANCES, encoded.batch)

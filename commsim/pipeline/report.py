@@ -43,7 +43,7 @@ class Report:
     accuracy_by_set: dict = field(default_factory=dict)
     #: per evaluation set: name, description, instances, wrong, accuracy, protocol_matches_model
     evaluation_sets: list = field(default_factory=list)
-    #: for a model adapted from a framework (PyTorch): max |commsim - framework forward|, tolerance, passed
+    #: for a model adapted from a framework (PyTorch): ok, atol, rtol, max_abs_diff, reference, note (framework.py)
     torch_agreement: dict | None = None
     #: for a distributional bound: the measured error rate with its confidence interval against the bound
     measured_error: dict | None = None

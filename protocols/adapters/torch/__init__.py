@@ -12,8 +12,9 @@ One concept per module:
 * :mod:`.fold` -- one attention layer in folded form, the shared target of :mod:`.mha` (``nn.MultiheadAttention``,
   pre-LN blocks), :mod:`.encoder` (``nn.TransformerEncoderLayer``), :mod:`.gpt2` (Hugging Face GPT-2) and
   :mod:`.tlens` (TransformerLens);
-* :mod:`.trust` -- the agreement with the torch module's own forward (the report's ``torch_agreement``) and
-  its decisions (a certificate's re-check);
+* :mod:`.trust` -- the one agreement rule (:func:`~.trust.judge`: ``ok``, ``atol``, ``rtol``, ``max_abs_diff``,
+  ``reference``, ``note``) against the user's module's own forward (the report's ``torch_agreement``), and its
+  decisions (a certificate's re-check);
 * :mod:`.layers` -- numpy forms of heads and pointwise layers, number formats of torch dtypes;
 * :mod:`.files` -- saved torch files (:func:`load_torch_file`, :func:`save_parts`).
 

@@ -7,26 +7,41 @@ LayerNorm/RMSNorm: pre-LN blocks) and head modules (found by running its forward
 against it: :mod:`.discover`), a dict of parts ``{"core", "embedding", "positions", "norm", "head",
 ...}``, a one-layer Hugging Face GPT-2, TransformerLens ``HookedTransformer`` (3.x), ``TransformerBridge``
 and TL-native models (4.x).  Commsim models pass through unchanged.
+
+The reference.  The agreement check (:func:`agreement`, the report's ``torch_agreement``: one rule,
+:func:`~protocols.adapters.torch.trust.judge`) compares commsim's model with the user's model itself: a
+module's own forward when a module is given whole (a wrapping module, GPT-2, TransformerLens, a step
+module's own loop).  A dict of parts is not a model of the user's: say which module the parts come from with
+a ``"module"`` entry (a factory returns ``{"module": net, "embedding": net.tok, "core": net.attn, ...}``) or
+``from_torch(parts, reference=net)``, and commsim's model is compared with ``net``'s own forward (a part left
+out -- a residual connection -- shows as ``ok`` False).  Without one, the parts are compared with themselves
+composed in torch, which is reported but not judged ("no reference forward given: not judged").
 """
 from __future__ import annotations
 
 import numpy as np
 
 from commsim.core.precision import NumberFormat, parse_format
-from protocols.adapters.torch.discover import _pre_folded, class_names, discover, probe_tokens
+from protocols.adapters.torch.discover import (
+    _pre_folded,
+    class_names,
+    discover,
+    probe_tokens,
+)
 from protocols.adapters.torch.encoder import wrap_encoder
 from protocols.adapters.torch.gpt2 import wrap_gpt2
-from protocols.adapters.torch.layers import AdapterError, within_tolerance
+from protocols.adapters.torch.layers import AdapterError
 from protocols.adapters.torch.mha import wrap_mha
 from protocols.adapters.torch.rnn import wrap_recurrent
 from protocols.adapters.torch.step import is_step_module, wrap_step_module
 from protocols.adapters.torch.tlens import wrap_bridge, wrap_hooked, wrap_tl_native
-from protocols.adapters.torch.trust import compare_outputs
+from protocols.adapters.torch.trust import ModuleForward, TorchTrust
 from protocols.models.attention import AttentionLayer
 from protocols.models.recurrent import RecurrentModel
 
-#: keys of a dict of parts (a factory's return value, or a torch.save'd file)
-PARTS = ("core", "embedding", "positions", "norm", "head", "residual", "key_embedding", "value_embedding")
+#: keys of a dict of parts (a factory's return value, or a torch.save'd file); ``module``: the user's module the
+#: parts come from, whose own forward is the agreement check's reference
+PARTS = ("core", "embedding", "positions", "norm", "head", "residual", "key_embedding", "value_embedding", "module")
 
 
 def resolve_format(precision) -> NumberFormat | None:
@@ -43,12 +58,19 @@ def is_commsim_model(obj) -> bool:
 
 def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None, residual: bool | None = None,
                key_embedding=None, value_embedding=None, vocab_size: int | None = None, seq_len: int | None = None,
-               spec: str = "", check: bool = True, norm=None):
+               spec: str = "", check: bool = True, norm=None, reference=None):
     """A commsim model for ``obj`` (module docstring).  ``precision``: a NumberFormat or its name
     (``"16"``, ``"fixed16.8"``, ``"bfloat16"``); default: the module's dtype (float32 -> p = 32).
     ``vocab_size``/``seq_len`` limit the embedding tables to the task's tokens and length.  ``norm``: a
     per-position layer (LayerNorm, RMSNorm) on the summed embedding before the core -- with
-    ``residual=True`` around an attention core, the pre-LN block ``x + MHA(norm(x))``."""
+    ``residual=True`` around an attention core, the pre-LN block ``x + MHA(norm(x))``.  ``reference``: the
+    user's module that ``obj`` (a dict of parts, or a core with its parts) stands for; the agreement check
+    compares with its own forward (module docstring)."""
+    if reference is not None:
+        model = from_torch(obj, embedding=embedding, positions=positions, head=head, precision=precision,
+                           residual=residual, key_embedding=key_embedding, value_embedding=value_embedding,
+                           vocab_size=vocab_size, seq_len=seq_len, spec=spec, check=check, norm=norm)
+        return with_reference(model, reference)
     fmt = resolve_format(precision)
     if is_commsim_model(obj):
         if fmt is not None:
@@ -109,30 +131,48 @@ def _from_parts(parts: dict, fmt, vocab_size, seq_len, spec, check, **given):
         if callable(getattr(part, "eval", None)) and hasattr(part, "training"):
             part.eval()
     kw = {k: parts.get(k, given.get(k)) for k in ("embedding", "positions", "head", "residual", "norm")}
-    return from_torch(parts["core"], precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec, check=check,
-                      key_embedding=parts.get("key_embedding"), value_embedding=parts.get("value_embedding"), **kw)
+    model = from_torch(parts["core"], precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec, check=check,
+                       key_embedding=parts.get("key_embedding"), value_embedding=parts.get("value_embedding"), **kw)
+    return model if parts.get("module") is None else with_reference(model, parts["module"], param="model")
+
+
+def with_reference(model, module, *, param: str = "reference"):
+    """``model`` with ``module``'s own forward as the reference of its agreement check (module docstring); the
+    forward is run once on probe tokens, and an :class:`AdapterError` naming ``param`` says when it cannot be."""
+    try:
+        import torch.nn as nn
+    except ImportError:  # pragma: no cover - exercised without torch
+        raise AdapterError("a reference module needs torch, which is not installed", param) from None
+    where = "the parts' 'module'" if param == "model" else "reference="
+    if not isinstance(module, nn.Module):
+        raise AdapterError(f"{where} must be the torch module the parts come from; got {type(module).__name__}", param)
+    if not isinstance(model, TorchTrust):
+        raise AdapterError(f"{where} is compared with a model wrapped from torch; got a {type(model).__name__}", param)
+    module.eval()
+    forward = ModuleForward(module)
+    probe = probe_tokens(model, 2)
+    try:
+        forward(probe)
+    except Exception as exc:  # noqa: BLE001 - the user's forward
+        raise AdapterError(f"{where}: {type(module).__name__}'s forward did not run on token ids of shape "
+                           f"{probe.shape} ({type(exc).__name__}: {exc}); it must map token ids (batch, length) to "
+                           f"the outputs", param) from None
+    model.torch_forward = forward
+    return model
 
 
 def agreement(model, tokens=None, *, rows: int = 16, seed: int = 0) -> dict:
-    """How closely the commsim model follows the torch module's own forward on ``tokens`` (default:
-    random rows), at the last position (every position when the module returns them all).  Returns
-    ``agrees``, ``max_abs_diff``, ``allowed``, ``format``, ``note``, ``label_agreement`` and ``rows``.
-    The tolerance (:data:`~protocols.adapters.torch.layers.TOLERANCE`) is that of the model's format
-    (a fixed-point override falls back to a loose (0.1, 0.1)); the report's judged form is
-    :meth:`~protocols.adapters.torch.trust.TorchTrust.framework_agreement`."""
-    if getattr(model, "torch_forward", None) is None:
+    """How closely the commsim model follows its reference (the torch module's own forward, or the parts
+    composed: module docstring) on ``tokens`` (default: random rows), at the last position (every position
+    when the forward returns them all), by the one rule (:func:`~protocols.adapters.torch.trust.judge`).
+    Returns the rule's keys -- ``ok``, ``atol``, ``rtol``, ``max_abs_diff``, ``reference``, ``note``,
+    ``max_allowed``, ``format``, ``label_agreement`` -- with ``positions`` and ``rows``: the same as the
+    report's ``torch_agreement`` on those rows."""
+    if not isinstance(model, TorchTrust) or model.torch_forward is None:
         raise AdapterError("this model keeps no torch forward to compare with")
     if tokens is None:
         tokens = probe_tokens(model, rows, seed)
     tokens = np.atleast_2d(np.asarray(tokens))
     probe = np.asarray(model.torch_forward(tokens[:1]), dtype=np.float64)
     positions = range(tokens.shape[1]) if probe.ndim == 3 and not isinstance(model, AttentionLayer) else None
-    compared = compare_outputs(model, tokens, positions)
-    ours, theirs = compared.ours, compared.theirs
-    fmt_name = model.format.name
-    ok, diff, allowed = within_tolerance(ours, theirs, fmt_name)
-    note = (f"max |commsim - torch| = {diff:.3g} (allowed {allowed:.3g} for {fmt_name})" if ours.shape == theirs.shape
-            else f"output shapes differ: commsim {ours.shape}, torch {theirs.shape}")
-    labels_equal = float(np.mean(np.argmax(ours, -1) == np.argmax(theirs, -1))) if ours.shape == theirs.shape else 0.0
-    return {"agrees": ok, "max_abs_diff": diff, "allowed": allowed, "format": fmt_name, "note": note,
-            "label_agreement": labels_equal, "rows": int(tokens.shape[0])}
+    return {**model.framework_agreement(tokens, positions), "rows": int(tokens.shape[0])}

@@ -16,11 +16,11 @@ import numpy as np
 
 from protocols.adapters.torch.encoder import encoder_parts, wrap_encoder
 from protocols.adapters.torch.fold import TWO_LAYERS
-from protocols.adapters.torch.layers import AdapterError, embedding_weights, tensor, within_tolerance
+from protocols.adapters.torch.layers import AdapterError, embedding_weights
 from protocols.adapters.torch.mha import _batch_first, per_position, wrap_mha
 from protocols.adapters.torch.rnn import wrap_recurrent
 from protocols.adapters.torch.trace import find_roles, pooled_readout_reason, readout_positions, trace_forward
-from protocols.adapters.torch.trust import compare_outputs
+from protocols.adapters.torch.trust import ModuleForward, compare_outputs, judge
 
 #: library models found inside a wrapping module (wrapped whole, then verified)
 NESTED = {"GPT2LMHeadModel", "GPT2Model", "HookedTransformer", "TransformerBridge", "NativeModel"}
@@ -171,24 +171,6 @@ def _pre_folded(embedding, before, fmt):
         embedding_weights(embedding, "token embedding"))
 
 
-class ModuleForward:
-    """tokens -> the module's own outputs (float64 numpy); picklable when the module is."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def __call__(self, tokens):
-        """The module's outputs on token ids (logits when it returns an output object)."""
-        import torch
-        with torch.no_grad():
-            out = self.module(torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long))
-            if isinstance(out, (tuple, list)):
-                out = out[0]
-            if hasattr(out, "logits"):
-                out = out.logits
-            return tensor(out)
-
-
 def probe_tokens(model, rows: int = 256, seed: int = 0) -> np.ndarray:
     """Random token rows within the model's vocabulary and positions (for the agreement check)."""
     length = min(getattr(model, "max_positions", None) or 8, 8)
@@ -196,8 +178,9 @@ def probe_tokens(model, rows: int = 256, seed: int = 0) -> np.ndarray:
 
 
 def verify(model, module, label, check):
-    """Compare ``model`` (built in the module's own dtype) with ``module``'s forward on probe tokens;
-    on success the model's ``torch_forward`` becomes the module's own forward."""
+    """Compare ``model`` (built in the module's own dtype) with ``module``'s forward on probe tokens by the one
+    rule (:func:`~protocols.adapters.torch.trust.judge`); on success the model's ``torch_forward`` becomes the
+    module's own forward (its reference)."""
     forward = ModuleForward(module)
     if not check:
         model.torch_forward = forward
@@ -208,7 +191,12 @@ def verify(model, module, label, check):
     except Exception as exc:  # the module's own forward does not take token ids
         import torch.nn as nn
         if isinstance(module, nn.Sequential):  # e.g. Sequential(Embedding, LSTM, Linear): its forward cannot run
-            return model                       # as a pipeline; the parts' own torch forward stays the reference
+            # as a pipeline (the LSTM returns a tuple); its layers in order are the model, so the parts' own
+            # torch forward, which applies them in that order, is the user's model
+            model.torch_forward.whole_model = True
+            model.torch_forward.reference = (f"{label}'s layers applied in order (its own forward cannot run: "
+                                             f"{type(exc).__name__})")
+            return model
         raise AdapterError(f"{label}'s forward did not run on token ids of shape {probe.shape} "
                            f"({type(exc).__name__}: {exc}); return a dict of parts from your factory instead") from None
     old = model.torch_forward
@@ -216,13 +204,10 @@ def verify(model, module, label, check):
     theirs = forward(probe[:1])
     recurrent_all = theirs.ndim == 3 and hasattr(model, "forward_batch")
     compared = compare_outputs(model, probe, range(probe.shape[1]) if recurrent_all else None)
-    ok, diff, allowed = within_tolerance(compared.ours, compared.theirs, model.format.name)
-    if not ok:
+    judged = judge(compared.ours, compared.theirs, model.format.name, reference=forward.reference)
+    if judged["ok"] is False:
         model.torch_forward = old
-        note = (f"max |commsim - torch| = {diff:.3g}, allowed {allowed:.3g}" if compared.ours.shape ==
-                compared.theirs.shape else f"output shapes differ: commsim {compared.ours.shape}, torch "
-                                           f"{compared.theirs.shape}")
         raise AdapterError(f"{label}'s forward does not match embedding -> core -> head as commsim found them "
-                           f"({note}); return a dict of parts {{'embedding', 'norm', 'core', 'head'}} from your "
-                           f"factory to say what is what")
+                           f"({judged['note']}); return a dict of parts {{'embedding', 'norm', 'core', 'head'}} from "
+                           f"your factory to say what is what")
     return model

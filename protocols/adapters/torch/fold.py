@@ -234,11 +234,17 @@ def quantized(fmt: NumberFormat, a):
 
 
 class LastPositionForward:
-    """tokens -> the torch module's outputs at the last position (float64 numpy); picklable when the
-    module is."""
+    """tokens -> the torch module's outputs at the last position (float64 numpy): the user's model itself;
+    picklable when the module is."""
+
+    whole_model = True
 
     def __init__(self, module):
         self.module = module
+
+    @property
+    def reference(self) -> str:
+        return f"{type(self.module).__name__}'s own forward"
 
     def __call__(self, tokens):
         """The module's outputs at the last position, as float64."""

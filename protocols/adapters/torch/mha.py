@@ -189,7 +189,12 @@ class AttentionPartsForward:
     module): e = embedding + positions, s = pre(e), x = norm(s), y = core(x) at the last position (plus x or s
     with a residual connection), then the head.  ``core`` is an ``nn.MultiheadAttention`` (self-attention,
     or separate key/value embeddings) or a module mapping (batch, length, E) -> (batch, length, E) in its
-    own layout (``nn.TransformerEncoderLayer`` / ``nn.TransformerEncoder``).  Picklable when the parts are."""
+    own layout (``nn.TransformerEncoderLayer`` / ``nn.TransformerEncoder``).  Picklable when the parts are.  The
+    parts composed, not a module of the user's (the agreement with it is not judged:
+    :func:`~protocols.adapters.torch.trust.judge`)."""
+
+    whole_model = False
+    reference = "the given parts composed in torch (embedding -> norm -> attention core -> head)"
 
     def __init__(self, core, embedding, positions, head, *, pre=None, norm=None, residual: str = "none",
                  key_embedding=None, value_embedding=None):

@@ -155,10 +155,16 @@ def _embedding_matrix(embedding, vocab_size: int | None, input_size: int) -> tup
 
 class TorchPartsForward:
     """tokens (batch, length) -> the torch parts' outputs (batch, length, classes) as float64;
-    picklable when the parts are."""
+    picklable when the parts are.  A core given alone (one-hot tokens, no head) is the user's module itself;
+    with an embedding or a head it is the parts composed, not a module of the user's (the agreement with it is
+    not judged: :func:`~protocols.adapters.torch.trust.judge`)."""
 
     def __init__(self, embedding, core, head):
         self.embedding, self.core, self.head = embedding, core, head
+        name = type(core).__name__
+        self.whole_model = embedding is None and head is None
+        self.reference = (f"{name}'s own forward on one-hot tokens" if self.whole_model else
+                          f"the given parts composed in torch (embedding -> {name} -> head)")
 
     def __call__(self, tokens):
         """The torch parts' outputs on token ids, as float64."""

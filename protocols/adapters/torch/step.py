@@ -13,8 +13,13 @@ methods -- the **step contract**:
 ``readout(state)``
     the class scores at this position, ``(batch, classes)``; the decision is their argmax.
 
-and, optionally, ``vocab_size`` (an int attribute; otherwise the task's vocabulary is used).  Its
-``forward`` is not used: the reference output is the module's own loop of ``step``/``readout`` in torch.
+and, optionally, ``vocab_size`` (an int attribute; otherwise the task's vocabulary is used).  commsim runs
+the step, never ``forward``: the reference output is the module's own loop of ``step``/``readout`` in torch.
+When the module also has a ``forward`` of its own (a parallel form, say) that runs on token ids, the
+agreement check (the report's ``torch_agreement``, :func:`~protocols.adapters.torch.adapt.agreement`) also
+compares that forward with iterating ``step``, at the module's own dtype by the same rule
+(:func:`~protocols.adapters.torch.trust.judge`), and reports ``ok`` False when they disagree: the bits commsim
+counts are the step's, and a forward that computes something else is not the model that was run.
 
 Semantics: commsim calls ``step`` and ``readout`` under ``torch.no_grad()`` one sequence at a time
 (batch 1), so every row's bits are the same whatever the batch, and rounds the state (every number of
@@ -35,8 +40,18 @@ import copy
 import numpy as np
 
 from commsim.core.precision import NumberFormat
-from protocols.adapters.torch.layers import AdapterError, format_for_dtype, require_torch, tensor, within_tolerance
-from protocols.adapters.torch.trust import TorchTrust
+from protocols.adapters.torch.layers import (
+    AdapterError,
+    format_for_dtype,
+    require_torch,
+    tensor,
+)
+from protocols.adapters.torch.trust import (
+    ModuleForward,
+    TorchTrust,
+    at_positions,
+    judge,
+)
 from protocols.models.recurrent import RecurrentModel
 from protocols.models.step import portable, restore
 
@@ -56,10 +71,17 @@ def _parts(state) -> list:
 
 class StepForward:
     """tokens -> the module's own readouts at every position (batch, length, classes), float64: its
-    ``initial_state``/``step``/``readout`` loop in torch, unrounded.  Picklable when the module is."""
+    ``initial_state``/``step``/``readout`` loop in torch, unrounded: the user's model itself.  Picklable when
+    the module is."""
+
+    whole_model = True
 
     def __init__(self, module):
         self.module = module
+
+    @property
+    def reference(self) -> str:
+        return f"{type(self.module).__name__}'s own loop of initial_state / step / readout"
 
     def __call__(self, tokens):
         import torch
@@ -78,6 +100,12 @@ class TorchStepModel(TorchTrust, RecurrentModel):
     numbers in order (``state_shapes``), ``state_units`` in all."""
 
     kind = "torch-step"
+    #: the module's own forward (:class:`ModuleForward`), compared with iterating its step; None: it has none
+    own_forward = None
+    #: why the module's own forward was not compared (it did not run on token ids); None otherwise
+    own_forward_skipped = None
+    #: the module's own number format (its dtype), under which its forward and its step loop are compared
+    native_format = None
 
     def __init__(self, module, fmt: NumberFormat, vocab_size: int, *, spec: str = "", torch_forward=None,
                  rounded: bool = False):
@@ -101,6 +129,39 @@ class TorchStepModel(TorchTrust, RecurrentModel):
         super().__init__(fmt, units, units, vocab_size, int(scores.shape[1]), spec or f"torch-step:{type(module).__name__}")
         self.torch_forward = torch_forward
         self._h0 = self.quantize(np.concatenate([tensor(p).reshape(-1) for p in h0]))
+
+    def framework_agreement(self, tokens, output_positions=None) -> dict | None:
+        """:meth:`TorchTrust.framework_agreement` against the module's own step loop, and -- when the module
+        has a forward of its own -- that forward against iterating its step, by the same rule at the module's
+        own dtype (``forward_vs_step``): a disagreement makes ``ok`` False and the note says so."""
+        result = super().framework_agreement(tokens, output_positions)
+        if result is None:
+            return None
+        if self.own_forward is None:
+            if self.own_forward_skipped:
+                result["note"] += f"; its own forward was not compared ({self.own_forward_skipped})"
+            return result
+        tokens = np.atleast_2d(np.asarray(tokens))
+        positions, length = tuple(result["positions"]), tokens.shape[1]
+        loop = np.asarray(StepForward(self.own_forward.module)(tokens), dtype=np.float64)
+        own = np.asarray(self.own_forward(tokens), dtype=np.float64)
+        if at_positions(own, positions, length) is None:   # its forward gives the last position only
+            positions = (length - 1,)
+        own_at = at_positions(own, positions, length)
+        check = judge(at_positions(loop, positions, length), own if own_at is None else own_at,
+                      self.native_format.name, reference=self.own_forward.reference)
+        check["note"] = check["note"].replace("max |commsim - torch|", "max |step loop - forward|", 1)
+        result["forward_vs_step"] = {k: check[k] for k in ("ok", "atol", "rtol", "max_abs_diff", "reference",
+                                                           "note")}
+        label = type(self.own_forward.module).__name__
+        if check["ok"] is False:
+            result["ok"] = False
+            result["note"] = (f"{label}'s own forward differs from iterating its step ({check['note']}): commsim "
+                              f"runs the step, so the model it counts bits for is not the one forward computes; "
+                              f"against the step loop: {result['note']}")
+        else:
+            result["note"] += f"; {label}'s own forward agrees with iterating its step ({check['note']})"
+        return result
 
     def describe_state(self) -> str:
         """The parts of the state and the format."""
@@ -153,14 +214,16 @@ class TorchStepModel(TorchTrust, RecurrentModel):
         """The module (and the reference forward) by value when another process could not import it."""
         state = dict(self.__dict__)
         state["module"] = portable(self.module)
-        if state.get("torch_forward") is not None:
-            state["torch_forward"] = portable(state["torch_forward"])
+        for key in ("torch_forward", "own_forward"):
+            if state.get(key) is not None:
+                state[key] = portable(state[key])
         return state
 
     def __setstate__(self, state):
         state["module"] = restore(state["module"])
-        if state.get("torch_forward") is not None:
-            state["torch_forward"] = restore(state["torch_forward"])
+        for key in ("torch_forward", "own_forward"):
+            if state.get(key) is not None:
+                state[key] = restore(state[key])
         self.__dict__.update(state)
 
 
@@ -200,17 +263,23 @@ def wrap_step_module(module, fmt: NumberFormat | None, *, vocab_size: int | None
     except Exception as exc:  # the user's methods failed on the probe: say which contract
         raise AdapterError(f"{label}: calling its step contract (initial_state(1), step, readout) failed: "
                            f"{type(exc).__name__}: {exc}") from None
+    model.native_format = native
+    probe = np.random.default_rng(0).integers(0, vocab, size=(4, 6))
     if check and fmt is None:
-        probe = np.random.default_rng(0).integers(0, vocab, size=(4, 6))
         try:
             theirs = forward(probe)
         except Exception as exc:
             raise AdapterError(f"{label}: its step loop failed on a batch of 4 sequences: "
                                f"{type(exc).__name__}: {exc}") from None
         ours = model.forward_batch(probe, output_positions=range(probe.shape[1]))
-        ok, diff, allowed = within_tolerance(ours, theirs, model.format.name)
-        if not ok:
+        judged = judge(ours, theirs, model.format.name, reference="its own batched loop")
+        if judged["ok"] is False:
             raise AdapterError(f"{label}: commsim's row-by-row run of its step does not match its own batched loop "
-                               f"(max |difference| {diff:.3g}, allowed {allowed:.3g} for {model.format.name}); does "
-                               f"step mix the rows of a batch?")
+                               f"({judged['note']}); does step mix the rows of a batch?")
+    if type(module).forward is not torch.nn.Module.forward:   # a forward of its own: compared with the step loop
+        try:
+            ModuleForward(module)(probe)
+            model.own_forward = ModuleForward(module)
+        except Exception as exc:  # noqa: BLE001 - the user's forward: it need not take token ids
+            model.own_forward_skipped = f"it did not run on token ids: {type(exc).__name__}: {exc}"
     return model

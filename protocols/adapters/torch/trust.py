@@ -1,33 +1,128 @@
-"""Trust signals for a model adapted from torch: how closely commsim's model follows the torch module's
-own forward, and the torch module's own decisions (to re-check a certificate).
+"""Trust signals for a model adapted from torch: how closely commsim's model follows a torch forward it is
+compared with (its *reference*), and the torch module's own decisions (to re-check a certificate).
 
-A wrapped model keeps ``torch_forward``, a function token ids (batch, length) -> the torch module's
-outputs as float64: either every position's outputs (batch, length, classes) or the outputs at the
-last position (batch, classes).  :class:`TorchTrust` compares commsim's model with it under the
-documented tolerance :data:`~protocols.adapters.torch.layers.TOLERANCE` of the model's number format:
-|commsim - torch| <= atol + rtol * |torch| on every output value.  A model whose format has no entry
-there (fixed point, from a ``precision=`` override) is a different model from the torch module, so the
-comparison is reported and not judged (``passed`` None).
+**One rule** (:func:`judge`), used by every adapter, by :func:`~protocols.adapters.torch.adapt.agreement`,
+by the adapters' build-time checks and by the report's ``torch_agreement``
+(:mod:`commsim.pipeline.framework`).  On the same token rows, at the same output positions, it computes
+``max_abs_diff`` = max |commsim - torch| and judges it under the tolerance of the model's number format
+(:data:`~protocols.adapters.torch.layers.TOLERANCE`): |commsim - torch| <= atol + rtol * |torch| on every
+output value.  Its keys, everywhere:
 
-It is the engine's hook (:class:`commsim.pipeline.framework.FrameworkBacked`): ``framework_agreement``
-fills the report's ``torch_agreement``; ``framework_labels`` re-checks a certificate with the torch
-forward.  The engine never imports torch.
+``ok``
+    True (within the tolerance) / False (outside it, or the output shapes differ) / None (not judged; the
+    ``note`` then says "not judged" and why);
+``atol``, ``rtol``
+    the tolerance of the model's format (None for a fixed-point format: no tolerance applies);
+``max_abs_diff``
+    max |commsim - torch| (None when the shapes differ);
+``reference``
+    what commsim's model was compared with, in words;
+``note``
+    the judgement in one sentence;
+
+and ``max_allowed`` (the largest atol + rtol * |torch|), ``rule``, ``format`` and ``label_agreement``.
+
+What is judged.  A model wrapped from torch keeps ``torch_forward`` (token ids (batch, length) -> the
+outputs as float64, every position's (batch, length, classes) or the last position's (batch, classes)).
+That forward is the *user's model* when it is a module's own forward -- a wrapping module, GPT-2,
+TransformerLens, a step module's own loop, or a module given with ``reference=`` (a dict of parts with a
+``"module"``) -- and the judgement is the rule's.  A dict of parts (or a core given with its embedding and
+head) without such a module is compared with the *parts composed in torch*: that shows commsim follows the
+parts (outside the tolerance: ``ok`` False), not that the parts are the user's model (a left-out residual
+connection goes unseen), so within the tolerance it is *not judged*: ``ok`` None, "no reference forward
+given: not judged".  A fixed-point ``precision=`` override makes commsim's model a different model from the
+module: reported, not judged.
+
+:class:`TorchTrust` is the engine's hook (:class:`commsim.pipeline.framework.FrameworkBacked`):
+``framework_agreement`` fills the report's ``torch_agreement``; ``framework_labels`` re-checks a certificate
+with the torch forward.  The engine never imports torch.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from protocols.adapters.torch.layers import TOLERANCE, within_tolerance
+from protocols.adapters.torch.layers import TOLERANCE, tensor
 
 #: rows compared at once (bounds the memory of long sequences)
 CHUNK_ROWS = 64
 
-
-
 #: how agreement with the torch forward is judged
-_RULE = "|commsim - torch| <= atol + rtol * |torch|"
-#: the tolerance keys of a comparison that is reported but not judged
-_NOT_JUDGED = {"atol": None, "rtol": None, "max_allowed": None, "rule": None}
+RULE = "|commsim - torch| <= atol + rtol * |torch|"
+
+#: the note of a comparison with the parts themselves (no module of the user's to compare with)
+NO_REFERENCE = "no reference forward given: not judged"
+
+#: how a user names the module that a dict of parts came from
+HOW_TO_REFERENCE = ("return {'module': your_module, ...parts} from the factory, or pass reference=your_module to "
+                    "from_torch")
+
+
+def judge(ours, theirs, fmt_name: str, *, reference: str, whole_model: bool = True, framework: str = "torch") -> dict:
+    """The one agreement rule (module docstring): commsim's outputs ``ours`` against ``theirs`` from
+    ``reference`` (aligned arrays), for a model in the format named ``fmt_name``.  ``whole_model``: is the
+    reference the user's model itself (else the parts commsim was built from: within the tolerance, not
+    judged)?"""
+    ours, theirs = np.asarray(ours, dtype=np.float64), np.asarray(theirs, dtype=np.float64)
+    tol = TOLERANCE.get(fmt_name)
+    atol, rtol = tol if tol is not None else (None, None)
+    result = {"ok": None, "atol": atol, "rtol": rtol, "max_abs_diff": None, "reference": reference, "note": "",
+              "max_allowed": None, "rule": RULE if tol is not None else None, "format": fmt_name,
+              "label_agreement": 0.0}
+    if ours.shape != theirs.shape:
+        return {**result, "ok": False,
+                "note": f"output shapes differ: commsim {ours.shape}, {reference} {theirs.shape}"}
+    diff = np.abs(ours - theirs)
+    biggest = float(diff.max(initial=0.0))
+    labels = float(np.mean(np.argmax(ours, -1) == np.argmax(theirs, -1))) if ours.size else 1.0
+    result.update(max_abs_diff=biggest, label_agreement=labels)
+    measured = f"max |commsim - {framework}| = {biggest:.3g}"
+    if tol is None:
+        return {**result, "note": f"not judged: commsim's model runs at {fmt_name}, a different number format from "
+                                  f"the {framework} module's own ({measured} against {reference})"}
+    allowed = atol + rtol * np.abs(theirs)
+    within = bool(np.all(diff <= allowed))
+    result["max_allowed"] = float(allowed.max(initial=atol))
+    measured += (f", {'within' if within else 'OUTSIDE'} atol + rtol*|{framework}| = {atol:g} + {rtol:g}*|{framework}| "
+                 f"for {fmt_name}")
+    if whole_model:
+        return {**result, "ok": within, "note": f"{measured}, against {reference}"}
+    if not within:
+        return {**result, "ok": False, "note": f"commsim's model does not follow the parts it was built from "
+                                               f"({measured}, against {reference})"}
+    return {**result, "note": f"{NO_REFERENCE} -- commsim follows the parts it was built from ({measured}), but "
+                              f"nothing shows they are your model (a left-out residual or layer goes unseen); "
+                              f"{HOW_TO_REFERENCE}"}
+
+
+def reference_of(forward) -> tuple[str, bool]:
+    """(what a torch forward is, in words; is it the user's whole model?).  The forwards the adapters build
+    say it (``reference``, ``whole_model``); any other callable counts as the user's model."""
+    return str(getattr(forward, "reference", "the model's torch_forward")), bool(getattr(forward, "whole_model", True))
+
+
+class ModuleForward:
+    """tokens -> a module's own outputs (float64 numpy): the user's model itself.  Picklable when the
+    module is."""
+
+    whole_model = True
+
+    def __init__(self, module):
+        self.module = module
+
+    @property
+    def reference(self) -> str:
+        return f"{type(self.module).__name__}'s own forward"
+
+    def __call__(self, tokens):
+        """The module's outputs on token ids (logits when it returns an output object)."""
+        import torch
+        with torch.no_grad():
+            out = self.module(torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long))
+            if isinstance(out, (tuple, list)):
+                out = out[0]
+            if hasattr(out, "logits"):
+                out = out.logits
+            return tensor(out)
 
 
 class OutputsCompared:
@@ -37,8 +132,8 @@ class OutputsCompared:
         self.ours, self.theirs, self.positions = ours, theirs, positions
 
 
-def _at_positions(theirs: np.ndarray, positions: tuple[int, ...], length: int) -> np.ndarray | None:
-    """The torch outputs at ``positions`` (batch, k, classes); None when the forward gave only the last
+def at_positions(theirs: np.ndarray, positions: tuple[int, ...], length: int) -> np.ndarray | None:
+    """Torch outputs at ``positions`` (batch, k, classes); None when the forward gave only the last
     position's outputs and another position is asked for."""
     if theirs.ndim == 3:
         return theirs[:, list(positions)]
@@ -70,10 +165,10 @@ def compare_outputs(model, tokens: np.ndarray, positions=None) -> OutputsCompare
     for s in range(0, tokens.shape[0], CHUNK_ROWS):
         rows = tokens[s:s + CHUNK_ROWS]
         theirs = np.asarray(forward(rows), dtype=np.float64)
-        picked = _at_positions(theirs, positions, length)
+        picked = at_positions(theirs, positions, length)
         if picked is None:   # the module's output at the last position only: compare there
             positions = (length - 1,)
-            picked = _at_positions(theirs, positions, length)
+            picked = at_positions(theirs, positions, length)
         if picked is None:
             return OutputsCompared(np.zeros(0), theirs, positions)
         if isinstance(model, AttentionLayer):
@@ -85,12 +180,6 @@ def compare_outputs(model, tokens: np.ndarray, positions=None) -> OutputsCompare
     return OutputsCompared(np.concatenate(ours_parts), np.concatenate(theirs_parts), positions)
 
 
-def judged_tolerance(fmt_name: str) -> tuple[float, float] | None:
-    """(atol, rtol) of the documented tolerance for a float format; None for formats that are not the
-    torch module's own (fixed point): the comparison is then reported, not judged."""
-    return TOLERANCE.get(fmt_name)
-
-
 class TorchTrust:
     """The engine's framework hooks for a model wrapped from torch (module docstring)."""
 
@@ -98,34 +187,18 @@ class TorchTrust:
     torch_forward = None
 
     def framework_agreement(self, tokens, output_positions=None) -> dict | None:
-        """The report's ``torch_agreement`` on these token rows: ``max_abs_diff``, ``atol``, ``rtol`` (None
-        when not judged), ``max_allowed`` and the ``rule``, ``ok`` (None when not judged), ``instances``,
-        ``framework``, ``format``, ``positions``, ``label_agreement`` and a ``note``; None without a torch
-        forward."""
+        """The report's ``torch_agreement`` on these token rows, by :func:`judge` against ``torch_forward``: its
+        keys (``ok``, ``atol``, ``rtol``, ``max_abs_diff``, ``reference``, ``note``, ...) and ``framework``,
+        ``instances``, ``positions``; None without a torch forward."""
         tokens = np.atleast_2d(np.asarray(tokens))
         compared = compare_outputs(self, tokens, output_positions)
         if compared is None:
             return None
-        name = self.format.name
-        tol = judged_tolerance(name)
-        base = {"framework": self.framework, "instances": int(tokens.shape[0]), "format": name,
+        reference, whole = reference_of(self.torch_forward)
+        judged = judge(compared.ours, compared.theirs, self.format.name, reference=reference, whole_model=whole,
+                       framework=self.framework)
+        return {**judged, "framework": self.framework, "instances": int(tokens.shape[0]),
                 "positions": [int(p) for p in compared.positions]}
-        if compared.ours.shape != compared.theirs.shape:
-            return {**base, "max_abs_diff": None, **_NOT_JUDGED, "ok": False, "label_agreement": 0.0,
-                    "note": f"output shapes differ: commsim {compared.ours.shape}, torch {compared.theirs.shape}"}
-        ok, diff, allowed = within_tolerance(compared.ours, compared.theirs, name)
-        labels = float(np.mean(np.argmax(compared.ours, -1) == np.argmax(compared.theirs, -1))) \
-            if compared.ours.size else 1.0
-        if tol is None:
-            note = (f"max |commsim - torch| = {diff:.3g}: reported, not judged -- commsim's model runs at {name}, "
-                    f"a different number format from the torch module's own")
-            return {**base, "max_abs_diff": diff, **_NOT_JUDGED, "ok": None, "label_agreement": labels,
-                    "note": note}
-        atol, rtol = tol
-        note = (f"max |commsim - torch| = {diff:.3g} on {tokens.shape[0]} instances "
-                f"({'within' if ok else 'OUTSIDE'} atol + rtol*|torch| = {atol:g} + {rtol:g}*|torch| for {name})")
-        return {**base, "max_abs_diff": diff, "atol": atol, "rtol": rtol, "max_allowed": allowed, "rule": _RULE,
-                "ok": ok, "label_agreement": labels, "note": note}
 
     def framework_labels(self, tokens, output_positions=None) -> np.ndarray | None:
         """The torch module's own decisions (batch, outputs) at ``output_positions``, labelled as commsim
@@ -135,7 +208,7 @@ class TorchTrust:
         if view is None:
             return None
         forward, tokens, positions, length = view
-        theirs = _at_positions(np.asarray(forward(tokens), dtype=np.float64), positions, length)
+        theirs = at_positions(np.asarray(forward(tokens), dtype=np.float64), positions, length)
         if theirs is None:
             return None
         return np.stack([np.asarray(self.labels(theirs[:, k])).reshape(-1) for k in range(len(positions))], axis=1)
@@ -144,4 +217,4 @@ class TorchTrust:
     def framework_judged(self) -> bool:
         """Does commsim's model run in a float format whose agreement with torch is judged (the module's
         own dtype, or a float override)?  False under a fixed-point override."""
-        return judged_tolerance(self.format.name) is not None
+        return self.format.name in TOLERANCE

@@ -8,7 +8,6 @@ module's own within the documented tolerance (``torch_agreement``).
 """
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -17,6 +16,8 @@ from hypothesis import strategies as st
 torch = pytest.importorskip("torch")
 nn = torch.nn
 torch.set_num_threads(1)
+
+from agreement_checks import follows_parts  # noqa: E402
 
 from commsim.pipeline.run import run_reduction  # noqa: E402
 from commsim.pipeline.stages import prepare  # noqa: E402
@@ -47,7 +48,7 @@ def test_prenorm_block_is_folded_and_exact(norm, heads):
     torch.manual_seed(heads)
     model = from_torch(PreNormAttention(VOCAB, LENGTH, dim=8, heads=heads, norm=norm))
     assert "folded into the embedding" in model.source and "pre-norm residual" in model.source
-    assert agreement(model)["agrees"]
+    assert agreement(model)["ok"]
     report = run_idxl(model)
     assert report.protocol == "attention-exchange"
     assert_trusted(report)
@@ -86,13 +87,13 @@ def test_norm_part_in_a_dict_of_parts_matches_the_module():
     parts = {"embedding": module.tok, "positions": module.pos, "norm": module.norm, "core": module.attn,
              "residual": True, "head": nn.Sequential(module.ln_f, module.head)}
     model = from_torch(parts)
-    assert agreement(model)["agrees"]                  # against the parts' own torch forward
-    model.torch_forward = ModuleForward(module)        # and against the module they came from
-    assert agreement(model)["agrees"]
+    assert follows_parts(agreement(model))             # against the parts' own torch forward: not judged
+    model = from_torch({**parts, "module": module})    # and against the module they came from: judged
+    assert agreement(model)["ok"] is True and agreement(model)["reference"] == "PreNormAttention's own forward"
     assert run_idxl(model).protocol_matches_model
     without = from_torch({**parts, "residual": False})  # the norm alone in front: a different model
     without.torch_forward = ModuleForward(module)
-    assert not agreement(without)["agrees"]
+    assert agreement(without)["ok"] is False
 
 
 class Scaled(nn.Module):

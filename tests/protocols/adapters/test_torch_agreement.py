@@ -19,8 +19,14 @@ torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parents[3]
 
+from agreement_checks import follows_parts  # noqa: E402
+
 from commsim.cli import main as cli_main  # noqa: E402
-from commsim.pipeline.framework import AGREEMENT_INSTANCES, FrameworkBacked, recheck_certificate  # noqa: E402
+from commsim.pipeline.framework import (  # noqa: E402
+    AGREEMENT_INSTANCES,
+    FrameworkBacked,
+    recheck_certificate,
+)
 from commsim.pipeline.run import run_reduction  # noqa: E402
 from commsim.pipeline.stages import prepare  # noqa: E402
 from protocols.adapters.torch import save_parts  # noqa: E402
@@ -46,9 +52,13 @@ def _needs(spec: str) -> None:
         pytest.importorskip("transformer_lens")
 
 
+#: the one rule's keys (protocols.adapters.torch.trust.judge), in every torch_agreement and agreement()
+RULE_KEYS = {"ok", "atol", "rtol", "max_abs_diff", "reference", "note"}
+
+
 @pytest.mark.parametrize("kind", [*KINDS, "torch-file"])
 def test_every_adapter_kind_reports_a_passing_agreement(kind, tmp_path):
-    if kind == "torch-file":
+    if kind == "torch-file":      # a dict of parts: compared with the parts composed, not judged
         torch.manual_seed(3)
         path = tmp_path / "gru.pt"
         save_parts(str(path), nn.GRU(6, 5, batch_first=True), nn.Embedding(N + 2, 6), nn.Linear(5, 2))
@@ -59,12 +69,17 @@ def test_every_adapter_kind_reports_a_passing_agreement(kind, tmp_path):
     report = run_reduction("index-idxl", spec, N, instances=40, seed=2, certify=False)
     agreed = report.torch_agreement
     assert isinstance(prepare("index-idxl", spec, N).model, FrameworkBacked)
-    assert agreed["framework"] == "torch" and agreed["ok"] is True, agreed
+    assert RULE_KEYS <= set(agreed) and agreed["framework"] == "torch", agreed
+    assert agreed["ok"] is (None if kind == "torch-file" else True), agreed
     assert agreed["instances"] == 40 and agreed["sampled"] is False
     atol, rtol = TOLERANCE["float32"]
     assert (agreed["atol"], agreed["rtol"]) == (atol, rtol)              # DESIGN section 4's flat keys
     assert 0 <= agreed["max_abs_diff"] <= agreed["max_allowed"]
-    assert json.loads(report.to_json())["torch_agreement"]["ok"] is True
+    assert json.loads(report.to_json())["torch_agreement"]["ok"] is agreed["ok"]
+    if kind == "torch-file":
+        assert follows_parts(agreed) and "parts composed" in agreed["reference"]
+    else:
+        assert "own" in agreed["reference"]        # the user's module's own forward (or its own step loop)
 
 
 def test_large_runs_compare_a_seeded_subset():

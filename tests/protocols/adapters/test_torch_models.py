@@ -23,6 +23,8 @@ torch.set_num_threads(1)  # tiny tensors: one thread is fastest (and far faster 
 
 ROOT = Path(__file__).resolve().parents[3]
 
+from agreement_checks import follows_parts  # noqa: E402
+
 from commsim.cli import main as cli_main  # noqa: E402
 from commsim.core.errors import InputError  # noqa: E402
 from commsim.core.precision import FixedPoint, FloatFormat  # noqa: E402
@@ -72,7 +74,7 @@ def test_recurrent_core_agrees_with_torch_and_protocol_is_exact(cls, extra, laye
     assert model.state_units == per_layer * layers
     tokens = np.random.default_rng(0).integers(0, VOCAB, size=(12, 7))
     result = agreement(model, tokens)
-    assert result["agrees"], result["note"]
+    assert follows_parts(result), result["note"]       # a core with its parts: not the user's module
     report = run_idxl(model)
     assert report.protocol == "rnn-handoff"
     assert report.protocol_matches_model
@@ -85,7 +87,7 @@ def test_recurrent_precision_from_dtype(dtype, name, bits):
     core = nn.GRU(4, 5, num_layers=2, batch_first=True).to(dtype)
     model = from_torch(core, embedding=nn.Embedding(VOCAB, 4).to(dtype), head=nn.Linear(5, 2).to(dtype))
     assert model.format == FloatFormat(name) and model.precision == bits
-    assert agreement(model)["agrees"]
+    assert follows_parts(agreement(model))
     report = run_idxl(model)
     assert report.protocol_matches_model and report.bits_used == 2 * 5 * bits
 
@@ -124,7 +126,7 @@ def test_wrapping_module_is_discovered_and_verified():
     torch.manual_seed(3)
     model = from_torch(Tagger())
     assert model.num_layers == 2 and model.state_units == 2 * 2 * 6
-    assert agreement(model)["agrees"]
+    assert agreement(model)["ok"]
     assert run_idxl(model).protocol_matches_model
 
 
@@ -137,10 +139,11 @@ def test_wrapping_module_whose_forward_differs_is_refused():
 def test_dict_of_parts_and_sequential():
     torch.manual_seed(4)
     parts = {"embedding": nn.Embedding(VOCAB, 4), "core": nn.RNN(4, 3, batch_first=True), "head": nn.Linear(3, 2)}
-    assert agreement(from_torch(parts))["agrees"]
+    assert follows_parts(agreement(from_torch(parts)))
     seq = nn.Sequential(nn.Embedding(VOCAB, 4), nn.GRU(4, 3, batch_first=True), nn.Linear(3, 2))
-    model = from_torch(seq)   # its forward cannot run as a pipeline; the parts are the reference
-    assert agreement(model)["agrees"]
+    model = from_torch(seq)   # its forward cannot run as a pipeline; its layers in order are the reference
+    result = agreement(model)
+    assert result["ok"] is True and "layers applied in order" in result["reference"], result
     with pytest.raises(AdapterError, match="unknown part"):
         from_torch({"core": nn.GRU(4, 3), "readout": nn.Linear(3, 2)})
 
@@ -169,7 +172,7 @@ def test_multihead_attention_module(dim, heads, residual, bias):
     torch.manual_seed(dim + heads)
     model = from_torch(AttentionModel(dim, heads, residual, bias))
     assert isinstance(model, AttentionLayer) and model.heads == heads
-    assert agreement(model)["agrees"]
+    assert agreement(model)["ok"]
     report = run_idxl(model)
     assert report.protocol == "attention-exchange" and report.protocol_matches_model
 
@@ -189,7 +192,7 @@ def test_multihead_attention_separate_projections_and_two_way_split():
             y = mha(x, parts["key_embedding"](t), parts["value_embedding"](t))[0]
             return parts["head"](y[:, -1]).double().numpy()
     model.torch_forward = reference
-    assert agreement(model)["agrees"]
+    assert agreement(model)["ok"]
     # eq-ineq gives each party half of the sequence: the two-way exchange
     report = run_reduction("eq-ineq", model if model.vocab_size >= 2 else None, 2, certify=False)
     assert report.protocol_matches_model
@@ -235,7 +238,7 @@ def test_gpt2_one_layer(dim, heads):
     model = from_torch(hf)
     assert isinstance(model, AttentionLayer) and model.heads == heads
     result = agreement(model)
-    assert result["agrees"] and result["label_agreement"] == 1.0, result["note"]
+    assert result["ok"] and result["label_agreement"] == 1.0, result["note"]
     report = run_idxl(model)
     assert report.protocol_matches_model
 
@@ -243,7 +246,7 @@ def test_gpt2_one_layer(dim, heads):
 def test_gpt2_bfloat16_and_two_layers_refused():
     hf = gpt2(seed=1).to(torch.bfloat16)
     model = from_torch(hf)
-    assert model.format == FloatFormat("bfloat16") and agreement(model)["agrees"]
+    assert model.format == FloatFormat("bfloat16") and agreement(model)["ok"]
     with pytest.raises(AdapterError, match="2 layers"):
         from_torch(gpt2(layers=2))
 
@@ -276,7 +279,7 @@ def test_hooked_transformer_one_layer(attn_only, norm):
                                   attn_only=attn_only, normalization_type=norm, act_fn="gelu")
     model = from_torch(HookedTransformer(cfg))
     assert model.width == cfg.d_head and model.residual_width == cfg.d_model
-    assert agreement(model)["agrees"]
+    assert agreement(model)["ok"]
     assert run_idxl(model).protocol_matches_model
 
 
@@ -298,7 +301,7 @@ def test_transformer_bridge_around_gpt2():
     bridge = build_bridge_from_module(hf, "GPT2LMHeadModel", hf_config=hf.config)
     model = from_torch(bridge)
     assert model.width == hf.config.n_embd // hf.config.n_head
-    assert agreement(model)["agrees"]   # against the bridge's own forward
+    assert agreement(model)["ok"]   # against the bridge's own forward
     assert run_idxl(model).protocol_matches_model
 
 
@@ -315,7 +318,7 @@ def test_transformer_bridge_native_attention_only():
                                            "seed": 0})
     model = from_torch(bridge)
     assert model.width == 4 and model.residual_width == 8
-    assert agreement(model)["agrees"]
+    assert agreement(model)["ok"]
     assert run_idxl(model).protocol_matches_model
 
 
@@ -333,7 +336,7 @@ def test_residual_stream_reaches_psi_without_widening_the_heads(kind):
         model = from_torch(AttentionModel(dim, heads, residual=True))
     assert model.width == dim // heads and model.residual_width == dim
     result = agreement(model)
-    assert result["agrees"] and result["label_agreement"] == 1.0, result["note"]
+    assert result["ok"] and result["label_agreement"] == 1.0, result["note"]
     m, p, H = dim // heads, model.precision, heads
     one = run_idxl(model)                 # Bob holds only the query: the one-way exchange, Alice outputs
     d = one.details
