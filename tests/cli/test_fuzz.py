@@ -1,8 +1,13 @@
-"""A fuzz of the command line: bad invocations generated from every command's parameters (hypothesis
-strategies over the click parameter types) run under a 2 GB address-space limit and 5 s each.  None may
-exit 1 or hang; a refusal is exit 2 with one line on stderr and no traceback; ``--json`` prints exactly
-one JSON object (with ``error`` when the command failed).  Every wrong value of every parameter runs once,
-then hypothesis draws 300 combinations (seeded); ``pytest -m slow`` draws 2000."""
+"""A fuzz of the command line and the Python API: bad invocations generated from every command's parameters
+(hypothesis strategies over the click parameter types) run under a 2 GB address-space limit and 5 s each.
+None may exit 1 or hang; a refusal is exit 2 with one line on stderr and no traceback; ``--json`` prints
+exactly one JSON object (with ``error`` when the command failed).  Every wrong value of every parameter runs
+once -- among them the model specs and output targets that once hung or ate memory (FIFOs, devices, .npz
+headers claiming 74.5 GiB, GPT-2 configs, python: factories calling sys.exit; fuzz_worker.HAZARD_*), on every
+command that takes them (run, sweep, data, matrix, --html everywhere) -- then the targeted cases (randomized
+cc, separate) and each wrong value of each Python API parameter (commsim.run, sample, vocabulary, sweep,
+load_plugins: InputError, never another exception); then hypothesis draws 150 command lines (seeded);
+``pytest -m slow`` draws 2000."""
 from __future__ import annotations
 
 import json
@@ -10,7 +15,7 @@ from pathlib import Path
 
 import click
 import pytest
-from fuzz_worker import Worker
+from fuzz_worker import HAZARD_MODELS, HAZARD_TARGETS, Worker, make_hazard_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,7 +32,8 @@ BAD_BY_OPTION = {
                 "attention:heads=1000000000000000000000000000000", "attention:positions=1000000000",
                 "attention:seed=-1", "elman:seed=-1", "memorize:capacity=1000000000000000000000000000000",
                 "construct:idxl:n=1000000000", "construct:lookup:length=1000000000", "attention:frac=3",
-                "elman:precision=0", "elman:width=-3", ":::", "=", "python:", "torch:", "construct:idxl:bar"],
+                "elman:precision=0", "elman:width=-3", ":::", "=", "python:", "torch:", "construct:idxl:bar",
+                *HAZARD_MODELS],
     "--protocol": ["nope", "", "one-way;", "TWO-WAY"],
     "--arch": ["gpu", "", "RNN", "rnn attention"],
     "--task": ["nope", "", "index", "dyck22"],
@@ -57,9 +63,66 @@ def _names(param: click.Parameter) -> list[str]:
 
 
 def _bad_paths(tmp: Path) -> list[str]:
-    """Output paths that cannot be written as regular files: empty, a directory, a missing directory."""
+    """Output paths that cannot be written as regular files: empty, a directory, a missing directory, a FIFO,
+    a device, a link to one, a trailing separator (:data:`fuzz_worker.HAZARD_TARGETS`, relative to the
+    worker's folder)."""
     (tmp / "adir").mkdir(exist_ok=True)
-    return ["", str(tmp / "adir"), str(tmp / "missing" / "out.txt"), "/proc/commsim-fuzz/out.txt"]
+    return ["", str(tmp / "adir"), str(tmp / "missing" / "out.txt"), "/proc/commsim-fuzz/out.txt", *HAZARD_TARGETS]
+
+
+#: bad values aimed at what the generic pass leaves at a valid default: randomized cc protocols' --error,
+#: separations' options (each invocation wrong in one place)
+TARGETED = [
+    *[["cc", problem, "--n", "8", "--protocol", protocol, "--error", error, "--json"]
+      for problem, protocol in (("eq", "fingerprint"), ("index", "sample"), ("disj", "inner-product"))
+      for error in ("0", "-1", "1", "1e-300", "nan", "inf", "abc")],
+    *[["cc", "eq", "--n", n, "--protocol", "fingerprint", "--instances", "8", "--json"]
+      for n in ("100000000", "0", "1e9")],
+    *[["separate", task, "--n", "8", "--gamma", gamma, "--json"]
+      for task in ("idxl", "eq", "disj") for gamma in ("1e-300", "1e-30", "0.05")],
+    *[["data", "index-idxl", "--n", "4", "--count", count, "--json"] for count in ("1000000000000", "-1", "0")],
+    *[["sweep", "--reduction", "index-idxl", "--model", model, "--n", "4", "--json"] for model in HAZARD_MODELS],
+    *[[command, *rest, "--html", target] for target in HAZARD_TARGETS
+      for command, *rest in (("run", "index-idxl", "--n", "4"), ("budget", "--arch", "rnn", "--width", "4",
+                             "--precision", "8", "--task", "index-idxl"), ("separate", "idxl", "--n", "8"),
+                             ("cc", "index", "--n", "8", "--protocol", "one-way"))],
+]
+
+#: junk for each Python API parameter, by worker token (fuzz_worker.API_VALUES) or as a JSON value
+API_JUNK = ["@none", "@object", "@getattr", "@bytes", "@big", "@tuple", "@set", 5, -1, 2.5, True, "", "nope", [],
+            {"a": 1}]
+#: (function, the valid call, the parameter made wrong): each junk value goes in that one place
+API_SLOTS = [("run", ["index-idxl", "memorize"], {"n": 4}, slot) for slot in
+             (0, 1, "n", "instances", "seed", "audit", "certify", "progress")] + [
+    ("sample", ["index-idxl"], {"n": 4}, slot) for slot in (0, "n", "size", "seed")] + [
+    ("vocabulary", ["index-idxl"], {"n": 4}, slot) for slot in (0, "n")] + [
+    ("sweep", ["index-idxl", "memorize"], {"n": 4}, slot) for slot in (0, 1, "n", "seeds", "write", "progress")] + [
+    ("load_plugins", [[]], {}, 0)]
+#: (function, parameter, junk) where the junk is a valid value: the default model or size, no callback, 5 for a size
+#: or a seed, a set or tuple of names/sizes, an empty list of plugins or of models (the default model)
+API_VALID = {(name, str(slot), json.dumps(junk)) for name, slot, junk in [
+    ("run", 1, "@none"), ("run", "n", "@none"), ("run", "n", 5), ("run", "instances", "@none"), ("run", "instances", 5),
+    ("run", "seed", 5), ("run", "certify", True), ("run", "progress", "@none"),
+    ("sample", "n", "@none"), ("sample", "n", 5), ("sample", "size", 5), ("sample", "seed", 5),
+    ("vocabulary", "n", "@none"), ("vocabulary", "n", 5),
+    ("sweep", 0, "@set"), ("sweep", 1, "@none"), ("sweep", 1, []), ("sweep", "n", "@none"), ("sweep", "n", 5),
+    ("sweep", "n", "@tuple"), ("sweep", "seeds", 5), ("sweep", "seeds", "@tuple"), ("sweep", "write", "@none"),
+    ("sweep", "progress", "@none"), ("load_plugins", 0, [])]}
+
+
+def api_cases() -> list[dict]:
+    """Each junk value of :data:`API_JUNK` in each place of :data:`API_SLOTS`, the rest of the call valid."""
+    cases = []
+    for name, args, kwargs, slot in API_SLOTS:
+        for junk in API_JUNK:
+            call_args, call_kwargs = list(args), dict(kwargs)
+            if isinstance(slot, int):
+                call_args[slot] = junk
+            else:
+                call_kwargs[slot] = junk
+            if (name, slot, junk) != ("run", "audit", True):     # valid, and two processes: 2 s
+                cases.append({"api": name, "args": call_args, "kwargs": call_kwargs, "slot": slot, "junk": junk})
+    return cases
 
 
 #: every (command, parameter that takes a value) pair, and (command, None) for an unknown option
@@ -142,6 +205,18 @@ def invocation(tmp: Path):
     return build()
 
 
+def _api_problems(case: dict, result: dict) -> list[str]:
+    """An API call may return (where the junk is a valid value: :data:`API_VALID`) or raise InputError."""
+    code = result["code"]
+    shown = f"commsim.{case['api']}(*{result['argv'][1]}, **{result['argv'][2]})"
+    if code == 2:
+        return []
+    if code == 0:
+        valid = (case["api"], str(case["slot"]), json.dumps(case["junk"])) in API_VALID
+        return [] if valid else [f"accepted: {shown}"]
+    return [f"{code}: {shown}: {result['stderr'].strip()[:200]}"]
+
+
 def _problems(results: list[dict]) -> list[str]:
     """Every way a result breaks the contract, as one line each."""
     found = []
@@ -165,6 +240,7 @@ def _problems(results: list[dict]) -> list[str]:
 
 
 def _fuzz(count: int, tmp: Path) -> None:
+    make_hazard_files(tmp)
     worker = Worker(tmp)
     seen: list[dict] = []
 
@@ -178,11 +254,14 @@ def _fuzz(count: int, tmp: Path) -> None:
         assert not problems, "\n".join(problems)
 
     try:
-        for argv in every_bad_value(tmp):                   # every wrong value of every parameter once
+        problems = []
+        for argv in every_bad_value(tmp) + TARGETED:         # every wrong value of every parameter once
             result = worker.run(argv)
             seen.append(result)
-            problems = _problems([result])
-            assert not problems, "\n".join(problems)
+            problems += _problems([result])
+        for case in api_cases():                             # every junk value in every API parameter once
+            problems += _api_problems(case, worker.run({key: case[key] for key in ("api", "args", "kwargs")}))
+        assert not problems, "\n".join(problems)
         check()                                             # then `count` drawn combinations
     finally:
         worker.close()
@@ -192,8 +271,8 @@ def _fuzz(count: int, tmp: Path) -> None:
     assert len(seen) >= count and reached >= every, f"options never fuzzed: {sorted(every - reached)}"
 
 
-def test_fuzz_300_bad_invocations(tmp_path):
-    _fuzz(300, tmp_path)
+def test_fuzz_bad_invocations_and_api_calls(tmp_path):
+    _fuzz(150, tmp_path)
 
 
 @pytest.mark.slow

@@ -6,53 +6,20 @@ its 2 GB address-space limit and 5 s alarm, so that a regression fails as "timeo
 hanging the suite.  Each must exit 2 with one line naming what is wrong (and one JSON object under --json)."""
 from __future__ import annotations
 
-import io
 import json
 import os
 import sys
-import zipfile
 
-import numpy as np
 import pytest
 from cli_helpers import run_main
-from fuzz_worker import Worker
-
-from commsim.core.precision import FixedPoint
-from protocols.models.attention import random_layer
-from protocols.models.recurrent import random_model
-
-
-def _crafted(path, base, member: str, shape=(100000, 100000)) -> None:
-    """A copy of the .npz ``base`` whose ``member`` has a header claiming ``shape`` float64 over 8 bytes."""
-    arrays = dict(np.load(base))
-    with zipfile.ZipFile(path, "w") as archive:
-        for key, value in arrays.items():
-            if key != member:
-                buffer = io.BytesIO()
-                np.lib.format.write_array(buffer, value)
-                archive.writestr(key + ".npy", buffer.getvalue())
-        header = io.BytesIO()
-        np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": shape})
-        archive.writestr(member + ".npy", header.getvalue() + b"\0" * 8)
+from fuzz_worker import Worker, make_hazard_files
 
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
-    """A folder with FIFOs, crafted weights and configs; the worker runs there."""
-    tmp = tmp_path_factory.mktemp("inputs")
-    for name in ("fifo.npz", "fifo.json", "fifo.py", "fifo.pt"):
-        os.mkfifo(tmp / name)
-    random_model("elman", 4, "8", vocab=6).save(str(tmp / "elman.npz"))
-    random_layer(FixedPoint.with_bits(8), vocab=6, positions=8).save(str(tmp / "att.npz"))
-    _crafted(tmp / "bigelman.npz", tmp / "elman.npz", "recurrent")
-    _crafted(tmp / "bigatt.npz", tmp / "att.npz", "W_V")
-    (tmp / "big.json").write_text(json.dumps({"n_embd": 65536, "n_head": 8, "n_layer": 1}))
-    (tmp / "odd.json").write_text(json.dumps({"n_embd": 10, "n_head": 3, "n_layer": 1}))
-    (tmp / "factory.txt").write_text("def f():\n    return None\n")
-    (tmp / "exits.py").write_text("import sys\n\ndef zero():\n    sys.exit(0)\n\ndef five():\n    sys.exit(5)\n\n"
-                                  )
-    (tmp / "exits_on_import.py").write_text("import sys\nsys.exit(7)\n\ndef f():\n    return None\n")
-    return tmp
+    """A folder with FIFOs, crafted weights and configs (:func:`fuzz_worker.make_hazard_files`); the worker
+    runs there."""
+    return make_hazard_files(tmp_path_factory.mktemp("inputs"))
 
 
 @pytest.fixture(scope="module")
