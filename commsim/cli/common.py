@@ -89,17 +89,20 @@ class progress_bar:
 
 
 def render_transcript(transcript, title: str = "transcript", limit: int = 40):
-    """A rich table drawing the exchange as a sequence: who sent what, how many bits."""
+    """A rich table drawing the exchange (:func:`commsim.teach.exchange.exchange_rows`) as a sequence: who
+    sent what, how many bits."""
     from rich.table import Table
+
+    from commsim.teach.exchange import exchange_rows
     table = Table(title=title, show_lines=False)
     for col in ("round", "", "label", "bits", "content"):
         table.add_column(col, justify="right" if col in ("round", "bits") else "left")
-    for m in list(transcript.messages)[:limit]:
-        arrow = "Alice ──▶ Bob" if m.sender == "alice" else "Alice ◀── Bob"
-        shown = str(m.bits) if len(m.bits) <= 48 else str(m.bits[:48]) + "…"
-        table.add_row(str(m.round), arrow, m.label, str(len(m.bits)), shown)
-    if len(transcript.messages) > limit:
-        table.add_row("", "…", f"{len(transcript.messages) - limit} more messages", "", "")
+    rows = exchange_rows(transcript.messages)
+    for r in rows[:limit]:
+        arrow = "Alice ──▶ Bob" if r.sender == "alice" else "Alice ◀── Bob"
+        table.add_row(str(r.round), arrow, r.label, str(r.count if r.count is not None else r.bits), r.shown(48))
+    if len(rows) > limit:
+        table.add_row("", "…", f"{len(rows) - limit} more messages", "", "")
     table.add_row("", "total", "", str(transcript.total_bits), "", style="bold")
     return table
 
@@ -110,23 +113,23 @@ SHOWN_BITS = 32
 
 
 def sequence_lines(transcript, width: int = DIAGRAM_WIDTH, limit: int = 40) -> list[str]:
-    """The exchange drawn as plain text, one arrow per message (``Alice ── label, k bits ──▶ Bob``)."""
+    """The exchange (:func:`commsim.teach.exchange.exchange_rows`) drawn as plain text, one arrow per message
+    (``Alice ── label, k bits ──▶ Bob``)."""
+    from commsim.teach.exchange import exchange_rows
     lines = ["Alice" + " " * (width - 5) + "Bob", f"  │{' ' * (width - 2)}│"]
-    messages = list(transcript.messages)
+    rows = exchange_rows(transcript.messages)
     last_round = None
-    for m in messages[:limit]:
-        bits = str(m.bits)
-        shown = bits if len(bits) <= SHOWN_BITS else bits[:SHOWN_BITS] + "…"
-        body = f" {m.label}, {len(m.bits)} bits: {shown} " if len(m.bits) else f" {m.label}, 0 bits "
+    for r in rows[:limit]:
+        body = f" {r.label}, {r.count} bits: {r.shown(SHOWN_BITS)} " if r.count else f" {r.label}, 0 bits "
         if len(body) > width - 4:
             body = body[:width - 6] + "… "
         fill = "─" * (width - 4 - len(body))
-        arrow = f"├─{body}{fill}▶┤" if m.sender == "alice" else f"├◀{fill}{body}─┤"
-        tag = f"  round {m.round}" if m.round != last_round else ""
-        last_round = m.round
+        arrow = f"├─{body}{fill}▶┤" if r.sender == "alice" else f"├◀{fill}{body}─┤"
+        tag = f"  round {r.round}" if r.round != last_round else ""
+        last_round = r.round
         lines.append(f"  {arrow}{tag}")
-    if len(messages) > limit:
-        lines.append(f"  │ … {len(messages) - limit} more messages")
+    if len(rows) > limit:
+        lines.append(f"  │ … {len(rows) - limit} more messages")
     lines.append(f"  │{' ' * (width - 2)}│")
     d = transcript.bits_by_direction
     lines.append(f"total {transcript.total_bits} bits: Alice→Bob {d['alice_to_bob']}, Bob→Alice {d['bob_to_alice']}, "

@@ -1,6 +1,7 @@
 """Figures of one exchange: the protocol as a sequence diagram, and a certificate side by side.
 
-Both draw engine data only: the messages a runner recorded (sender, label, the exact bits, round) and a
+Both draw engine data only: the messages a runner recorded, as the rows of the one exchange view
+(:func:`commsim.teach.exchange.exchange_rows`: sender, label, the exact bits, round), and a
 :class:`~commsim.certify.view.CertificateView` (rows, decisive positions) with its certificate's details
 (the shared transcript or message).
 """
@@ -10,6 +11,7 @@ import re
 
 from commsim.certify.view import FAILING_LABELS
 from commsim.render.svg import ALICE, BAD, BOB, GREY, HIGHLIGHT, pyplot
+from commsim.teach.exchange import exchange_rows, exchange_totals
 
 #: the most messages one sequence diagram draws, and the most bits of one message it prints
 MAX_ARROWS = 40
@@ -21,30 +23,6 @@ _HEAD = re.compile(r"head\s*(\d+)")
 _HEAD_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#000000", "#F0E442")
 
 
-def message_rows(messages) -> list[dict]:
-    """Messages as dicts (sender, label, bits, round): from a Transcript's messages, its ``to_dict()``
-    rows, or a lesson step's (sender, label, bits) triples (rounds then counted at each change of sender)."""
-    rows, last_sender, round_no = [], None, 0
-    for m in messages:
-        if isinstance(m, (tuple, list)):
-            sender, label, bits, rnd = m[0], m[1], str(m[2]), None
-        elif isinstance(m, dict):
-            sender, label, bits, rnd = m["sender"], m["label"], str(m["bits"]), m.get("round")
-        else:
-            sender, label, bits, rnd = m.sender, m.label, str(m.bits), m.round
-        if sender != last_sender:
-            round_no += 1
-            last_sender = sender
-        rows.append({"sender": sender, "label": str(label), "bits": bits,
-                     "round": int(rnd) if rnd is not None else round_no})
-    return rows
-
-
-def bit_count(bits: str) -> int | None:
-    """The number of bits of a message text (None when it is not a bit string, e.g. a summary)."""
-    return len(bits) if set(bits) <= {"0", "1"} else None
-
-
 def head_of(label: str) -> int | None:
     m = _HEAD.search(label)
     return int(m.group(1)) if m else None
@@ -54,9 +32,9 @@ def sequence_figure(messages, title: str = ""):
     """Alice | Bob lanes, one arrow per message (label, exact bits, the bits themselves), round bands,
     and (attention) one colour per head.  Returns the matplotlib figure."""
     plt = pyplot()
-    rows = message_rows(messages)
+    rows = exchange_rows(messages)
     shown = rows[:MAX_ARROWS]
-    heads = sorted({h for h in (head_of(r["label"]) for r in shown) if h is not None})
+    heads = sorted({h for h in (head_of(r.label) for r in shown) if h is not None})
     step = 0.62
     height = 1.3 + step * max(len(shown), 1) + (0.3 if len(rows) > len(shown) else 0)
     fig, ax = plt.subplots(figsize=(7.2, height))
@@ -69,30 +47,26 @@ def sequence_figure(messages, title: str = ""):
     last_round = None
     for i, r in enumerate(shown):
         y = top - step * (i + 0.6)
-        if r["round"] != last_round:
+        if r.round != last_round:
             ax.axhline(y + step * 0.5, xmin=0.02, xmax=0.98, color=GREY, lw=0.6, ls="--")
-            ax.text(0.0, y + step * 0.42, f"round {r['round']}", fontsize=8, color=GREY, va="top")
-            last_round = r["round"]
-        head = head_of(r["label"])
+            ax.text(0.0, y + step * 0.42, f"round {r.round}", fontsize=8, color=GREY, va="top")
+            last_round = r.round
+        head = head_of(r.label)
         colour = _HEAD_COLOURS[heads.index(head) % len(_HEAD_COLOURS)] if head is not None and len(heads) > 1 \
-            else (ALICE if r["sender"] == "alice" else BOB)
-        start, end = (left, right) if r["sender"] == "alice" else (right, left)
+            else (ALICE if r.sender == "alice" else BOB)
+        start, end = (left, right) if r.sender == "alice" else (right, left)
         ax.annotate("", xy=(end, y), xytext=(start, y),
                     arrowprops={"arrowstyle": "-|>", "color": colour, "lw": 1.6, "shrinkA": 0, "shrinkB": 0})
-        count = bit_count(r["bits"])
-        size = f"{count} bit{'s' if count != 1 else ''}" if count is not None else r["bits"]
-        ax.text(0.5, y + 0.06, f"{r['label']} — {size}", ha="center", va="bottom", fontsize=9, color=colour)
-        if count:
-            body = r["bits"] if count <= SHOWN_BITS else r["bits"][:SHOWN_BITS] + "…"
+        ax.text(0.5, y + 0.06, f"{r.label} — {r.size()}", ha="center", va="bottom", fontsize=9, color=colour)
+        if r.count:
+            body = r.shown(SHOWN_BITS)
             ax.text(0.5, y - 0.06, body, ha="center", va="top", fontsize=8, family="DejaVu Sans Mono", color="#333")
     if len(rows) > len(shown):
         ax.text(0.5, bottom + 0.05, f"… {len(rows) - len(shown)} more messages", ha="center", fontsize=9, color=GREY)
-    counted = [bit_count(r["bits"]) for r in rows]
-    if all(c is not None for c in counted):
-        a2b = sum(c for c, r in zip(counted, rows) if r["sender"] == "alice")
-        b2a = sum(c for c, r in zip(counted, rows) if r["sender"] != "alice")
-        rounds = len({r["round"] for r in rows})
-        ax.text(0.5, bottom - 0.25, f"total {a2b + b2a} bits: Alice→Bob {a2b}, Bob→Alice {b2a}, {rounds} round(s)",
+    totals = exchange_totals(rows)
+    if totals is not None:
+        ax.text(0.5, bottom - 0.25, f"total {totals['total']} bits: Alice→Bob {totals['alice_to_bob']}, "
+                f"Bob→Alice {totals['bob_to_alice']}, {totals['rounds']} round(s)",
                 ha="center", va="top", fontsize=10, fontweight="bold")
     if len(heads) > 1:
         for k, h in enumerate(heads):

@@ -10,7 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Step", "Lesson", "render_markdown", "render_plain", "render_text", "mermaid_sequence", "message_runs"]
+from commsim.teach.exchange import ExchangeRow, exchange_rows
+
+__all__ = ["Step", "Lesson", "render_markdown", "render_plain", "render_text", "mermaid_sequence", "message_runs",
+           "message_line"]
 
 
 @dataclass
@@ -66,12 +69,10 @@ def latex_to_text(latex: str) -> str:
     return re.sub(r" {4,}", "   ", text)
 
 
-def _message_line(sender: str, label: str, bits: str) -> str:
-    arrow = "Alice → Bob" if sender == "alice" else "Bob → Alice"
-    shown = bits if len(bits) <= 64 else bits[:64] + "…"
-    count = len(bits) if set(bits) <= {"0", "1"} else None
-    size = f"{count} bits" if count is not None else ""
-    return f"{arrow}: {label} ({size}) {shown}".replace("() ", "")
+def message_line(row: ExchangeRow) -> str:
+    """One message of a step as text: ``Alice → Bob: label (k bits) 0101…``."""
+    size = f"{row.count} bits" if row.count is not None else ""
+    return f"{row.arrow}: {row.label} ({size}) {row.shown(64)}".replace("() ", "")
 
 
 def _mermaid_text(text: str) -> str:
@@ -101,16 +102,14 @@ def mermaid_sequence(messages) -> list[str]:
     for run, msgs in message_runs(messages):
         if run:
             lines.append(f"    Note over A,B: {_mermaid_text(run)}")
-        last, round_no = None, 0
-        for sender, label, bits in msgs:
-            if sender != last:
-                round_no += 1
-                lines.append(f"    Note over A,B: round {round_no}")
-                last = sender
-            count = len(bits) if set(bits) <= {"0", "1"} else None
-            size = f"{count} bits" if count is not None else _mermaid_text(bits)
-            arrow = "A->>B" if sender == "alice" else "B->>A"
-            lines.append(f"    {arrow}: {_mermaid_text(label)} ({size})")
+        last_round = None
+        for r in exchange_rows(msgs):             # rounds counted per run, at each change of sender
+            if r.round != last_round:
+                lines.append(f"    Note over A,B: round {r.round}")
+                last_round = r.round
+            size = f"{r.count} bits" if r.count is not None else _mermaid_text(r.bits)
+            arrow = "A->>B" if r.sender == "alice" else "B->>A"
+            lines.append(f"    {arrow}: {_mermaid_text(r.label)} ({size})")
     return lines + ["```"]
 
 
@@ -135,7 +134,7 @@ def render_markdown(lesson: Lesson, figures: dict[int, list[str]] | None = None,
             out.append("")
         if step.messages:
             out += ["**Messages.**", ""]
-            out += [f"- {_message_line(*m)}" for m in step.messages]
+            out += [f"- {message_line(r)}" for r in exchange_rows(step.messages)]
             out.append("")
             if mermaid:
                 out += mermaid_sequence(step.messages) + [""]
@@ -160,7 +159,7 @@ def render_plain(lesson: Lesson) -> str:
             lines = step.instance.splitlines()
             out += [f"  instance: {lines[0]}"] + [f"            {line}" for line in lines[1:]]
         out += [f"  {party.capitalize() + ':':9} {held}" for party, held in step.holdings.items()]
-        out += [f"  message:  {_message_line(*m)}" for m in step.messages]
+        out += [f"  message:  {message_line(r)}" for r in exchange_rows(step.messages)]
         if step.inequality:
             out.append(f"  so:       {latex_to_text(step.inequality)}")
         if step.notes:
@@ -185,8 +184,8 @@ def render_text(lesson: Lesson, console) -> None:
             body.add_row("instance", escape(step.instance))
         for party, held in step.holdings.items():
             body.add_row(party.capitalize(), escape(held))
-        for m in step.messages:
-            body.add_row("message", escape(_message_line(*m)))
+        for r in exchange_rows(step.messages):
+            body.add_row("message", escape(message_line(r)))
         if step.inequality:
             body.add_row("so", escape(latex_to_text(step.inequality)))
         if step.notes:

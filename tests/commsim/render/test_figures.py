@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 pytest.importorskip("matplotlib")
 
 from commsim.certify.view import certificate_view  # noqa: E402
-from commsim.render.exchange import certificate_figure, message_rows, sequence_figure  # noqa: E402
+from commsim.render.exchange import certificate_figure, sequence_figure  # noqa: E402
 from commsim.render.plots import dfa_figure, matrix_figure, tree_figure  # noqa: E402
 from commsim.render.svg import HIGHLIGHT, to_svg  # noqa: E402
+from commsim.teach.exchange import exchange_rows  # noqa: E402
 
 
 def texts(svg: str) -> list[str]:
@@ -37,12 +38,36 @@ def test_sequence_diagram_has_one_labelled_arrow_per_message(msgs):
         size = f"{len(bits)} bit{'s' if len(bits) != 1 else ''}"
         assert f"{label} — {size}" in shown
         assert (bits if len(bits) <= 40 else bits[:40] + "…") in shown
-    rounds = message_rows(msgs)[-1]["round"]
+    rounds = exchange_rows(msgs)[-1].round
     assert [t for t in shown if t.startswith("round ")] == [f"round {r}" for r in range(1, rounds + 1)]
     a2b = sum(len(b) for s, _, b in msgs if s == "alice")
     b2a = sum(len(b) for s, _, b in msgs if s == "bob")
     assert f"total {a2b + b2a} bits: Alice→Bob {a2b}, Bob→Alice {b2a}, {rounds} round(s)" in shown
     assert svg.startswith("<svg") and " width=" not in svg[:svg.index(">")]     # scales with the page
+
+
+@settings(max_examples=15, deadline=None)
+@given(messages)
+def test_the_three_layouts_of_an_exchange_draw_the_same_rows(msgs):
+    """The lesson's text and mermaid block, the command line's diagram and the SVG figure all lay out
+    exchange_rows: the same messages, sizes and rounds."""
+    from commsim.cli.common import sequence_lines
+    from commsim.core.channel import Transcript
+    from commsim.teach import Step, message_line, mermaid_sequence
+    rows = exchange_rows(msgs)
+    svg = texts(to_svg(sequence_figure(msgs)))
+    mermaid = "\n".join(mermaid_sequence(msgs))
+    lines = [message_line(r) for r in exchange_rows(Step("t", "c", messages=msgs).messages)]
+    for row, line in zip(rows, lines):
+        assert line.startswith(f"{row.arrow}: {row.label} ({row.count} bits)")
+        assert f"{row.label} — {row.size()}" in svg
+        assert f"{row.label} ({row.count} bits)" in mermaid
+    assert mermaid.count("Note over A,B: round") == len({r.round for r in rows})
+    from commsim.core.bits import Bits
+    transcript = Transcript.build((r.sender, r.label, Bits.from_str(r.bits)) for r in rows)
+    text = "\n".join(sequence_lines(transcript))
+    assert all(f"{r.label}, {r.count} bits" in text for r in rows)
+    assert text.count("  round ") == len({r.round for r in rows})          # one tag per round
 
 
 def test_sequence_diagram_groups_heads_by_colour():
