@@ -9,9 +9,11 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.budget import check_plot_path
-from commsim.cli.common import console, emit_json, json_option, parse_instances, plugin_option, progress_bar
+from commsim.cli.common import (console, emit_json, err_console, json_option, parse_instances, plugin_option,
+                                progress_bar)
 from commsim.cli.files import check_target, refuse_empty, write_bytes
-from commsim.pipeline.executors import EXECUTORS
+from commsim.core.limits import MEMORY_BUDGET_BYTES, show_bytes
+from commsim.pipeline.executors import EXECUTORS, WORKER_BYTES, WORKERS_PER_CORE
 from commsim.pipeline.sweep import sweep, table_format
 
 #: the most rows the terminal table shows (the whole table is in --out / --json)
@@ -97,10 +99,15 @@ def render_sweep(frame) -> None:
                    "or --scheduler's cluster).")
 @click.option("--scheduler", default=None, metavar="ADDR", help="A running Dask scheduler, tcp://host:8786 "
               "(implies --executor dask; e.g. a dask-jobqueue SLURM/PBS cluster).")
-@click.option("--workers", type=int, default=None, help="Local workers of processes/dask (default: one per core).")
+@click.option("--workers", type=int, default=None,
+              help=f"Local workers of processes/dask (default: one per core); at most {WORKERS_PER_CORE} per core "
+                   f"and what the {show_bytes(MEMORY_BUDGET_BYTES)} memory budget holds (about "
+                   f"{show_bytes(WORKER_BYTES['processes'])} per process, {show_bytes(WORKER_BYTES['dask'])} per "
+                   "Dask worker).")
 @click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
               help="Result table (.parquet, .csv, .json), kept up to date as cells finish; a re-run with the same "
-                   "--out skips the cells already in it.")
+                   "--out skips the cells already in it. An existing file that is not a commsim sweep table is "
+                   "refused, never overwritten.")
 @click.option("--plot", "plot_path", callback=refuse_empty, default=None, metavar="FILE",
               help="Faceted plot (.png/.svg): bits vs bound, accuracy, certificate found, over n.")
 @click.option("--no-certificate", is_flag=True, help="Skip the certificate search in every cell.")
@@ -113,7 +120,16 @@ def sweep_command(reductions, models, n, seeds, instances, precision, dtype, exe
     Each cell keeps the report's key figures (bits used, lower bound, accuracy, protocol = model, the
     certificate). With --out the table is resumable: cells are keyed by a hash of the cell, the file is
     rewritten as cells finish, and a re-run runs only the cells not yet in it (an identical second
-    command does no work). Cells that fail with an error are listed and run again next time.
+    command does no work). Cells that fail with an error are listed and run again next time. A row of
+    --out that is not what a sweep writes (a value of the wrong type, e.g. model_accuracy "high", or
+    coordinates other than its cell key's) is not trusted: its cell runs again, its row is replaced, and
+    a warning on stderr says so. A file that is not a sweep table at all (no cell key column, no rows)
+    is refused (exit 2) and left as it is.
+
+    Trust: with --scheduler, results come back from that cluster as pickles that this process loads --
+    whoever controls the cluster can run code in commsim's process, so use only a cluster you trust. The
+    embedded cluster (--executor dask without --scheduler) listens on 127.0.0.1 without authentication:
+    on a shared machine (a login node) another user can connect to it while the sweep runs.
 
     \b
     Examples:
@@ -137,7 +153,8 @@ def sweep_command(reductions, models, n, seeds, instances, precision, dtype, exe
                       precision=precision, dtype=dtype, certify=not no_certificate, executor=executor or "inprocess",
                       scheduler=scheduler, workers=workers, out=out,
                       write=lambda path, data: write_bytes(path, data, option="--out"), plugins=plugins,
-                      progress=lambda done, total: update(done, total, "sweep: cells"))
+                      progress=lambda done, total: update(done, total, "sweep: cells"),
+                      notify=lambda message: err_console.print(f"Warning: {message}", markup=False, soft_wrap=True))
     if plot_path is not None:
         from commsim.cli.sweep_plot import plot_sweep
         plot_sweep(frame, plot_path)
@@ -145,7 +162,7 @@ def sweep_command(reductions, models, n, seeds, instances, precision, dtype, exe
     if as_json:
         rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
         emit_json({"cells": a["cells"], "run": a["run"], "skipped": a["skipped"], "failed": a["failed"],
-                   "executor": a["executor"], "out": out, "plot": plot_path, "rows": rows})
+                   "invalid": a["invalid"], "executor": a["executor"], "out": out, "plot": plot_path, "rows": rows})
         return
     render_sweep(frame)
     where = f" on {a['executor']}" if a["run"] else ""

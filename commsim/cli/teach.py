@@ -1,13 +1,11 @@
 """``commsim teach``: narrated lower-bound proofs with real numbers."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
-from commsim.cli.files import check_target, refuse_empty, write_text
+from commsim.cli.files import check_target, refuse_empty, write_files, write_text
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_json
 from commsim.plugins import load_plugins
@@ -78,8 +76,6 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
     if fmt == "html" and not as_json:
         from commsim.render import require
         require("--format html")
-    if fmt == "markdown" and out is not None and not as_json:
-        _check_figure_targets(out)
     lesson = build(n)
     if as_json:
         if out is None:
@@ -102,17 +98,8 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
         from commsim.render.lesson import lesson_markdown, svg_document
         text, files = lesson_markdown(lesson, out) if out is not None and _can_draw() else \
             lesson_markdown(lesson, None)
-        if out is not None:
-            written = []
-            try:                            # the figures first: the notes never link a file that is missing
-                for path, svg in files:
-                    write_text(path, svg_document(svg), option="--out")
-                    written.append(path)
-                write_text(out, text, option="--out")
-            except BaseException:           # all or nothing: no figure is left without its notes
-                for path in written:
-                    path.unlink(missing_ok=True)
-                raise
+        if out is not None:                 # the notes and their figures, all or nothing (every target checked first)
+            write_files([(path, svg_document(svg)) for path, svg in files] + [(out, text)], option="--out")
             console.print(f"lecture notes written to {out}" + (f" with {len(files)} figure(s) beside it"
                                                                if files else ""))
         else:
@@ -131,9 +118,3 @@ def _can_draw() -> bool:
     import importlib.util
     return importlib.util.find_spec("matplotlib") is not None
 
-
-def _check_figure_targets(out: str) -> None:
-    """The SVG files beside the notes (STEM-fig*.svg) must be writable too: checked with the directory."""
-    target = Path(out)
-    probe = target.with_name(f"{target.stem}-fig1-sequence.svg")
-    check_target(probe, "--out")

@@ -10,7 +10,10 @@ are read first and every cell whose key (a hash of the cell, :meth:`~commsim.pip
 there without an error is not run again; the table is rewritten as cells finish (at most every
 ``save_every`` seconds, and once more when the sweep ends or is interrupted), so an interrupted sweep
 loses at most the cells that were running.  A second identical sweep runs nothing and writes nothing.
-Rows of the table that belong to other grids are kept.
+Rows of the table that belong to other grids are kept.  A row of this grid that is not what a sweep writes
+(:mod:`commsim.pipeline.sweep_rows`: a value of the wrong kind, coordinates other than its key's) is not
+trusted: its cell runs again, and the caller is told.  A file that is not a sweep table at all is refused,
+never overwritten.
 
 A cell that cannot run as asked (a spec a reduction refuses, :class:`~commsim.core.errors.InputError`) is a
 row with its ``error``; such a cell runs again on the next sweep.  When every cell fails, the first reason
@@ -24,24 +27,19 @@ import io
 import json
 import math
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_jsonable
-from commsim.pipeline.executors import Executor, make_executor
+from commsim.pipeline.executors import Executor, check_workers, make_executor
 from commsim.pipeline.grid import Cell, build_grid
 from commsim.pipeline.run import run_reduction
 from commsim.pipeline.stages import check_run_size
+from commsim.pipeline.sweep_rows import COLUMNS, KEY_COLUMNS, check_row, is_key
 from commsim.plugins import load_plugins
 from commsim.spec import ModelSpec
-
-#: the row of one cell, in order; the spec's varied keys follow ``pattern`` as ``model.KEY`` columns
-COLUMNS = ("cell", "reduction", "model", "pattern", "n", "seed", "instances", "protocol", "seq_len", "instances_run",
-           "bits_used", "alice_to_bob", "bob_to_alice", "rounds", "bits_formula", "lower_bound_bits",
-           "bound_applies", "bound_kind", "budget_ok", "model_accuracy", "model_correct", "protocol_matches_model",
-           "runner_checked", "certificate", "certificate_kind", "audited", "torch_agreement", "measured_error",
-           "error", "seconds")
 
 #: result-table formats by file suffix
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json"}
@@ -96,8 +94,11 @@ def _plain(value):
 
 
 def read_table(path, param: str = "out") -> list[dict]:
-    """The rows of a result table written by a sweep ([] when the file does not exist); an InputError naming
-    ``param`` when it exists but is not one (unreadable, or without the ``cell`` key column)."""
+    """The rows of a result table written by a sweep ([] when the file does not exist or is empty: nothing to
+    lose); an InputError naming ``param`` when it exists but is not one -- unreadable, without rows (a sweep
+    never writes a table without any), or without the columns every row of a sweep has
+    (:data:`~commsim.pipeline.sweep_rows.KEY_COLUMNS`) and a cell key in every row: such a file is the
+    user's, never overwritten."""
     import pandas as pd
     path = Path(str(path))
     fmt = table_format(path, param)
@@ -105,9 +106,11 @@ def read_table(path, param: str = "out") -> list[dict]:
         return []
     if not path.is_file():
         raise InputError(f"{param}: {str(path)!r} is not a regular file", param)
+    if path.stat().st_size == 0:
+        return []
     try:
         if fmt == "json":
-            rows = json.loads(path.read_text(encoding="utf-8") or "[]")
+            rows = json.loads(path.read_text(encoding="utf-8"))
             if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
                 raise ValueError("not a list of rows")
             frame = pd.DataFrame.from_records(rows)
@@ -118,10 +121,18 @@ def read_table(path, param: str = "out") -> list[dict]:
     except Exception as exc:  # a file that is there but does not read as a table: the user's to move away
         raise InputError(f"{param}: {str(path)!r} exists and does not read as a {fmt} table "
                          f"({type(exc).__name__}); give another file or remove it", param) from None
-    if len(frame) and "cell" not in frame.columns:
-        raise InputError(f"{param}: {str(path)!r} exists and is not a commsim sweep table (no 'cell' column); "
+    missing = [name for name in KEY_COLUMNS if name not in frame.columns]
+    if missing or not len(frame):
+        reason = "no rows" if not len(frame) else \
+            f"no {', '.join(repr(m) for m in missing)} column{'s' if len(missing) > 1 else ''}"
+        raise InputError(f"{param}: {str(path)!r} exists and is not a commsim sweep table ({reason}); "
                          "give another file or remove it", param)
-    return [{k: _plain(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
+    rows = [{k: _plain(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
+    for number, row in enumerate(rows, 1):
+        if not is_key(row["cell"]):
+            raise InputError(f"{param}: {str(path)!r} exists and is not a commsim sweep table (row {number}'s "
+                             f"cell, {row['cell']!r:.40}, is not a cell key); give another file or remove it", param)
+    return rows
 
 
 def to_frame(rows: list[dict]):
@@ -159,11 +170,29 @@ def table_bytes(rows: list[dict], fmt: str) -> bytes:
     return buffer.getvalue()
 
 
+def _reusable_rows(old: list[dict], cells: dict) -> tuple[dict[str, dict], list[str]]:
+    """The rows of ``old`` whose cells need not run again (key -> row, values as a sweep writes them: those of
+    ``cells`` that ran without an error and pass :func:`check_row`), and the invalid rows among those of
+    ``cells`` ("KEY: the reason")."""
+    done, invalid = {}, []
+    for row in old:
+        cell = cells.get(row.get("cell"))
+        if cell is None or row.get("error"):
+            continue
+        checked, reason = check_row(row, cell)
+        if checked is None:
+            invalid.append(f"{row['cell']}: {reason}")
+        else:
+            done[row["cell"]] = checked
+    return done, invalid
+
+
 # ---- the sweep ----------------------------------------------------------------------------------
 def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = None, precision=None, dtype=None,
           certify: bool = True, executor: str = "inprocess", scheduler=None, workers: int | None = None,
           out=None, write: Callable[[str, bytes], None] | None = None, plugins: tuple[str, ...] = (),
-          progress: Callable[[int, int], None] | None = None, save_every: float = 1.0):
+          progress: Callable[[int, int], None] | None = None, save_every: float = 1.0,
+          notify: Callable[[str], None] | None = None):
     """Run every cell of reductions x models x n x seeds and return the rows as a pandas DataFrame.
 
     ``models``: spec patterns with ranges (``"elman:width=2..8:x2,precision=4..8:+4"``), a list of them,
@@ -174,11 +203,18 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     ``out``: a result table to resume from and keep up to date, written with ``write(path, content)``
     (the command line's atomic writer).  ``progress(done, total)`` counts cells.
 
+    A row of ``out`` that belongs to this grid but is not what a sweep writes (a value of the wrong kind, such
+    as ``model_accuracy = "high"``, coordinates other than its key's: :func:`~commsim.pipeline.sweep_rows.check_row`)
+    is not trusted: its cell runs again and its row is replaced; ``notify(message)`` says so once (default: a
+    :class:`UserWarning`).
+
     The frame's ``attrs`` say ``cells`` (in the grid), ``run`` (run now), ``skipped`` (found in ``out``),
-    ``failed`` (rows with an error) and ``executor``.
+    ``failed`` (rows with an error), ``invalid`` (rows of ``out`` found invalid and run again) and ``executor``.
     """
     cells = build_grid(reductions, models, n, seeds, instances=instances, certify=certify, precision=precision,
                        dtype=dtype)
+    if not isinstance(executor, Executor):
+        check_workers(executor, workers)             # before anything starts, even when nothing is left to run
     registry = load_plugins(plugins)                 # names checked before anything runs: a typo fails at once
     for name in dict.fromkeys(cell.reduction for cell in cells):
         reduction = registry.get("reduction", name, param="reduction")
@@ -190,8 +226,16 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     if out is not None and write is None:
         raise InputError("out needs a writer: call commsim.sweep (which brings the atomic file writer)", "out")
     old = [] if out is None else read_table(out)
-    done = {row["cell"]: row for row in old if not row.get("error")}
     keys = [cell.key() for cell in cells]
+    done, invalid = _reusable_rows(old, dict(zip(keys, cells)))
+    if invalid:
+        message = (f"{out}: {len(invalid)} row{'s' if len(invalid) > 1 else ''} of this grid "
+                   f"{'are' if len(invalid) > 1 else 'is'} not what a sweep writes (cell {invalid[0]}); "
+                   f"running {'their cells' if len(invalid) > 1 else 'its cell'} again")
+        if notify is None:
+            warnings.warn(message, UserWarning, stacklevel=2)
+        else:
+            notify(message)
     first = {key: i for i, key in reversed(list(enumerate(keys)))}   # a cell listed twice runs once
     todo = [i for i, key in enumerate(keys) if key not in done and first[key] == i]
     rows: dict[str, dict] = {key: done[key] for key in keys if key in done}
@@ -235,5 +279,5 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     frame = to_frame([rows[k] for k in dict.fromkeys(keys)])
     frame.attrs.update({"cells": total, "run": len(ran), "skipped": sum(1 for key in keys if key in done),
                         "failed": sum(1 for k in dict.fromkeys(keys) if rows[k].get("error")),
-                        "executor": described, "out": None if out is None else str(out)})
+                        "invalid": len(invalid), "executor": described, "out": None if out is None else str(out)})
     return frame

@@ -171,3 +171,72 @@ def test_the_writer_refuses_a_device_node_without_touching_it():
     with pytest.raises(InputError, match="character device"):
         write_text("/dev/null", "x", option="--dot")
     assert os.stat("/dev/null").st_ino == before.st_ino
+
+
+# ---- several files that belong together (issue 29, item 3) ----------------------------------------
+def test_notes_whose_figure_target_is_a_symlink_leave_the_users_other_figure_alone(capsys, tmp_path, monkeypatch):
+    """The issue's case: the user's own notes-fig1-sequence.svg and a symlink at notes-fig2-sequence.svg ->
+    exit 2 naming --out, and fig1 is still the user's file (the rollback used to delete it)."""
+    monkeypatch.chdir(tmp_path)
+    mine = tmp_path / "notes-fig1-sequence.svg"
+    mine.write_text("my own drawing\n")
+    before = os.lstat(mine)
+    (tmp_path / "notes-fig2-sequence.svg").symlink_to(tmp_path / "elsewhere.svg")
+    code, out, err = run_main(capsys, "teach", "attention-dyck", "--format", "markdown", "--out", "notes.md")
+    assert code == 2 and out == "" and err.startswith("Error: --out") and "symbolic link" in err
+    assert err.count("\n") == 1
+    assert mine.read_text() == "my own drawing\n" and os.lstat(mine).st_ino == before.st_ino
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes-fig1-sequence.svg", "notes-fig2-sequence.svg"]
+    assert (tmp_path / "notes-fig2-sequence.svg").is_symlink() and not (tmp_path / "elsewhere.svg").exists()
+
+
+def test_a_rename_failing_part_way_puts_back_what_was_there_and_removes_only_new_files(tmp_path, monkeypatch):
+    """Files renamed before the failure: a replaced one gets its old content (and inode) back, a created one
+    goes; a file the call never reached is untouched; no temporary is left."""
+    old = tmp_path / "b.svg"
+    old.write_text("the user's b\n")
+    inode = os.lstat(old).st_ino
+    untouched = tmp_path / "d.md"
+    untouched.write_text("the user's d\n")
+    real_replace = files.os.replace
+    calls = []
+
+    def third_fails(src, dst):
+        calls.append(dst)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        real_replace(src, dst)
+    monkeypatch.setattr(files.os, "replace", third_fails)
+    targets = [tmp_path / name for name in ("a.svg", "b.svg", "c.svg", "d.md")]
+    with pytest.raises(InputError, match="--out: cannot write .*c.svg.*No space left on device") as err:
+        files.write_files([(path, f"new {path.name}") for path in targets], option="--out")
+    assert err.value.param == "--out"
+    assert old.read_text() == "the user's b\n" and os.lstat(old).st_ino == inode
+    assert untouched.read_text() == "the user's d\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.svg", "d.md"]
+
+
+def test_every_target_is_checked_before_any_is_written(tmp_path):
+    targets = [tmp_path / "a.svg", tmp_path / "b.svg"]
+    (tmp_path / "b.svg").mkdir()
+    with pytest.raises(InputError, match="is a directory"):
+        files.write_files([(path, "x") for path in targets], option="--out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.svg"]
+    files.write_files([(tmp_path / "a.svg", "text"), (tmp_path / "c.bin", b"\x00\x01")], option="--out")
+    assert (tmp_path / "a.svg").read_text() == "text" and (tmp_path / "c.bin").read_bytes() == b"\x00\x01"
+    assert _leftovers(tmp_path) == []
+
+
+# ---- a name ending in a separator names a directory (issue 29, item 4) ----------------------------
+SEPARATOR_CASES = [(args, option, name) for args, option, name, _ in WRITERS] + [
+    (["sweep", "--reduction", "index-idxl", "--model", "elman:width=1,precision=2", "--n", "3"], "--out", "r.csv"),
+    (["sweep", "--reduction", "index-idxl", "--model", "elman:width=1,precision=2", "--n", "3"], "--plot", "r.png"),
+    (["teach", "rnn-eq"], "--out", "n.html"),
+]
+
+
+@pytest.mark.parametrize("args,option,name", SEPARATOR_CASES, ids=[f"{a[0]} {o} {n}/" for a, o, n in SEPARATOR_CASES])
+def test_a_file_name_ending_in_a_separator_is_refused_before_any_work(capsys, tmp_path, args, option, name):
+    code, out, err = run_main(capsys, args + [option, str(tmp_path / name) + os.sep])
+    assert code == 2 and out == "" and err.startswith(f"Error: {option}") and "separator" in err, err
+    assert err.count("\n") == 1 and list(tmp_path.iterdir()) == []
