@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 from commsim.core.errors import InputError, NotApplicable
 from commsim.core.precision import FixedPoint, FloatFormat, NumberFormat, parse_format
-from commsim.spec import ModelSpec
+from commsim.spec import ModelSpec, user_code_failure
 
 ENTRY_POINT_GROUP = "commsim.plugins"
 
@@ -91,7 +91,7 @@ class Registry:
         except ImportError as exc:
             raise InputError(f"cannot import plugin module {module_path!r}: {exc}", param="plugin") from exc
         except (Exception, SystemExit) as exc:
-            raise InputError(f"importing plugin module {module_path!r} failed: it {_user_failure(exc)}",
+            raise InputError(f"importing plugin module {module_path!r} failed: it {user_code_failure(exc)}",
                              param="plugin") from exc
         hook = getattr(module, "register", None)
         if not callable(hook):
@@ -109,7 +109,7 @@ class Registry:
         except (Exception, SystemExit) as exc:
             self._entries = saved
             self._loaded.discard(module_path)
-            raise InputError(f"plugin module {module_path!r}: register(registry) {_user_failure(exc)}",
+            raise InputError(f"plugin module {module_path!r}: register(registry) {user_code_failure(exc)}",
                              param="plugin") from exc
 
     def _call(self, hook: Callable, label: str) -> None:
@@ -127,13 +127,6 @@ class Registry:
 
 
 registry = Registry()
-
-
-def _user_failure(exc: BaseException) -> str:
-    """What a plugin's code did, for an error line: ``raised ValueError: ...`` or ``called sys.exit(5)``."""
-    if isinstance(exc, SystemExit):
-        return f"called sys.exit({exc.code!r}); a plugin must return or raise, not exit"
-    return f"raised {type(exc).__name__}: {exc}"
 
 
 def load_plugins(extra_modules: str | tuple[str, ...] | list[str] = ()) -> Registry:

@@ -40,6 +40,14 @@ def regular_file(path, what: str, *, directory: bool = False, prefix: str = "", 
     raise InputError(f"{where} is {kind}, not a regular file{' or a directory' if directory else ''}", param)
 
 
+def user_code_failure(exc: BaseException) -> str:
+    """What the user's code a spec or a plugin names did, for an error line: ``raised ValueError: ...``, or
+    ``called sys.exit(5); ...`` (exiting would end commsim without its report or its error line)."""
+    if isinstance(exc, SystemExit):
+        return f"called sys.exit({exc.code!r}); user code must return or raise, not exit"
+    return f"raised {type(exc).__name__}: {exc}"
+
+
 # ---- model specs -------------------------------------------------------------
 @dataclass
 class ModelSpec:

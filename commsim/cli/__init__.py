@@ -62,7 +62,7 @@ def _user_exit(exc: SystemExit) -> str | None:
     if tb is None:
         return None
     filename = os.path.abspath(tb.tb_frame.f_code.co_filename)
-    if filename.startswith(_PACKAGE_DIR) or filename.startswith(_CLICK_DIR):
+    if filename.startswith((_PACKAGE_DIR, _CLICK_DIR)):
         return None
     return f"{filename}:{tb.tb_lineno}"
 

@@ -13,7 +13,7 @@ from typing import Any
 from commsim.core.errors import InputError
 from commsim.pipeline.interfaces import Reduction
 
-__all__ = ["reduction_argument", "model_argument", "callable_argument", "flag_argument", "names_argument",
+__all__ = ["callable_argument", "flag_argument", "model_argument", "names_argument", "reduction_argument",
            "run_arguments", "sweep_arguments"]
 
 #: an attribute no model has: reading it shows whether the object's attribute lookup follows Python's rule

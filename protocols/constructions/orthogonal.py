@@ -43,8 +43,12 @@ def theorem_k(n: int, gamma: float = DEFAULT_GAMMA) -> int:
     """Lemma 2's dimension: k = 8 ln(2N) / gamma^2 (rounded up).  An :class:`InputError` naming gamma when
     gamma is not in (0, 1) or so small that k passes :data:`MAX_K` (every search starts below this k, so a
     gamma refused here is refused before any work; gamma = 1e-300 would divide by gamma^2 = 0)."""
-    if not isinstance(gamma, (int, float)) or not 0 < gamma < 1:
-        raise InputError(f"gamma must be in (0, 1) (Lemma 2), got {gamma!r}", "gamma")
+    try:
+        gamma = float(gamma)
+    except (TypeError, ValueError):
+        gamma = math.nan
+    if not 0 < gamma < 1:                       # NaN too
+        raise InputError(f"gamma must be a number in (0, 1) (Lemma 2), got {gamma!r}", "gamma")
     numerator = 8 * math.log(2 * n)
     if numerator > MAX_K * gamma * gamma:       # k > MAX_K, judged without dividing by an underflowed gamma^2
         smallest = math.sqrt(numerator / MAX_K)

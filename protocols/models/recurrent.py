@@ -404,14 +404,12 @@ def _npz_sizes(path, where: str) -> int:
                 read_header = {(1, 0): np.lib.format.read_array_header_1_0,
                                (2, 0): np.lib.format.read_array_header_2_0}.get(version)
                 if read_header is None:               # numpy's 3.0 header: same fields, utf-8 names
-                    read_header = getattr(np.lib.format, "_read_array_header")
-                    shape, _, dtype = read_header(member, version)
+                    shape, _, dtype = np.lib.format._read_array_header(member, version)
                 else:
                     shape, _, dtype = read_header(member)
-                count = math.prod(shape)
-                claimed, held = count * dtype.itemsize, info.file_size - member.tell()
                 if dtype.hasobject:                   # refused on loading (allow_pickle=False): no size to judge
                     continue
+                claimed, held = math.prod(shape) * dtype.itemsize, info.file_size - member.tell()
                 if claimed != held:
                     raise ModelError(f"{where}: array {info.filename!r} claims shape {tuple(shape)} of {dtype} "
                                      f"({show_bytes(claimed)}) but holds {show_bytes(max(held, 0))}", "model")

@@ -22,7 +22,6 @@ from hypothesis import strategies as st
 from commsim.cli import cli
 from commsim.plugins import load_plugins
 
-
 BAD_INTS = ["-1", "0", "-7", "abc", "1.5", "", "1e9", "1000000000", "10**30", "99999999999999999999999999",
             "-99999999999999999999"]
 BAD_BY_OPTION = {

@@ -155,7 +155,7 @@ def test_a_model_whose_forward_calls_sys_exit_is_one_error_object(capsys, tmp_pa
 
 def test_commsims_own_exit_status_passes_through(capsys):
     """run --fail-on-certificate exits 3 from commsim's own code: that SystemExit is not user code's."""
-    code, out, err = run_main(capsys, "run", "index-idxl", "--model", "memorize:capacity=2", "--n", "6",
+    code, out, _ = run_main(capsys, "run", "index-idxl", "--model", "memorize:capacity=2", "--n", "6",
                               "--fail-on-certificate", "--json")
     assert code == 3 and json.loads(out)["certificate"] is not None
 

@@ -48,7 +48,7 @@ from pathlib import Path
 
 from commsim.core.errors import InputError
 from commsim.core.limits import check_memory
-from commsim.spec import FORMAT_KEYS, MAX_SPEC_INT, regular_file
+from commsim.spec import FORMAT_KEYS, MAX_SPEC_INT, regular_file, user_code_failure
 from protocols.adapters.torch.adapt import from_torch
 from protocols.adapters.torch.files import load_torch_file
 from protocols.adapters.torch.layers import AdapterError, require_torch
@@ -107,7 +107,7 @@ def load_factory(target: str):
                 spec.loader.exec_module(module)
             except (Exception, SystemExit) as exc:
                 del sys.modules[name]
-                raise AdapterError(f"python: importing {module_name!r} failed: it {_raised(exc)}") from exc
+                raise AdapterError(f"python: importing {module_name!r} failed: it {user_code_failure(exc)}") from exc
     else:
         try:
             module = importlib.import_module(module_name)
@@ -117,7 +117,7 @@ def load_factory(target: str):
                                    f"holds it, or give a path: python:path/to/file.py:{func_name}") from exc
             raise AdapterError(f"python: importing {module_name!r} failed: {exc}") from exc
         except (Exception, SystemExit) as exc:
-            raise AdapterError(f"python: importing {module_name!r} failed: it {_raised(exc)}") from exc
+            raise AdapterError(f"python: importing {module_name!r} failed: it {user_code_failure(exc)}") from exc
     func = getattr(module, func_name, None)
     if func is None or not callable(func):
         raise AdapterError(f"python: module {module_name!r} has no function {func_name!r}")
@@ -143,15 +143,7 @@ def _call_factory(func, label: str, params: dict, context: dict):
     except InputError:
         raise
     except (Exception, SystemExit) as exc:
-        raise AdapterError(f"python: the factory {label} {_raised(exc)}") from exc
-
-
-def _raised(exc: BaseException) -> str:
-    """What user code did, for an error line: ``raised ValueError: ...``, or ``called sys.exit(5)`` (a factory
-    or a module must return or raise: exiting would end commsim without its report or its error line)."""
-    if isinstance(exc, SystemExit):
-        return f"called sys.exit({exc.code!r}); user code must return or raise, not exit"
-    return f"raised {type(exc).__name__}: {exc}"
+        raise AdapterError(f"python: the factory {label} {user_code_failure(exc)}") from exc
 
 
 @contextlib.contextmanager
