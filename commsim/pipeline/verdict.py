@@ -76,13 +76,13 @@ def judge(report) -> Verdict:
 
 
 def _where(report) -> str:
-    """Which tested input the model is wrong on: a verified certificate's, or how many of the tested."""
+    """Which tested inputs the model is wrong on: how many of those tested, and whether a verified
+    certificate shows one."""
     cert = report.certificate
-    if cert is not None and cert.verified:
-        return "an input a verified certificate shows"
+    shown = cert is not None and cert.verified
     sets = report.evaluation_sets or []
     wrong = sum(int(s.get("wrong") or 0) for s in sets)
     total = sum(int(s.get("instances") or 0) for s in sets)
     if wrong and total:
-        return f"{wrong:,} of {total:,} tested inputs"
-    return "some tested input"
+        return f"{wrong:,} of {total:,} tested inputs" + (" (a verified certificate shows one)" if shown else "")
+    return "the input a verified certificate shows" if shown else "some tested input"
