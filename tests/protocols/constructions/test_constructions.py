@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from commsim.core.errors import InputError, NotApplicable
 from commsim.core.precision import FixedPoint
@@ -321,11 +323,16 @@ def test_registered():
 
 
 # ---- the multi-layer model's arithmetic is the attention module's ------------------------------------------------
-def test_one_layer_multilayer_matches_attention_layer():
+@settings(max_examples=25, deadline=None)
+@given(st.integers(4, 16), st.integers(0, 6), st.integers(1, 9), st.integers(1, 4), st.integers(1, 3),
+       st.integers(0, 2 ** 16))
+def test_one_layer_multilayer_matches_attention_layer(bits, frac, L, m, extra, seed):
+    """The multi-layer model and the one-layer AttentionLayer run one attention kernel: with the same
+    weights (the output landing in the last m coordinates), the same codes, for random formats and sizes."""
     from protocols.models.transformer import Layer, MultiLayerAttention
-    fmt = FixedPoint(12, 5)
-    rng = np.random.default_rng(7)
-    V, L, d, m = 5, 9, 6, 3
+    fmt = FixedPoint(bits, min(frac, bits - 2))          # W_O = I: 1 must be on the grid
+    rng = np.random.default_rng(seed)
+    V, d = 5, m + extra
     q = fmt.quantize
     tok, pos = q(rng.normal(size=(V, d))), q(rng.normal(scale=0.5, size=(L, d)))
     tok[:, -m:] = pos[:, -m:] = 0.0                      # the output lands in the last m coordinates
@@ -335,5 +342,5 @@ def test_one_layer_multilayer_matches_attention_layer():
     W_O = np.zeros((m, d))
     W_O[:, -m:] = np.eye(m)
     ours = MultiLayerAttention(tok, pos, [Layer(W_Q.T, W_K.T, W_V.T, W_O)], fmt, lambda h: h[:, 0])
-    tokens = rng.integers(0, V, size=(300, L))
+    tokens = rng.integers(0, V, size=(60, L))
     assert np.array_equal(ours.hidden(tokens)[:, -m:], ref.forward(tokens))
