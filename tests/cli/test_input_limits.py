@@ -74,6 +74,15 @@ def test_a_gpt2_config_too_large_for_memory_is_refused_from_the_config(worker):
              "config=big.json", "dim 65536", "would need about")
 
 
+def test_a_gpt2_directory_too_large_for_memory_is_refused_from_its_config(worker, files):
+    folder = files / "widedir"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"n_embd": 65536, "n_head": 8, "n_layer": 1}))
+    (folder / "model.safetensors").write_bytes(b"not read")
+    _refused(worker.run(["run", "index-idxl", "--model", f"hf-gpt2:{folder}", "--n", "4", "--json"]),
+             "config.json", "dim 65536", "would need about")
+
+
 def test_budget_with_a_billion_heads_is_refused(worker):
     _refused(worker.run(["budget", "--arch", "attention", "--heads", "1000000000", "--width", "8", "--precision",
                          "8", "--task", "dyck22-fooling", "--json"]), "--heads", "8192")
