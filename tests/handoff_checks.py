@@ -10,7 +10,7 @@ from protocols.simulators.rnn_handoff import RNN_HANDOFF
 
 def handoff_matches_direct(model, encoded: Encoded) -> None:
     """Every instance through the party programs equals the direct forward bit for bit (outputs and labels)
-    and sends exactly the encoded state, ``model.state_bits`` bits; the vectorized sweep agrees."""
+    and sends exactly the encoded state, ``model.state_bits`` bits; the batch run agrees."""
     protocol = RNN_HANDOFF.make_protocol(model, encoded)
     direct = model.forward_batch(encoded.tokens, encoded.output_positions)
     for i in range(encoded.batch):

@@ -385,7 +385,7 @@ def dot_is_exact(fmt: NumberFormat, terms: int) -> bool:
 class Dense:
     """``x @ W + b`` (W stored as (inputs, outputs)) whose rows do not depend on the batch.
 
-    A protocol run (batch 1), a vectorized sweep (large batches) and the direct forward must give
+    A protocol run (batch 1), a batch run (large batches) and the direct forward must give
     the same bits, and a BLAS product does not promise that across batch sizes.  So the product
     is either *exact* (fixed point whose products and sums fit in float64's 53 bits,
     :func:`dot_is_exact`: any order gives the same value, and BLAS is used) or summed term by

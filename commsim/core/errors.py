@@ -44,5 +44,5 @@ class ProblemInputError(InputError):
 
 
 class InternalError(CommsimError, RuntimeError):
-    """A broken invariant inside commsim or a plugin (exit status 1): e.g. a protocol whose vectorized sweep
+    """A broken invariant inside commsim or a plugin (exit status 1): e.g. a protocol whose batch run
     disagrees with the runner, or a codec handed a value its caller should never have produced."""

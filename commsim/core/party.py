@@ -31,7 +31,7 @@ from commsim.core.errors import InternalError
 
 class ProtocolError(InternalError):
     """A protocol misbehaved: deadlock, a non-bit message, too many rounds, unread messages, or a
-    vectorized sweep that disagrees with the runner (an internal fault: exit status 1)."""
+    batch run that disagrees with the runner (an internal fault: exit status 1)."""
 
 
 @dataclass(frozen=True)

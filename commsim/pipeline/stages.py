@@ -106,7 +106,7 @@ def simulator_for(model, name: str | None = None) -> tuple[Simulator, str]:
     tied = [sim.name for sim in accepting[1:] if sim.precedence == first.precedence]
     if tied:
         raise InputError(f"simulator: {', '.join([first.name, *tied])} all accept this model with the same "
-                         f"precedence; name one with --simulator", "simulator")
+                         f"precedence; name the one to use (simulator=NAME)", "simulator")
     others = [sim.name for sim in accepting[1:]]
     return first, (f"{first.name}, the model's kind" + (f" (over {', '.join(others)}: lower precedence)"
                                                          if others else ""))
@@ -222,7 +222,7 @@ def sweep_and_audit(protocol: Protocol, count: int, shares: Callable[[int], tupl
                     check_every: bool = False, transcript: Transcript | None = None,
                     progress: Progress | None = None, checks: int = RUNNER_CHECKS,
                     coins: Callable[[int], Any] | None = None) -> Audited:
-    """Run instances through the real runner and hold the vectorized sweep to it.
+    """Run instances through the real runner and hold the batch run to it.
 
     ``batch`` is the vectorized path's result for all ``count`` instances; a seeded subset
     (:func:`runner_checks`) is re-run by the runner on ``shares(i)`` and must agree in output
@@ -248,7 +248,7 @@ def sweep_and_audit(protocol: Protocol, count: int, shares: Callable[[int], tupl
                 want = (np.asarray(batch.outputs[i]).reshape(-1).tolist(), int(batch.alice_to_bob[i]),
                         int(batch.bob_to_alice[i]), int(batch.rounds[i]))
                 if got != want:
-                    raise ProtocolError(f"{protocol.name}: the vectorized sweep disagrees with the runner on instance "
+                    raise ProtocolError(f"{protocol.name}: the batch run disagrees with the runner on instance "
                                         f"{i}: runner (output, a->b, b->a, rounds) = {got}, sweep = {want}")
             else:
                 results[i] = (output, t.bits_by_direction["alice_to_bob"], t.bits_by_direction["bob_to_alice"],

@@ -20,7 +20,7 @@ and scalar loops agree here, and every run checks protocol against direct forwar
 does not in general (BLAS kernels sum in different orders).  Every dot product here is therefore either
 *exact* -- fixed point whose products and sums fit in float64's 53 bits, so any order gives the same
 value, and BLAS is used -- or summed term by term in a fixed order.  Protocol runs (batch 1), the
-vectorized sweeps (large batches) and the direct forward agree bit for bit either way.
+batch runs (large batches) and the direct forward agree bit for bit either way.
 """
 from __future__ import annotations
 

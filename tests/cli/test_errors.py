@@ -186,11 +186,11 @@ def test_library_errors_name_the_parameter_not_the_flag():
 # ---- exit codes ----------------------------------------------------------------------------------------------
 def test_an_internal_fault_exits_1_with_one_line(capsys, monkeypatch):
     def broken(*args, **kwargs):
-        raise ProtocolError("rnn-handoff: the vectorized sweep disagrees with the runner on instance 3")
+        raise ProtocolError("rnn-handoff: the batch run disagrees with the runner on instance 3")
     monkeypatch.setattr(run_cli, "run_reduction", broken)
     code, out, err = run_main(capsys, "run", "index-idxl")
     assert code == 1 and out == ""
-    assert err.startswith("Error: internal error: ProtocolError: rnn-handoff: the vectorized sweep disagrees")
+    assert err.startswith("Error: internal error: ProtocolError: rnn-handoff: the batch run disagrees")
     assert err.count("\n") == 1 and "Traceback" not in err
     code, out, err = run_main(capsys, "run", "index-idxl", "--json")
     assert code == 1 and json.loads(out) == {"error": err[len("Error: "):].strip(), "exit_code": 1}
@@ -198,13 +198,13 @@ def test_an_internal_fault_exits_1_with_one_line(capsys, monkeypatch):
 
 def test_a_lying_simulator_is_an_internal_fault_end_to_end(capsys, monkeypatch):
     setup = prepare("index-idxl", "memorize:capacity=4", 4)
-    real = type(setup.simulator).sweep
+    real = type(setup.simulator).run_batch
 
-    def lying_sweep(self, model, encoded, progress=None):
-        sweep = real(self, model, encoded, progress)
-        sweep.rounds = np.asarray(sweep.rounds) + 1
-        return sweep
-    monkeypatch.setattr(type(setup.simulator), "sweep", lying_sweep)
+    def lying_batch(self, model, encoded, progress=None):
+        batch = real(self, model, encoded, progress)
+        batch.rounds = np.asarray(batch.rounds) + 1
+        return batch
+    monkeypatch.setattr(type(setup.simulator), "run_batch", lying_batch)
     code, out, err = run_main(capsys, "run", "index-idxl", "--model", "memorize:capacity=4", "--n", "4")
     assert code == 1 and "internal error: ProtocolError" in err and "disagrees with the runner" in err
     assert err.count("\n") == 1

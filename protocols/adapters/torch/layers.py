@@ -2,7 +2,7 @@
 output maps (``f`` of Theorem 2, ``psi`` of Theorem 4 of [BHBK24]) built from ``nn.Linear`` and
 pointwise layers.
 
-Determinism.  A protocol run (batch 1), a vectorized sweep (large batches) and the direct forward
+Determinism.  A protocol run (batch 1), a batch run (large batches) and the direct forward
 must give the same bits.  Every product here is the batch-independent
 :class:`~commsim.core.arithmetic.Dense` of the recurrent models, and elementwise numpy functions are
 batch-independent.  A head that is not made of known layers runs through torch one row at a time

@@ -1,5 +1,5 @@
 """The pipeline's public stages: run_reduction is their composition, cc shares the sweep-and-audit stage,
-and one instance end to end (run_one_instance) agrees with the vectorized sweep."""
+and one instance end to end (run_one_instance) agrees with the batch run."""
 from __future__ import annotations
 
 import dataclasses
