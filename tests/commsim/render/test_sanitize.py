@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run_main
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("latex2mathml")
 pytest.importorskip("markdown_it")
@@ -211,3 +213,43 @@ def test_teach_page(capsys, tmp_path):
     code, _, err = run_main(capsys, "teach", "attention-dyck", "--format", "html", "--out", str(out))
     assert code == 0, err
     assert_safe(out.read_text())
+
+
+def test_the_sanitizer_keeps_commsims_own_pages_whole(monkeypatch):
+    """Every element and attribute of a real page survives, except matplotlib's SVG metadata block (which
+    names external URLs)."""
+    import collections
+
+    import commsim.render.page as page_module
+    from commsim.pipeline.run import run_reduction
+    from commsim.render.reports import run_page
+    monkeypatch.setattr(page_module, "sanitize", lambda text: text)
+    raw = run_page(run_reduction("eq-ineq", "lstm:width=1,precision=2", n=4), "commsim run eq-ineq")
+
+    def census(text):
+        tags, attrs = collections.Counter(), collections.Counter()
+
+        class Census(HTMLParser):
+            def handle_starttag(self, tag, at):
+                tags[tag] += 1
+                attrs.update((tag, k) for k, _ in at)
+            handle_startendtag = handle_starttag
+        Census().feed(text)
+        return tags, attrs
+    (tags, attrs), (kept_tags, kept_attrs) = census(raw), census(sanitize(raw))
+    metadata = {"metadata", "rdf:rdf", "cc:work", "dc:type", "dc:date", "dc:format", "dc:creator", "cc:agent",
+                "dc:title"}
+    assert tags["metadata"] and not kept_tags["metadata"]
+    assert {t for t in tags - kept_tags} <= metadata
+    assert {a for a in attrs - kept_attrs if a[0] not in metadata} == set()
+
+
+FRAGMENTS = ["<", ">", "/", "script", "svg", "onload=", "on", "=", '"', "'", "javascript:", "href", "src", "a ",
+             "img ", "x", "(", ")", "alert(1)", "<!--", "-->", "style", "url(", "http://e/", "&#x3c;", "&lt;", " ",
+             "math", "mtext", "\\text{", "}", "$", "iframe", "\n", "\t", "java\tscript:", "<![CDATA[", "]]>"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=40))
+def test_the_sanitizer_lets_nothing_through(parts):
+    assert_safe(sanitize("".join(parts)))
