@@ -85,6 +85,10 @@ def render_report(report) -> None:
 @click.option("--audit", is_flag=True, help="Re-run the checked instances with each party in its own process.")
 @click.option("--transcript", "show_transcript", is_flag=True, help="Draw the costliest transcript.")
 @click.option("--no-certificate", is_flag=True, help="Skip the certificate search.")
+@click.option("--simulator", default=None, metavar="NAME",
+              help="The simulator that turns the model into party programs (see `commsim list`). Default: the "
+                   "model's kind selects it -- of the simulators that accept the model, the one of lowest "
+                   "precedence; a reduction may run a variant (compose-index: attention-public-query).")
 @click.option("--fail-on-certificate", is_flag=True,
               help=f"Exit with status {EXIT_CERTIFICATE} when the verdict is must_fail: the bits used are below a "
                    "bound that applies, so the bound forces the model to fail somewhere (not when the model is "
@@ -96,12 +100,11 @@ def render_report(report) -> None:
 @html_option
 @plugin_option
 @json_option
-def run_command(reduction, model_spec, n, instances, seed, audit, show_transcript, no_certificate, fail_on_certificate,
-                fail_on_error, html_path, plugins, as_json):
+def run_command(reduction, model_spec, n, instances, seed, audit, show_transcript, no_certificate, simulator,
+                fail_on_certificate, fail_on_error, html_path, plugins, as_json):
     """Run REDUCTION with a model: bits used against the lower bound, correctness, exactness,
     and (below the bound) the input on which the model must fail.
 
-    \b
     The verdict is one of: must_fail (bits below a bound that applies: the bound forces a failure),
     wrong_not_forced (wrong on a tested input, but within budget or with no bound), correct (correct on
     everything tested, within budget), bound_does_not_apply (correct on everything tested, no bound).
@@ -128,7 +131,7 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
     check_html(html_path)
     with progress_bar(reduction, enabled=not as_json) as update:
         report = run_reduction(reduction, model_spec, n, instances=count, seed=seed, audit=audit,
-                               certify=not no_certificate,
+                               certify=not no_certificate, simulator=simulator,
                                progress=lambda stage, done, total: update(done, total, f"{reduction}: {stage}"))
     if as_json:
         emit_json(report)

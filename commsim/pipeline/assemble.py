@@ -53,7 +53,7 @@ def make_report(setup: Prepared, plan: MessagePlan, tallies: list[Tally], bound:
         certificate=certificate, certificate_search=searched,
         transcript=max(transcripts, key=lambda t: t.total_bits) if transcripts else None, details=details,
         accuracy_by_set={s["name"]: s["accuracy"] for s in sets}, evaluation_sets=sets,
-        **trust_signals(setup, plan, main, agreement_sample, seed=seed, exhaustive=exhaustive))
+        simulator_choice=setup.chosen, **trust_signals(setup, plan, main, agreement_sample, seed=seed, exhaustive=exhaustive))
 
 
 def trust_signals(setup: Prepared, plan: MessagePlan, main: Tally, sample: tuple[np.ndarray, np.ndarray] | None, *,

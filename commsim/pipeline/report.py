@@ -47,6 +47,8 @@ class Report:
     torch_agreement: dict | None = None
     #: for a distributional bound: the measured error rate with its confidence interval against the bound
     measured_error: dict | None = None
+    #: how the simulator was chosen ("rnn-handoff, the model's kind"; "..., as asked" with --simulator)
+    simulator_choice: str = ""
 
     @property
     def budget_ok(self) -> bool | None:
@@ -73,7 +75,7 @@ class Report:
             "certificate_search": self.certificate_search,
             "transcript": None if self.transcript is None else self.transcript.to_dict(),
             "details": self.details, "torch_agreement": self.torch_agreement,
-            "measured_error": self.measured_error,
+            "measured_error": self.measured_error, "simulator_choice": self.simulator_choice,
             # the flat keys of the design contract for a distributional bound (None without one)
             "error_rate": None if self.measured_error is None else self.measured_error["rate"],
             "error_rate_interval": None if self.measured_error is None else

@@ -75,6 +75,8 @@ class Shard:
     checks: int
     seed: int = 0
     audit: bool = False
+    #: the simulator named for the run (None: the model's kind selects it, as ``prepare`` does)
+    simulator: str | None = None
 
     @property
     def size(self) -> int:
@@ -93,7 +95,7 @@ def _chunk_for(reduction: Reduction, n: int, chunk: int | None) -> int:
 
 def plan_shards(reduction: str, model: Any = None, n: int | None = None, *, shards: int | None = None,
                 shard_size: int | None = None, chunk: int | None = None, seed: int = 0,
-                audit: bool = False, limit: int = MAX_STREAMED_INSTANCES) -> list[Shard]:
+                audit: bool = False, limit: int = MAX_STREAMED_INSTANCES, simulator: str | None = None) -> list[Shard]:
     """Cut the exhaustive run of ``reduction`` (an id) on ``model`` (a spec string, or a picklable model)
     at size ``n`` into contiguous shards by instance rank: ``shards`` of them, or shards of ``shard_size``
     instances (default: :data:`CHUNKS_PER_SHARD` chunks each).  Everything is checked before anything is
@@ -135,22 +137,22 @@ def plan_shards(reduction: str, model: Any = None, n: int | None = None, *, shar
                          f"shards", "shard_size")
     per, extra = divmod(RUNNER_CHECKS, count)  # RUNNER_CHECKS in all, as an in-memory run
     rid = red.id
-    return [Shard(rid, model, n, i, cuts[i], cuts[i + 1], chunk, per + (i < extra), seed, audit)
+    return [Shard(rid, model, n, i, cuts[i], cuts[i + 1], chunk, per + (i < extra), seed, audit, simulator)
             for i in range(count)]
 
 
 @functools.lru_cache(maxsize=4)
-def _prepared(reduction: str, model: Any, n: int) -> Prepared:
+def _prepared(reduction: str, model: Any, n: int, simulator: str | None) -> Prepared:
     """One prepared setup per (reduction, model spec, n) per process (workers sweep many shards)."""
-    return prepare(reduction, model, n)
+    return prepare(reduction, model, n, simulator=simulator)
 
 
 def _setup(shard: Shard) -> Prepared:
     try:
         hash(shard.model)
     except TypeError:  # an unhashable model object: build it for this shard
-        return prepare(shard.reduction, shard.model, shard.n)
-    return _prepared(shard.reduction, shard.model, shard.n)
+        return prepare(shard.reduction, shard.model, shard.n, simulator=shard.simulator)
+    return _prepared(shard.reduction, shard.model, shard.n, shard.simulator)
 
 
 def peak_rss_bytes() -> int:
@@ -206,7 +208,7 @@ def merge_shards(results: Iterable[Tally]) -> Tally:
 def run_sharded(reduction: str, model: Any = None, n: int | None = None, *, map_fn: Callable = map,
                 shards: int | None = None, shard_size: int | None = None, chunk: int | None = None, seed: int = 0,
                 audit: bool = False, progress: Callable[[str, int, int], None] | None = None,
-                limit: int | None = None) -> Tally:
+                limit: int | None = None, simulator: str | None = None) -> Tally:
     """:func:`plan_shards`, ``map_fn(run_shard, shards)`` (any ordered map: the builtin, a process pool's,
     a Dask client's), :func:`merge_shards`.  ``limit``: the most instances (default
     :data:`~commsim.core.limits.MAX_LOCAL_STREAMED_INSTANCES` with the builtin ``map``, else
@@ -214,7 +216,7 @@ def run_sharded(reduction: str, model: Any = None, n: int | None = None, *, map_
     if limit is None:
         limit = MAX_LOCAL_STREAMED_INSTANCES if map_fn is map else MAX_STREAMED_INSTANCES
     planned = plan_shards(reduction, model, n, shards=shards, shard_size=shard_size, chunk=chunk, seed=seed,
-                          audit=audit, limit=limit)
+                          audit=audit, limit=limit, simulator=simulator)
     total = planned[-1].stop
     results = []
     for result in map_fn(run_shard, planned):
@@ -267,7 +269,8 @@ def stream_exhaustive(setup: Prepared, model: Any = None, *, seed: int = 0, audi
                          f"a streamed exhaustive run cannot build; give a number of instances to sample", "instances")
     spec = model if model is None or isinstance(model, str) else setup.model
     merged = run_sharded(setup.reduction.id, spec, setup.problem.n, map_fn=map_fn, shards=shards,
-                         shard_size=shard_size, chunk=chunk, seed=seed, audit=audit, progress=progress)
+                         shard_size=shard_size, chunk=chunk, seed=seed, audit=audit, progress=progress,
+                         simulator=setup.asked)
     return streamed_report(setup, merged, seed=seed, audit=audit, certify=certify, progress=progress)
 
 

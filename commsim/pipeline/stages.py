@@ -55,7 +55,7 @@ Progress = Callable[[int, int], None]
 class Prepared:
     """What every later stage works on: the reduction, its problem at size n, the model and the simulator
     that turns it into party programs (``spec``: the model spec it was built from, when one was given;
-    ``chosen``: how the simulator was chosen, in words)."""
+    ``chosen``: how the simulator was chosen, in words; ``asked``: the simulator's name when one was named)."""
 
     reduction: Reduction
     problem: Problem
@@ -63,6 +63,7 @@ class Prepared:
     simulator: Simulator
     spec: str | None = None
     chosen: str = ""
+    asked: str | None = None
 
     @property
     def model_name(self) -> str:
@@ -130,7 +131,8 @@ def prepare(reduction: str | Reduction, model: str | Any | None = None, n: int |
         chosen_simulator = load_plugins().get("simulator", variant)
         chosen = f"{variant}, the variant {reduction.id} runs for {chosen}"
     reduction.check(built, chosen_simulator, problem)
-    return Prepared(reduction, problem, built, chosen_simulator, spec if isinstance(spec, str) else None, chosen)
+    return Prepared(reduction, problem, built, chosen_simulator, spec if isinstance(spec, str) else None, chosen,
+                    simulator)
 
 
 # ---- select instances ------------------------------------------------------------------------------------

@@ -72,6 +72,35 @@ def test_prepare_builds_what_run_uses_and_refuses_bad_input():
     assert err.value.param == "model"
 
 
+def test_the_simulator_is_chosen_by_precedence_never_silently(monkeypatch):
+    """Of the selectable simulators that accept a model, the lowest precedence wins and the choice is said;
+    a tie is refused; a named simulator must accept the model; the streamed path keeps the name."""
+    from commsim.plugins import load_plugins
+    from protocols.simulators.rnn_handoff import RnnHandoff
+    registry = load_plugins()
+    setup = prepare("index-idxl", "memorize:capacity=3", 4)
+    assert setup.simulator.name == "rnn-handoff" and setup.chosen == "rnn-handoff, the model's kind"
+
+    class Rival(RnnHandoff):
+        name = "rnn-rival"
+    rival = Rival()
+    from commsim.plugins import Entry
+    monkeypatch.setitem(registry._entries["simulator"], "rnn-rival", Entry("simulator", "rnn-rival", rival))
+    with pytest.raises(InputError, match="same precedence") as err:
+        stages.simulator_for(setup.model)
+    assert err.value.param == "simulator"
+    rival.precedence = 200
+    chosen, why = stages.simulator_for(setup.model)
+    assert chosen.name == "rnn-handoff" and "over rnn-rival" in why
+    named = prepare("index-idxl", "memorize:capacity=3", 4, simulator="rnn-rival")
+    assert named.simulator is rival and named.chosen == "rnn-rival, as asked" and named.asked == "rnn-rival"
+    report = run_reduction("index-idxl", "memorize:capacity=3", 4, simulator="rnn-rival")
+    assert report.protocol == "rnn-rival" and report.to_dict()["simulator_choice"] == "rnn-rival, as asked"
+    with pytest.raises(InputError, match="does not wrap") as err:
+        prepare("index-idxl", "memorize:capacity=3", 4, simulator="attention-exchange")
+    assert err.value.param == "simulator"
+
+
 def test_all_instances_are_refused_beyond_the_exhaustive_limit():
     problem = make_problem("eq", 13)                                  # 2^26 pairs > 2^24
     assert problem.input_pairs > MAX_EXHAUSTIVE_INSTANCES
