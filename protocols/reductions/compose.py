@@ -47,8 +47,10 @@ __all__ = ["Composition", "CompositionReduction", "REDUCTIONS", "MAX_N"]
 #: the largest n (the vocabulary has 2n² + n tokens)
 MAX_N = 256
 #: why the one-way bound survives coins
-RANDOMIZED_REASON = ("INDEX over an alphabet of size n stays hard one-way with randomness: Theorem 1 of [PNP24] bounds "
-                     "the error of any short message (measured_error)")
+RANDOMIZED_REASON = ("INDEX over an alphabet of size n stays hard one-way with randomness, but the randomized bound is "
+                     "smaller than the ceil(log2 n^n) bits shown: Theorem 1 of [PNP24] makes a one-way message of C "
+                     "bits err with probability >= (n log2 n - C)/(3 n log2 n) on random inputs (measured_error), so "
+                     "error eps needs only C >= (1 - 3 eps)·n log2 n bits")
 #: Alice inputs the collision search hashes (one-value neighbourhoods of a few random g, and uniform ones)
 CANDIDATES = 1 << 14
 

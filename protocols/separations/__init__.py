@@ -14,7 +14,8 @@ against the lower bound the *other* architecture must meet (:mod:`protocols.sepa
 * ``disj``   disjointness as a threshold of 2-sparse features in two layers (Theorem 13) vs recurrent
              and one-layer attention >= N/2 bits (DISJ, Fact 1).
 * ``qsa``    q-sparse averaging in one attention layer of width O(q log N) ([SHT23]) vs recurrent
-             state bits >= N - q and the one-layer bound m p H >= q (``disj-qsa``).
+             state bits >= N - q and the one-layer bound min(d p, (2m + 1) p H) >= q (``disj-qsa``; the
+             query attends to itself).
 * ``two-layers`` Lemma 5 / Corollary 13.1: the two-layer model whose communication matrix, on any
              balanced partition, has full rank 2^(N/2): no one-layer-style protocol simulates two layers.
 """

@@ -15,13 +15,28 @@ import numpy as np
 from commsim.core.errors import InputError
 from commsim.core.limits import show_size
 from commsim.plugins import make_model
+from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.theorems import attention_min_width
 
 __all__ = ["EXHAUSTIVE_LIMIT", "lengths", "SeparationResult", "Separation", "INPUTS_NOTE", "crossover_note",
-           "crossing", "instances_for", "inputs_info", "exchange_bits", "attention_check", "recurrent_check"]
+           "crossing", "instances_for", "inputs_info", "exchange_bits", "attention_check", "recurrent_check",
+           "model_width", "WIDTH_NOTE", "WEAKEST_GAMMA"]
 
 #: at most this many inputs are enumerated for an exhaustive check
 EXHAUSTIVE_LIMIT = 1 << 16
+
+#: the --gamma at which Lemma 2's condition |<s, t>| <= floor(gamma k) is the weakest any accepted gamma (< 1) sets
+#: for every k <= 1000: k - 1, i.e. sign vectors distinct up to sign -- where the constructions are narrowest
+WEAKEST_GAMMA = 0.999
+
+#: the one definition of a transformer's width every separation uses, said once
+WIDTH_NOTE = ("width = max(m, d), [BHBK24]'s width of a transformer: m the query/key/value width per head, d the "
+              "embedding width; width·p its bits. The theorems' counts (3m(p + log N)H, mH >=) keep m, the per-head width.")
+
+
+def model_width(m: int, d: int) -> int:
+    """[BHBK24]'s width of a transformer: max(m, d) (:data:`WIDTH_NOTE`)."""
+    return max(int(m), int(d))
 
 
 def lengths(n: int, smallest: int, even: bool = False) -> list[int]:
@@ -52,17 +67,25 @@ class SeparationResult:
 
     @property
     def all_verified(self) -> bool:
-        """Every row verified."""
-        return all(row.get("verified", True) for row in self.rows)
+        """Every row that was checked passed (a row with ``verified`` None was built and measured, not checked)."""
+        return all(row.get("verified", True) is not False for row in self.rows)
+
+    @property
+    def unverified_rows(self) -> list:
+        """The N of the rows built and measured only (``verified`` None: nothing was computed to check them)."""
+        return [r["N"] for r in self.rows if "verified" in r and r["verified"] is None]
 
     @property
     def verdict(self) -> str:
-        """One line: what the last row shows (or where verification failed)."""
+        """One line: what the last row shows (or where verification failed), and which rows were not checked."""
         last = self.rows[-1]
         if not self.all_verified:
-            bad = [r["N"] for r in self.rows if not r.get("verified", True)]
+            bad = [r["N"] for r in self.rows if r.get("verified", True) is False]
             return f"NOT verified at N = {', '.join(map(str, bad))}: see the accuracy columns"
-        return self._verdict(last)
+        unchecked = self.unverified_rows
+        tail = (f" (rows N = {', '.join(map(str, unchecked))} were built and measured, not verified)"
+                if unchecked else "")
+        return self._verdict(last) + tail
 
     def _verdict(self, last: dict) -> str:
         """The upper side's verdict template filled in with the last row."""
@@ -73,7 +96,8 @@ class SeparationResult:
         upper = {k: v for k, v in self.upper.items() if k != "verdict"}
         return {"task": self.task, "title": self.title, "claim": self.claim, "n": self.n, "upper": upper,
                 "lower": self.lower, "columns": self.columns, "rows": self.rows, "plot": self.plot,
-                "all_verified": self.all_verified, "verdict": self.verdict, "notes": self.notes,
+                "all_verified": self.all_verified, "unverified_rows": self.unverified_rows, "verdict": self.verdict,
+                "notes": self.notes,
                 "seconds": round(self.seconds, 3)}
 
 
@@ -108,6 +132,7 @@ class Separation:
             rows.append(self.row(N, seed=seed, instances=instances, **options))
             if progress:
                 progress(i + 1, len(Ns))
+        self._run_options = {"seed": seed, **options}     # what crossing_hint re-evaluates the construction with
         result = self.result(n, rows)
         result.seconds = time.perf_counter() - start
         return result
@@ -123,6 +148,38 @@ class Separation:
     def result(self, n: int, rows: list) -> SeparationResult:  # pragma: no cover - abstract
         """The rows as a SeparationResult."""
         raise NotImplementedError
+
+    def sizes(self, N: int, *, seed: int = 0, **options) -> dict | None:
+        """The construction's measured sizes at N (built, not verified), with the other side's bound under the
+        same keys as :meth:`row`; None when the separation offers none (then :meth:`crossing_hint` says nothing)."""
+        return None
+
+    def crossing_hint(self, rows: list, ours: str, theirs: str) -> str:
+        """Computed, not guessed: the accepted --n (at the run's --gamma) from which ``ours`` drops below ``theirs``
+        (doubling N up to :attr:`largest`), else whether --gamma set to :data:`WEAKEST_GAMMA` at the largest --n
+        does, else that no accepted setting shows it.  "" when the separation offers no :meth:`sizes`."""
+        options = dict(getattr(self, "_run_options", {}))
+        seed = options.pop("seed", 0)
+        options = {k: v for k, v in options.items() if k in self.options and k != "partition" and v is not None}
+        N = rows[-1]["N"]
+        if type(self).sizes is Separation.sizes:
+            return ""
+        at = None
+        while N < self.largest:
+            N = min(2 * N, self.largest)
+            at = self.sizes(N, seed=seed, **options)
+            if at[ours] < at[theirs]:
+                return f"--n {N} brings the crossing into view ({at[ours]} vs {at[theirs]} there)."
+        at = at or self.sizes(N, seed=seed, **options)
+        text = f"at the largest --n ({self.largest}) it is {at[ours]} vs {at[theirs]}"
+        if "gamma" in self.options and options.get("gamma", DEFAULT_GAMMA) < WEAKEST_GAMMA:
+            weak = self.sizes(self.largest, seed=seed, **{**options, "gamma": WEAKEST_GAMMA})
+            if weak[ours] < weak[theirs]:
+                return (f"{text}; --n {self.largest} --gamma {WEAKEST_GAMMA} brings the crossing into view "
+                        f"({weak[ours]} vs {weak[theirs]}).")
+            text += (f", and {weak[ours]} vs {weak[theirs]} with --gamma {WEAKEST_GAMMA} (for k <= 1000 the "
+                     f"weakest condition any gamma < 1 sets: vectors distinct up to sign)")
+        return f"no accepted --n or --gamma brings the crossing into view here: {text}."
 
 
 def instances_for(problem, count_all: int, instances: int | None, seed: int, cap: int | None = None):
@@ -147,7 +204,7 @@ INPUTS_NOTE = "inputs: * = every input of that length (exhaustive), else seeded 
 
 #: the columns a two-layer construction's table ends with, against the recurrent and one-layer bounds
 TWO_LAYER_TAIL_COLUMNS = [
-    {"key": "precision", "label": "p"}, {"key": "width_bits", "label": "d·p"},
+    {"key": "precision", "label": "p"}, {"key": "width_bits", "label": "width·p"},
     {"key": "parameter_bits", "label": "all params"}, {"key": "inputs_shown", "label": "inputs"},
     {"key": "accuracy", "label": "acc."}, {"key": "rnn_bound_bits", "label": "RNN m·p≥"},
     {"key": "memorize_accuracy", "label": "memo acc."},
@@ -156,10 +213,10 @@ TWO_LAYER_TAIL_COLUMNS = [
 
 
 def two_layer_plot(construction: str) -> dict:
-    """The plot of a two-layer construction's d·p against the recurrent (N/2) and one-layer bounds."""
+    """The plot of a two-layer construction's width·p against the recurrent (N/2) and one-layer bounds."""
     return {"x": "N", "crossing": {"ours": "width_bits", "theirs": "rnn_bound_bits",
                                    "text": "the separation is asymptotic"}, "ylabel": "bits", "series": [
-        {"key": "width_bits", "label": f"two-layer attention: d·p ({construction})"},
+        {"key": "width_bits", "label": f"two-layer attention: width·p, width = max(m, d) ({construction})"},
         {"key": "rnn_bound_bits", "label": "recurrent lower bound: m·p ≥ N/2", "style": "--"},
         {"key": "one_layer_bound_bits", "label": "one-layer attention: exchange ≥ N/2 bits", "style": ":"}]}
 
@@ -172,19 +229,23 @@ def two_layer_bounds(bound_bits: int, precision: int, N: int, memorize_bits: int
             "one_layer_min_width": float(attention_min_width(bound_bits, precision, N))}
 
 
-def two_layer_crossover_note(rows: list) -> str:
-    return crossover_note(rows, "width_bits", "rnn_bound_bits", "the two-layer model's d·p", "the recurrent bound N/2")
+def two_layer_crossover_note(rows: list, separation: "Separation | None" = None) -> str:
+    return crossover_note(rows, "width_bits", "rnn_bound_bits", "the two-layer model's width·p",
+                          "the recurrent bound N/2", separation)
 
 
-def crossover_note(rows: list, ours: str, theirs: str, ours_text: str, theirs_text: str) -> str:
-    """Where the construction's size drops below the other side's bound, within the rows."""
-    below = [r["N"] for r in rows if r[ours] < r[theirs]]
-    if below and all(r[ours] < r[theirs] for r in rows if r["N"] >= below[0]):
-        return f"{ours_text} is below {theirs_text} from N = {below[0]} on (in this range)."
+def crossover_note(rows: list, ours: str, theirs: str, ours_text: str, theirs_text: str,
+                   separation: "Separation | None" = None) -> str:
+    """Where the construction's size drops below the other side's bound, within the rows; else whether an accepted
+    --n or --gamma would show it (:meth:`Separation.crossing_hint`, computed)."""
+    cross = crossing(rows, ours, theirs)
+    if cross is not None:
+        return f"{ours_text} is below {theirs_text} from N = {cross} on (in this range)."
     last = rows[-1]
-    return (f"{ours_text} is still above {theirs_text} at N = {last['N']} ({last[ours]} vs {last[theirs]}): the "
-            f"separation is asymptotic (the construction grows like log^2 N, the bound like N) and Lemma 2's "
-            f"constants are large; a larger --n, or a larger --gamma (smaller k), moves the crossing into view.")
+    hint = separation.crossing_hint(rows, ours, theirs) if separation is not None else ""
+    return (f"{ours_text} is still at or above {theirs_text} at N = {last['N']} ({last[ours]} vs {last[theirs]}): "
+            f"the separation is asymptotic (the construction grows like log^2 N, the bound like N) and Lemma 2's "
+            f"constants are large" + (f"; {hint}" if hint else "."))
 
 
 def exchange_bits(model, encoded) -> int:

@@ -10,10 +10,12 @@ from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.separations.base import (
     INPUTS_NOTE,
     TWO_LAYER_TAIL_COLUMNS,
+    WIDTH_NOTE,
     Separation,
     SeparationResult,
     inputs_info,
     instances_for,
+    model_width,
     two_layer_bounds,
     two_layer_crossover_note,
     two_layer_plot,
@@ -63,13 +65,24 @@ class DisjSeparation(Separation):
         memo = make_model("memorize", **mqar.model_context(half))
         labels = memo.labels(memo.forward_batch(encoded.tokens, encoded.output_positions))
         rnn_accuracy = float(np.mean(mqar.decode(labels, B) == expected))
-        info = model.info
         p = model.precision
-        return {"N": N, "k": info["k"], "heads": info["heads"], "width": model.width, "embedding_dim": info["embedding_dim"],
-                "precision": p, "width_bits": info["embedding_dim"] * p, "qk_width_bits": model.width * p * info["heads"],
+        return {**self._sizes(model, N), "gamma": gamma, "qk_width_bits": model.width * p * model.info["heads"],
                 "parameter_bits": model.parameter_count * p, **inputs_info(described, len(A)), "accuracy": accuracy,
                 **two_layer_bounds(disjointness_bits(half), p, N, int(memo.state_bits), rnn_accuracy),
                 "verified": accuracy == 1.0 and rnn_accuracy == 1.0}
+
+    @staticmethod
+    def _sizes(model, N: int) -> dict:
+        """The model's m, d, width = max(m, d) and width·p, with the recurrent bound N/2."""
+        info = model.info
+        width = model_width(model.width, info["embedding_dim"])
+        return {"N": N, "k": info["k"], "heads": info["heads"], "qk_width": model.width,
+                "embedding_dim": info["embedding_dim"], "width": width, "precision": model.precision,
+                "width_bits": width * model.precision, "rnn_bound_bits": disjointness_bits(N // 2)}
+
+    def sizes(self, N, *, seed=0, gamma=DEFAULT_GAMMA, **_):
+        """The Theorem 13 model built at N (not verified) and the recurrent bound."""
+        return self._sizes(make_model(f"construct:thres:h=disj,n={N // 2},gamma={gamma},seed={seed}"), N)
 
     def result(self, n, rows):
         """The disjointness separation."""
@@ -80,10 +93,10 @@ class DisjSeparation(Separation):
             "3m(p + log N)H >= N/2 bits of exchange",
             n,
             {"arch": "two-layer attention", "model": "construct:thres:h=disj", "source": "Theorem 13 of [BHBK24]",
-             "formula": "k = 2 heads in layer 1, query/key width O(log N), p = O(log N); no one-layer protocol "
+             "formula": "k = 2 heads in layer 1, width max(m, d) = O(log N), p = O(log N); no one-layer protocol "
                         "simulates it (Lemma 5)",
-             "verdict": "at N = {N}: the two-layer model ({heads} heads) has width {width} and embedding dimension "
-                        "{embedding_dim} at {precision} bits (d*p = {width_bits}) and is correct on {instances} "
+             "verdict": "at N = {N}: the two-layer model ({heads} heads) has width max(m, d) = {width} (m = "
+                        "{qk_width}, d = {embedding_dim}) at {precision} bits (width*p = {width_bits}) and is correct on {instances} "
                         "inputs; a recurrent model needs m*p >= {rnn_bound_bits} bits (the memorizing recurrence "
                         "over disj-mqar meets it with {memorize_bits}) and a one-layer attention "
                         "{one_layer_bound_bits} bits of exchange, mH >= {one_layer_min_width:.3f} at p = {precision}"},
@@ -91,10 +104,11 @@ class DisjSeparation(Separation):
              "source": "Theorem 8 and Fact 1 of [BHBK24]; Theorem 4 for one layer",
              "formula": "RNN: m*p >= N/2 (one-way); one-layer attention: 3m(p + log N)H >= N/2 (two-way)"},
             [{"key": "N", "label": "N"}, {"key": "k", "label": "k"}, {"key": "heads", "label": "H"},
-             {"key": "width", "label": "m"}, {"key": "embedding_dim", "label": "d"}] + TWO_LAYER_TAIL_COLUMNS,
+             {"key": "qk_width", "label": "m"}, {"key": "embedding_dim", "label": "d"},
+             {"key": "width", "label": "width max(m,d)"}] + TWO_LAYER_TAIL_COLUMNS,
             rows,
             two_layer_plot("construct:thres"),
-            notes=[two_layer_crossover_note(rows),
+            notes=[two_layer_crossover_note(rows, self), WIDTH_NOTE,
                    "DISJ(a, b) = 1 when the sets meet (the papers' convention), on x = a b of length N = 2n: the "
                    "features a_i AND b_(i) (I_i = {i, i + N/2}) with threshold 0. Sampled inputs: a third are "
                    "complements (disjoint, the fooling set), a third meet in exactly one bit, the rest uniform.",

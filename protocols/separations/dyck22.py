@@ -8,12 +8,14 @@ from commsim.plugins import load_plugins, make_model
 from protocols.separations.base import (
     EXHAUSTIVE_LIMIT,
     INPUTS_NOTE,
+    WIDTH_NOTE,
     Separation,
     SeparationResult,
     attention_check,
     crossover_note,
     exchange_bits,
     inputs_info,
+    model_width,
 )
 from protocols.theorems import dyck_fooling_bits, dyck_min_width
 
@@ -52,10 +54,16 @@ class DyckSeparation(Separation):
         p = model.precision
         return {"N": N, "dfa_state_bits": int(dfa.state_bits), "dfa_accuracy": dfa_accuracy,
                 "attn_bound_bits": dyck_fooling_bits(N), "attn_min_width": float(dyck_min_width(N, p)),
-                "lookup_width": model.width,
+                "lookup_qk_width": model.width, "lookup_dim": model.dim, "lookup_width": model_width(model.width, model.dim),
                 "precision": p, "lookup_protocol_bits": exchange_bits(model, encoded),
                 **inputs_info(described, len(A)), "lookup_accuracy": accuracy, "protocol_exact": exact,
                 "verified": accuracy == 1.0 and exact and dfa_accuracy == 1.0}
+
+    def sizes(self, N, *, seed=0, **_):
+        """The automaton's state bits and the one-layer bound N - 1 at N (nothing to build beyond the automaton)."""
+        reduction = load_plugins().get("reduction", "dyck22-fooling")
+        dfa = make_model("dfa:dyck22", **reduction.model_context(N))
+        return {"N": N, "dfa_state_bits": int(dfa.state_bits), "attn_bound_bits": dyck_fooling_bits(N)}
 
     def result(self, n, rows):
         """The Dyck-(2,2) separation."""
@@ -69,14 +77,16 @@ class DyckSeparation(Separation):
              "verdict": "at N = {N}: the automaton uses {dfa_state_bits} state bits and is correct on {instances} "
                         "inputs; a one-layer attention needs N - 1 = {attn_bound_bits} bits of exchange, i.e. "
                         "mH >= {attn_min_width:.3f} at p = {precision}; the whole-string lookup layer (width "
-                        "{lookup_width}) pays {lookup_protocol_bits} bits and is correct"},
+                        "max(m, d) = {lookup_width}) pays {lookup_protocol_bits} bits and is correct"},
             {"arch": "one-layer attention", "model": "construct:lookup (meets it)",
              "source": "Lemma 1 and Theorem 5 of [BHBK24]",
              "formula": "N - 1 bits on the odd/even split; mH >= (N - 1)/(3(p + ceil(log2 N)))"},
             [{"key": "N", "label": "N"}, {"key": "dfa_state_bits", "label": "RNN bits"},
              {"key": "dfa_accuracy", "label": "RNN acc."}, {"key": "attn_bound_bits", "label": "attn bits≥"},
              {"key": "precision", "label": "p"}, {"key": "attn_min_width", "label": "attn mH≥"},
-             {"key": "lookup_width", "label": "lookup m"}, {"key": "lookup_protocol_bits", "label": "lookup bits"},
+             {"key": "lookup_qk_width", "label": "lookup m"}, {"key": "lookup_dim", "label": "lookup d"},
+             {"key": "lookup_width", "label": "lookup width max(m,d)"},
+             {"key": "lookup_protocol_bits", "label": "lookup bits"},
              {"key": "inputs_shown", "label": "inputs"}, {"key": "lookup_accuracy", "label": "lookup acc."},
              {"key": "protocol_exact", "label": "=model"}],
             rows,
@@ -86,8 +96,9 @@ class DyckSeparation(Separation):
                 {"key": "lookup_protocol_bits", "label": "whole-string attention layer: exchange bits",
                  "style": ":"}]},
             notes=[crossover_note(rows, "dfa_state_bits", "attn_bound_bits", "the automaton's 3 state bits",
-                                  "the attention bound N - 1"),
+                                  "the attention bound N - 1", self), WIDTH_NOTE,
                    "RNN: the Dyck-(2,2) automaton as a recurrence (dfa:dyck22). attn: the lower bound for any "
-                   "one-layer attention, at p = the lookup layer's precision. lookup: construct:lookup, which "
+                   "one-layer attention (m: the per-head width of Theorem 5), at p = the lookup layer's precision. "
+                   "lookup: construct:lookup, which "
                    "reads the whole string and meets the bound.", INPUTS_NOTE,
                    "The split is odd/even, not contiguous: the recurrent bound of Theorem 2 does not apply."])

@@ -10,10 +10,12 @@ from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.separations.base import (
     INPUTS_NOTE,
     TWO_LAYER_TAIL_COLUMNS,
+    WIDTH_NOTE,
     Separation,
     SeparationResult,
     inputs_info,
     instances_for,
+    model_width,
     recurrent_check,
     two_layer_bounds,
     two_layer_crossover_note,
@@ -53,13 +55,24 @@ class EqSeparation(Separation):
         answers = reduction.decode(model.forward(encoded.tokens)[:, None], B)
         accuracy = float(np.mean(answers == expected))
         rnn_accuracy, rnn_bits = recurrent_check("memorize", reduction, half, encoded, B, expected)
-        info = model.info
         p = model.precision
-        return {"N": N, "k": info["k"], "width": info["embedding_dim"], "qk_width": info["width"],
-                "precision": p, "width_bits": info["embedding_dim"] * p,
-                "parameter_bits": model.parameter_count * p, **inputs_info(described, len(A)), "accuracy": accuracy,
+        return {**self._sizes(model, N), "gamma": gamma, "parameter_bits": model.parameter_count * p, **inputs_info(described, len(A)), "accuracy": accuracy,
                 **two_layer_bounds(equality_bits(half), p, N, rnn_bits, rnn_accuracy),
                 "verified": accuracy == 1.0 and rnn_accuracy == 1.0}
+
+    @staticmethod
+    def _sizes(model, N: int) -> dict:
+        """The model's m, d, width = max(m, d) and width·p, with the recurrent bound N/2."""
+        info = model.info
+        width = model_width(info["width"], info["embedding_dim"])
+        return {"N": N, "k": info["k"], "qk_width": info["width"], "embedding_dim": info["embedding_dim"],
+                "width": width, "precision": model.precision, "width_bits": width * model.precision,
+                "rnn_bound_bits": equality_bits(N // 2)}
+
+    def sizes(self, N, *, seed=0, gamma=DEFAULT_GAMMA, **_):
+        """The Theorem 6 model built at N (not verified) and the recurrent bound."""
+        from protocols.constructions.eq2 import build_eq2
+        return self._sizes(build_eq2(N // 2, seed=seed, gamma=gamma), N)
 
     def result(self, n, rows):
         """The equality separation."""
@@ -69,20 +82,23 @@ class EqSeparation(Separation):
             "needs m*p >= N/2 and a one-layer attention 3m(p + log N)H >= N/2",
             n,
             {"arch": "two-layer attention", "model": "construct:eq2", "source": "Theorem 6 of [BHBK24]",
-             "formula": "width d = 2k + 5 = O(log N), p = O(log N); no one-layer protocol simulates it (Lemma 5)",
-             "verdict": "at N = {N}: the two-layer model has width {width} at {precision} bits (d*p = {width_bits} "
-                        "bits) and is correct on {instances} inputs; a recurrent model needs m*p >= {rnn_bound_bits} "
+             "formula": "d = 2k + 5, width max(m, d) = O(log N), p = O(log N); no one-layer protocol simulates it "
+                        "(Lemma 5)",
+             "verdict": "at N = {N}: the two-layer model has width max(m, d) = {width} at {precision} bits "
+                        "(width*p = {width_bits} bits) and is correct on {instances} inputs; a recurrent model needs m*p >= {rnn_bound_bits} "
                         "bits (the memorizing recurrence meets it with {memorize_bits}) and a one-layer attention "
                         "{one_layer_bound_bits} bits of exchange, mH >= {one_layer_min_width:.3f} at p = {precision}"},
             {"arch": "recurrent and one-layer attention", "model": "memorize (attains the RNN bound)",
              "source": "Theorems 11 and 12 of [BHBK24]",
              "formula": "RNN: m*p >= N/2 (one-way); one-layer attention: 3m(p + log N)H >= N/2 (two-way)"},
-            [{"key": "N", "label": "N"}, {"key": "k", "label": "k"}, {"key": "width", "label": "d"}]
+            [{"key": "N", "label": "N"}, {"key": "k", "label": "k"}, {"key": "qk_width", "label": "m"},
+             {"key": "embedding_dim", "label": "d"}, {"key": "width", "label": "width max(m,d)"}]
             + TWO_LAYER_TAIL_COLUMNS,
             rows,
             two_layer_plot("construct:eq2"),
-            notes=[two_layer_crossover_note(rows),
-                   "Two-layer columns: k (nearly orthogonal vectors), width d = 2k + 5, precision p, d·p, every "
+            notes=[two_layer_crossover_note(rows, self), WIDTH_NOTE,
+                   "Two-layer columns: k (nearly orthogonal vectors), m, d = 2k + 5, the width max(m, d), precision "
+                   "p, width·p, every "
                    "parameter at p bits, accuracy (INEQ). memo acc.: the memorizing recurrence (N/2 state bits).",
                    INPUTS_NOTE,
                    "Sampled inputs: a quarter are equal, a quarter differ in exactly one bit, the rest uniform.",

@@ -1,5 +1,6 @@
 """``commsim separate qsa``: q-sparse averaging in one attention layer of width O(q^2 log N) ([SHT23]) vs the
-recurrent bound (state bits >= N - q, ``index-qsa`` at q = 1) and the one-layer bound m p H >= q (``disj-qsa``)."""
+recurrent bound (state bits >= N - q, ``index-qsa`` at q = 1) and the one-layer bound (``disj-qsa``): the query
+attends to its own position, so Alice's cheapest message is min(d·p, (2m + 1)·p·H) bits, and that must be >= q."""
 from __future__ import annotations
 
 import math
@@ -11,15 +12,20 @@ from commsim.plugins import load_plugins
 from protocols.separations.base import (
     EXHAUSTIVE_LIMIT,
     INPUTS_NOTE,
+    WIDTH_NOTE,
     Separation,
     SeparationResult,
     attention_check,
-    crossing,
+    crossover_note,
     exchange_bits,
     inputs_info,
+    model_width,
     recurrent_check,
 )
-from protocols.theorems import qsa_one_layer_bits, qsa_recurrent_bits
+from protocols.theorems import one_way_message_bits, qsa_one_layer_bits, qsa_recurrent_bits
+
+#: the one-layer bound of disj-qsa for a layer whose query attends to its own position (construct:qsa's)
+ONE_LAYER_FORMULA = "min(d·p, (2m + 1)·p·H) >= q"
 
 DEFAULT_Q = 2
 MAX_SEPARATE_Q = 4
@@ -84,13 +90,28 @@ class QsaSeparation(Separation):
             encoded = reduction.encode(problem, A, B)
             memo_accuracy, _ = recurrent_check("memorize", reduction, N - 1, encoded, B, problem.evaluate_batch(A, B))
         p = model.precision
-        return {"N": N, "q": q, "width": model.width, "dim": model.dim, "precision": p,
-                "width_bits": model.width * p, "parameter_bits": (3 * model.width * model.dim + model.width) * p,
+        return {**self._sizes(model, N, q), "parameter_bits": (3 * model.width * model.dim + model.width) * p,
                 **inputs_info(described, len(T)), "epsilon": eps, "max_error": error,
-                "rnn_bound_bits": qsa_recurrent_bits(N, q), "memorize_accuracy": memo_accuracy,
-                "one_layer_bound_bits": qsa_one_layer_bits(q), **self._disj,
+                "memorize_accuracy": memo_accuracy, **self._disj,
                 "verified": error < eps and self._disj["disj_accuracy"] == 1.0 and self._disj["disj_protocol_exact"]
                 and memo_accuracy in (None, 1.0)}
+
+    @staticmethod
+    def _sizes(model, N: int, q: int) -> dict:
+        """The layer's m, d, width = max(m, d), width·p and its one-way message min(d·p, (2m + 1)·p·H), with both
+        bounds (recurrent N - q, one-layer q)."""
+        p, width = model.precision, model_width(model.width, model.dim)
+        return {"N": N, "q": q, "qk_width": model.width, "dim": model.dim, "width": width, "precision": p,
+                "width_bits": width * p, "rnn_bound_bits": qsa_recurrent_bits(N, q),
+                "one_layer_message_bits": one_way_message_bits(model.width, p, model.heads, model.dim,
+                                                               attend_self=True),
+                "one_layer_bound_bits": qsa_one_layer_bits(q)}
+
+    def sizes(self, N, *, seed=0, q=DEFAULT_Q, **_):
+        """The qSA layer built at N (not verified) and the bounds."""
+        from protocols.constructions.qsa import build_qsa
+        q = min(q, N - 2)
+        return self._sizes(build_qsa(N, q, seed=seed), N, q)
 
     def result(self, n, rows):
         """The sparse-averaging separation."""
@@ -98,41 +119,40 @@ class QsaSeparation(Separation):
             "qsa", "q-sparse averaging (qSA)",
             "one self-attention layer of width O(q^2 log N) (O(q log N) with the Candes-Tao vectors of [SHT23]) "
             "approximates qSA to 1/(4q), while a recurrent model needs N - q state bits; a one-layer attention "
-            "itself needs m*p*H >= q (disj-qsa), so its width must grow with q",
+            "whose query attends to its own position (as construct:qsa's does) itself needs "
+            "min(d*p, (2m + 1)*p*H) >= q bits one-way (disj-qsa), so its width must grow with q",
             n,
             {"arch": "one-layer attention", "model": "construct:qsa", "source": "[SHT23] (the Hsu slides)",
-             "formula": "m = k = O(q^2 log N) (nearly orthogonal keys, gamma = 1/(3q)), d = 2k + 1, p = O(log N)",
-             "verdict": "at N = {N}, q = {q}: the layer has width {width} at {precision} bits (m*p = {width_bits}) "
+             "formula": "m = k = O(q^2 log N) (nearly orthogonal keys, gamma = 1/(3q)), d = 2k + 1, so width "
+                        "max(m, d) = d; p = O(log N)",
+             "verdict": "at N = {N}, q = {q}: the layer has width max(m, d) = {width} at {precision} bits "
+                        "(width*p = {width_bits}) "
                         "and its largest error on {instances} inputs is {max_error:.2g} (< 1/(4q) = {epsilon:.3g}); "
                         "on disj-qsa (N = 2q + 1) it decides DISJ_q through the attention protocol, bit for bit, "
                         "with {disj_protocol_bits} bits; a recurrent model needs {rnn_bound_bits} state bits and a "
-                        "one-layer attention m*p*H >= {one_layer_bound_bits}"},
+                        "self-attending one-layer attention min(d*p, (2m + 1)*p*H) >= {one_layer_bound_bits} (this "
+                        "layer's: {one_layer_message_bits})"},
             {"arch": "recurrent; one-layer attention", "model": "memorize on index-qsa (q = 1)",
              "source": "[SHT23]; Fact 1 of [BHBK24] (disj-qsa)",
-             "formula": "RNN: state bits >= N - q (INDEX_(N-q) one-way); one layer: m*p*H >= q (DISJ_q one-way)"},
-            [{"key": "N", "label": "N"}, {"key": "q", "label": "q"}, {"key": "width", "label": "m"},
-             {"key": "dim", "label": "d"}, {"key": "precision", "label": "p"}, {"key": "width_bits", "label": "m·p"},
+             "formula": "RNN: state bits >= N - q (INDEX_(N-q) one-way); one layer, the query attending to "
+                        "itself: min(d*p, (2m + 1)*p*H) >= q (DISJ_q one-way; min(d*p, m*p*H) >= q without it)"},
+            [{"key": "N", "label": "N"}, {"key": "q", "label": "q"}, {"key": "qk_width", "label": "m"},
+             {"key": "dim", "label": "d"}, {"key": "width", "label": "width max(m,d)"},
+             {"key": "precision", "label": "p"}, {"key": "width_bits", "label": "width·p"},
              {"key": "inputs_shown", "label": "inputs"}, {"key": "max_error", "label": "max err"},
              {"key": "epsilon", "label": "ε"}, {"key": "rnn_bound_bits", "label": "RNN bits≥"},
              {"key": "memorize_accuracy", "label": "memo acc."},
-             {"key": "one_layer_bound_bits", "label": "1-layer m·p·H≥"}],
+             {"key": "one_layer_message_bits", "label": "1-layer min(d·p,(2m+1)pH)"},
+             {"key": "one_layer_bound_bits", "label": "1-layer ≥ q"}],
             rows,
             {"x": "N", "crossing": {"ours": "width_bits", "theirs": "rnn_bound_bits", "text": "the separation is asymptotic"}, "ylabel": "bits", "series": [
-                {"key": "width_bits", "label": "one-layer attention: m·p (construct:qsa)"},
+                {"key": "width_bits", "label": "one-layer attention: width·p, width = max(m, d) (construct:qsa)"},
                 {"key": "rnn_bound_bits", "label": "recurrent lower bound: N - q bits", "style": "--"},
-                {"key": "one_layer_bound_bits", "label": "one-layer lower bound: m·p·H ≥ q", "style": ":"}]},
-            notes=[_crossing_note(rows),
+                {"key": "one_layer_bound_bits", "label": "one-layer lower bound: min(d·p, (2m + 1)·p·H) ≥ q",
+                 "style": ":"}]},
+            notes=[crossover_note(rows, "width_bits", "rnn_bound_bits", "the attention layer's width·p",
+                                  "the recurrent bound N - q", self), WIDTH_NOTE,
                    "Inputs (generic layout): values +-1 at the first N - 1 positions, the query's q-subset at the "
                    "last; the error is |output - (1/q) sum_(j in S) v_j|. memo acc.: the memorizing recurrence on "
                    "index-qsa (q = 1 only).", INPUTS_NOTE])
 
-
-def _crossing_note(rows: list) -> str:
-    """Where the layer's m·p drops below N - q, or why it has not yet."""
-    cross = crossing(rows, "width_bits", "rnn_bound_bits")
-    if cross:
-        return f"the attention layer's m·p is below the recurrent bound N - q from N = {cross} on (in this range)."
-    last = rows[-1]
-    return (f"the attention layer's m·p is still above the recurrent bound N - q at N = {last['N']} "
-            f"({last['width_bits']} vs {last['rnn_bound_bits']}): m·p grows like q^2 log^2 N and the bound like N, "
-            f"so the crossing comes at larger N (later for larger q).")

@@ -14,7 +14,7 @@ from commsim.core.errors import InputError
 from commsim.theory.bounds import ceil_log2
 from commsim.theory.comm_matrix import rank_mod_p, rank_real, search_fooling_set
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
-from protocols.separations.base import Separation, SeparationResult, crossing
+from protocols.separations.base import WIDTH_NOTE, Separation, SeparationResult, crossing, model_width
 from protocols.theorems import exchange_bits, two_layer_protocol_factor
 
 #: the communication matrix (2^(N/2) square, from 2^N forwards) is computed up to this N
@@ -78,11 +78,13 @@ class TwoLayerSeparation(Separation):
             parts.insert(0, balanced_partition(N, alice=partition))
         model = lemma5_model(N, *parts[0], gamma=gamma, seed=seed)
         m, p, H = model.width, model.precision, 1
-        row = {"N": N, "width": m, "embedding_dim": model.embedding_dim, "precision": p, "width_bits": m * p,
-               "needed_bits": half, "one_layer_style_bits": exchange_bits(m, p, H, N),
+        width = model_width(m, model.embedding_dim)
+        # verified: None until the matrix, its rank and a fooling set are computed (N <= MATRIX_N)
+        row = {"N": N, "qk_width": m, "embedding_dim": model.embedding_dim, "width": width, "precision": p,
+               "width_bits": width * p, "needed_bits": half, "one_layer_style_bits": exchange_bits(m, p, H, N),
                "factor_lower": float(two_layer_protocol_factor(N, m, p, H)), "partitions": None, "min_rank": None,
                "full_rank": 1 << half, "min_fooling": None, "fooling_bits": None, "accuracy": None,
-               "user_partition": [int(i) + 1 for i in parts[0][0]] if user else None, "verified": True}
+               "user_partition": [int(i) + 1 for i in parts[0][0]] if user else None, "verified": None}
         if N > MATRIX_N:
             return row
         ranks, foolings, correct, total = [], [], 0, 0
@@ -112,22 +114,25 @@ class TwoLayerSeparation(Separation):
             n,
             {"arch": "two-layer attention", "model": "Lemma 5: construct:eq2 with renumbered position codes",
              "source": "Lemma 5 and Corollary 13.1 (Appendix F.4) of [BHBK24]",
-             "formula": "m, p = O(log N); communication matrix 2^(N/2) x 2^(N/2) of full rank on the partition",
-             "verdict": "at N = {N}: the model has width {width} at {precision} bits (m*p = {width_bits}); every "
+             "formula": "width max(m, d), p = O(log N); communication matrix 2^(N/2) x 2^(N/2) of full rank on the "
+                        "partition",
+             "verdict": "at N = {N}: the model has width max(m, d) = {width} at {precision} bits (width*p = "
+                        "{width_bits}); every "
                         "protocol on a balanced partition needs N/2 = {needed_bits} bits, so a protocol of m*p*H*g(N) "
                         "bits needs g(N) >= {factor_lower:.3g}"},
             {"arch": "any protocol on the partition", "model": "",
              "source": "log-rank and fooling-set bounds (Facts 1, 2 of [BHBK24])",
              "formula": "bits >= log2 rank = log2 |fooling set| = N/2"},
-            [{"key": "N", "label": "N"}, {"key": "width", "label": "m"}, {"key": "precision", "label": "p"},
-             {"key": "width_bits", "label": "m·p"}, {"key": "one_layer_style_bits", "label": "3m(p+logN)H"},
+            [{"key": "N", "label": "N"}, {"key": "qk_width", "label": "m"}, {"key": "embedding_dim", "label": "d"},
+             {"key": "width", "label": "width max(m,d)"}, {"key": "precision", "label": "p"},
+             {"key": "width_bits", "label": "width·p"}, {"key": "one_layer_style_bits", "label": "3m(p+logN)H"},
              {"key": "partitions", "label": "partitions"}, {"key": "accuracy", "label": "acc."},
              {"key": "min_rank", "label": "min rank"}, {"key": "full_rank", "label": "2^(N/2)"},
              {"key": "min_fooling", "label": "fooling set"}, {"key": "needed_bits", "label": "bits ≥ N/2"},
-             {"key": "factor_lower", "label": "g(N) ≥"}],
+             {"key": "factor_lower", "label": "g(N) ≥"}, {"key": "verified", "label": "verified"}],
             rows,
             {"x": "N", "crossing": {"ours": "one_layer_style_bits", "theirs": "needed_bits", "text": "the separation is asymptotic"}, "ylabel": "bits", "series": [
-                {"key": "width_bits", "label": "Lemma 5 model: m·p"},
+                {"key": "width_bits", "label": "Lemma 5 model: width·p, width = max(m, d)"},
                 {"key": "one_layer_style_bits", "label": "a one-layer protocol's 3m(p + log N)H", "style": ":"},
                 {"key": "needed_bits", "label": "bits every protocol needs: N/2", "style": "--"}]},
             notes=[(f"N/2 exceeds a one-layer protocol's 3m(p + log N)H from N = {cross} on (in this range)." if cross
@@ -136,6 +141,8 @@ class TwoLayerSeparation(Separation):
                    f"Rank and fooling set: computed from the model's outputs on all 2^N inputs for N <= {MATRIX_N}, "
                    f"on {RANDOM_PARTITIONS} seeded random balanced partitions (plus --partition when it has that N); "
                    "min rank is the smaller of the real rank and the rank mod p over the partitions; the fooling set "
-                   "is found by search and verified pairwise. Beyond, the model is built and measured only.",
+                   f"is found by search and verified pairwise. Beyond N = {MATRIX_N} the model is built and measured "
+                   "only: those rows have verified = — (null in JSON), nothing was computed to check them.",
+                   WIDTH_NOTE,
                    "commsim run refuses two-layer models (construct:eq2, construct:thres, construct:nstnb) with this "
                    "lemma as the reason."])

@@ -27,7 +27,8 @@ def test_idxl_json():
     for row in d["rows"]:
         assert row["accuracy"] == 1.0 and row["protocol_exact"] is True and row["memorize_accuracy"] == 1.0
         assert row["rnn_bound_bits"] == row["memorize_bits"] == row["N"]
-        assert row["width_bits"] == row["width"] * row["precision"] and row["width"] == row["k"]
+        assert row["width_bits"] == row["width"] * row["precision"] and row["qk_width"] == row["k"]
+        assert row["width"] == max(row["qk_width"], row["dim"])          # [BHBK24]'s width, max(m, d)
     assert d["rows"][0]["instances"] == "all" and d["rows"][0]["inputs"] == 4 * 2 ** 4
     assert d["rows"][-1]["instances"] == "1000 sampled"
     assert d["upper"]["source"] == "Theorem 1 of [BHBK24]" and "Theorem 3" in d["lower"]["source"]
@@ -43,7 +44,8 @@ def test_dyck22_json():
         assert row["dfa_state_bits"] == 3 and row["dfa_accuracy"] == 1.0
         assert row["attn_bound_bits"] == row["N"] - 1
         assert row["lookup_protocol_bits"] >= row["N"] - 1 and row["lookup_accuracy"] == 1.0
-        assert row["lookup_width"] == row["N"] + 4
+        assert row["lookup_qk_width"] == row["N"] + 4
+        assert row["lookup_width"] == max(row["lookup_qk_width"], row["lookup_dim"])
     assert d["rows"][-1]["inputs"] == 4 ** 8           # every string of length 8
 
 
@@ -51,7 +53,8 @@ def test_eq_json_and_gamma():
     d = invoke("separate", "eq", "--n", "8", "--json")
     assert [r["N"] for r in d["rows"]] == [4, 8] and d["all_verified"] is True
     for row in d["rows"]:
-        assert row["width"] == 2 * row["k"] + 5 and row["rnn_bound_bits"] == row["N"] // 2
+        assert row["embedding_dim"] == 2 * row["k"] + 5 and row["rnn_bound_bits"] == row["N"] // 2
+        assert row["width"] == max(row["qk_width"], row["embedding_dim"])
         assert row["one_layer_bound_bits"] == row["N"] // 2 and row["instances"] == "all"
     g = invoke("separate", "eq", "--n", "8", "--gamma", "0.5", "--json")
     assert g["all_verified"] and g["rows"][-1]["k"] < d["rows"][-1]["k"]

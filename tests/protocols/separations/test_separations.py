@@ -64,7 +64,7 @@ def test_two_layers_rows_compute_full_rank_on_the_users_partition():
     last = result.rows[-1]
     assert last["user_partition"] == [1, 4, 6, 7] and last["partitions"] == 4
     assert last["min_rank"] == last["full_rank"] == last["min_fooling"] == 16 and last["needed_bits"] == 4
-    assert last["factor_lower"] == pytest.approx(4 / (last["width"] * last["precision"]))
+    assert last["factor_lower"] == pytest.approx(4 / (last["qk_width"] * last["precision"]))
     with pytest.raises(InputError, match="^partition "):
         parse_partition("1,1")
     with pytest.raises(InputError, match="^partition "):
