@@ -186,8 +186,9 @@ def qsa_recurrent_bits(seq_len: int, q: int) -> int:
 
 
 def qsa_one_layer_bits(q: int) -> int:
-    """[SHT23] via ``disj-qsa``: a one-layer attention approximating qSA to 1/(2q) sends >= q bits one-way
-    (m·p·H >= q without self-attention)."""
+    """[SHT23] via ``disj-qsa``: a one-layer attention approximating qSA to 1/(2q) sends >= q bits one-way: its
+    message (:func:`one_way_message_bits`) has min(d·p, (2m + 1)·p·H) >= q bits when the query attends to its own
+    position, min(d·p, m·p·H) >= q when it does not."""
     return disjointness_bits(int(q))
 
 
