@@ -197,3 +197,36 @@ def two_layer_protocol_factor(seq_len: int, width: int, precision: int, heads: i
     every balanced partition must carry the N/2 bits of Lemma 5's model, so g(N) >= (N/2)/(m·p·H) --
     Omega(N / log^2 N) since that model has m, p = O(log N)."""
     return Fraction(int(seq_len) // 2, int(width) * int(precision) * int(heads))
+
+
+# ---- [SHT23] graph transformers and Directed 3-Cycle (commsim's exact node-partition protocol) --------------
+def graph_nodes(seq_len: int) -> int | None:
+    """N for an input of N^2 adjacency bits (a graph task's tokens, row by row), None when no square."""
+    from math import isqrt
+    nodes = isqrt(max(int(seq_len), 0))
+    return nodes if nodes * nodes == int(seq_len) and nodes > 0 else None
+
+
+def graph_exchange_bits(layers: int, heads: int, width: int, precision: int, owned_nodes: int) -> int:
+    """The node-partition protocol of a graph transformer (:mod:`protocols.simulators.graph`): per layer and
+    head the key and value (2m numbers of p bits) of every node a party owns, then one bit each for the OR of
+    the nodes' decisions: L·H·(owned nodes)·2m·p + 2 (public nodes are computed by both, never sent)."""
+    return int(layers) * int(heads) * int(owned_nodes) * 2 * int(width) * int(precision) + 2
+
+
+def graph_exchange_text(layers: int, heads: int, width: int, precision: int, owned_nodes: int) -> str:
+    """The count with its values: ``L·H·(owned nodes)·2m·p + 2 = 1·1·16·2·1·2 + 2 = 66``."""
+    return (f"L·H·(owned nodes)·2m·p + 2 = {layers}·{heads}·{owned_nodes}·2·{width}·{precision} + 2 = "
+            f"{graph_exchange_bits(layers, heads, width, precision, owned_nodes)}")
+
+
+def cycle3_disj_bits(n: int) -> int:
+    """``disj-3cycle``: DISJ on the n^2 bits of Alice's edges U -> V and Bob's edges V -> W needs n^2 bits
+    (Fact 1 of [BHBK24]; the fooling set {(x, complement of x)})."""
+    return disjointness_bits(int(n) * int(n))
+
+
+def cycle3_min_lhmp(n: int) -> Fraction:
+    """[SHT23]'s graph-transformer bound through ``disj-3cycle`` (N = 3n nodes, 2n of them owned):
+    L·H·2n·2m·p + 2 >= n^2, i.e. L·H·m·p >= (n^2 - 2)/(4n) ~ N/12 -- the slides' "LHm = Omega~(N)"."""
+    return Fraction(int(n) * int(n) - 2, 4 * int(n))

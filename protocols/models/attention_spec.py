@@ -172,7 +172,10 @@ def _make(spec, target: str, vocab_size: int | None, seq_len: int | None, n: int
 
 
 def register(registry) -> None:
-    """The ``attention`` model kind (its simulator registers itself: ``protocols.simulators``)."""
+    """The ``attention`` model kind (its simulator registers itself: ``protocols.simulators``) and the graph
+    transformers' ``graph-attention`` (:mod:`protocols.models.graph_spec`)."""
+    from protocols.models.graph_spec import register as register_graph
+    register_graph(registry)
     registry.register("model", "attention", make_attention,
                       "one-layer attention (heads=H,width=M,dim=d,precision=P|dtype=...,seed=S,residual=0|1,"
                       "division=once|per-weight (o = [U/Z] once, or each weight [e_i/Z] first: App. D),"

@@ -5,9 +5,9 @@ Each module defines :class:`commsim.pipeline.interfaces.Reduction` subclasses an
 """
 from __future__ import annotations
 
-from protocols.reductions import attention_tasks, compose, disj, dyck, eq, index
+from protocols.reductions import attention_tasks, compose, disj, dyck, eq, graph, index
 
-MODULES = (index, eq, disj, dyck, attention_tasks, compose)
+MODULES = (index, eq, disj, dyck, attention_tasks, compose, graph)
 
 
 def register(registry) -> None:

@@ -12,6 +12,7 @@ def register(registry) -> None:
     """Register every simulator; a model's kind selects the one that ``accepts`` it (the lowest
     ``precedence`` among the selectable ones)."""
     from protocols.simulators.attention import ATTENTION_EXCHANGE, PUBLIC_QUERY
+    from protocols.simulators.graph import GRAPH_EXCHANGE
     from protocols.simulators.rnn_handoff import RNN_HANDOFF
     registry.register("simulator", RNN_HANDOFF.name, RNN_HANDOFF,
                       "Hidden-state handoff (Theorem 2 of [BHBK24]): Alice sends h_t, m*p bits, one-way")
@@ -20,3 +21,6 @@ def register(registry) -> None:
     registry.register("simulator", PUBLIC_QUERY.name, PUBLIC_QUERY,
                       "one-layer attention, the query known to both: Alice's one-way partial softmax ([PNP24]); "
                       "chosen by the reductions that name it, never by the model's kind")
+    registry.register("simulator", GRAPH_EXCHANGE.name, GRAPH_EXCHANGE,
+                      "graph transformers over a node partition: per layer and head each party sends its nodes' "
+                      "keys and values, L*H*(owned nodes)*2m*p + 2 bits ([SHT23])")

@@ -7,6 +7,7 @@ from commsim.plugins import Registry, load_plugins
 from protocols.models import attention_spec, recurrent_spec
 from protocols.simulators import register
 from protocols.simulators.attention import ATTENTION_EXCHANGE, PUBLIC_QUERY
+from protocols.simulators.graph import GRAPH_EXCHANGE
 from protocols.simulators.rnn_handoff import RNN_HANDOFF
 
 
@@ -18,15 +19,16 @@ def test_the_simulators_entry_point_is_installed():
 def test_every_registered_simulator_comes_from_the_simulators_entry_point():
     entries = load_plugins().entries("simulator")
     assert {e.name: e.obj for e in entries} == {"rnn-handoff": RNN_HANDOFF, "attention-exchange": ATTENTION_EXCHANGE,
-                                                "attention-public-query": PUBLIC_QUERY}
-    assert [e.name for e in entries if e.obj.selectable] == ["attention-exchange", "rnn-handoff"]
+                                                "attention-public-query": PUBLIC_QUERY, "graph-exchange": GRAPH_EXCHANGE}
+    assert [e.name for e in entries if e.obj.selectable] == ["attention-exchange", "graph-exchange", "rnn-handoff"]
     assert {e.plugin for e in entries} == {"protocols.simulators:register"}
 
 
 def test_the_package_register_function_registers_exactly_the_simulators():
     registry = Registry()
     register(registry)
-    assert registry.names("simulator") == ["attention-exchange", "attention-public-query", "rnn-handoff"]
+    assert registry.names("simulator") == ["attention-exchange", "attention-public-query", "graph-exchange",
+                                               "rnn-handoff"]
     assert not any(registry.names(kind) for kind in ("model", "reduction", "cc-protocol", "topic", "separation"))
 
 
@@ -35,7 +37,7 @@ def test_model_spec_modules_register_no_simulator():
     recurrent_spec.register(registry)
     attention_spec.register(registry)
     assert registry.names("simulator") == []
-    assert {"elman", "lstm", "gru", "dfa:dyck22", "memorize", "attention"} <= set(registry.names("model"))
+    assert {"elman", "lstm", "gru", "dfa:dyck22", "memorize", "attention", "graph-attention"} <= set(registry.names("model"))
 
 
 def test_declared_properties_of_the_two_simulators():
