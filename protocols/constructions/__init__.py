@@ -20,6 +20,9 @@ precision is the narrowest in which it is exact):
                      hypercube-corner codebook (``length=L``, ``dim=D``); reads the ``disj-mqar`` tokens too.
 ``construct:qsa``    [SHT23]: q-sparse averaging in one attention layer (``q=``, ``length=N``,
                      ``layout=disj|generic``); with ``disj-qsa`` the attention protocol simulates it.
+``construct:3cycle-pair`` commsim's higher-order graph unit (attention over pairs (j, k) whose logit reads
+                     X_ij, X_jk, X_ki) deciding Directed 3-Cycle at every node, width 1, 8 bits
+                     (``nodes=N``, default the task's); no node-partition protocol wraps it.
 
 Their separations (``commsim separate TASK``: ``idxl``, ``dyck22``, ``eq``, ``nstnb``, ``disj``, ``qsa``,
 ``two-layers``) are :mod:`protocols.separations`.
@@ -150,6 +153,17 @@ def make_qsa(spec, n=None, seq_len=None, reduction=None, **context):
     return build_qsa(length, q, layout=layout, seed=spec.int("seed", 0, minimum=0), fmt=fmt, spec=spec.text)
 
 
+def make_cycle3_pair(spec, seq_len=None, **context):
+    """commsim's higher-order graph unit deciding Directed 3-Cycle (keys nodes, precision)."""
+    from protocols.constructions.cycle3 import build_cycle3_pair
+    from protocols.theorems import graph_nodes
+    nodes = spec.int("nodes", None if seq_len is None else graph_nodes(seq_len), minimum=1, maximum=1024)
+    if nodes is None:
+        raise ConstructionError(f"model spec {spec.text!r}: give nodes=N (or use it with `commsim run disj-3cycle`)",
+                                "model")
+    return build_cycle3_pair(nodes, fmt=spec.format_if_given(), spec=spec.text)
+
+
 def register(registry) -> None:
     """The construction model kinds (the separations register themselves: protocols.separations)."""
     registry.register("model", "construct:idxl", make_idxl,
@@ -173,3 +187,6 @@ def register(registry) -> None:
     registry.register("model", "construct:qsa", make_qsa,
                       "[SHT23]: q-sparse averaging in one attention layer, m = O(q^2 log N) "
                       "(q=, length=, layout=disj|generic, seed=, precision=)")
+    registry.register("model", "construct:3cycle-pair", make_cycle3_pair,
+                      "commsim's higher-order graph unit: Directed 3-Cycle at every node, width 1, 8 bits "
+                      "(nodes=N, precision=); no node-partition protocol applies")

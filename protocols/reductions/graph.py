@@ -30,7 +30,7 @@ from commsim.theory.problems import Disjointness
 from protocols.theorems import cycle3_disj_bits, cycle3_min_lhmp
 from protocols.theorems import graph_nodes as nodes_of_length
 
-__all__ = ["NODE_PARTITION", "directed_3cycle", "cycle3_graphs", "check_reduction", "Disj3Cycle", "REDUCTIONS"]
+__all__ = ["NODE_PARTITION", "directed_3cycle", "loopless_digraphs", "cycle3_graphs", "check_reduction", "Disj3Cycle", "REDUCTIONS"]
 
 #: the split of a graph task: whole rows (nodes) to Alice, to Bob, or public
 NODE_PARTITION = "node partition"
@@ -46,6 +46,18 @@ def directed_3cycle(X: np.ndarray) -> np.ndarray:
     X = X * (1 - np.eye(N, dtype=np.int64))[None]
     paths = X @ X                                   # paths[i, k] = #j with i -> j -> k (j != i, k: no loops)
     return ((paths * np.swapaxes(X, 1, 2)).sum(axis=2) > 0).astype(np.int64)   # some k with k -> i
+
+
+def loopless_digraphs(N: int, start: int = 0, stop: int | None = None) -> np.ndarray:
+    """The loopless digraphs on N nodes with ranks start..stop-1 (of 2^(N(N-1)): bit c of the rank is the c-th
+    off-diagonal entry in row order), as (k, N, N) adjacency matrices."""
+    cells = [(i, j) for i in range(N) for j in range(N) if i != j]
+    stop = (1 << len(cells)) if stop is None else stop
+    ranks = np.arange(start, stop, dtype=np.int64)
+    X = np.zeros((len(ranks), N, N), dtype=np.int64)
+    for c, (i, j) in enumerate(cells):
+        X[:, i, j] = (ranks >> c) & 1
+    return X
 
 
 def cycle3_graphs(A: np.ndarray, B: np.ndarray) -> np.ndarray:

@@ -16,12 +16,15 @@ against the lower bound the *other* architecture must meet (:mod:`protocols.sepa
 * ``qsa``    q-sparse averaging in one attention layer of width O(q log N) ([SHT23]) vs recurrent
              state bits >= N - q and the one-layer bound min(d p, (2m + 1) p H) >= q (``disj-qsa``; the
              query attends to itself).
+* ``3cycle`` Directed 3-Cycle in one higher-order graph unit of width 1 (commsim's construction) vs graph
+             transformers' L·H·m·p >= (n^2 - 2)/(4n) on N = 3n nodes ([SHT23], ``disj-3cycle``).
 * ``two-layers`` Lemma 5 / Corollary 13.1: the two-layer model whose communication matrix, on any
              balanced partition, has full rank 2^(N/2): no one-layer-style protocol simulates two layers.
 """
 from __future__ import annotations
 
 from protocols.separations.base import lengths
+from protocols.separations.cycle3 import Cycle3Separation
 from protocols.separations.disj import DisjSeparation
 from protocols.separations.dyck22 import DyckSeparation
 from protocols.separations.eq import EqSeparation
@@ -33,7 +36,7 @@ from protocols.separations.two_layers import TwoLayerSeparation
 __all__ = ["SEPARATIONS", "register", "lengths"]
 
 SEPARATIONS = [IdxlSeparation(), DyckSeparation(), EqSeparation(), NstNbSeparation(), DisjSeparation(),
-               QsaSeparation(), TwoLayerSeparation()]
+               QsaSeparation(), TwoLayerSeparation(), Cycle3Separation()]
 
 
 def register(registry) -> None:
