@@ -24,6 +24,7 @@ __all__ = [
     "index_one_way_bits", "index_bob_one_way_bits", "index_two_way_protocol_bits", "equality_bits", "disjointness_bits",
     "dyck_fooling_bits", "attention_min_width", "dyck_min_width",
     "composition_one_way_bits", "composition_message_bits", "composition_error_bound", "composition_cot_scale",
+    "fano_phi", "fano_accuracy_ceiling", "index_lookup_one_way_bits",
 ]
 
 
@@ -230,3 +231,48 @@ def cycle3_min_lhmp(n: int) -> Fraction:
     """[SHT23]'s graph-transformer bound through ``disj-3cycle`` (N = 3n nodes, 2n of them owned):
     L·H·2n·2m·p + 2 >= n^2, i.e. L·H·m·p >= (n^2 - 2)/(4n) ~ N/12 -- the slides' "LHm = Omega~(N)"."""
     return Fraction(int(n) * int(n) - 2, 4 * int(n))
+
+
+# ---- an accuracy ceiling for one-way protocols on uniform index lookup (commsim's corollary, not the papers') ----
+def fano_phi(eps: float, k: int) -> float:
+    """Fano's function phi(eps) = H2(eps) + eps·log2(k - 1) (bits), increasing on [0, 1 - 1/k] from 0 to log2 k."""
+    import math
+    eps, k = float(eps), int(k)
+    if not 0.0 <= eps <= 1.0:
+        raise ValueError(f"eps must be in [0, 1], got {eps}")
+    h2 = 0.0 if eps in (0.0, 1.0) else -eps * math.log2(eps) - (1 - eps) * math.log2(1 - eps)
+    return h2 + (eps * math.log2(k - 1) if k > 2 else 0.0)
+
+
+def fano_accuracy_ceiling(k: int, seq_len: int, message_bits: float) -> float:
+    """The most any one-way protocol whose message has ``message_bits`` = S bits can get right on index lookup
+    with Alice's x uniform in [k]^N and Bob's index uniform in [N] (N = ``seq_len``):
+    1 - phi^{-1}(log2 k - S/N), and 1 when S >= N·log2 k (docs/EXPERIMENTS.md, "The Fano ceiling").
+
+    Proof sketch: H(X | M) >= N·log2 k - S; Bob's guess at x_i is a function of (M, i), so Fano gives
+    H(X_i | M) <= phi(e_i); summing over i (subadditivity) and by concavity of phi, phi(mean e_i) >= log2 k - S/N,
+    and phi is increasing on [0, 1 - 1/k].  The inverse is found by bisection and rounded so that the ceiling
+    returned is never below the exact one (a safe upper bound on the accuracy)."""
+    import math
+    k, n, s = int(k), int(seq_len), float(message_bits)
+    if k < 2 or n < 1 or s < 0:
+        raise ValueError(f"need k >= 2, N >= 1, S >= 0; got k={k}, N={n}, S={s}")
+    target = math.log2(k) - s / n
+    if target <= 0:
+        return 1.0
+    lo, hi = 0.0, 1.0 - 1.0 / k            # phi(lo) <= target <= phi(hi) = log2 k
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        if fano_phi(mid, k) < target:
+            lo = mid
+        else:
+            hi = mid
+        if hi - lo < 1e-15:
+            break
+    return min(1.0, 1.0 - lo)               # lo <= phi^{-1}(target): 1 - lo is at or above the exact ceiling
+
+
+def index_lookup_one_way_bits(k: int, seq_len: int) -> float:
+    """The one-way line for k-ary index lookup of length N: a protocol right on every input sends >= N·log2 k bits."""
+    import math
+    return int(seq_len) * math.log2(int(k))
