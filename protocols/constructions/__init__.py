@@ -20,6 +20,10 @@ precision is the narrowest in which it is exact):
                      hypercube-corner codebook (``length=L``, ``dim=D``); reads the ``disj-mqar`` tokens too.
 ``construct:qsa``    [SHT23]: q-sparse averaging in one attention layer (``q=``, ``length=N``,
                      ``layout=disj|generic``); with ``disj-qsa`` the attention protocol simulates it.
+``construct:match3-third-order`` [SHT23]'s claim with commsim's weights: Match3 at every position in one
+                     third-order attention unit (the three-angle Match2 trick, position-code penalties for
+                     the degenerate pairs): ``modulus=M``, ``length=N``, ``codes=auto|onehot|lemma2``,
+                     ``precision=P[,frac=F]``; no one-layer protocol wraps it.
 ``construct:3cycle-pair`` commsim's higher-order graph unit (attention over pairs (j, k) whose logit reads
                      X_ij, X_jk, X_ki) deciding Directed 3-Cycle at every node, width 1, 8 bits
                      (``nodes=N``, default the task's); no node-partition protocol wraps it.
@@ -153,6 +157,16 @@ def make_qsa(spec, n=None, seq_len=None, reduction=None, **context):
     return build_qsa(length, q, layout=layout, seed=spec.int("seed", 0, minimum=0), fmt=fmt, spec=spec.text)
 
 
+def make_match3_third_order(spec, vocab_size=None, seq_len=None, **context):
+    """[SHT23]: Match3 in one third-order attention unit (keys modulus=M, length=N, codes, seed, precision)."""
+    from protocols.constructions.match3 import build_match3_third_order
+    modulus = spec.int("modulus", 7 if vocab_size is None else max(int(vocab_size), 2), minimum=2, maximum=4096)
+    length = spec.int("length", 5 if seq_len is None else int(seq_len), minimum=1, maximum=512)
+    codes = spec.str("codes", "auto", ("auto", "onehot", "lemma2"))
+    return build_match3_third_order(length, modulus, codes=codes, seed=spec.int("seed", 0, minimum=0),
+                                    fmt=spec.format_if_given(), spec=spec.text)
+
+
 def make_cycle3_pair(spec, seq_len=None, **context):
     """commsim's higher-order graph unit deciding Directed 3-Cycle (keys nodes, precision)."""
     from protocols.constructions.cycle3 import build_cycle3_pair
@@ -190,3 +204,6 @@ def register(registry) -> None:
     registry.register("model", "construct:3cycle-pair", make_cycle3_pair,
                       "commsim's higher-order graph unit: Directed 3-Cycle at every node, width 1, 8 bits "
                       "(nodes=N, precision=); no node-partition protocol applies")
+    registry.register("model", "construct:match3-third-order", make_match3_third_order,
+                      "[SHT23]: Match3 at every position in one third-order attention unit (three-angle Match2 "
+                      "trick; modulus=M, length=N, codes=auto|onehot|lemma2, precision=); no one-layer protocol applies")

@@ -173,9 +173,12 @@ def _make(spec, target: str, vocab_size: int | None, seq_len: int | None, n: int
 
 def register(registry) -> None:
     """The ``attention`` model kind (its simulator registers itself: ``protocols.simulators``) and the graph
-    transformers' ``graph-attention`` (:mod:`protocols.models.graph_spec`)."""
+    transformers' ``graph-attention`` (:mod:`protocols.models.graph_spec`) and ``third-order-attention``
+    (:mod:`protocols.models.third_order_spec`)."""
     from protocols.models.graph_spec import register as register_graph
+    from protocols.models.third_order_spec import register as register_third_order
     register_graph(registry)
+    register_third_order(registry)
     registry.register("model", "attention", make_attention,
                       "one-layer attention (heads=H,width=M,dim=d,precision=P|dtype=...,seed=S,residual=0|1,"
                       "division=once|per-weight (o = [U/Z] once, or each weight [e_i/Z] first: App. D),"

@@ -10,9 +10,8 @@ row (j, k) the entrywise product of row j and row k)::
             :func:`protocols.models.attention_kernel.attend`: M, e = [exp(a - M)], Z, U exact, o = [U / Z])
 
 * :class:`ThirdOrderAttention` ([SHT23]'s third-order self-attention): tokens s_1..s_N with an embedding
-  table and position embeddings, x_i = [E(s_i) + P_i], q = [x W_Q], k1 = [x W_K1], ..., a pair-logit
-  penalty table ``pair_bias`` (N, N, N) added to a_ijk (a position-only term, e.g. excluding j = k or j = i;
-  None: no penalty), and a readout [o_i . w] + b > 0 at every position.
+  table and position embeddings, x_i = [E(s_i) + P_i], q = [x W_Q], k1 = [x W_K1], ... (values may have
+  their own width m_v), and a readout [o_i . w] + b > 0 at every position.
 * :class:`PairGraphAttention` (commsim's definition of the higher-order *graph* unit the slides name): node
   i's token is its adjacency row X_i; q = [X_i W_Q + b_Q] (and k1, k2, v1, v2 alike), the pair logit reads
   the three edges of the triangle (i, j, k): kappa(a_ijk) = [a_ijk + beta (X_ij + X_jk + X_ki)], a sink with
@@ -43,8 +42,8 @@ def trilinear_logits(ar: FixedArithmetic, q: np.ndarray, k1: np.ndarray, k2: np.
     N = k1.shape[1]
     pair = k1[:, :, None, :].astype(np.int64) * k2[:, None, :, :].astype(np.int64)   # (B, N, N, m): units 2^-2F
     pair = pair.reshape(B, N * N, m)
-    big = 3 * ar.p + max(m, 1).bit_length() >= 62
-    if big:
+    largest = lambda a: max(-int(a.min(initial=0)), int(a.max(initial=0)))  # noqa: E731
+    if largest(q) * largest(pair) * max(m, 1) >= 1 << 62:      # beyond int64: exact Python integers
         acc = np.einsum("bgc,bpc->bgp", q.astype(object), pair.astype(object))
         out = np.vectorize(lambda x: x >> (2 * ar.F), otypes=[object])(acc)
         return np.clip(out, ar.lo, ar.hi).astype(np.int64)
@@ -79,35 +78,44 @@ def _chunks(B: int, per_row: int):
 
 
 class ThirdOrderAttention:
-    """[SHT23]'s third-order self-attention over tokens (module docstring).
+    """[SHT23]'s third-order self-attention over tokens (module docstring):
+    f(X) = softmax((X W_Q)((X W_K1) ⋆ (X W_K2))ᵀ)((X W_V1) ⋆ (X W_V2)), every position a query.
 
-    ``token_embedding`` (V, d); ``position_embedding`` (N, d) or None; ``W_Q``, ``W_K1``, ``W_K2``, ``W_V1``,
-    ``W_V2``: (d, m); ``pair_bias``: (N, N, N) penalties on the grid, or None; ``w_out`` (m,), ``b_out``.
-    Reads sequences of exactly N tokens; :meth:`forward` gives every position's decision."""
+    ``token_embedding`` (V, d); ``position_embedding`` (N, d) or None; ``W_Q``, ``W_K1``, ``W_K2``: (d, m);
+    ``W_V1``, ``W_V2``: (d, m_v); the readout ``w_out`` (m_v,), ``b_out``: position i answers [o_i . w] + b > 0.
+    With a position table it reads sequences of exactly its length."""
 
     def __init__(self, fmt: FixedPoint, token_embedding, position_embedding, W_Q, W_K1, W_K2, W_V1, W_V2,
-                 w_out, b_out: float = 0.0, *, pair_bias=None, spec: str = "third-order-attention", info=None):
+                 w_out, b_out: float = 0.0, *, spec: str = "third-order-attention", info=None):
         if not isinstance(fmt, FixedPoint):
             raise InputError("third-order attention computes in binary fixed point (precision=P[,frac=F])", "model")
         self.format, self.arithmetic = fmt, FixedArithmetic(fmt)
         c = lambda what, arr: _grid_codes(fmt, what, arr)  # noqa: E731
         self._tok = c("token_embedding", token_embedding)
+        if self._tok.ndim != 2:
+            raise InputError(f"token_embedding must be (vocab, d); got shape {self._tok.shape}", "model")
         self.vocab_size, self.dim = (int(s) for s in self._tok.shape)
         self._pos = None if position_embedding is None else c("position_embedding", position_embedding)
+        if self._pos is not None and (self._pos.ndim != 2 or self._pos.shape[1] != self.dim):
+            raise InputError(f"position_embedding must be (N, d = {self.dim}); got {self._pos.shape}", "model")
         self._W = {n: c(n, w) for n, w in (("W_Q", W_Q), ("W_K1", W_K1), ("W_K2", W_K2), ("W_V1", W_V1),
                                           ("W_V2", W_V2))}
-        shapes = {w.shape for w in self._W.values()}
-        if len(shapes) != 1 or next(iter(shapes))[0] != self.dim:
-            raise InputError(f"W_Q, W_K1, W_K2, W_V1, W_V2 must all be (d = {self.dim}, m); got {sorted(shapes)}",
-                             "model")
-        self.width = int(next(iter(shapes))[1])
-        self._bias = None if pair_bias is None else c("pair_bias", pair_bias)
-        self.seq_len = (None if self._pos is None else int(self._pos.shape[0])) or \
-            (None if self._bias is None else int(self._bias.shape[0]))
-        self._w_out = c("w_out", np.asarray(w_out, dtype=np.float64).reshape(self.width, 1))
+        keys = {self._W[n].shape for n in ("W_Q", "W_K1", "W_K2")}
+        values = {self._W[n].shape for n in ("W_V1", "W_V2")}
+        if len(keys) != 1 or len(values) != 1 or any(s[0] != self.dim for s in keys | values):
+            raise InputError(f"W_Q, W_K1, W_K2 must be (d = {self.dim}, m) alike and W_V1, W_V2 (d, m_v) alike; "
+                             f"got {sorted(keys)}, {sorted(values)}", "model")
+        self.width, self.value_width = int(next(iter(keys))[1]), int(next(iter(values))[1])
+        self.seq_len = None if self._pos is None else int(self._pos.shape[0])
+        self._w_out = c("w_out", np.asarray(w_out, dtype=np.float64).reshape(self.value_width, 1))
         self._b_out = int(c("b_out", np.array([b_out]))[0])
         self.spec, self.info = spec, dict(info or {})
-        self.heads = 1
+        self.heads, self.num_layers = 1, 1
+        self.no_protocol_reason = (
+            f"{spec} is a third-order attention: its softmax runs jointly over the pairs (j, k) and a pair's logit "
+            f"<q_i, k1_j ⊙ k2_k> mixes one of Alice's tokens with one of Bob's, so the partial-softmax exchange "
+            f"(Theorem 4 of [BHBK24]: each party's exact sums over its own positions) does not factor and no "
+            f"bound of one-layer attention applies; `commsim separate match3` sets it against that bound")
 
     @property
     def precision(self) -> int:
@@ -137,15 +145,18 @@ class ThirdOrderAttention:
         return np.concatenate([self._outputs(tokens[s:s + step]) for s in rows]) if B else \
             np.zeros((0, N), dtype=np.int64)
 
+    def logits(self, tokens: np.ndarray) -> np.ndarray:
+        """The pair logits a_ijk (B, N, N^2) as codes."""
+        ar = self.arithmetic
+        x = self.embed(tokens)
+        return trilinear_logits(ar, ar.matmul(x, self._W["W_Q"]), ar.matmul(x, self._W["W_K1"]),
+                                ar.matmul(x, self._W["W_K2"]))
+
     def _outputs(self, tokens: np.ndarray) -> np.ndarray:
         ar = self.arithmetic
         x = self.embed(tokens)
-        q, k1, k2, v1, v2 = (ar.matmul(x, self._W[n]) for n in ("W_Q", "W_K1", "W_K2", "W_V1", "W_V2"))
-        logits = trilinear_logits(ar, q, k1, k2)
-        if self._bias is not None:
-            N = tokens.shape[1]
-            logits = ar.add(logits, self._bias.reshape(N, N * N)[None]).astype(np.int64)
-        o = pair_attend(ar, logits, khatri_rao_values(ar, v1, v2))
+        v1, v2 = ar.matmul(x, self._W["W_V1"]), ar.matmul(x, self._W["W_V2"])
+        o = pair_attend(ar, self.logits(tokens), khatri_rao_values(ar, v1, v2))
         score = ar.add(ar.matmul(o, self._w_out)[..., 0], self._b_out)
         return (np.asarray(score) > 0).astype(np.int64)
 

@@ -18,6 +18,8 @@ against the lower bound the *other* architecture must meet (:mod:`protocols.sepa
              query attends to itself).
 * ``3cycle`` Directed 3-Cycle in one higher-order graph unit of width 1 (commsim's construction) vs graph
              transformers' L·H·m·p >= (n^2 - 2)/(4n) on N = 3n nodes ([SHT23], ``disj-3cycle``).
+* ``match3`` Match3 in one third-order attention unit (commsim's weights for [SHT23]'s claim) vs one-layer
+             attention 3m(p + log N)H >= n on N = 2n + 1 tokens (``disj-match3``).
 * ``two-layers`` Lemma 5 / Corollary 13.1: the two-layer model whose communication matrix, on any
              balanced partition, has full rank 2^(N/2): no one-layer-style protocol simulates two layers.
 """
@@ -29,6 +31,7 @@ from protocols.separations.disj import DisjSeparation
 from protocols.separations.dyck22 import DyckSeparation
 from protocols.separations.eq import EqSeparation
 from protocols.separations.idxl import IdxlSeparation
+from protocols.separations.match3 import Match3Separation
 from protocols.separations.nstnb import NstNbSeparation
 from protocols.separations.qsa import QsaSeparation
 from protocols.separations.two_layers import TwoLayerSeparation
@@ -36,7 +39,8 @@ from protocols.separations.two_layers import TwoLayerSeparation
 __all__ = ["SEPARATIONS", "register", "lengths"]
 
 SEPARATIONS = [IdxlSeparation(), DyckSeparation(), EqSeparation(), NstNbSeparation(), DisjSeparation(),
-               QsaSeparation(), TwoLayerSeparation(), Cycle3Separation()]
+               QsaSeparation(), TwoLayerSeparation(), Cycle3Separation(),
+               Match3Separation()]
 
 
 def register(registry) -> None:

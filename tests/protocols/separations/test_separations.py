@@ -13,7 +13,7 @@ from protocols.separations.two_layers import parse_partition
 def test_one_file_per_separation_all_registered():
     registry = load_plugins()
     names = [s.name for s in SEPARATIONS]
-    assert names == ["idxl", "dyck22", "eq", "nstnb", "disj", "qsa", "two-layers", "3cycle"]
+    assert names == ["idxl", "dyck22", "eq", "nstnb", "disj", "qsa", "two-layers", "3cycle", "match3"]
     for s in SEPARATIONS:
         assert registry.get("separation", s.name) is s
         assert type(s).__module__.startswith("protocols.separations.")
