@@ -39,7 +39,12 @@ import math
 import numpy as np
 
 from commsim.core.precision import NumberFormat
-from protocols.constructions.common import ConstructionError, fixed_format, grid_ceil, require_fixed
+from protocols.constructions.common import (
+    ConstructionError,
+    fixed_format,
+    grid_ceil,
+    require_fixed,
+)
 from protocols.models.pair_attention import ThirdOrderAttention
 
 __all__ = ["Match3ThirdOrder", "build_match3_third_order", "match3_all_positions", "position_codes"]

@@ -49,6 +49,9 @@ TOPICS = {
     "compose": Topic("compose", "compose",
                      "function composition g(f(x)) against one attention layer: the one-way message, the counting "
                      "argument and the error it forces ([PNP24] Theorems 1 and 2)", 8, 4, 16),
+    "graph-transformers": Topic("graph_transformers", "graph_transformers",
+                                "graph transformers and Directed 3-Cycle: the node partition, why keys and values "
+                                "suffice, DISJ on n^2 bits as triangles, L*H*m*p >= (n^2-2)/(4n) ([SHT23])", 3, 2, 6),
     "randomized": Topic("randomized", "randomized",
                         "randomized protocols: EQ falls to fingerprints, INDEX and DISJ bounds survive coins",
                         64, 4, 1024),

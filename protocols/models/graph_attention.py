@@ -29,6 +29,7 @@ always: the maximum's weight is [1]).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import numpy as np
 
 from commsim.core.arithmetic import FixedArithmetic

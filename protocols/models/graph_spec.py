@@ -10,7 +10,12 @@ from __future__ import annotations
 from commsim.core.errors import InputError
 from commsim.core.limits import check_memory
 from commsim.core.precision import FixedPoint
-from protocols.models.graph_attention import KAPPAS, GraphAttention, nodes_of_length, random_graph_attention
+from protocols.models.graph_attention import (
+    KAPPAS,
+    GraphAttention,
+    nodes_of_length,
+    random_graph_attention,
+)
 
 #: the largest N a graph-attention model is built for (its row embedding is N x d)
 MAX_NODES = 4096

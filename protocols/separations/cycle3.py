@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from protocols.separations.base import INPUTS_NOTE, Separation, SeparationResult, crossing, inputs_info
+from protocols.separations.base import (
+    INPUTS_NOTE,
+    Separation,
+    SeparationResult,
+    crossing,
+    inputs_info,
+)
 from protocols.theorems import cycle3_disj_bits, cycle3_min_lhmp, graph_exchange_bits
 
 #: pair logits (inputs x N^3) evaluated per row; loopless digraphs enumerated up to this N
@@ -38,7 +44,12 @@ class Cycle3Separation(Separation):
         the bound, and the smallest graph transformer through the real exchange."""
         from commsim.plugins import make_model
         from protocols.constructions.cycle3 import build_cycle3_pair
-        from protocols.reductions.graph import Disj3Cycle, cycle3_graphs, directed_3cycle, loopless_digraphs
+        from protocols.reductions.graph import (
+            Disj3Cycle,
+            cycle3_graphs,
+            directed_3cycle,
+            loopless_digraphs,
+        )
         from protocols.simulators.graph import GRAPH_EXCHANGE
         n = N // 3
         unit = build_cycle3_pair(N)

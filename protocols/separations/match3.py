@@ -48,7 +48,10 @@ class Match3Separation(Separation):
     def row(self, N, *, seed, instances):
         """N tokens (n = (N - 1)/2, M = 2n + 3): the unit on every input (M^N small) or on samples, and on
         disj-match3's instances; the bound and the real exchange of a one-layer attention of the unit's width."""
-        from protocols.constructions.match3 import build_match3_third_order, match3_all_positions
+        from protocols.constructions.match3 import (
+            build_match3_third_order,
+            match3_all_positions,
+        )
         n, M = (N - 1) // 2, N + 2
         unit = build_match3_third_order(N, M, seed=seed)
         row = self._sizes(N, unit)

@@ -24,8 +24,18 @@ import numpy as np
 
 from commsim import Bits, NotApplicable, Protocol, Receive, Send
 from commsim.core.sums import pack_signed, unpack_signed
-from commsim.pipeline.interfaces import ANY_PARTITION, BatchResult, Encoded, MessagePlan, Simulator
-from protocols.models.graph_attention import GraphAttention, adjacency_rows, nodes_of_length
+from commsim.pipeline.interfaces import (
+    ANY_PARTITION,
+    BatchResult,
+    Encoded,
+    MessagePlan,
+    Simulator,
+)
+from protocols.models.graph_attention import (
+    GraphAttention,
+    adjacency_rows,
+    nodes_of_length,
+)
 from protocols.theorems import graph_exchange_bits, graph_exchange_text
 
 __all__ = ["NodePartition", "node_partition", "GraphExchangeProtocol", "GraphExchange", "GRAPH_EXCHANGE",
@@ -161,11 +171,11 @@ class GraphExchangeProtocol(Protocol):
             for step, who in steps:
                 if not len(part.owned(who)):
                     continue
+                label = f"layer {depth + 1}: keys and values of {who.capitalize()}'s nodes"
                 if step == "send":
-                    yield Send(f"layer {depth + 1}: keys and values of {who}'s nodes", message)
+                    yield Send(label, message)
                 else:
-                    got = unpack_signed((yield Receive(f"layer {depth + 1}: keys and values of {who}'s nodes")),
-                                        ar.p, 2 * len(theirs) * H * m)
+                    got = unpack_signed((yield Receive(label)), ar.p, 2 * len(theirs) * H * m)
                     half = len(theirs) * H * m
                     K[:, theirs] = got[:half].reshape(1, len(theirs), H, m)
                     V[:, theirs] = got[half:].reshape(1, len(theirs), H, m)

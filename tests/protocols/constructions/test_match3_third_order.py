@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 from commsim.core.precision import FixedPoint
-from protocols.constructions.match3 import build_match3_third_order, match3_all_positions
+from protocols.constructions.match3 import (
+    build_match3_third_order,
+    match3_all_positions,
+)
 from protocols.models.third_order_spec import random_third_order
 from protocols.reductions.attention_tasks import DisjMatch3
 

@@ -14,13 +14,15 @@ from commsim.teach import latex_to_text, render_markdown
 from protocols.lessons import TOPICS
 
 REQUIRED = {"rnn-index", "rnn-eq", "rnn-disj", "attention-protocol", "attention-dyck", "attention-disj",
-            "fooling-sets", "two-layers", "randomized", "compose"}
+            "fooling-sets", "two-layers", "randomized", "compose", "graph-transformers"}
 
 #: a size other than the default that every topic accepts, and one it must reject
 OTHER_N = {"rnn-index": 4, "rnn-eq": 3, "rnn-disj": 3, "attention-protocol": 4, "attention-dyck": 6,
-           "attention-disj": 3, "fooling-sets": 3, "two-layers": 3, "randomized": 16, "compose": 5}
+           "attention-disj": 3, "fooling-sets": 3, "two-layers": 3, "randomized": 16, "compose": 5,
+           "graph-transformers": 2}
 BAD_N = {"rnn-index": 99, "rnn-eq": 99, "rnn-disj": 99, "attention-protocol": 999, "attention-dyck": 7,
-         "attention-disj": 99, "fooling-sets": 99, "two-layers": 99, "randomized": 2048, "compose": 17}
+         "attention-disj": 99, "fooling-sets": 99, "two-layers": 99, "randomized": 2048, "compose": 17,
+         "graph-transformers": 99}
 
 
 def build(topic, n=None):

@@ -14,7 +14,12 @@ from commsim.core.precision import FixedPoint
 from commsim.core.runner import run_protocol
 from commsim.pipeline.interfaces import Encoded
 from protocols.models.graph_attention import random_graph_attention, rows_to_tokens
-from protocols.reductions.graph import Disj3Cycle, check_reduction, cycle3_graphs, directed_3cycle
+from protocols.reductions.graph import (
+    Disj3Cycle,
+    check_reduction,
+    cycle3_graphs,
+    directed_3cycle,
+)
 from protocols.simulators.graph import GRAPH_EXCHANGE, node_partition
 from protocols.theorems import cycle3_min_lhmp, graph_exchange_bits
 
@@ -72,6 +77,7 @@ def test_transcript_keys_are_the_messages():
 
 def test_a_split_row_is_refused():
     import pytest
+
     from commsim.core.errors import NotApplicable
     with pytest.raises(NotApplicable, match="row 1 is split"):
         node_partition(9, [0, 1, 2, 3])
