@@ -24,6 +24,8 @@ precision is the narrowest in which it is exact):
                      third-order attention unit (the three-angle Match2 trick, position-code penalties for
                      the degenerate pairs): ``modulus=M``, ``length=N``, ``codes=auto|onehot|lemma2``,
                      ``precision=P[,frac=F]``; no one-layer protocol wraps it.
+``construct:match3-variant1`` Match3's Variant 1 (z_N = 0, the N-th output) in two layers of one head, m = 3
+                     (``modulus=M``, ``length=N``; commsim's weights): reads ``disj-match3``'s tokens.
 ``construct:3cycle-pair`` commsim's higher-order graph unit (attention over pairs (j, k) whose logit reads
                      X_ij, X_jk, X_ki) deciding Directed 3-Cycle at every node, width 1, 8 bits
                      (``nodes=N``, default the task's); no node-partition protocol wraps it.
@@ -167,6 +169,14 @@ def make_match3_third_order(spec, vocab_size=None, seq_len=None, **context):
                                     fmt=spec.format_if_given(), spec=spec.text)
 
 
+def make_match3_variant1(spec, vocab_size=None, seq_len=None, **context):
+    """[SHT23]: Match3's Variant 1 in two layers of one head, m = 3 (keys modulus=M, length=N)."""
+    from protocols.constructions.match3_variant1 import build_match3_variant1
+    modulus = spec.int("modulus", 7 if vocab_size is None else max(int(vocab_size), 2), minimum=2, maximum=4096)
+    length = spec.int("length", 5 if seq_len is None else int(seq_len), minimum=2, maximum=MAX_SEQUENCE_LENGTH)
+    return build_match3_variant1(length, modulus, spec=spec.text)
+
+
 def make_cycle3_pair(spec, seq_len=None, **context):
     """commsim's higher-order graph unit deciding Directed 3-Cycle (keys nodes, precision)."""
     from protocols.constructions.cycle3 import build_cycle3_pair
@@ -207,3 +217,6 @@ def register(registry) -> None:
     registry.register("model", "construct:match3-third-order", make_match3_third_order,
                       "[SHT23]: Match3 at every position in one third-order attention unit (three-angle Match2 "
                       "trick; modulus=M, length=N, codes=auto|onehot|lemma2, precision=); no one-layer protocol applies")
+    registry.register("model", "construct:match3-variant1", make_match3_variant1,
+                      "[SHT23]: Match3's Variant 1 (z_N = 0, the N-th output) in two layers of one head, m = 3 "
+                      "(modulus=M, length=N); no one-layer protocol applies")
