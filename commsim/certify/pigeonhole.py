@@ -108,6 +108,11 @@ def separating_bob_input(problem: Problem, x1, x2, rng: np.random.Generator | No
     return None if not hit.size else Y[int(hit[0])]
 
 
+def _message(name: str) -> str:
+    """The message as a noun: a short name ("hidden state h_8", "count") as is, a description in parentheses."""
+    return name if len(name.split()) <= 3 else f"message ({name})"
+
+
 def _show(x) -> str:
     arr = np.asarray(x)
     if arr.ndim == 0:
@@ -239,7 +244,7 @@ def _confirm_pairs(problem: Problem, alice_messages, direct_answers, message_bit
         message = Bits(again[0], message_bits) if packed else None
         explanation = (
             f"Alice inputs {_show(xs[fail])} and {_show(xs[other])} hand off the same {message_bits}-bit "
-            f"{message_name} (pigeonhole: {'2^' + str(int(alice_search_space(problem)[0])) if exhaustive else 'the'} "
+            f"{_message(message_name)} (pigeonhole: {'2^' + str(int(alice_search_space(problem)[0])) if exhaustive else 'the'} "
             f"Alice inputs outnumber the 2^{message_bits} possible messages). Bob's input {ys} separates them "
             f"({problem.name} = {expected[fail]} vs {expected[other]}), but Bob sees the same message, so the model "
             f"answers the same on both and must be wrong on one: on ({_show(xs[fail])}, {ys}) it answers "

@@ -33,6 +33,12 @@ def _label(value) -> str:
     return "?" if value is None else str(value)
 
 
+def _said(name: str, value) -> str:
+    """A task's output as a reader writes it: "INEQ = 1" for a short name, "1 (idxl, read at ...)" for a phrase
+    (a phrase may end in a formula, which "= value" would extend)."""
+    return f"{name} = {_label(value)}" if " " not in name else f"{_label(value)} ({name})"
+
+
 def input_symbols(values, problem: str) -> list[str]:
     """A party's input as printable symbols (bits, brackets for Dyck, else the numbers)."""
     if values is None:
@@ -178,15 +184,15 @@ def certificate_view(cert, problem: str) -> CertificateView:
         name = task_name(own["task"])
         model, expected = own.get("model_output"), own.get("expected_output")
         if model == cert["model_output"] and expected in (None, cert["expected"]):
-            task_output = (f"The decoding is the identity here: the model's own output on its task, {name} = "
-                           f"{_label(model)}, is the {source} answer it gives.")
+            task_output = (f"The decoding is the identity here: the model's own output on its task, "
+                           f"{_said(name, model)}, is the {source} answer it gives.")
         else:            # the labels differ: show both, each named
             task = name
             failing = next((i for i, r in enumerate(rows) if r.label in FAILING_LABELS), None)
             if failing is not None:
                 rows[failing] = replace(rows[failing], task_model=model, task_expected=expected)
-            task_output = (f"On its own task the model outputs {name} = {_label(model)}"
-                           + ("" if expected is None else f" (a correct model: {name} = {_label(expected)})")
+            task_output = (f"On its own task the model outputs {_said(name, model)}"
+                           + ("" if expected is None else f" (a correct model: {_said(name, expected)})")
                            + f"; decoded into the source problem that is {source} = {_label(cert['model_output'])}, "
                            f"where the answer is {source} = {_label(cert['expected'])}.")
     return CertificateView(kind, bool(cert.get("verified")), tuple(rows), alice_marks, bob_marks, caption,

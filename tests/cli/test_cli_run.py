@@ -51,10 +51,21 @@ def test_run_json_attention_details_itemize_the_bits():
 
 
 def test_run_json_rectangle_certificate():
-    d = invoke("run", "disj-qsa", "--model", "attention:probe:at=0,accept=2", "--n", "8", "--json")
+    """A two-way exchange below the bound: the engine's rectangle argument, transcripts checked by the runner."""
+    d = invoke("run", "disj-match3", "--model", "attention:probe:at=0/n,reject=1", "--n", "19", "--instances", "300",
+               "--json")
     cert = d["certificate"]
     assert cert["kind"] == "rectangle" and cert["verified"] is True and d["budget_ok"] is False
     assert cert["details"]["transcripts_equal"] is True
+
+
+def test_run_json_one_way_exchange_gets_a_pigeonhole_collision():
+    """Alice holds only the query (disj-qsa): the plan is one-way, so the engine's pigeonhole search runs."""
+    d = invoke("run", "disj-qsa", "--model", "attention:probe:at=0,accept=2", "--n", "8", "--json")
+    cert = d["certificate"]
+    assert cert["kind"] == "collision" and cert["verified"] is True and d["budget_ok"] is False
+    assert d["bits_by_direction"]["bob_to_alice"] == 0 and cert["details"]["search"] == "exhaustive"
+    assert "send" in cert["explanation"] or "hand off" in cert["explanation"]
 
 
 def test_run_reports_the_bound_of_the_direction_that_really_spoke():
@@ -114,7 +125,7 @@ def test_run_transcript_for_the_handoff():
 
 
 def test_run_rectangle_certificate_rows():
-    out = invoke("run", "disj-qsa", "--model", "attention:probe:at=0,accept=2", "--n", "8")
+    out = invoke("run", "disj-match3", "--model", "attention:probe:at=0/n,reject=1", "--n", "19", "--instances", "300")
     assert "member" in out and "crossing" in out and "same transcript" in out
 
 
@@ -136,7 +147,7 @@ def test_run_reports_progress(monkeypatch):
     invoke("run", "index-idxl", "--n", "6")
     assert seen[0] == ("start", "index-idxl", True)
     stages = {d for _, _, d in seen[1:]}
-    assert any("sweep" in str(d) for d in stages) and any("runner check" in str(d) for d in stages)
+    assert any("batch" in str(d) for d in stages) and any("runner check" in str(d) for d in stages)
     assert all(done <= total for done, total, _ in seen[1:])
 
 
