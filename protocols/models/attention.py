@@ -401,7 +401,7 @@ class AttentionLayer:
     @classmethod
     def load(cls, path, fmt: NumberFormat | None = None, *, spec: str = "") -> "AttentionLayer":
         """Load a layer saved by :meth:`save` (``fmt`` re-rounds the weights); a bad file is an InputError."""
-        from protocols.models.recurrent import numeric_array, read_npz
+        from protocols.models.npz import numeric_array, read_npz
         arrays, layers = read_npz(path, "attention weights"), None
         if "psi_layers" in arrays and arrays["psi_layers"].dtype.kind in "iu" and arrays["psi_layers"].ndim == 0:
             layers = int(arrays["psi_layers"]) if 0 <= arrays["psi_layers"] <= len(arrays) else None
