@@ -1,4 +1,4 @@
-"""The recurrent model specs (elman, lstm, gru, ssm, linear-attention, dfa:dyck22, memorize): parsing and
+"""The recurrent model specs (elman, lstm, gru, ssm, mamba, linear-attention, dfa:dyck22, memorize): parsing and
 registration."""
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from commsim.core.errors import ModelError, NotApplicable
 from commsim.core.limits import MAX_SEQUENCE_LENGTH, check_memory
 from protocols.models.dyck_automaton import DyckAutomaton
 from protocols.models.linear_attention import DEFAULT_DECAY, LinearAttention
+from protocols.models.mamba import SelectiveSSM
 from protocols.models.memorize import Memorize
 from protocols.models.recurrent import _TRAINABLE, load_model
 from protocols.models.ssm import DiagonalSSM
@@ -108,6 +109,29 @@ def _linear_attention_factory(spec, vocab_size=None, **context):
     return LinearAttention.random(dim, spec.format(), vocab, classes, seed, decay, normalize, feature, spec.text)
 
 
+def _mamba_factory(spec, vocab_size=None, **context):
+    """A selective SSM (Mamba): input-dependent Δ, B, C; state per layer d_inner×d_state + the convolution window
+    d_inner×(d_conv - 1) numbers.  Keys: d_model=D, d_state=N, d_conv=K, expand=E, dt_rank=R, layers=L,
+    precision=P[,frac=F] or dtype=, seed=S, vocab=V, classes=C."""
+    d_model = spec.int("d_model", 4, minimum=1, maximum=1024)
+    d_state = spec.int("d_state", 4, minimum=1, maximum=256)
+    d_conv = spec.int("d_conv", 4, minimum=1, maximum=16)
+    expand = spec.int("expand", 2, minimum=1, maximum=8)
+    dt_rank = spec.int("dt_rank", None, minimum=1, maximum=1024)
+    layers = spec.int("layers", 1, minimum=1, maximum=64)
+    seed = spec.int("seed", 0, minimum=0)
+    vocab, classes, task_vocab = _vocab_and_classes(spec, vocab_size)
+    _refuse_small_vocab(spec.text, vocab, task_vocab, context)
+    e, r = expand * d_model, dt_rank or -(-d_model // 16)
+    per_layer = d_model + 2 * d_model * e + e * (d_conv + 1) + e * (r + 2 * d_state) + r * e + e * (d_state + 2) \
+        + e * d_model
+    check_memory(8 * (vocab * d_model + layers * per_layer + d_model * (classes + 1)), "model",
+                 f"the mamba weights of {spec.text!r} (d_model {d_model}, d_inner {e}, d_state {d_state}, "
+                 f"{layers} layer(s))")
+    return SelectiveSSM.random(d_model, d_state, d_conv, expand, layers, dt_rank, spec.format(), vocab, classes, seed,
+                               spec.text)
+
+
 def _dfa_factory(spec, vocab_size=None, **context):
     """The Dyck-(2,2) automaton as an RNN: 3 one-bit state units, 4 input tokens ( ) [ ]."""
     model = DyckAutomaton(spec.text)
@@ -147,6 +171,10 @@ def register(registry) -> None:
     registry.register("model", "linear-attention", _linear_attention_factory,
                       "Linear attention (linear transformer / RetNet) as a recurrence; state the d×d matrix S (dim=d, "
                       "decay=, normalize=true|false, feature=identity|elu, precision=P[,frac=F]|dtype=, seed=)")
+    registry.register("model", "mamba", _mamba_factory,
+                      "Selective SSM (Mamba): input-dependent Δ, B, C; state per layer d_inner×d_state + the "
+                      "convolution window d_inner×(d_conv-1) (d_model=, d_state=, d_conv=, expand=, dt_rank=, layers=, "
+                      "precision=P[,frac=F]|dtype=, seed=, vocab=, classes=)")
     registry.register("model", "dfa:dyck22", _dfa_factory,
                       "The Dyck-(2,2) automaton as an RNN: 3 one-bit state units (no keys)")
     registry.register("model", "memorize", _memorize_factory,

@@ -32,7 +32,10 @@ from protocols.adapters.torch.encoder import wrap_encoder
 from protocols.adapters.torch.gpt2 import wrap_gpt2
 from protocols.adapters.torch.layers import AdapterError
 from protocols.adapters.torch.mha import wrap_mha
+from protocols.adapters.torch.hf_local import llama_refusal
 from protocols.adapters.torch.rnn import wrap_recurrent
+from protocols.adapters.torch.rwkv import wrap_hf_rwkv
+from protocols.adapters.torch.selective import is_mambapy, wrap_hf_mamba, wrap_mambapy
 from protocols.adapters.torch.step import is_step_module, wrap_step_module
 from protocols.adapters.torch.tlens import wrap_bridge, wrap_hooked, wrap_tl_native
 from protocols.adapters.torch.trust import ModuleForward, TorchTrust
@@ -110,9 +113,18 @@ def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None
         return wrap_bridge(obj, fmt, **kw)
     if "NativeModel" in names:
         return wrap_tl_native(obj, fmt, **kw)
+    if "MambaForCausalLM" in names:
+        return wrap_hf_mamba(obj, fmt, **kw)
+    if "RwkvForCausalLM" in names:
+        return wrap_hf_rwkv(obj, fmt, **kw)
+    if names & {"LlamaForCausalLM", "LlamaModel"}:
+        raise llama_refusal(type(obj).__name__)
+    if is_mambapy(obj):
+        return wrap_mambapy(obj, fmt, embedding=embedding, head=head, **kw)
     if any(n.endswith("PreTrainedModel") for n in names):
         raise AdapterError(f"{type(obj).__name__} is a Hugging Face model commsim does not wrap "
-                           f"(supported: a one-layer GPT-2: GPT2LMHeadModel / GPT2Model)")
+                           f"(supported: a one-layer GPT-2: GPT2LMHeadModel / GPT2Model; MambaForCausalLM, "
+                           f"RwkvForCausalLM)")
     return discover(obj, fmt, vocab_size, seq_len, spec, check, adapt=from_torch, head=head, embedding=embedding,
                     positions=positions, residual=residual)
 

@@ -20,6 +20,10 @@ Model kinds (``commsim run REDUCTION --model SPEC``):
     a one-layer GPT-2 (``transformers.GPT2LMHeadModel``): from a local ``save_pretrained`` directory, a
     local ``config=FILE.json``, or random weights (``dim``, ``heads``, ``inner``, ``layers``, ``seed``);
     nothing is downloaded.
+``hf-mamba:DIR``, ``hf-rwkv:DIR``, ``hf-llama:DIR``
+    a Hugging Face ``MambaForCausalLM`` / ``RwkvForCausalLM`` from a local ``save_pretrained`` directory as a
+    recurrence (every layer's state handed off); a Llama is refused until the attention exchange has RoPE
+    (:mod:`.hf_local`).
 ``tl[:key=value,...]``
     a random one-layer TransformerLens model (TransformerLens 4: ``TransformerBridge.boot_native``;
     3.x: ``HookedTransformer``), attention-only by default (``dim``, ``heads``, ``d_head``, ``attn_only``,
@@ -49,6 +53,7 @@ from pathlib import Path
 from commsim.core.errors import InputError
 from commsim.core.limits import check_memory
 from commsim.spec import FORMAT_KEYS, MAX_SPEC_INT, regular_file, user_code_failure
+from protocols.adapters.torch import hf_local
 from protocols.adapters.torch.adapt import from_torch
 from protocols.adapters.torch.files import load_torch_file
 from protocols.adapters.torch.layers import AdapterError, require_torch
@@ -370,3 +375,4 @@ def register(registry) -> None:
                       "a one-layer Hugging Face GPT-2 (local DIR, config=FILE.json, or random dim=,heads=,seed=)")
     registry.register("model", "tl", tl_factory,
                       "a random one-layer TransformerLens model (dim=,heads=,attn_only=,norm=,seed=)")
+    hf_local.register(registry)

@@ -6,7 +6,9 @@ methods -- the **step contract**:
 
 ``initial_state(batch: int)``
     h_0 for ``batch`` sequences: a tensor ``(batch, *shape)``, or a tuple/list of such tensors (e.g.
-    ``(h, c)``).
+    ``(h, c)``).  A part may be complex (``complex64``: S4D-Lin, LRU): each complex entry is two numbers of
+    the format, its real and imaginary parts (``2·d·p`` bits for d complex entries, as ``ssm:complex=true``),
+    handed off and rounded as such; the format is that of the real dtype (complex64 -> float32).
 ``step(state, tokens)``
     the next state (the same structure and shapes) from a state and ``tokens``, a ``LongTensor (batch,)``
     of token ids.
@@ -69,6 +71,20 @@ def _parts(state) -> list:
     return list(state) if isinstance(state, (tuple, list)) else [state]
 
 
+def real_dtype(dtype):
+    """The real dtype of a torch dtype (complex64 -> float32, complex128 -> float64; a real dtype is itself)."""
+    return dtype.to_real() if dtype.is_complex else dtype
+
+
+def part_numbers(part) -> np.ndarray:
+    """One state part (batch, *shape) as its numbers, float64 (batch, units): a real part's values in order; a
+    complex part's real parts then its imaginary parts (2 numbers per complex entry, as ``ssm:complex=true``)."""
+    batch = part.shape[0]
+    if part.is_complex():
+        return np.concatenate([tensor(part.real).reshape(batch, -1), tensor(part.imag).reshape(batch, -1)], axis=1)
+    return tensor(part).reshape(batch, -1)
+
+
 class StepForward:
     """tokens -> the module's own readouts at every position (batch, length, classes), float64: its
     ``initial_state``/``step``/``readout`` loop in torch, unrounded: the user's model itself.  Picklable when
@@ -112,23 +128,34 @@ class TorchStepModel(TorchTrust, RecurrentModel):
         torch = require_torch()
         self.module = module
         params = list(module.parameters())
-        self.dtype = params[0].dtype if params else torch.get_default_dtype()
+        self.dtype = real_dtype(params[0].dtype) if params else torch.get_default_dtype()
         self.rounded = rounded
         with torch.no_grad():
             first = module.initial_state(1)
             h0 = _parts(first)
             self.tuple_state = isinstance(first, (tuple, list))
             self.state_shapes = [tuple(p.shape[1:]) for p in h0]
-            units = sum(int(np.prod(s)) for s in self.state_shapes)
+            self.state_dtypes = [p.dtype for p in h0]
+            units = sum(self._units(p) for p in h0)
             if not units:
                 raise AdapterError(f"{type(module).__name__}.initial_state(1) gave an empty state")
-            scores = tensor(module.readout(first))
+            scores = module.readout(first)
+            if getattr(scores, "is_complex", lambda: False)():
+                raise AdapterError(f"{type(module).__name__}.readout returned complex scores ({scores.dtype}); the "
+                                   f"decision is an argmax of real scores: return e.g. the real part")
+            scores = tensor(scores)
         if scores.ndim != 2 or scores.shape[0] != 1:
             raise AdapterError(f"{type(module).__name__}.readout must return (batch, classes) scores; on a batch of "
                                f"1 it returned shape {tuple(scores.shape)}")
         super().__init__(fmt, units, units, vocab_size, int(scores.shape[1]), spec or f"torch-step:{type(module).__name__}")
         self.torch_forward = torch_forward
-        self._h0 = self.quantize(np.concatenate([tensor(p).reshape(-1) for p in h0]))
+        self._h0 = self.quantize(np.concatenate([part_numbers(p)[0] for p in h0]))
+
+    @staticmethod
+    def _units(part) -> int:
+        """The numbers one row of a state part holds: its entries, twice that for a complex part (Re, Im)."""
+        size = int(np.prod(part.shape[1:]))
+        return 2 * size if part.is_complex() else size
 
     def framework_agreement(self, tokens, output_positions=None) -> dict | None:
         """:meth:`TorchTrust.framework_agreement` against the module's own step loop, and -- when the module
@@ -165,7 +192,10 @@ class TorchStepModel(TorchTrust, RecurrentModel):
 
     def describe_state(self) -> str:
         """The parts of the state and the format."""
-        shapes = " + ".join("×".join(map(str, s)) or "1" for s in self.state_shapes)
+        shapes = " + ".join(("2·" if dt.is_complex else "") + ("×".join(map(str, s)) or "1")
+                            for s, dt in zip(self.state_shapes, self.state_dtypes))
+        if any(dt.is_complex for dt in self.state_dtypes):
+            shapes += " (2· a complex part: its real and imaginary parts)"
         return f"{shapes} = {self.state_units} number{'s' if self.state_units != 1 else ''} of {self.format.name}"
 
     def initial_state(self, batch: int = 1) -> np.ndarray:
@@ -176,10 +206,17 @@ class TorchStepModel(TorchTrust, RecurrentModel):
         """One flat state row as the module's state structure (batch 1, the module's dtype)."""
         import torch
         parts, off = [], 0
-        for shape in self.state_shapes:
+        for shape, dtype in zip(self.state_shapes, self.state_dtypes):
             size = int(np.prod(shape))
-            parts.append(torch.as_tensor(row[off:off + size].reshape((1,) + shape), dtype=self.dtype))
-            off += size
+            if dtype.is_complex:
+                real = real_dtype(dtype)
+                re = torch.as_tensor(row[off:off + size].reshape((1,) + shape), dtype=real)
+                im = torch.as_tensor(row[off + size:off + 2 * size].reshape((1,) + shape), dtype=real)
+                parts.append(torch.complex(re, im))
+                off += 2 * size
+            else:
+                parts.append(torch.as_tensor(row[off:off + size].reshape((1,) + shape), dtype=dtype))
+                off += size
         return tuple(parts) if self.tuple_state else parts[0]
 
     def _flat(self, state) -> np.ndarray:
@@ -189,7 +226,12 @@ class TorchStepModel(TorchTrust, RecurrentModel):
         if shapes != self.state_shapes:
             raise AdapterError(f"{type(self.module).__name__}.step returned a state of shapes {shapes}, "
                                f"expected {self.state_shapes}")
-        return np.concatenate([tensor(p).reshape(-1) for p in parts])
+        kinds = [p.is_complex() for p in parts]
+        if kinds != [dt.is_complex for dt in self.state_dtypes]:
+            raise AdapterError(f"{type(self.module).__name__}.step returned a state whose parts are "
+                               f"{'complex' if any(kinds) else 'real'} where initial_state's were not: a part must "
+                               f"stay real or complex from step to step")
+        return np.concatenate([part_numbers(p)[0] for p in parts])
 
     def _step(self, h, x, t):
         """The module's step, one sequence at a time (rounded by the caller)."""
@@ -232,8 +274,14 @@ def _rounded_copy(module, fmt: NumberFormat):
     import torch
     clone = copy.deepcopy(module)
     with torch.no_grad():
-        for value in list(clone.parameters()) + [b for b in clone.buffers() if b.is_floating_point()]:
-            value.copy_(torch.as_tensor(fmt.quantize(tensor(value)), dtype=value.dtype))
+        for value in list(clone.parameters()) + [b for b in clone.buffers()
+                                                 if b.is_floating_point() or b.is_complex()]:
+            if value.is_complex():   # each of the real and imaginary parts a number of the format
+                real = real_dtype(value.dtype)
+                value.copy_(torch.complex(torch.as_tensor(fmt.quantize(tensor(value.real)), dtype=real),
+                                          torch.as_tensor(fmt.quantize(tensor(value.imag)), dtype=real)))
+            else:
+                value.copy_(torch.as_tensor(fmt.quantize(tensor(value)), dtype=value.dtype))
     return clone
 
 
@@ -250,7 +298,7 @@ def wrap_step_module(module, fmt: NumberFormat | None, *, vocab_size: int | None
                            f"(or run it on a task, whose vocabulary is then used)")
     module.eval()
     params = list(module.parameters())
-    native = format_for_dtype(params[0].dtype if params else torch.get_default_dtype())
+    native = format_for_dtype(real_dtype(params[0].dtype) if params else torch.get_default_dtype())
     forward = StepForward(module)
     try:
         if fmt is None:

@@ -1,0 +1,178 @@
+"""Hugging Face recurrent models from a local ``save_pretrained`` directory: the model kinds ``hf-mamba:DIR``
+(``MambaForCausalLM``, its pure-PyTorch path: :mod:`.selective`) and ``hf-rwkv:DIR`` (``RwkvForCausalLM``:
+:mod:`.rwkv`), and the refusal of ``hf-llama:DIR`` (``LlamaForCausalLM``: its attention rotates q and k by
+position -- RoPE -- which commsim's attention exchange does not compute yet).
+
+As ``hf-gpt2``: nothing is downloaded (``local_files_only``, ``HF_HUB_OFFLINE``); the directory's entries must
+be regular files or directories (a pipe would block the loader), and its ``config.json`` (at most
+:data:`~.specs.MAX_CONFIG_BYTES`) is read and the parameters' size checked against the memory budget before
+torch loads anything.  ``precision=P``/``dtype=NAME`` override the model's dtype (float32 -> p = 32).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import fields
+
+from commsim.core.limits import check_memory
+from commsim.spec import MAX_SPEC_INT, regular_file
+from protocols.adapters.torch.layers import AdapterError, require_torch
+
+#: the largest config.json read (a real one is about 1 KB)
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _sizes(config: dict, defaults: dict, kind: str, label: str) -> dict:
+    """The integer sizes of ``config`` (``defaults`` for keys it leaves out; a None default may stay None)."""
+    sizes = {}
+    for key, default in defaults.items():
+        value = config.get(key, default)
+        if value is None and default is None:
+            sizes[key] = None
+            continue
+        if key == "time_step_rank" and value == "auto":
+            value = math.ceil(sizes["hidden_size"] / 16)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SPEC_INT:
+            raise AdapterError(f"{kind}: {label}: {key} must be an integer in [1, {MAX_SPEC_INT}], "
+                               f"got {str(value)[:40]!r}")
+        sizes[key] = value
+    return sizes
+
+
+def _mamba_bytes(s: dict) -> int:
+    """float32 bytes of a Mamba's parameters: embeddings and head, per layer in_proj, conv, x_proj, dt_proj, A, D,
+    out_proj."""
+    d, n, k = s["hidden_size"], s["state_size"], s["conv_kernel"]
+    e, r = s["expand"] * d, s["time_step_rank"]
+    return 4 * (2 * s["vocab_size"] * d + s["num_hidden_layers"] * (2 * d * e + e * (k + 1) + e * (r + 2 * n)
+                                                                     + r * e + e * (n + 2) + e * d + d))
+
+
+def _rwkv_bytes(s: dict) -> int:
+    """float32 bytes of an RWKV's parameters: embeddings and head, per layer attention (4 d·a) and channel
+    mixing (2 d·f + d²)."""
+    d = s["hidden_size"]
+    a, f = s["attention_hidden_size"] or d, s["intermediate_size"] or 4 * d
+    return 4 * (2 * s["vocab_size"] * d + s["num_hidden_layers"] * (4 * d * a + 2 * d * f + d * d + 8 * d))
+
+
+def _llama_bytes(s: dict) -> int:
+    """float32 bytes of a Llama's parameters (embeddings and head, attention 4 d², gated MLP 3 d·f)."""
+    d = s["hidden_size"]
+    return 4 * (2 * s["vocab_size"] * d + s["num_hidden_layers"] * (4 * d * d + 3 * d * s["intermediate_size"]))
+
+
+#: kind -> (the transformers class, config.json's model_type, its size keys and defaults, the bytes they take)
+KINDS = {
+    "hf-mamba": ("MambaForCausalLM", "mamba",
+                 {"hidden_size": 768, "state_size": 16, "conv_kernel": 4, "expand": 2, "num_hidden_layers": 32,
+                  "vocab_size": 50280, "time_step_rank": "auto"}, _mamba_bytes),
+    "hf-rwkv": ("RwkvForCausalLM", "rwkv",
+                {"hidden_size": 4096, "num_hidden_layers": 32, "vocab_size": 50277, "attention_hidden_size": None,
+                 "intermediate_size": None}, _rwkv_bytes),
+    "hf-llama": ("LlamaForCausalLM", "llama",
+                 {"hidden_size": 4096, "num_hidden_layers": 32, "vocab_size": 32000, "intermediate_size": 11008},
+                 _llama_bytes),
+}
+
+
+def read_config(kind: str, path, label: str) -> dict:
+    """A ``config.json`` (a regular file of at most :data:`MAX_CONFIG_BYTES`) as a dict, of the kind's model type,
+    its parameters' size checked against the memory budget."""
+    cls, model_type, defaults, nbytes = KINDS[kind]
+    path = regular_file(path, "", prefix=f"{kind}: {label}: ")
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise AdapterError(f"{kind}: {label} has {size} bytes; a config.json has a few thousand (at most "
+                           f"{MAX_CONFIG_BYTES} are read)")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AdapterError(f"{kind}: cannot read {label}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(config, dict):
+        raise AdapterError(f"{kind}: {label} is not a JSON object of model settings")
+    if config.get("model_type", model_type) != model_type:
+        raise AdapterError(f"{kind}: {label} describes a {str(config.get('model_type'))[:40]!r} model, not a "
+                           f"{model_type} ({cls}); use the kind of that model")
+    sizes = _sizes(config, defaults, kind, label)
+    check_memory(nbytes(sizes), "model", f"the {cls} of {label} ({sizes['num_hidden_layers']} layer(s), "
+                                         f"hidden {sizes['hidden_size']}, vocab {sizes['vocab_size']})")
+    return config
+
+
+def local_directory(kind: str, target: str):
+    """A ``save_pretrained`` directory whose entries are regular files or directories, its config.json read and
+    its sizes checked (:func:`read_config`)."""
+    path = regular_file(target, "the model directory ", directory=True, prefix=f"{kind}: ")
+    if not path.is_dir():
+        raise AdapterError(f"{kind}: {target!r} is not a directory written by save_pretrained")
+    for entry in path.iterdir():
+        regular_file(entry, "", directory=True, prefix=f"{kind}: in the model directory {target!r}: ")
+    read_config(kind, path / "config.json", f"the config.json of {target!r}")
+    return path
+
+
+def attention_has_rope() -> bool:
+    """Does commsim's attention layer compute rotary position embeddings (a ``rope`` field of its config)?"""
+    from protocols.models.attention_config import AttentionConfig
+    return any(f.name.startswith("rope") for f in fields(AttentionConfig))
+
+
+def llama_refusal(what: str) -> AdapterError:
+    """Why a Llama-style model (RMSNorm, RoPE, gated MLP, grouped-query attention) is not wrapped."""
+    if not attention_has_rope():
+        reason = ("its attention rotates q and k by position (RoPE), and commsim's attention exchange has no RoPE "
+                  "yet, so no exact protocol for it can be built")
+    else:
+        reason = "commsim does not fold a Llama block (RMSNorm, gated MLP, grouped-query attention) into psi yet"
+    return AdapterError(f"{what}: a Llama-style model is not supported: {reason}")
+
+
+def _factory(kind: str):
+    cls_name = KINDS[kind][0]
+
+    def factory(spec, vocab_size=None, seq_len=None, **context):
+        if not spec.target:
+            raise AdapterError(f"{kind} needs a local directory written by save_pretrained: {kind}:DIR")
+        unknown = [k for k in spec.params if k not in ("precision", "frac", "dtype")]
+        if unknown:
+            raise AdapterError(f"{kind}: unknown key(s) {', '.join(unknown)} (keys: precision=, frac=, dtype=)")
+        path = local_directory(kind, spec.target)
+        if kind == "hf-llama":
+            raise llama_refusal(f"hf-llama:{spec.target}")
+        fmt = spec.format_if_given()
+        torch = require_torch()
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        try:
+            import transformers
+        except ImportError:
+            raise AdapterError(f"{kind} needs transformers: pip install 'commsim[hf]'") from None
+        from protocols.adapters.torch.adapt import from_torch
+        from protocols.adapters.torch.specs import _quiet_loading
+        try:
+            with _quiet_loading():
+                model = getattr(transformers, cls_name).from_pretrained(str(path), local_files_only=True)
+        except Exception as exc:
+            raise AdapterError(f"{kind}: cannot load {spec.target!r}: {type(exc).__name__}: {exc}") from None
+        model.eval()
+        if fmt is not None and getattr(fmt, "dtype", None) in ("float16", "bfloat16", "float64"):
+            model = model.to(getattr(torch, fmt.dtype))
+        return from_torch(model, precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec.text)
+
+    factory.__doc__ = (f"A Hugging Face {cls_name} from a local save_pretrained directory ({kind}:DIR"
+                       f"[:precision=P|dtype=NAME]); never downloads.")
+    return factory
+
+
+DESCRIPTIONS = {
+    "hf-mamba": "a Hugging Face MambaForCausalLM from a local DIR (any layers; state per layer: SSM + conv window)",
+    "hf-rwkv": "a Hugging Face RwkvForCausalLM from a local DIR (any layers; state per layer: 5 vectors)",
+    "hf-llama": "a Hugging Face LlamaForCausalLM from a local DIR (refused until the attention exchange has RoPE)",
+}
+
+
+def register(registry) -> None:
+    """The kinds ``hf-mamba``, ``hf-rwkv`` and ``hf-llama``."""
+    for kind, text in DESCRIPTIONS.items():
+        registry.register("model", kind, _factory(kind), text)
