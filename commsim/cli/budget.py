@@ -87,7 +87,7 @@ ARCH_HELP = ("The architecture, NAME[:key=value]; what --width means: elman, gru
 def _paper_line(d: dict) -> str:
     """The paper's max N (its inequality) with the line on why it differs from the protocol's."""
     if d["paper_max_n"] is None and d["paper_first_ruled_out"] is None:
-        return d["paper_note"] or "the bound does not apply"
+        return d["paper_note"]
     return f"{d['paper_max_n']} (first ruled out: {d['paper_first_ruled_out']}); {d['paper_note']}"
 
 

@@ -98,16 +98,28 @@ def arch_shape(arch: str, simulator) -> ArchShape:
     return ArchShape(name, options, entry.width_meaning, entry)
 
 
+#: ``run_size`` bisects the sizes of a task whose encoding is not affine in its size only up to this N
+RUN_SIZE_SEARCH = 1 << 20
+
+
 def run_size(reduction, N: int) -> int | None:
     """The ``commsim run --n`` whose encoding has length N (the source problem's size), or None when no
-    ``run --n`` gives N.  Encodings are affine in the size, N = a·n + c: two small encodings give a and c."""
-    a0, a1 = 2, 4                   # valid sizes of every task (Dyck strings have even length)
-    N0, N1 = reduction.seq_len(a0), reduction.seq_len(a1)
-    slope, rem = divmod(N1 - N0, a1 - a0)
-    if rem or slope < 1:
+    ``run --n`` gives N.  Most encodings are affine in the size, N = a·n + c: three small encodings give a and c
+    and check it; for any other (Directed 3-Cycle's (3n)^2 tokens) the sizes are bisected (N <= 2^20)."""
+    probes = (2, 4, 6)                 # valid sizes of every task (Dyck strings have even length)
+    lengths = [reduction.seq_len(a) for a in probes]
+    slope, rem = divmod(lengths[1] - lengths[0], probes[1] - probes[0])
+    offset = lengths[0] - slope * probes[0]
+    if not rem and slope >= 1 and lengths[2] == slope * probes[2] + offset:
+        n, rest = divmod(int(N) - offset, slope)
+        return n if rest == 0 and n >= 1 else None
+    if N > RUN_SIZE_SEARCH:
         return None
-    n, rest = divmod(int(N) - (N0 - slope * a0), slope)
-    return n if rest == 0 and n >= 1 else None
+    lo, hi = 1, int(N)                 # the encoding grows with the size: the last n with seq_len(n) <= N
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if reduction.seq_len(mid) <= N else (lo, mid - 1)
+    return lo if reduction.seq_len(lo) == N else None
 
 
 @dataclass
@@ -121,6 +133,7 @@ class Judgement:
     bob_to_alice: int | None = None
     text: str = ""
     assumptions: dict = field(default_factory=dict)
+    senders: frozenset | None = None       # the parties that speak in the plan (None: no plan)
 
     @property
     def fits(self) -> bool:
@@ -142,7 +155,8 @@ def judge(reduction, simulator, width: int, precision: int, heads: int, N: int, 
     except NotApplicable as exc:
         return Judgement(N, bound.not_applicable(str(exc)))
     bound = reduction.length_bound(simulator, N, senders=plan.senders)
-    return Judgement(N, bound, plan.bits, plan.alice_to_bob, plan.bob_to_alice, plan.text, plan.assumptions)
+    return Judgement(N, bound, plan.bits, plan.alice_to_bob, plan.bob_to_alice, plan.text, plan.assumptions,
+                     plan.senders)
 
 
 def _search(reduction, fits, top: int) -> tuple[int | None, int | None]:
@@ -193,22 +207,26 @@ def search_lengths(reduction, simulator, width: int, precision: int, heads: int,
     return (length(last_fit) if last_fit is not None else None), length(first_out), searched
 
 
-def paper_fits(reduction, simulator, width: int, precision: int, heads: int, N: int) -> bool:
+def paper_fits(reduction, simulator, width: int, precision: int, heads: int, N: int,
+               senders: frozenset | None = None) -> bool:
     """The paper's inequality at length N: its count (:meth:`Simulator.budget_bits`, e.g. Theorem 4's
-    3m(p + ceil(log2 N))H) >= the bound at N in the theorem's own form (:meth:`Reduction.length_bound`);
-    True when that bound does not apply."""
-    bound = reduction.length_bound(simulator, N)
+    3m(p + ceil(log2 N))H) >= the bound at N in the theorem's own form (:meth:`Reduction.length_bound`, for the
+    parties ``senders`` that speak in the protocol); True when that bound does not apply."""
+    bound = reduction.length_bound(simulator, N, senders=senders)
     if not bound.applies or bound.bits is None:
         return True
     return simulator.budget_bits(width, precision, heads, N)[0] >= bound.bits
 
 
-def paper_lengths(reduction, simulator, width: int, precision: int, heads: int) -> tuple[int | None, int | None]:
+def paper_lengths(reduction, simulator, width: int, precision: int, heads: int,
+                  senders: frozenset | None = None) -> tuple[int | None, int | None]:
     """(paper_max_n, the smallest valid N the paper's inequality rules out): the inequality, not the plan, so
-    searched up to :data:`MAX_SEARCH` whatever the plan's limit (None, None: nothing ruled out there)."""
+    searched up to :data:`MAX_SEARCH` whatever the plan's limit (None, None: nothing ruled out there).  The bound
+    is the one for the parties ``senders`` that speak in the protocol (who speaks depends on the split, not N)."""
     length = reduction.length_for_size
     last_fit, first_out = _search(
-        reduction, lambda n: paper_fits(reduction, simulator, width, precision, heads, length(n)), MAX_SEARCH)
+        reduction, lambda n: paper_fits(reduction, simulator, width, precision, heads, length(n), senders),
+        MAX_SEARCH)
     if first_out is None:
         return None, None
     return (length(last_fit) if last_fit is not None else None), length(first_out)
@@ -268,9 +286,15 @@ class BudgetReport:
 
 
 def _valid_at_most(reduction, N: int) -> int | None:
-    """The largest valid length <= N (None: none)."""
-    n = (int(N) - reduction.length_offset) // reduction.length_scale
-    return reduction.length_for_size(n) if n >= reduction.min_size else None
+    """The largest valid length <= N (None: none), bisected over the sizes n (the lengths grow with n; a task may
+    override :meth:`Reduction.length_for_size` with a non-affine one, as Directed 3-Cycle's (3n)^2 does)."""
+    lo, hi = reduction.min_size, max(int(N), reduction.min_size)
+    if reduction.length_for_size(lo) > N:
+        return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if reduction.length_for_size(mid) <= N else (lo, mid - 1)
+    return reduction.length_for_size(lo)
 
 
 def _check_sizes(simulator, width: int, precision: int, heads: int) -> None:
@@ -282,12 +306,14 @@ def _check_sizes(simulator, width: int, precision: int, heads: int) -> None:
         raise InputError(f"heads is only for the architecture(s) {' or '.join(with_heads)}", "heads")
 
 
-def _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j) -> str:
+def _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j,
+                applies: bool) -> str:
     """One line: where the paper's max N comes from and why it differs from the protocol's (or that they agree)."""
+    if not applies:
+        return "the bound does not apply to this protocol, so the paper's inequality rules out nothing either"
     if paper_max_n is None and paper_out is None:
-        return ("the paper's inequality rules out no length up to N = "
-                f"{reduction.length_for_size(MAX_SEARCH)}" if reduction.length_bound(
-                    simulator, reduction.length_for_size(max(reduction.min_size, 2))).applies else "")
+        return (f"the paper's inequality (its count against the bound) rules out no valid N up to "
+                f"{reduction.length_for_size(MAX_SEARCH)}")
     N = j.n
     paper_bits, paper_text = simulator.budget_bits(plan_width, precision, heads, N)
     formula = paper_text.split(" = ")[0]
@@ -329,7 +355,9 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
         max_n, first_out, searched = search_lengths(reduction, simulator, plan_width, precision, heads, dim)
     else:
         max_n, first_out, searched = None, None, None
-    paper_max_n, paper_out = paper_lengths(reduction, simulator, plan_width, precision, heads)
+    # the paper's inequality binds where the bound applies to this protocol at all (Appendix C: not to MQAR)
+    paper_max_n, paper_out = (paper_lengths(reduction, simulator, plan_width, precision, heads, probe.senders)
+                              if probe.bound.applies else (None, None))
     if n is None:
         N = max_n if max_n else (first_out or (searched if probe.bound.applies and searched else first))
     else:
@@ -365,7 +393,8 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
                      "bits_formula": simulator.budget_bits(plan_width, precision, heads, L)[0],
                      "lower_bound_bits": r.bound.bits if r.bound.applies else None,
                      "ok": r.fits if r.bound.applies and r.protocol_bits is not None else None})
-    paper_note = _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j)
+    paper_note = _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j,
+                             probe.bound.applies)
     return BudgetReport(shape.name, task, width, precision, heads, N, bits, bits_text, bound, max_n, verdict, rows, j,
                         first_out, searched, reduction.n_meaning, n, notes, paper_max_n, paper_out, paper_note,
                         shape.width_meaning, plan_width if shape.arch is not None else None, shape.state_text(width),
