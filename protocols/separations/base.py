@@ -179,7 +179,9 @@ class Separation:
                         f"({weak[ours]} vs {weak[theirs]}).")
             text += (f", and {weak[ours]} vs {weak[theirs]} with --gamma {WEAKEST_GAMMA} (for k <= 1000 the "
                      f"weakest condition any gamma < 1 sets: vectors distinct up to sign)")
-        return f"no accepted --n or --gamma brings the crossing into view here: {text}."
+        knobs = "--n or --gamma" if "gamma" in self.options else "--n"
+        fixed = ", ".join(f"{k} = {v}" for k, v in options.items() if k != "gamma")
+        return f"no accepted {knobs} brings the crossing into view here{f' (at {fixed})' if fixed else ''}: {text}."
 
 
 def instances_for(problem, count_all: int, instances: int | None, seed: int, cap: int | None = None):
