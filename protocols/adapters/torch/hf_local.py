@@ -129,7 +129,9 @@ def llama_refusal(what: str) -> AdapterError:
     return AdapterError(f"{what}: a Llama-style model is not supported: {reason}")
 
 
-def _factory(kind: str):
+def _factory(kind: str, adapt, quiet_loading):
+    """The model factory of ``kind``; ``adapt`` is :func:`~.adapt.from_torch` and ``quiet_loading`` the context
+    that keeps Hugging Face's progress bars off (handed in by :func:`register`: this module is imported by both)."""
     cls_name = KINDS[kind][0]
 
     def factory(spec, vocab_size=None, seq_len=None, **context):
@@ -148,17 +150,15 @@ def _factory(kind: str):
             import transformers
         except ImportError:
             raise AdapterError(f"{kind} needs transformers: pip install 'commsim[hf]'") from None
-        from protocols.adapters.torch.adapt import from_torch
-        from protocols.adapters.torch.specs import _quiet_loading
         try:
-            with _quiet_loading():
+            with quiet_loading():
                 model = getattr(transformers, cls_name).from_pretrained(str(path), local_files_only=True)
         except Exception as exc:
             raise AdapterError(f"{kind}: cannot load {spec.target!r}: {type(exc).__name__}: {exc}") from None
         model.eval()
         if fmt is not None and getattr(fmt, "dtype", None) in ("float16", "bfloat16", "float64"):
             model = model.to(getattr(torch, fmt.dtype))
-        return from_torch(model, precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec.text)
+        return adapt(model, precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec.text)
 
     factory.__doc__ = (f"A Hugging Face {cls_name} from a local save_pretrained directory ({kind}:DIR"
                        f"[:precision=P|dtype=NAME]); never downloads.")
@@ -172,7 +172,7 @@ DESCRIPTIONS = {
 }
 
 
-def register(registry) -> None:
-    """The kinds ``hf-mamba``, ``hf-rwkv`` and ``hf-llama``."""
+def register(registry, adapt, quiet_loading) -> None:
+    """The kinds ``hf-mamba``, ``hf-rwkv`` and ``hf-llama`` (``adapt``, ``quiet_loading``: :func:`_factory`)."""
     for kind, text in DESCRIPTIONS.items():
-        registry.register("model", kind, _factory(kind), text)
+        registry.register("model", kind, _factory(kind, adapt, quiet_loading), text)

@@ -375,4 +375,4 @@ def register(registry) -> None:
                       "a one-layer Hugging Face GPT-2 (local DIR, config=FILE.json, or random dim=,heads=,seed=)")
     registry.register("model", "tl", tl_factory,
                       "a random one-layer TransformerLens model (dim=,heads=,attn_only=,norm=,seed=)")
-    hf_local.register(registry)
+    hf_local.register(registry, from_torch, _quiet_loading)

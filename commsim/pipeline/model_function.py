@@ -1,0 +1,71 @@
+"""A model's own function on a reduction's instances: the answers of its direct forward, for the model-function
+matrix (:mod:`commsim.theory.model_matrix`, ``commsim matrix --model SPEC --reduction R``).
+
+The answers are :meth:`commsim.pipeline.stages.Prepared.direct_answers`: encode, the simulator's
+``direct_labels`` (the model's own forward), decode.  A model no simulator wraps -- a multi-layer transformer,
+refused by ``run`` with its reason (Lemma 5 of [BHBK24]) -- still has a function: it is evaluated by its own
+``forward(tokens)``, which must give its decision at the last position (one label per row) on a reduction whose
+output is read there; anything else is refused with the reason.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from commsim.core.errors import InputError, NotApplicable
+from commsim.core.limits import check_size
+from commsim.pipeline.stages import prepare, simulator_for
+from commsim.plugins import load_plugins, make_model
+from commsim.theory.model_matrix import MAX_MODEL_CELLS, check_matrix_size
+from commsim.theory.problems import Problem
+
+#: the largest n of a model's matrix (every problem's matrix has at least 2^n cells: 2^32 is far past the limit)
+MAX_MATRIX_N = 32
+
+
+def model_answers(reduction: str, model: str, n: int, *, max_cells: int = MAX_MODEL_CELLS
+                  ) -> tuple[Problem, Callable, str]:
+    """(the reduction's problem at n, ``answers(A, B)`` -> the model's 0/1 answers, how they are computed).  The
+    matrix's size (at most ``max_cells`` instances) is checked before the model is built."""
+    check_size(n, "n", 1, MAX_MATRIX_N, "a model's matrix runs the model on every instance")
+    check_matrix_size(load_plugins().get("reduction", reduction, param="reduction").problem(n), max_cells)
+    try:
+        setup = prepare(reduction, model, n)
+    except NotApplicable as refused:
+        return _forward_only(reduction, model, n, refused)
+    return (setup.problem, setup.direct_answers,
+            f"the model's direct forward ({setup.simulator.name}'s direct_labels), decoded by {setup.reduction.id}")
+
+
+def _forward_only(reduction_id: str, spec: str, n: int, refused: NotApplicable):
+    """A model that no simulator wraps, evaluated by its own ``forward`` (module docstring); ``refused`` is
+    raised again when a simulator does wrap it (the reduction refused the model for another reason)."""
+    reduction = load_plugins().get("reduction", reduction_id, param="reduction")
+    problem = reduction.problem(n)
+    built = make_model(spec, **reduction.model_context(n))
+    try:
+        simulator_for(built)
+    except NotApplicable:
+        pass
+    else:
+        raise refused
+    forward = getattr(built, "forward", None)
+    if not callable(forward):
+        raise InputError(f"model: no simulator wraps {spec!r} ({refused}) and it has no forward(tokens) to evaluate "
+                         f"its function with", "model")
+
+    def answers(A, B):
+        encoded = reduction.encode(problem, A, B)
+        last = encoded.tokens.shape[1] - 1
+        if tuple(encoded.output_positions) != (last,):
+            raise InputError(f"model: no simulator wraps {spec!r}, and its forward gives its decision at the last "
+                             f"position; {reduction.id} reads the output at position(s) "
+                             f"{[p + 1 for p in encoded.output_positions]} of {last + 1}", "model")
+        labels = np.asarray(forward(encoded.tokens))
+        if labels.shape != (len(encoded.tokens),):
+            raise InputError(f"model: no simulator wraps {spec!r}, and its forward(tokens) gave shape {labels.shape}, "
+                             f"not one decision per row", "model")
+        return reduction.decode(labels[:, None], B)
+
+    return problem, answers, f"the model's own forward (no simulator wraps it), decoded by {reduction.id}"
