@@ -15,6 +15,7 @@ Kinds of entries:
                   module, ...) into a model a simulator accepts; ``make_model(obj)`` tries them in turn
 ``topic``         teaching walkthroughs (``commsim teach``)
 ``separation``    both sides of a separation (``commsim separate``)
+``experiment``    a paper's experiment: trained models with the bounds beside them (``commsim replicate``)
 """
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ from commsim.spec import ModelSpec, user_code_failure
 ENTRY_POINT_GROUP = "commsim.plugins"
 
 
-KINDS = ("cc-protocol", "reduction", "model", "simulator", "adapter", "topic", "separation")
+KINDS = ("cc-protocol", "reduction", "model", "simulator", "adapter", "topic", "separation", "experiment")
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,7 @@ from commsim.cli import (  # noqa: E402,F401
     fooling,
     listing,
     matrix,
+    replicate,
     run,
     separate,
     sweep,

@@ -1,0 +1,250 @@
+"""``replicate``: a paper's experiment at a chosen scale -- trained models, the bounds beside them -- as a
+resumable table, run on the sweep executors.
+
+An experiment is a plugin (registry kind ``experiment``; [BHBK24]'s are in ``protocols/experiments``) with
+
+* ``name``, ``title``, ``source``, ``figure`` and ``scales`` (the scale names it knows: ``quick``, ``cpu``,
+  ``paper``);
+* ``cells(scale)`` -- the grid, plain JSON-able dicts with at least ``model``, ``layers``, ``width``, ``N``,
+  ``seed`` (and every size the cell depends on: the cell is its own provenance);
+* ``run_cell(cell)`` -- trains and measures one cell: a dict of figures with at least ``accuracy``;
+* ``check(rows)`` -- the invariants the rows violate, as sentences (empty: none);
+* ``claims(rows)`` -- the paper's claims checked on the rows: dicts ``claim``, ``paper``, ``ours``,
+  ``status`` (``reproduced``, ``not reproduced``, ``not measured``);
+* ``bound_curve(rows, N)`` -- the accuracy ceiling over state bits at length N (``bits``, ``ceiling``,
+  ``line``, ``label``, ``line_label``) or None.
+
+Each cell is keyed by a hash of the experiment's name and the cell (:func:`cell_key`); with ``out`` the rows of
+a table written before are read first and every cell whose key is there without an error is not run again; the
+table is rewritten after every cell, so an interrupted run loses only the cells that were running.  A file that
+is not a replicate table is refused, never overwritten.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import json
+import math
+import platform
+import time
+from pathlib import Path
+from typing import Callable
+
+from commsim.core.errors import InputError
+from commsim.core.jsonable import to_jsonable
+from commsim.pipeline.executors import Executor, check_workers, make_executor
+from commsim.pipeline.sweep import table_format
+from commsim.plugins import load_plugins
+
+#: the scales an experiment may define
+SCALES = ("quick", "cpu", "paper")
+#: the columns every row has (a failed cell's too); a file without them is not a replicate table
+KEY_COLUMNS = ("cell", "experiment", "scale", "model", "layers", "width", "N", "seed", "error")
+#: bumped when what a cell computes changes: rows of an older version are run again
+VERSION = 1
+
+
+def experiment_object(name, plugins=()):
+    """The registered experiment ``name`` (an InputError naming ``experiment`` with the known names)."""
+    if not isinstance(name, str):
+        return name
+    return load_plugins(plugins).get("experiment", name, param="experiment")
+
+
+def cell_key(experiment: str, cell: dict) -> str:
+    """16 hex digits: a hash of the experiment, the cell (its sizes included) and :data:`VERSION`."""
+    text = json.dumps({"experiment": experiment, "cell": cell, "version": VERSION}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _provenance() -> dict:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        commsim_version = version("commsim")
+    except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
+        commsim_version = "0.0.0+source"
+    try:
+        import torch
+        torch_version = torch.__version__
+    except ImportError:  # pragma: no cover - an experiment without torch
+        torch_version = None
+    return {"commsim_version": commsim_version, "torch_version": torch_version, "python": platform.python_version(),
+            "machine": platform.machine()}
+
+
+def run_experiment_cell(cell: dict, experiment: str, plugins: tuple[str, ...] = ()) -> dict:
+    """One cell's row: its key, coordinates and sizes, the experiment's figures, provenance, seconds; an
+    InputError becomes the row's ``error``.  Module-level, so the processes and Dask executors can pickle it."""
+    row = {"cell": cell_key(experiment, cell), "experiment": experiment, **cell, "error": None}
+    start = time.perf_counter()
+    try:
+        row.update(experiment_object(experiment, plugins).run_cell(dict(cell)))
+    except InputError as exc:
+        row["error"] = " ".join(str(exc).split()) or type(exc).__name__
+    row.update(_provenance())
+    row["seconds"] = round(time.perf_counter() - start, 3)
+    return to_jsonable(row)
+
+
+# ---- tables ---------------------------------------------------------------------------------------
+def _plain(value):
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def read_rows(path, param: str = "out") -> list[dict]:
+    """The rows of a replicate table ([] when the file does not exist or is empty); an InputError naming
+    ``param`` when the file exists and is not one (never overwritten)."""
+    import pandas as pd
+    path = Path(str(path))
+    fmt = table_format(path, param)
+    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
+        return []
+    if not path.is_file():
+        raise InputError(f"{param}: {str(path)!r} is not a regular file", param)
+    try:
+        if fmt == "json":
+            rows = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+                raise ValueError("not a list of rows")
+            frame = pd.DataFrame.from_records(rows)
+        elif fmt == "csv":
+            frame = pd.read_csv(path, dtype={"cell": str})
+        else:
+            frame = pd.read_parquet(path)
+    except Exception as exc:  # noqa: BLE001 - a file that does not read as a table: the user's
+        raise InputError(f"{param}: {str(path)!r} exists and does not read as a {fmt} table ({type(exc).__name__}); "
+                         f"give another file or remove it", param) from None
+    missing = [c for c in KEY_COLUMNS if c not in frame.columns]
+    if missing or not len(frame):
+        reason = "no rows" if not len(frame) else f"no {', '.join(map(repr, missing))} column"
+        raise InputError(f"{param}: {str(path)!r} exists and is not a commsim replicate table ({reason}); give "
+                         f"another file or remove it", param)
+    return [{k: _plain(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
+
+
+def to_frame(rows: list[dict]):
+    """Rows as a DataFrame, the key columns first; nullable dtypes (a count stays an integer beside a gap)."""
+    import pandas as pd
+    names = list(dict.fromkeys(k for row in rows for k in row))
+    order = [c for c in KEY_COLUMNS if c in names] + [k for k in names if k not in KEY_COLUMNS]
+    frame = pd.DataFrame.from_records(rows, columns=order)
+    for column in frame.columns:
+        if frame[column].notna().any():
+            frame[column] = frame[column].convert_dtypes()
+    return frame
+
+
+def table_bytes(rows: list[dict], fmt: str) -> bytes:
+    """The rows as a parquet, csv or json file's content."""
+    if fmt == "json":
+        return (json.dumps(to_jsonable(rows), indent=1) + "\n").encode()
+    frame = to_frame(rows)
+    if fmt == "csv":
+        return frame.to_csv(index=False).encode()
+    buffer = io.BytesIO()
+    for column in frame.columns:                  # a column of mixed kinds as text (parquet needs one type)
+        if frame[column].dtype == object and len({type(v) for v in frame[column] if v is not None}) > 1:
+            frame[column] = [None if v is None else str(v) for v in frame[column]]
+    frame.to_parquet(buffer, index=False)
+    return buffer.getvalue()
+
+
+# ---- the run --------------------------------------------------------------------------------------
+def replicate(experiment, scale: str = "quick", *, executor="inprocess", scheduler=None, workers: int | None = None,
+              out=None, write: Callable[[str, bytes], None] | None = None, plugins: tuple[str, ...] = (),
+              progress: Callable[[int, int], None] | None = None):
+    """Run every cell of ``experiment`` at ``scale`` and return the rows as a pandas DataFrame whose ``attrs``
+    hold ``experiment``, ``title``, ``source``, ``figure``, ``scale``, ``cells``, ``run``, ``skipped``,
+    ``failed``, ``executor``, ``violations`` (the experiment's invariants the rows break) and ``claims`` (the
+    paper's claims checked).  ``out``: a table to resume from and keep up to date, written with
+    ``write(path, content)``."""
+    if not isinstance(scale, str) or scale not in SCALES:
+        raise InputError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}", "scale")
+    exp = experiment_object(experiment, plugins)
+    if scale not in exp.scales:
+        raise InputError(f"{exp.name} has no scale {scale!r}; it has {', '.join(exp.scales)}", "scale")
+    if not isinstance(executor, Executor):
+        check_workers(executor, workers)
+    fmt = None if out is None else table_format(out)
+    if out is not None and write is None:
+        raise InputError("out needs a writer: call commsim.replicate (which brings the atomic file writer)", "out")
+    cells = exp.cells(scale)
+    keys = [cell_key(exp.name, cell) for cell in cells]
+    old = [] if out is None else read_rows(out)
+    done = {r["cell"]: r for r in old if r.get("cell") in set(keys) and not r.get("error")}
+    todo = [i for i, key in enumerate(keys) if key not in done]
+    rows = dict(done)
+
+    def save() -> None:
+        if out is None or not rows:            # a table is never written without a row
+            return
+        kept = [r for r in old if r.get("cell") not in set(keys)]
+        write(str(out), table_bytes([rows[k] for k in keys if k in rows] + kept, fmt))
+
+    described, finished = "none", len(cells) - len(todo)
+    if progress is not None:
+        progress(finished, len(cells))
+    if todo:
+        with (make_executor(executor, scheduler, workers) if not isinstance(executor, Executor) else
+              _borrowed(executor)) as ex:
+            described = ex.describe()
+            task = functools.partial(run_experiment_cell, experiment=exp.name, plugins=tuple(plugins))
+            try:
+                for index, row in ex.as_completed(task, [cells[i] for i in todo]):
+                    rows[keys[todo[index]]] = row
+                    finished += 1
+                    if progress is not None:
+                        progress(finished, len(cells))
+                    save()
+            finally:
+                save()
+    ordered = [rows[k] for k in keys]
+    ran = [rows[keys[i]] for i in todo]
+    if ran and all(r.get("error") for r in ordered):
+        raise InputError(f"every cell failed; the first: {ran[0]['error']}", "experiment")
+    frame = to_frame(ordered)
+    good = [r for r in ordered if not r.get("error")]
+    frame.attrs.update({"experiment": exp.name, "title": exp.title, "source": exp.source, "figure": exp.figure,
+                        "scale": scale, "cells": len(cells), "run": len(todo), "skipped": len(done),
+                        "failed": sum(1 for r in ordered if r.get("error")), "executor": described,
+                        "violations": list(exp.check(good)), "claims": list(exp.claims(good)),
+                        "out": None if out is None else str(out)})
+    return frame
+
+
+class _borrowed:
+    """An executor the caller started: used, not closed."""
+
+    def __init__(self, executor: Executor):
+        self.executor = executor
+
+    def __enter__(self) -> Executor:
+        return self.executor
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
+def bound_curves(experiment, frame) -> dict:
+    """N -> the experiment's ceiling over state bits at N (``bound_curve``), for the figures and the page."""
+    exp = experiment_object(experiment)
+    rows = frame_rows(frame)
+    out = {}
+    for N in sorted({r["N"] for r in rows}):
+        curve = exp.bound_curve(rows, N)
+        if curve is not None:
+            out[N] = curve
+    return out
+
+
+def frame_rows(frame) -> list[dict]:
+    """A frame's rows as plain dicts (NA as None), the cells that failed left out."""
+    rows = [{k: _plain(v) for k, v in r.items()} for r in frame.astype(object).to_dict("records")]
+    return [r for r in rows if not r.get("error")]

@@ -1,0 +1,98 @@
+"""The replication's pieces: the paper's data generators (Appendix H.1 of [BHBK24]), the recurrent models'
+parallel form against their step (what commsim runs), the restriction of a k-ary index lookup model to INDEX_N's
+tokens, training's determinism, and the registry entries."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+
+import commsim  # noqa: E402
+from protocols.experiments import data  # noqa: E402
+from protocols.experiments.bounds import commsim_accuracy, commsim_model, restricted_to_index  # noqa: E402
+from protocols.experiments.nets import build  # noqa: E402
+from protocols.experiments.train import predictions, torch_deterministic, train  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(1, 30), st.integers(0, 2**32 - 1))
+def test_dyck_members_and_negatives(half, seed):
+    rng = np.random.default_rng(seed)
+    N = 2 * half
+    member = data.dyck_member(rng, N)
+    assert len(member) == N and data.is_member(member)
+    tokens, labels = data.dyck_batch(rng, N, 16)
+    assert tokens.shape == (16, N)
+    assert all(data.is_member(t) == bool(y) for t, y in zip(tokens, labels))
+
+
+def test_is_member_is_dyck22():
+    assert data.is_member([0, 2, 3, 1, 2, 3])            # ( [ ] ) [ ]
+    assert not data.is_member([0, 2, 0, 1, 3, 1])        # depth 3
+    assert not data.is_member([0, 3])                    # ( ]
+    assert not data.is_member([0, 2])                    # unclosed
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(2, 64), st.integers(1, 60), st.integers(0, 2**32 - 1))
+def test_index_batches(k, N, seed):
+    tokens, labels = data.index_batch(np.random.default_rng(seed), k, N, 8)
+    L = tokens.shape[1] - 1
+    assert min(10, N) <= L <= N
+    assert (tokens[:, :L] < k).all() and (tokens[:, L] >= k).all() and (tokens[:, L] < k + L).all()
+    assert (tokens[np.arange(8), tokens[:, L] - k] == labels).all()
+
+
+@pytest.mark.parametrize("arch", ["lstm", "dss", "linattn"])
+def test_parallel_form_equals_the_step(arch):
+    torch.manual_seed(1)
+    net = build(arch, 20, 5, 6).double()
+    tokens = torch.randint(0, 20, (4, 13))
+    with torch.no_grad():
+        state = net.initial_state(4)
+        for t in range(tokens.shape[1]):
+            state = net.step(state, tokens[:, t])
+        assert torch.allclose(net.readout(state), net.logits(tokens), atol=1e-10)
+
+
+@pytest.mark.parametrize("arch", ["lstm", "dss"])
+def test_commsim_runs_the_trained_model(arch):
+    """At float32 commsim's model decides as the torch module does; the restricted copy answers INDEX_N as the
+    full model does on binary strings."""
+    torch_deterministic(0)
+    k, N = 4, 6
+    net = build(arch, k + N, k, 3)
+    tokens, labels = data.index_batch(np.random.default_rng(0), k, N, 32, length=N)
+    model = commsim_model(net, k + N)
+    raw = model.forward_batch(tokens, (N,))[:, 0]
+    assert (raw.argmax(axis=1) == predictions(net, tokens)).mean() >= 0.95     # float64 vs float32 ties aside
+    assert 0 <= commsim_accuracy(model, tokens, labels) <= 1
+    small = restricted_to_index(net, k, N)
+    binary = np.concatenate([np.random.default_rng(1).integers(0, 2, (16, N)), np.arange(16)[:, None] % N + k], 1)
+    mapped = binary.copy()
+    mapped[:, N] = binary[:, N] - k + 2                   # index-idxl's ids: 0, 1, then #1..#N from 2
+    assert np.array_equal(predictions(net, binary), predictions(small, mapped))
+
+
+def test_training_is_deterministic():
+    def once():
+        torch_deterministic(3)
+        net = build("dss", 10, 4, 3)
+        log = train(net, lambda rng: data.index_batch(rng, 4, 6, 16), steps=5, lr=1e-2, seed=3)
+        return log["final_loss"], [p.detach().clone() for p in net.parameters()]
+    (loss1, p1), (loss2, p2) = once(), once()
+    assert loss1 == loss2 and all(torch.equal(a, b) for a, b in zip(p1, p2))
+
+
+def test_registered_experiments():
+    registry = commsim.load_plugins()
+    assert {"bhbk24-index", "bhbk24-dyck"} <= set(registry.names("experiment"))
+    for name in ("bhbk24-index", "bhbk24-dyck"):
+        experiment = registry.get("experiment", name)
+        assert set(experiment.scales) == {"quick", "cpu", "paper"}
+        for scale in experiment.scales:
+            cells = experiment.cells(scale)
+            assert cells and all({"model", "layers", "width", "N", "seed"} <= set(c) for c in cells)
