@@ -132,3 +132,22 @@ def test_run_below_the_bound_must_fail_with_a_verified_certificate():
     assert report["verdict"]["outcome"] == "must_fail"
     assert report["certificate"]["verified"]
     assert report["protocol_matches_model"]
+
+
+def test_budget_plans_the_graph_exchange_by_node_counts():
+    """`budget --arch graph-attention` plans the same exchange from sizes (ranges of whole rows: any N)."""
+    from commsim.pipeline.budget import budget
+    from protocols.theorems import graph_nodes
+    report = budget("graph-attention", 1, 2, "disj-3cycle").to_dict()
+    assert report["bound_applies"] and report["max_n"] is not None
+    nodes = graph_nodes(report["max_n"])
+    n = nodes // 3
+    assert nodes % 3 == 0 and report["lower_bound_bits"] == n * n
+    # Alice's n rows and Bob's; W's public rows are not sent when the planner is told of them
+    assert graph_exchange_bits(1, 1, 1, 2, 2 * n) <= report["protocol_bits"] <= graph_exchange_bits(1, 1, 1, 2, 3 * n)
+    plan = GRAPH_EXCHANGE.shape_plan(1, 2, 1, nodes * nodes, range(n * nodes), (nodes * nodes - 1,),
+                                     public_positions=range(2 * n * nodes, nodes * nodes))
+    assert plan.bits == graph_exchange_bits(1, 1, 1, 2, 2 * n)
+    huge = 3 * 10 ** 6
+    assert GRAPH_EXCHANGE.shape_plan(1, 2, 1, huge * huge, range(huge * (huge // 3)), (0,)).bits == \
+        graph_exchange_bits(1, 1, 1, 2, huge)
