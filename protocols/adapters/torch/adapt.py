@@ -44,7 +44,8 @@ from protocols.models.recurrent import RecurrentModel
 
 #: keys of a dict of parts (a factory's return value, or a torch.save'd file); ``module``: the user's module the
 #: parts come from, whose own forward is the agreement check's reference
-PARTS = ("core", "embedding", "positions", "norm", "head", "residual", "key_embedding", "value_embedding", "module")
+PARTS = ("core", "embedding", "positions", "norm", "head", "residual", "mlp", "key_embedding", "value_embedding",
+         "module")
 
 
 def resolve_format(precision) -> NumberFormat | None:
@@ -143,6 +144,12 @@ def _from_parts(parts: dict, fmt, vocab_size, seq_len, spec, check, **given):
         if callable(getattr(part, "eval", None)) and hasattr(part, "training"):
             part.eval()
     kw = {k: parts.get(k, given.get(k)) for k in ("embedding", "positions", "head", "residual", "norm")}
+    if parts.get("mlp") is not None:   # the block's second residual branch, r + mlp(r), before the head
+        import torch.nn as nn
+        from protocols.adapters.torch.blocks import ResidualBranch
+        mlp = parts["mlp"]
+        mlp = nn.Sequential(*mlp) if isinstance(mlp, (list, tuple)) else mlp
+        kw["head"] = nn.Sequential(ResidualBranch(mlp), *([] if kw["head"] is None else [kw["head"]]))
     model = from_torch(parts["core"], precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec, check=check,
                        key_embedding=parts.get("key_embedding"), value_embedding=parts.get("value_embedding"), **kw)
     return model if parts.get("module") is None else with_reference(model, parts["module"], param="model")

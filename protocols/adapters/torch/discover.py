@@ -22,6 +22,11 @@ from protocols.adapters.torch.rnn import wrap_recurrent
 from protocols.adapters.torch.trace import find_roles, pooled_readout_reason, readout_positions, trace_forward
 from protocols.adapters.torch.trust import ModuleForward, compare_outputs, judge
 
+#: how a user says what is what when the forward cannot be read: every part a pre-LN block with an MLP needs
+PARTS_HINT = ("return a dict of parts from your factory to say what is what: {'embedding': tok, 'positions': pos, "
+              "'norm': ln_1, 'core': attn, 'residual': True, 'mlp': nn.Sequential(ln_2, mlp), "
+              "'head': nn.Sequential(ln_f, lm_head), 'module': your_module} (leave out what your model lacks)")
+
 #: library models found inside a wrapping module (wrapped whole, then verified)
 NESTED = {"GPT2LMHeadModel", "GPT2Model", "HookedTransformer", "TransformerBridge", "NativeModel"}
 
@@ -89,8 +94,12 @@ def discover(module, fmt, vocab_size, seq_len, spec, check, *, adapt, head=None,
         raise AdapterError(f"{label}: no nn.Embedding reads the token ids; return a dict of parts "
                            f"{{'embedding', 'core', 'head'}}")
     after = roles["after"]
+    heads = [head]
     if head is None:
-        head = None if not after else (after[0] if len(after) == 1 else nn.Sequential(*after))
+        from protocols.adapters.torch.blocks import head_readings
+        width = getattr(core, "embed_dim", None) or getattr(getattr(core, "self_attn", None), "embed_dim", None)
+        heads = head_readings(after, width, next(core.parameters()).dtype) if after else [None]
+        head = heads[0]
     before = roles["before"]
     if check and roles["traced"] and not isinstance(core, nn.RNNBase):
         read = readout_positions(module, core, probe, _batch_first(core))
@@ -112,9 +121,12 @@ def discover(module, fmt, vocab_size, seq_len, spec, check, *, adapt, head=None,
             [(before[:i], before[i:], "stream") for i in range(len(before))]
         if residual is not None:
             splits = [s for s in splits if (s[2] != "none") == bool(residual)]
-        for pre, norm, res in splits:
-            candidates.append(lambda f, pre=pre, norm=norm, res=res: wrap_mha(
-                core, tokens_emb, position_emb, head, f, residual=res, pre=pre or None, norm=norm or None, **kw))
+        for h in heads:   # the layers after the attention in order first, then with an MLP branch (.blocks)
+            for pre, norm, res in splits:
+                if h is not heads[0] and res == "none":
+                    continue
+                candidates.append(lambda f, pre=pre, norm=norm, res=res, h=h: wrap_mha(
+                    core, tokens_emb, position_emb, h, f, residual=res, pre=pre or None, norm=norm or None, **kw))
     else:
         candidates.append(lambda f: wrap_encoder(core, tokens_emb, position_emb, head, f, pre=before or None, **kw))
     failures = []
@@ -132,7 +144,8 @@ def discover(module, fmt, vocab_size, seq_len, spec, check, *, adapt, head=None,
         return model
     raise AdapterError(failures[-1] + ("" if len(failures) < 2 else
                                        f" (also tried {len(failures) - 1} other reading(s): with and without a "
-                                       f"residual connection, around each layer before the core)"))
+                                       f"residual connection, around each layer before the core, with each "
+                                       f"prefix of the layers after it as an MLP branch)"))
 
 
 def _roles(module, core_name, core, probe, label) -> dict:
@@ -208,6 +221,5 @@ def verify(model, module, label, check):
     if judged["ok"] is False:
         model.torch_forward = old
         raise AdapterError(f"{label}'s forward does not match embedding -> core -> head as commsim found them "
-                           f"({judged['note']}); return a dict of parts {{'embedding', 'norm', 'core', 'head'}} from "
-                           f"your factory to say what is what")
+                           f"({judged['note']}); {PARTS_HINT}")
     return model

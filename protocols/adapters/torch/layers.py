@@ -231,6 +231,8 @@ def numpy_steps(module, fmt: NumberFormat | None = None) -> list | None:
     ``fmt`` when given (every parameter is a number of the format)."""
     import torch.nn as nn
     q = (lambda a: a) if fmt is None else (lambda a: fmt.quantize(a))
+    if callable(getattr(module, "commsim_steps", None)):   # a module that says how it reads (.blocks)
+        return module.commsim_steps(fmt)
     if isinstance(module, nn.Sequential):
         steps = []
         for child in module:
