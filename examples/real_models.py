@@ -96,6 +96,8 @@ def save_tiny_rwkv(directory: str, vocab_size: int = 16, hidden: int = 8, layers
 
 if __name__ == "__main__":
     savers = {"mamba": save_tiny_mamba, "rwkv": save_tiny_rwkv}
-    if len(sys.argv) != 3 or sys.argv[1] not in savers:
-        sys.exit("usage: python -m examples.real_models mamba|rwkv DIRECTORY")
-    print(savers[sys.argv[1]](sys.argv[2]))
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in savers:
+        sys.exit("usage: python -m examples.real_models mamba|rwkv DIRECTORY [key=value,...]  "
+                 "(mamba: vocab_size, hidden, state, conv, layers, expand, seed; rwkv: vocab_size, hidden, layers, seed)")
+    sizes = dict(item.split("=", 1) for item in sys.argv[3].split(",")) if len(sys.argv) == 4 else {}
+    print(savers[sys.argv[1]](sys.argv[2], **{k: int(v) for k, v in sizes.items()}))
