@@ -70,6 +70,18 @@ def sweep(reductions, models=None, n=None, **options):
     return run_sweep(reductions, models, n, **options)
 
 
-__all__ = ["run_reduction", "run", "run_instances", "prepare", "Prepared", "search_certificate", "sweep", "sample", "vocabulary", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
+def replicate(experiment, scale="quick", **options):
+    """A paper's experiment at ``scale`` (``quick``, ``cpu``, ``paper``) as a pandas DataFrame, one row per model x
+    N x width x seed: ``commsim.replicate("bhbk24-index", "cpu", executor="processes", out="idx.parquet")``
+    (:func:`commsim.pipeline.replicate.replicate`; needs torch).  The frame's ``attrs`` hold the paper's claims
+    checked (``claims``) and the invariants broken (``violations``).  ``out`` is written through the command
+    line's atomic file writer and resumed from on the next call."""
+    from commsim.cli.files import write_bytes
+    from commsim.pipeline.replicate import replicate as run_replicate
+    options.setdefault("write", lambda path, data: write_bytes(path, data, option="out"))
+    return run_replicate(experiment, scale, **options)
+
+
+__all__ = ["run_reduction", "run", "run_instances", "prepare", "Prepared", "search_certificate", "sweep", "replicate", "sample", "vocabulary", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
            "InputError", "NotApplicable", "Protocol", "Receive", "Send", "FixedPoint", "FloatFormat",
            "parse_format", "AuditSession", "run_protocol", "__version__"]

@@ -106,3 +106,14 @@ def test_a_file_that_is_not_a_replicate_table_is_refused(tmp_path, capsys):
     code, _, err = run_main(capsys, "replicate", "bhbk24-index", "--out", str(other))
     assert code == 2 and "not a commsim replicate table" in err
     assert other.read_bytes() == before
+
+
+def test_the_api_reads_the_same_table(quick):
+    import commsim
+    folder, report = quick
+    frame = commsim.replicate("bhbk24-index", "quick", out=str(folder / "r.csv"))
+    assert frame.attrs["run"] == 0 and frame.attrs["skipped"] == len(frame) == report["cells"]
+    assert frame.attrs["violations"] == [] and frame.attrs["claims"] == report["claims"]
+    with pytest.raises(commsim.InputError) as caught:
+        commsim.replicate("bhbk24-index", "huge")
+    assert caught.value.param == "scale"
