@@ -99,7 +99,9 @@ def _paper_line(d: dict) -> str:
 @click.option("--heads", type=int, default=1, show_default=True, help="H: attention heads.")
 @click.option("--dim", type=int, default=8, show_default=True,
               help="d: the attention layer's embedding width (a one-way plan may send x_N, d·p bits).")
-@click.option("--task", required=True, help="A reduction id, e.g. index-idxl, eq-ineq, dyck22-fooling.")
+@click.option("--reduction", "--task", "task", required=True, metavar="REDUCTION",
+              help="The reduction whose bound to judge, e.g. index-idxl, eq-ineq, dyck22-fooling (--task is the "
+                   "same option under its older name).")
 @click.option("--n", "n", type=int, default=None,
               help="Sequence length N in tokens to judge (default: max_n); not run --n, the source problem's size.")
 @click.option("--solve", "solve_for", type=click.Choice(SOLVABLE), default=None,

@@ -104,7 +104,7 @@ def _check_plot_path(plot: str | None) -> Path | None:
 
 
 @cli.command("separate")
-@click.argument("task")
+@click.argument("task", metavar="SEPARATION")
 @click.option("--n", "n", type=int, required=True,
               help="Largest sequence length N (the rows run over powers of two up to N).")
 @click.option("--instances", default="1000", show_default=True,
