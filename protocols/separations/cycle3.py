@@ -116,9 +116,9 @@ class Cycle3Separation(Separation):
             {"arch": "higher-order graph unit (commsim's definition)", "model": "construct:3cycle-pair",
              "source": "commsim's own construction (the slides of [SHT23] name the unit without defining it)",
              "formula": "m = 1, p = 8 at every N (beta = 4, sink sigma = 10, F = 2 bits: hard attention)",
-             "verdict": "at N = {N}: the unit has m*p = {unit_bits} and is right on {accuracy:.4g} of "
-                        "{inputs} digraphs ({instances}) and on {reduction_accuracy:.4g} of the reduction's "
-                        "{reduction_inputs}; every graph transformer needs L*H*m*p >= {min_lhmp:.3g} (DISJ on "
+             "verdict": "at N = {N}: the unit has m*p = {unit_bits}, accuracy {accuracy:.4g} on {inputs} "
+                        "digraphs ({instances}) and {reduction_accuracy:.4g} on the reduction's "
+                        "{reduction_inputs} graphs; every graph transformer needs L*H*m*p >= {min_lhmp:.3g} (DISJ on "
                         "{disj_bits} bits); the smallest one (L = H = m = 1, p = 2) sends {exchange_bits} bits "
                         "through the real exchange"},
             {"arch": "graph transformers", "model": SMALL_MODEL.format(seed=0),
