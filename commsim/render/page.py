@@ -60,10 +60,10 @@ def markdown_to_html(text: str, figures: dict[str, Figure] | None = None) -> str
             maths.append(latex_to_mathml(m.group(1), display))
             return _TOKEN.format(len(maths) - 1)
         return put
-    body = _DISPLAY.sub(lambda m: "\n\n" + stash(True)(m) + "\n\n", text)
+    body = _DISPLAY.sub(lambda m: "\n\n" + stash(True)(m) + "\n\n", text)     # alone in a paragraph
     body = _INLINE.sub(stash(False), body)
     rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(body)
-    rendered = re.sub(r"<p>(MATHTOKEN\d{5}Z)</p>", r"\1", rendered)
+    rendered = re.sub(r"<p>(MATHTOKEN\d{5}Z)</p>", r'<div class="math">\1</div>', rendered)   # scrolls on a phone
     rendered = re.sub(r"MATHTOKEN(\d{5})Z", lambda m: maths[int(m.group(1))], rendered)
     for ident, fig in (figures or {}).items():
         rendered = rendered.replace(f"<p>{figure_token(ident)}</p>", figure_html(fig))
@@ -91,30 +91,41 @@ STYLE = """
 }
 * { box-sizing: border-box; }
 body { margin: 0 auto; max-width: 54rem; padding: 1.2rem 1rem 3rem; font: 16px/1.55 system-ui, -apple-system,
-       "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--fg); background: var(--bg); }
+       "Segoe UI", Roboto, "DejaVu Sans", sans-serif; color: var(--fg); background: var(--bg);
+       overflow-wrap: break-word; }
 h1 { font-size: 1.6rem; line-height: 1.25; } h2 { font-size: 1.25rem; margin-top: 2rem;
      border-bottom: 1px solid var(--rule); padding-bottom: .2rem; }
 a { color: var(--accent); }
 pre, code { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: .88rem; }
+code { overflow-wrap: anywhere; }
 pre { background: var(--code); padding: .6rem .8rem; overflow-x: auto; white-space: pre; border-radius: 4px; }
+pre code { overflow-wrap: normal; }
 .scroll { overflow-x: auto; }
 table { border-collapse: collapse; margin: .6rem 0; }
 th, td { border: 1px solid var(--rule); padding: .25rem .6rem; text-align: left; vertical-align: top; }
-math[display="block"] { display: block; margin: .8rem 0; overflow-x: auto; font-size: 1.1rem; }
+div.math { overflow-x: auto; overflow-y: hidden; margin: .8rem 0; padding: .1rem 0; }
+math[display="block"] { display: block math; margin: 0; font-size: 1.1rem; }
 figure.figure { margin: 1.2rem 0; }
-figure.figure .svg { background: var(--card); border: 1px solid var(--rule); border-radius: 6px; padding: .4rem; }
-figure.figure svg { display: block; width: 100%; height: auto; max-height: 80vh; }
+figure.figure .svg { background: var(--card); border: 1px solid var(--rule); border-radius: 6px; padding: .4rem;
+                     overflow-x: auto; }
+figure.figure svg { display: block; width: 100%; min-width: var(--min-width, 0); height: auto; }
 figcaption { color: var(--muted); font-size: .9rem; margin-top: .35rem; }
 nav.figures { border: 1px solid var(--rule); border-radius: 6px; padding: .4rem 1rem; font-size: .92rem; }
 nav.figures ol { margin: .3rem 0; padding-left: 1.3rem; }
 footer { margin-top: 3rem; color: var(--muted); font-size: .8rem; border-top: 1px solid var(--rule); }
-@media (max-width: 600px) { body { font-size: 15px; padding: .8rem .6rem; } h1 { font-size: 1.3rem; } }
+@media (max-width: 600px) { body { font-size: 15px; padding: .8rem .6rem; } h1 { font-size: 1.3rem; }
+                            math[display="block"] { font-size: 1rem; } }
 @media print {
   :root { --fg: #000; --bg: #fff; --muted: #333; --rule: #999; --code: #f4f4f4; --card: #fff; }
   body { max-width: none; padding: 0; font-size: 11pt; }
   nav.figures, footer { display: none; }
   h2 { break-after: avoid; } figure, pre, table, math { break-inside: avoid; }
   a { color: inherit; text-decoration: none; }
+  pre { white-space: pre-wrap; overflow: visible; }
+  pre code, th, td { overflow-wrap: anywhere; }
+  .scroll, div.math, figure.figure .svg { overflow: visible; }
+  math[display="block"] { font-size: .95rem; }
+  figure.figure svg { min-width: 0; }
 }
 """
 

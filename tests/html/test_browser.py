@@ -94,6 +94,7 @@ def test_attention_protocol_notes_open_offline_with_math_and_the_sequence_diagra
     ctx, page, errors, refused = open_page(browser, path, "teach-attention-protocol")
     check_page(page, errors, refused, need=("sequence",))
     ctx.close()
+    check_layout(browser, path, "layout-teach-attention-protocol")
 
 
 def test_run_report_opens_offline_with_sequence_diagram_and_certificate(browser, pages_dir):
@@ -113,6 +114,94 @@ def test_run_report_opens_offline_with_sequence_diagram_and_certificate(browser,
     ctx.close()
 
 
+#: what a phone, a desktop and a printed A4 page (190 mm printable at 96 px per inch) give a page
+PHONE, DESKTOP, PRINT_WIDTH = 390, 1280, 718
+
+LAYOUT_JS = r"""(print) => {
+  const out = {overflow: document.documentElement.scrollWidth - window.innerWidth, small: [], math: [], cut: []};
+  const clips = e => { const r = []; for (let a = e.parentElement; a; a = a.parentElement) {
+      const o = getComputedStyle(a).overflowX; if (o !== 'visible') r.push([a, o]); } return r; };
+  const outside = (r, box) => r.right > box.right + 1 || r.left < box.left - 1;
+  for (const t of document.querySelectorAll('figure svg text')) {
+    const m = t.getScreenCTM();
+    const px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
+    if (t.textContent.trim() && px < 9) out.small.push(t.textContent.trim().slice(0, 30) + ' at ' + px.toFixed(1) + 'px');
+  }
+  for (const m of document.querySelectorAll('math')) {       // all of it on screen, or in a box that scrolls
+    const r = m.getBoundingClientRect();
+    for (const [a, o] of clips(m))
+      if (outside(r, a.getBoundingClientRect()) && (print || (o !== 'auto' && o !== 'scroll')))
+        out.math.push(m.textContent.slice(0, 40));
+    if (outside(r, {left: 0, right: window.innerWidth})) out.math.push(m.textContent.slice(0, 40));
+  }
+  if (print) {                                               // paper does not scroll: every text node inside
+    const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      if (!n.textContent.trim()) continue;
+      const range = document.createRange(); range.selectNodeContents(n);
+      const boxes = clips(n.parentElement).map(([a]) => a.getBoundingClientRect());
+      boxes.push({left: 0, right: window.innerWidth});
+      for (const r of range.getClientRects())
+        if (r.width > 0 && boxes.some(b => outside(r, b))) { out.cut.push(n.textContent.trim().slice(0, 40)); break; }
+    }
+  }
+  out.small = out.small.slice(0, 5); out.math = out.math.slice(0, 5); out.cut = out.cut.slice(0, 5);
+  return out;
+}"""
+
+
+def check_layout(browser, path: Path, shot: str) -> None:
+    """At 390 px (a phone) and 1280 px: no horizontal page overflow, no figure text under 9 px, no math cut off
+    (it fits or scrolls in its own box); printed on A4: no text node outside the printable width or its box."""
+    for width in (PHONE, DESKTOP):
+        ctx, page, errors, _ = open_page(browser, path, f"{shot}-{width}", viewport={"width": width, "height": 900})
+        found = page.evaluate(LAYOUT_JS, False)
+        ctx.close()
+        assert found["overflow"] <= 1, f"{width} px: the page is {found['overflow']} px wider than the screen"
+        assert found["small"] == [], f"{width} px: figure text below 9 px: {found['small']}"
+        assert found["math"] == [], f"{width} px: math cut off: {found['math']}"
+    ctx, page, errors, _ = open_page(browser, path, f"{shot}-print", viewport={"width": PRINT_WIDTH, "height": 1000})
+    page.emulate_media(media="print")
+    found = page.evaluate(LAYOUT_JS, True)
+    page.pdf(path=str(ARTIFACTS / f"{shot}.pdf"), format="A4")
+    ctx.close()
+    assert found["overflow"] <= 1 and found["math"] == [], f"print: {found}"
+    assert found["cut"] == [], f"print: text cut at the edge: {found['cut']}"
+
+
+#: one page of every kind (besides the lessons), with what makes pages wide: a long model spec, long bit strings,
+#: display math, log axes, many table columns, small figure labels
+PAGE_KINDS = {
+    "run": ["run", "index-idxl", "--model", "lstm:width=3,precision=8,frac=4,seed=2026112703", "--n", "6"],
+    "budget": ["budget", "--arch", "attention", "--width", "8", "--precision", "16", "--heads", "2",
+               "--task", "dyck22-fooling", "--n-range", "16:4096"],
+    "fooling": ["fooling", "dyck22", "--n", "4"],
+    "matrix": ["matrix", "eq", "--n", "3"],
+    "tree": ["tree", "index", "--n", "3", "--protocol", "two-way"],
+    "automaton": ["automaton", "dyck22", "--n", "4"],
+    "separate": ["separate", "dyck22", "--n", "64"],
+}
+
+
+@pytest.mark.parametrize("kind", list(PAGE_KINDS))
+def test_every_page_kind_fits_a_phone_a_desktop_and_paper(browser, pages_dir, kind):
+    path = pages_dir / f"layout-{kind}.html"
+    invoke(PAGE_KINDS[kind] + ["--html", str(path)])
+    check_layout(browser, path, f"layout-{kind}")
+
+
+def test_long_code_and_wide_math_wrap_or_scroll_in_their_own_box(browser, pages_dir):
+    """A page built to be wide: a 300-character spec in a sentence and in a table, a long display formula."""
+    from commsim.render.page import code_token, page
+    spec = "python:" + "/very/long/directory" * 12 + "/models.py:factory:hidden=512,layers=4"
+    formula = " + ".join(f"\\frac{{{i}N}}{{3(p + \\log N)}}" for i in range(1, 7))   # wider than a phone, not than paper
+    md = (f"# Wide\n\nThe model {code_token(spec)} runs.\n\n| key | value |\n|---|---|\n| model | {code_token(spec)} |"
+          f"\n\n$$\n{formula} \\le mH\n$$\n\n```\n{'0' * 400}\n```\n")
+    path = pages_dir / "wide.html"
+    path.write_text(page("wide", md, [], "commsim test"))
+    check_layout(browser, path, "layout-wide")
+
+
 def _smallest_n(topic: str) -> list[str]:
     """``--n`` at the topic's smallest size when the lesson table knows it (the page is the same shape)."""
     from protocols.lessons import TOPICS
@@ -126,3 +215,4 @@ def test_every_topic_renders_to_a_page(browser, pages_dir, topic):
     ctx, page, errors, refused = open_page(browser, path, f"teach-{topic}")
     check_page(page, errors, refused)
     ctx.close()
+    check_layout(browser, path, f"layout-teach-{topic}")

@@ -40,3 +40,27 @@ def test_page_is_self_contained_and_lists_its_figures():
 def test_a_page_without_figures_says_so():
     text = page("t", "# Title\n\nno pictures\n", [], "commsim x")
     assert "none on this page" in text
+
+
+def test_display_math_sits_in_its_own_scrolling_box_and_code_wraps():
+    html = markdown_to_html("before\n\n$$\nN - 1 \\le 3m(p + \\log N)H\n$$\n\nafter")
+    assert re.search(r'<div class="math"><math[^>]*display="block"', html)
+    text = page("t", "# T\n\nx\n", [], "commsim x")
+    assert "code { overflow-wrap: anywhere; }" in text and "div.math { overflow-x: auto;" in text
+    assert "@media print" in text and "white-space: pre-wrap" in text    # printed code wraps instead of being cut
+
+
+def test_a_figure_keeps_its_smallest_text_legible_and_log_ticks_are_plain_text():
+    pytest.importorskip("matplotlib")
+    from commsim.render.svg import MIN_TEXT_PX, min_width_px, pyplot, to_svg
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 3))
+    ax.plot([16, 32, 64, 4096], [1, 2, 4, 8])
+    ax.set_xscale("log", base=2)
+    ax.set_title("title", fontsize=6)
+    svg = to_svg(fig)
+    assert "mathdefault" not in svg and "2⁴" in svg and "2¹²" in svg        # not the TeX source of the labels
+    width = float(re.search(r'viewBox="0 0 ([0-9.]+)', svg).group(1))
+    assert f"--min-width: {min_width_px(svg)}px" in svg
+    assert min_width_px(svg) * 6 / width >= MIN_TEXT_PX                     # the 6 px title at >= 9.5 px
+    assert min_width_px('<svg viewBox="0 0 100 50"><text style="font-size: 10px">a</text></svg>') == 95
