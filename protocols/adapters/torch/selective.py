@@ -21,9 +21,8 @@ from protocols.adapters.torch.trust import ModuleForward, TorchTrust
 from protocols.models.mamba import SelectiveSSM
 
 
-
 def is_mambapy(obj) -> bool:
-    """Is ``obj`` a module of the ``mambapy`` package (its ``LM`` or ``Mamba``)?"""
+    """Is ``obj`` a module of the ``mambapy`` package (e.g. its ``Mamba``)?"""
     return type(obj).__module__.split(".")[0] == "mambapy"
 
 

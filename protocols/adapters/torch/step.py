@@ -127,8 +127,6 @@ class TorchStepModel(TorchTrust, RecurrentModel):
                  rounded: bool = False):
         torch = require_torch()
         self.module = module
-        params = list(module.parameters())
-        self.dtype = real_dtype(params[0].dtype) if params else torch.get_default_dtype()
         self.rounded = rounded
         with torch.no_grad():
             first = module.initial_state(1)
@@ -195,7 +193,7 @@ class TorchStepModel(TorchTrust, RecurrentModel):
         shapes = " + ".join(("2·" if dt.is_complex else "") + ("×".join(map(str, s)) or "1")
                             for s, dt in zip(self.state_shapes, self.state_dtypes))
         if any(dt.is_complex for dt in self.state_dtypes):
-            shapes += " (2· a complex part: its real and imaginary parts)"
+            shapes += " (2· marks a complex part: each entry its real and imaginary parts)"
         return f"{shapes} = {self.state_units} number{'s' if self.state_units != 1 else ''} of {self.format.name}"
 
     def initial_state(self, batch: int = 1) -> np.ndarray:
@@ -203,7 +201,7 @@ class TorchStepModel(TorchTrust, RecurrentModel):
         return np.repeat(self._h0[None], batch, axis=0)
 
     def _to_torch(self, row: np.ndarray):
-        """One flat state row as the module's state structure (batch 1, the module's dtype)."""
+        """One flat state row as the module's state structure (batch 1, each part's own dtype)."""
         import torch
         parts, off = [], 0
         for shape, dtype in zip(self.state_shapes, self.state_dtypes):
