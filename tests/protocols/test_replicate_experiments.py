@@ -96,3 +96,14 @@ def test_registered_experiments():
         for scale in experiment.scales:
             cells = experiment.cells(scale)
             assert cells and all({"model", "layers", "width", "N", "seed"} <= set(c) for c in cells)
+
+
+def test_a_dyck_cell_measures_its_lstm():
+    """One quick Dyck cell end to end: trained, evaluated, its quantised state measured through commsim."""
+    registry = commsim.load_plugins()
+    dyck = registry.get("experiment", "bhbk24-dyck")
+    cell = next(c for c in dyck.cells("quick") if c["model"] == "lstm")
+    row = dyck.run_cell(cell)
+    assert 0 <= row["accuracy"] <= 1 and row["steps_run"] <= cell["steps"]
+    assert row["state_numbers"] == 2 * cell["width"]
+    assert row["p_eff"] is None or row["state_bits"] == row["state_numbers"] * row["p_eff"]
