@@ -239,7 +239,8 @@ def _confirm_pairs(problem: Problem, alice_messages, direct_answers, message_bit
         fail = 0 if answers[0] != expected[0] else 1
         other = 1 - fail
         verified = same_message and answers[0] == answers[1] and answers[fail] != expected[fail]
-        xs, ys = (x1, x2), _show(y)
+        # a scalar Bob input is an index into Alice's string (INDEX): a reader counts its position from 1
+        xs, ys = (x1, x2), (f"position {int(y) + 1}" if np.ndim(y) == 0 else _show(y))
         packed = again.dtype == np.uint8 and again.shape[1] == -(-message_bits // 8)   # the message's own bytes
         message = Bits(again[0], message_bits) if packed else None
         explanation = (

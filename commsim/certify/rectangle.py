@@ -142,11 +142,11 @@ def rectangle_certificate(problem: Problem, evaluate: Callable, direct: Callable
         model = int(np.asarray(direct(np.asarray(a)[None], np.asarray(b)[None]))[0])
         return Certificate(
             "error", _listed(a), _listed(b), int(fs.value), model,
-            f"the model is already wrong on member {sweep.wrong} of the fooling set ({fs.construction}): "
+            f"the model is already wrong on member {sweep.wrong + 1} of the fooling set ({fs.construction}): "
             f"it answers {model}, the answer is {fs.value} (confirmed by a direct forward of this member)",
             verified=model != fs.value,
             details={"member": sweep.wrong, "members_searched": sweep.swept, "fooling_set": fs.construction}), \
-            f"swept {sweep.swept} of {fs.size} fooling-set members; the model is wrong on member {sweep.wrong}"
+            f"swept {sweep.swept} of {fs.size} fooling-set members; the model is wrong on member {sweep.wrong + 1}"
     clash, distinct = sweep.first_collision(), sweep.distinct
     if clash is None:
         return None, (f"all {fs.size} fooling-set members have distinct transcripts: no collision, so no "
@@ -161,7 +161,8 @@ def rectangle_certificate(problem: Problem, evaluate: Callable, direct: Callable
     if fs.kind == "two-way":
         pick = next((c for c in crossings if c.value != fs.value), None)
         if pick is None:  # not a fooling set after all: report, do not certify
-            return None, f"members {i} and {j} collide but neither crossing changes the answer (not a fooling set?)"
+            return None, (f"members {i + 1} and {j + 1} collide but neither crossing changes the answer (not a fooling "
+                          f"set?)")
         protocol_answer = int(fs.value)
     else:
         answers = [int(np.asarray(evaluate(np.asarray(c.alice)[None], np.asarray(c.bob).reshape(1, *np.shape(c.bob)))[0])[0])
@@ -184,18 +185,19 @@ def rectangle_certificate(problem: Problem, evaluate: Callable, direct: Callable
     verified = model != int(pick.value) and transcripts_equal is not False
     if fs.kind == "two-way":
         explanation = (
-            f"fooling-set members {i} and {j} ({fs.construction}) get the same transcript"
+            f"fooling-set members {i + 1} and {j + 1} of {fs.size} ({fs.construction}) get the same transcript"
             f"{' (checked bit for bit by the runner)' if transcripts_equal else ''}; by the rectangle property "
-            f"the crossed input (Alice's part of member {i if np.array_equal(a, xi) else j}, Bob's part of member "
-            f"{j if np.array_equal(a, xi) else i}) gets it too, so the protocol — and the model it simulates "
+            f"the crossed input (Alice's part of member {(i if np.array_equal(a, xi) else j) + 1}, Bob's part of member "
+            f"{(j if np.array_equal(a, xi) else i) + 1}) gets it too, so the protocol — and the model it simulates "
             f"exactly — answers {fs.value}; its true answer is {int(pick.value)}.  A direct forward of the model "
             f"on it answers {model}{': wrong' if model != int(pick.value) else ' (NOT wrong: certificate fails)'}.")
     else:
         explanation = (
-            f"Alice inputs {i} and {j} send the same one-way message; with Bob's input {_listed(b)} the answers "
+            f"Alice inputs {i + 1} and {j + 1} of the fooling set send the same one-way message; with Bob's input "
+            f"{_listed(b)} the answers "
             f"differ, so the protocol is wrong on one of them; a direct forward of the model on Alice input "
             f"{_listed(a)} answers {model}, the true answer is {int(pick.value)}.")
     cert = Certificate("rectangle", _listed(a), _listed(b), int(pick.value), model, explanation, verified=verified,
                        details=details)
-    return cert, (f"swept all {fs.size} fooling-set members ({distinct} distinct transcripts); members {i} "
-                  f"and {j} collide")
+    return cert, (f"swept all {fs.size} fooling-set members ({distinct} distinct transcripts); members {i + 1} "
+                  f"and {j + 1} collide")

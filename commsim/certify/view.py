@@ -2,7 +2,8 @@
 
 :func:`certificate_view` turns a :class:`~commsim.certify.types.Certificate` (or its ``to_dict()``) into a
 :class:`CertificateView`: rows of (label, Alice's input, Bob's input, answer, model), each input also as
-printable symbols (bits, brackets for Dyck, else numbers), the positions that decide (0-based) and a caption
+printable symbols (bits, brackets for Dyck, else numbers), the positions that decide (0-based, as in the JSON;
+every text a reader sees counts positions and members from 1) and a caption
 saying why they decide.  Renderers (the command line's rich table, HTML) only lay it out.
 """
 from __future__ import annotations
@@ -31,6 +32,11 @@ def task_name(task: str) -> str:
 
 def _label(value) -> str:
     return "?" if value is None else str(value)
+
+
+def _ordinal(index) -> str:
+    """A fooling-set member's 0-based index (the JSON's) as the 1-based number a reader counts."""
+    return "?" if index is None else str(int(index) + 1)
 
 
 def _said(name: str, value) -> str:
@@ -137,7 +143,7 @@ def certificate_view(cert, problem: str) -> CertificateView:
         differ = _differ(x, other)
         if scalar_bob:
             alice_marks = [int(y)]
-            caption = (f"Bob's index b = {int(y)} (0-based) reads position {int(y) + 1} of Alice's input, where the two "
+            caption = (f"Bob's index reads position {int(y) + 1} of Alice's input, where the two "
                        f"Alice inputs differ; they hand off the same {details.get('message_bits', '?')}-bit message, "
                        f"so Bob cannot tell them apart")
         else:
@@ -151,7 +157,7 @@ def certificate_view(cert, problem: str) -> CertificateView:
         for member in (first, second):
             if member:
                 two_way = member.get("bob") is not None
-                rows.append(_row(f"member {member.get('index')}", member.get("alice"),
+                rows.append(_row(f"member {_ordinal(member.get('index'))}", member.get("alice"),
                                  member.get("bob") if two_way else y,
                                  details.get("protocol_answer_on_crossing") if two_way else None,
                                  "same transcript", problem))
@@ -160,16 +166,17 @@ def certificate_view(cert, problem: str) -> CertificateView:
         bob_marks = _differ(y, first.get("bob")) if not scalar_bob else []
         if scalar_bob:
             alice_marks = [int(y)]
-        caption = (f"the crossing takes Alice's part of member {first.get('index')} and Bob's part of member "
-                   f"{second.get('index')}; it differs from member {first.get('index')} at Bob's position(s) "
-                   f"{', '.join(str(i + 1) for i in bob_marks) or '—'} and from member {second.get('index')} at "
+        caption = (f"the crossing takes Alice's part of member {_ordinal(first.get('index'))} and Bob's part of member "
+                   f"{_ordinal(second.get('index'))}; it differs from member {_ordinal(first.get('index'))} at Bob's "
+                   f"position(s) {', '.join(str(i + 1) for i in bob_marks) or '—'} and from member "
+                   f"{_ordinal(second.get('index'))} at "
                    f"Alice's position(s) {', '.join(str(i + 1) for i in alice_marks) or '—'}: the rectangle "
                    f"property gives it the members' transcript, hence their answer")
     else:
         rows.append(_row("wrong on", x, y, cert["expected"], cert["model_output"], problem))
         if scalar_bob:
             alice_marks = [int(y)]
-            caption = f"Bob's index b = {int(y)} (0-based) reads position {int(y) + 1} of Alice's input"
+            caption = f"Bob's index reads position {int(y) + 1} of Alice's input"
         elif problem == "eq":
             alice_marks = bob_marks = _differ(x, y)
             caption = "the positions where a and b differ" if alice_marks else "a = b: no position differs"

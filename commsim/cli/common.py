@@ -188,7 +188,7 @@ def _marked(symbols: tuple[str, ...], index: int | None, marks, scalar_note: boo
     highlighted; an index is shown as such (highlighted when it is the decisive one)."""
     from rich.text import Text
     if index is not None:
-        return Text(f"index {index}" + (" (0-based)" if scalar_note else ""), style=HIGHLIGHT if scalar_note else "")
+        return Text(f"position {index + 1}", style=HIGHLIGHT if scalar_note else "")   # Bob's index, 1-based
     if not symbols:
         return Text("—")
     sep = "" if all(len(s) == 1 for s in symbols) else " "

@@ -64,7 +64,7 @@ def data_command(reduction, n, count, seed, plugins, as_json):
         return
     vocab = d["vocabulary"]
     console.print(escape(f"{d['reduction']}, n = {d['n']}: sequences of {d['seq_len']} tokens, labels read at "
-                         f"position(s) {', '.join(map(str, d['output_positions']))} (0-based), seed {d['seed']}"))
+                         f"position(s) {', '.join(str(p + 1) for p in d['output_positions'])}, seed {d['seed']}"))
     console.print("vocabulary: " + escape("  ".join(f"{i}={name}" for i, name in enumerate(vocab))))
     table = Table(title=f"{d['count']} sample(s)", title_justify="left")
     table.add_column("#", justify="right")

@@ -91,7 +91,7 @@ def attention_disj(n: int | None = None) -> Lesson:
         instance=f"commsim run {rid} --model {model.spec} --n {n}: bits used {rep.bits_used}, bound "
                  f"{rep.lower_bound.bits}, accuracy {rep.model_accuracy:.4f}, protocol = direct forward: "
                  f"{rep.protocol_matches_model}\ncertificate: {rep.certificate.explanation if rep.certificate else '—'}\n"
-                 f"commsim budget --arch attention --width {m} --precision {p} --heads {H} --task {rid}: max N = "
+                 f"commsim budget --arch attention --width {m} --precision {p} --heads {H} --reduction {rid}: max N = "
                  f"{size.max_n} ({size.verdict})",
         inequality=rf"N \le {size.max_n}\ \text{{for}}\ m = {m}, p = {p}, H = {H}",
         reference="[SHT23]; Theorem 4 of [BHBK24]"))

@@ -129,7 +129,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
         rep = budget("attention", width, prec, rid, heads=heads)
         sent = rep.judgement.protocol_bits
         line.append(f"commsim budget --arch attention --width {width} --precision {prec} --heads {heads} "
-                    f"--task {rid}: Theorem 5's inequality 3m(p + ceil(log2 N))H >= N − 1 holds up to N = "
+                    f"--reduction {rid}: Theorem 5's inequality 3m(p + ceil(log2 N))H >= N − 1 holds up to N = "
                     f"{rep.paper_max_n} (paper_max_n); the exact exchange, which sends {sent} bits at N = {rep.n} "
                     f"where that count is {rep.bits}, up to N = {rep.max_n} (max N)")
     steps.append(Step(

@@ -127,7 +127,7 @@ def _budget_line(task: str, width: int, precision: int) -> tuple[int | None, str
     from commsim.pipeline.budget import budget
     try:
         rep = budget("rnn", width, precision, task)
-        return rep.max_n, f"commsim budget --arch rnn --width {width} --precision {precision} --task {task}: " \
+        return rep.max_n, f"commsim budget --arch rnn --width {width} --precision {precision} --reduction {task}: " \
                           f"max N = {rep.max_n} ({rep.verdict})"
     except NotImplementedError:
         return None, ""

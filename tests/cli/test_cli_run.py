@@ -204,7 +204,7 @@ def test_certificate_view_rectangle_marks_the_crossed_positions():
                         "member_2": {"index": 1, "alice": [0, 1, 0], "bob": [0, 0, 1]},
                         "protocol_answer_on_crossing": 1}}
     v = certificate_view(cert, "dyck22")
-    assert [r.label for r in v.rows] == ["member 0", "member 1", "crossing"]
+    assert [r.label for r in v.rows] == ["member 1", "member 2", "crossing"]     # counted from 1, as a reader does
     assert v.alice_marks == [2] and v.bob_marks == [2]
     assert v.rows[0].answer == 1 and v.rows[2].answer == 0
     assert v.rows[2].alice_symbols == ("(", ")", ")") and v.rows[2].bob_symbols == ("(", "(", ")")

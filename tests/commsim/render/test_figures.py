@@ -90,7 +90,7 @@ def test_certificate_figure_highlights_exactly_the_decisive_positions():
     view = certificate_view(cert, "dyck22")
     svg = to_svg(certificate_figure(view, cert["details"]))
     shown = texts(svg)
-    assert "member 0" in shown and "member 1" in shown and "crossing" in shown
+    assert "member 1" in shown and "member 2" in shown and "crossing" in shown
     assert any("shared transcript: 16 bits" in t for t in shown)
     # one highlighted cell per row and per marked position (Alice's and Bob's marks)
     marks = len(view.alice_marks) + len(view.bob_marks)

@@ -175,7 +175,8 @@ def test_attention_dyck_collision_and_crossing(lessons):
     crossing = _step(lesson, "crossing")
     assert "(member? 0)" in crossing.instance and "the truth is 0" in crossing.instance
     assert "certificate verified: True" in crossing.notes
-    assert "max N =" in _step(lesson, "Theorem 5").instance
+    theorem5 = _step(lesson, "Theorem 5").instance
+    assert "(paper_max_n)" in theorem5 and "(max N)" in theorem5
 
 
 def test_attention_disj_match3_and_qsa(lessons):
