@@ -179,6 +179,46 @@ class IndexLookup(_Experiment):
         return out
 
 
+class Width(IndexLookup):
+    """Fig. 3: Index Lookup accuracy over N for a state-space model of growing width (and an LSTM, whose
+    accuracy the paper found not to grow with width)."""
+
+    name = "bhbk24-width"
+    title = "Index Lookup over N and width (Fig. 3 of [BHBK24])"
+    source = "[BHBK24] Appendix H.1, Fig. 3"
+    figure = "Fig. 3"
+    scales = {
+        "quick": {"N": [6], "seeds": [0], "fixed": {"k": 4, "steps": 30, "batch": 32, "eval": 64, "bound_eval": 32,
+                                                     "run_instances": 8}},
+        "cpu": {"N": [20, 50], "seeds": [0], "fixed": {"k": 16, "steps": 1500, "batch": 64, "eval": 1000,
+                                                        "bound_eval": 100, "run_instances": 32}},
+        "paper": {"N": [20, 50, 100, 200, 400], "seeds": [0], "fixed": {"k": 64, "steps": 250_000, "batch": 64,
+                                                                         "eval": 5000, "bound_eval": 1000,
+                                                                         "run_instances": 256}},
+    }
+    grid = {"quick": [("dss", 1, 2), ("dss", 1, 4)],
+            "cpu": [("dss", 1, w) for w in (4, 16, 64, 256)] + [("lstm", 1, w) for w in (4, 16, 64)],
+            "paper": [("dss", 1, w) for w in (32, 64, 256, 512, 1024)] + [("lstm", 1, w) for w in (64, 256, 1024)]}
+
+    def claims(self, rows: list[dict]) -> list[dict]:
+        rows = [r for r in rows if not r.get("error")]
+        out = []
+        for arch, paper, expect in (("dss", "Mamba's accuracy increases monotonically with width", True),
+                                    ("lstm", "no such trend for the LSTM (chance above N = 100)", False)):
+            got = _at(rows, model=arch)
+            if not got:
+                continue
+            rising = []
+            for N in sorted({r["N"] for r in got}):
+                accs = [r["accuracy"] for r in sorted(_at(got, N=N), key=lambda r: r["width"])]
+                rising.append(all(b >= a for a, b in zip(accs, accs[1:])))
+            trend = all(rising)
+            what = "rises with width at every N" if trend else f"does not rise with width at every N ({rising})"
+            out.append(_claim(f"{LABELS[arch]} accuracy {'rises' if expect else 'does not rise'} with width", paper,
+                              f"{LABELS[arch]} {what}", "reproduced" if trend == expect else "not reproduced"))
+        return out
+
+
 class Dyck(_Experiment):
     """Fig. 2c: Dyck-(2,2) over N: 1-layer and 2-layer transformers against an LSTM."""
 
@@ -265,7 +305,7 @@ class Dyck(_Experiment):
         return out
 
 
-EXPERIMENTS = (IndexLookup(), Dyck())
+EXPERIMENTS = (IndexLookup(), Width(), Dyck())
 
 
 def register(registry) -> None:
@@ -273,4 +313,4 @@ def register(registry) -> None:
         registry.register("experiment", experiment.name, experiment, experiment.title)
 
 
-__all__ = ["IndexLookup", "Dyck", "EXPERIMENTS", "register", "label"]
+__all__ = ["IndexLookup", "Width", "Dyck", "EXPERIMENTS", "register", "label"]

@@ -89,8 +89,8 @@ def test_training_is_deterministic():
 
 def test_registered_experiments():
     registry = commsim.load_plugins()
-    assert {"bhbk24-index", "bhbk24-dyck"} <= set(registry.names("experiment"))
-    for name in ("bhbk24-index", "bhbk24-dyck"):
+    assert {"bhbk24-index", "bhbk24-width", "bhbk24-dyck"} <= set(registry.names("experiment"))
+    for name in ("bhbk24-index", "bhbk24-width", "bhbk24-dyck"):
         experiment = registry.get("experiment", name)
         assert set(experiment.scales) == {"quick", "cpu", "paper"}
         for scale in experiment.scales:
