@@ -61,7 +61,7 @@ def test_every_readme_example_parses(command):
 
 QUICK = [
     ("commsim --version", 0),
-    ("commsim budget --arch rnn --width 128 --precision 64 --task index-idxl", 0),
+    ("commsim budget --arch rnn --width 128 --precision 64 --reduction index-idxl", 0),
     ("commsim run dyck22-fooling --html report.html", 0),
     ("commsim teach attention-protocol --format html --out notes.html", 0),
     ("commsim teach attention-dyck --format markdown --out dyck.md", 0),
