@@ -162,7 +162,7 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
               progress: Callable[[int, int], None] | None = None):
     """Run every cell of ``experiment`` at ``scale`` and return the rows as a pandas DataFrame whose ``attrs``
     hold ``experiment``, ``title``, ``source``, ``figure``, ``scale``, ``cells``, ``run``, ``skipped``,
-    ``failed``, ``executor``, ``violations`` (the experiment's invariants the rows break) and ``claims`` (the
+    ``failed``, ``executor``, ``sizes`` and ``paper_sizes`` (the scale's sizes and the paper's), ``violations`` (the experiment's invariants the rows break) and ``claims`` (the
     paper's claims checked).  ``out``: a table to resume from and keep up to date, written with
     ``write(path, content)``."""
     if not isinstance(scale, str) or scale not in SCALES:
@@ -215,6 +215,7 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
                         "scale": scale, "cells": len(cells), "run": len(todo), "skipped": len(done),
                         "failed": sum(1 for r in ordered if r.get("error")), "executor": described,
                         "violations": list(exp.check(good)), "claims": list(exp.claims(good)),
+                        "sizes": dict(exp.scales[scale]), "paper_sizes": dict(exp.scales.get("paper", {})),
                         "out": None if out is None else str(out)})
     return frame
 

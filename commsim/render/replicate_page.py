@@ -104,6 +104,15 @@ def replicate_markdown(frame, rows: list[dict]) -> str:
     for c in a["claims"]:
         lines.append(f"| {text_token(c['claim'])} | {text_token(c['paper'])} | {text_token(c['ours'])} | "
                      f"{text_token(c['status'])} |")
+    lines += ["", "## Where the scales differ", "", "| size | this run | the paper scale (the paper's sizes) |", "|---|---|---|"]
+    ours, paper = a.get("sizes") or {}, a.get("paper_sizes") or {}
+    shown = [("N", "N"), ("seeds", "seeds")] + [(key, key) for key in (ours.get("fixed") or {})]
+    for name, key in shown:
+        mine = ours.get(key, (ours.get("fixed") or {}).get(key))
+        theirs = paper.get(key, (paper.get("fixed") or {}).get(key))
+        lines.append(f"| {text_token(name)} | {text_token(mine)} | {text_token(theirs)} |")
+    lines += ["", "Fewer training steps, a smaller alphabet, shorter strings and untuned learning rates are why a "
+              "claim can fail to reproduce here; the paper's sizes are the `paper` scale.", ""]
     lines += ["", "## Invariants", ""]
     if a["violations"]:
         lines += [f"- {text_token(v)}" for v in a["violations"]]
