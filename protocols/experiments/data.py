@@ -37,6 +37,8 @@ def index_batch(rng: np.random.Generator, k: int, seq_len: int, batch: int, *, l
 
 def dyck_member(rng: np.random.Generator, N: int) -> list[int]:
     """One Dyck-(2,2) member of length exactly N (even), by the paper's walk."""
+    if N < 2 or N % 2:
+        raise ValueError(f"Dyck strings have even length >= 2, got N = {N}")
     stack: list[int] = []
     out: list[int] = []
     for _ in range(N - 2):

@@ -107,3 +107,8 @@ def test_a_dyck_cell_measures_its_lstm():
     assert 0 <= row["accuracy"] <= 1 and row["steps_run"] <= cell["steps"]
     assert row["state_numbers"] == 2 * cell["width"]
     assert row["p_eff"] is None or row["state_bits"] == row["state_numbers"] * row["p_eff"]
+
+
+def test_odd_dyck_lengths_are_refused():
+    with pytest.raises(ValueError):
+        data.dyck_member(np.random.default_rng(0), 7)
