@@ -31,7 +31,7 @@ from protocols.adapters.torch.discover import (
 from protocols.adapters.torch.encoder import wrap_encoder
 from protocols.adapters.torch.gpt2 import wrap_gpt2
 from protocols.adapters.torch.layers import AdapterError
-from protocols.adapters.torch.mha import wrap_mha
+from protocols.adapters.torch.mha import ReadAttention, wrap_mha
 from protocols.adapters.torch.hf_local import llama_refusal
 from protocols.adapters.torch.rnn import wrap_recurrent
 from protocols.adapters.torch.rwkv import wrap_hf_rwkv
@@ -84,6 +84,9 @@ def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None
     if isinstance(obj, dict):
         return _from_parts(obj, fmt, vocab_size, seq_len, spec, check, head=head, embedding=embedding,
                            positions=positions, residual=residual, norm=norm)
+    if isinstance(obj, ReadAttention):   # a declared attention (a dict of parts' 'core')
+        return wrap_mha(obj, embedding, positions, head, fmt, residual=("stream" if norm is not None else "input")
+                        if residual else "none", norm=norm, vocab_size=vocab_size, seq_len=seq_len, spec=spec)
     try:
         import torch.nn as nn
     except ImportError:  # pragma: no cover - exercised without torch
@@ -144,13 +147,17 @@ def _from_parts(parts: dict, fmt, vocab_size, seq_len, spec, check, **given):
         if callable(getattr(part, "eval", None)) and hasattr(part, "training"):
             part.eval()
     kw = {k: parts.get(k, given.get(k)) for k in ("embedding", "positions", "head", "residual", "norm")}
+    core = parts["core"]
+    if isinstance(core, dict):   # a declared attention: query, key, value, out, heads, scale, mask, rope, alibi
+        from protocols.adapters.torch.handwritten import declared_attention
+        core = declared_attention(core)
     if parts.get("mlp") is not None:   # the block's second residual branch, r + mlp(r), before the head
         import torch.nn as nn
         from protocols.adapters.torch.blocks import ResidualBranch
         mlp = parts["mlp"]
         mlp = nn.Sequential(*mlp) if isinstance(mlp, (list, tuple)) else mlp
         kw["head"] = nn.Sequential(ResidualBranch(mlp), *([] if kw["head"] is None else [kw["head"]]))
-    model = from_torch(parts["core"], precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec, check=check,
+    model = from_torch(core, precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec, check=check,
                        key_embedding=parts.get("key_embedding"), value_embedding=parts.get("value_embedding"), **kw)
     return model if parts.get("module") is None else with_reference(model, parts["module"], param="model")
 

@@ -67,9 +67,22 @@ def discover(module, fmt, vocab_size, seq_len, spec, check, *, adapt, head=None,
     if not cores and len(nested) == 1:
         model = adapt(nested[0][1], precision=fmt, vocab_size=vocab_size, seq_len=seq_len, spec=spec, head=head)
         return verify(model, module, label, check)
-    if not cores:
-        raise AdapterError(f"{label} holds no nn.RNN/nn.LSTM/nn.GRU, nn.MultiheadAttention, nn.TransformerEncoderLayer, "
-                           f"GPT-2 or TransformerLens model; commsim wraps recurrent cores and one-layer attention")
+    probe = _probe(module, vocab_size, seq_len)
+    if not cores:   # a hand-written attention (SDPA or an explicit softmax), read from the forward
+        from protocols.adapters.torch.handwritten import find_attention
+        none = (f"{label} holds no nn.RNN/nn.LSTM/nn.GRU, nn.MultiheadAttention, nn.TransformerEncoderLayer, GPT-2 "
+                f"or TransformerLens model")
+        try:
+            found = find_attention(module, probe)
+        except AdapterError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the user's forward
+            raise AdapterError(f"{none}, and its forward did not run on token ids of shape {probe.shape} "
+                               f"({type(exc).__name__}: {exc}) to show a hand-written attention") from None
+        if found is None:
+            raise AdapterError(f"{none}, and its forward computes no softmax attention; commsim wraps recurrent cores "
+                               f"and one-layer attention")
+        cores = [found]
     rnn = [c for c in cores if isinstance(c[1], nn.RNNBase)]
     att = [c for c in cores if not isinstance(c[1], nn.RNNBase)]
     if rnn and att:
@@ -86,8 +99,14 @@ def discover(module, fmt, vocab_size, seq_len, spec, check, *, adapt, head=None,
             encoder_parts(core)
         except AdapterError as exc:
             raise AdapterError(f"{label}: {exc}") from None
-    probe = _probe(module, vocab_size, seq_len)
     roles = _roles(module, core_name, core, probe, label)
+    attention = core
+    if not isinstance(core, _core_types()):
+        from protocols.adapters.torch.handwritten import read_attention
+        if roles.get("core_input") is None:
+            raise AdapterError(f"{label}: {core_name} is not called on a tensor; commsim reads an attention "
+                               f"submodule called as attn(x)")
+        attention = read_attention(core, roles["core_input"], label)
     tokens_emb = embedding if embedding is not None else roles["tokens"]
     position_emb = positions if positions is not None else roles["positions"]
     if tokens_emb is None and not isinstance(core, nn.RNNBase):
@@ -97,7 +116,7 @@ def discover(module, fmt, vocab_size, seq_len, spec, check, *, adapt, head=None,
     heads = [head]
     if head is None:
         from protocols.adapters.torch.blocks import head_readings
-        width = getattr(core, "embed_dim", None) or getattr(getattr(core, "self_attn", None), "embed_dim", None)
+        width = getattr(attention, "embed_dim", None) or getattr(getattr(core, "self_attn", None), "embed_dim", None)
         heads = head_readings(after, width, next(core.parameters()).dtype) if after else [None]
         head = heads[0]
     before = roles["before"]
@@ -116,7 +135,7 @@ def discover(module, fmt, vocab_size, seq_len, spec, check, *, adapt, head=None,
                f"{type(head).__name__ if head is not None else 'no'} head"
         candidates.append(lambda f: wrap_recurrent(core, _pre_folded(tokens_emb, before, f), head, f,
                                                    vocab_size=vocab_size, spec=spec, source=what))
-    elif isinstance(core, nn.MultiheadAttention):
+    elif attention is not core or isinstance(core, nn.MultiheadAttention):
         splits = [(before, [], "none"), (before, [], "input")] + \
             [(before[:i], before[i:], "stream") for i in range(len(before))]
         if residual is not None:
@@ -126,7 +145,7 @@ def discover(module, fmt, vocab_size, seq_len, spec, check, *, adapt, head=None,
                 if h is not heads[0] and res == "none":
                     continue
                 candidates.append(lambda f, pre=pre, norm=norm, res=res, h=h: wrap_mha(
-                    core, tokens_emb, position_emb, h, f, residual=res, pre=pre or None, norm=norm or None, **kw))
+                    attention, tokens_emb, position_emb, h, f, residual=res, pre=pre or None, norm=norm or None, **kw))
     else:
         candidates.append(lambda f: wrap_encoder(core, tokens_emb, position_emb, head, f, pre=before or None, **kw))
     failures = []
@@ -172,7 +191,8 @@ def _roles(module, core_name, core, probe, label) -> dict:
                   and "pos" in n.lower()]
         positions = unused[0] if len(unused) == 1 else None
     return {"tokens": roles.tokens and roles.tokens[1], "positions": positions,
-            "before": [m for _, m in roles.before], "after": [m for _, m in roles.after], "traced": True}
+            "before": [m for _, m in roles.before], "after": [m for _, m in roles.after], "traced": True,
+            "core_input": traced.inputs.get(core_name)}
 
 
 def _pre_folded(embedding, before, fmt):

@@ -141,6 +141,8 @@ class FoldedPsi:
 
 def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch_forward=None) -> TorchAttention:
     """Fold a :class:`OneLayer` into a :class:`TorchAttention` (module docstring)."""
+    if layer.extras.get("rope") or layer.extras.get("alibi"):
+        raise AdapterError(f"{layer.source}: rotary and ALiBi positions are not computed by the exchange yet")
     H, m, _ = layer.projections["q"][1].shape
     blocks, offset = {}, 0
     for name, table in layer.inputs.items():

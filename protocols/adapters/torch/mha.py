@@ -12,6 +12,7 @@ post-LN or plain residual block, ``y + x``) or y + s (``residual="stream"``: the
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -36,6 +37,68 @@ from protocols.adapters.torch.layers import (
     numpy_steps,
     tensor,
 )
+
+@dataclass
+class ReadAttention:
+    """A self-attention's parameters as commsim reads them (from ``nn.MultiheadAttention``, :func:`read_mha`,
+    or from a hand-written module's forward, :mod:`.handwritten`): projections (H d_h, d) and biases, the
+    output map W_O (d_out, H d_h) and b_O, the score scale, and the position scheme (``rope``: the RoPE
+    base or None; ``alibi``: per-head slopes or None).  ``kdim`` / ``vdim``: the key / value input widths
+    (``nn.MultiheadAttention`` with separate ones); ``module``: the torch module it was read from."""
+
+    embed_dim: int
+    num_heads: int
+    Wq: np.ndarray
+    Wk: np.ndarray
+    Wv: np.ndarray
+    bq: np.ndarray | None
+    bk: np.ndarray | None
+    bv: np.ndarray | None
+    W_O: np.ndarray
+    b_O: np.ndarray | None
+    scale: float
+    kdim: int | None = None
+    vdim: int | None = None
+    rope: float | None = None
+    alibi: tuple | None = None
+    module: object = None
+    what: str = ""
+
+    @property
+    def width(self) -> int:
+        """d_h: the width of a head."""
+        return self.Wq.shape[0] // self.num_heads
+
+
+def read_mha(mha) -> ReadAttention:
+    """An ``nn.MultiheadAttention``'s parameters; ``add_bias_kv`` and ``add_zero_attn`` are refused (a key that
+    belongs to no position, hence to neither party)."""
+    import torch.nn as nn
+    if not isinstance(mha, nn.MultiheadAttention):
+        raise AdapterError(f"expected nn.MultiheadAttention, got {type(mha).__name__}")
+    if mha.bias_k is not None or mha.bias_v is not None:
+        raise AdapterError("nn.MultiheadAttention with add_bias_kv=True attends to a learned extra key that belongs "
+                           "to no position, hence to neither party; the exchange does not model it")
+    if mha.add_zero_attn:
+        raise AdapterError("nn.MultiheadAttention with add_zero_attn=True attends to an extra zero key that belongs to "
+                           "no position; the exchange does not model it")
+    E, H = mha.embed_dim, mha.num_heads
+    if mha._qkv_same_embed_dim:
+        W = tensor(mha.in_proj_weight)
+        Wq, Wk, Wv = W[:E], W[E:2 * E], W[2 * E:]
+    else:
+        Wq, Wk, Wv = tensor(mha.q_proj_weight), tensor(mha.k_proj_weight), tensor(mha.v_proj_weight)
+    if mha.in_proj_bias is not None:
+        b = tensor(mha.in_proj_bias)
+        bq, bk, bv = b[:E], b[E:2 * E], b[2 * E:]
+    else:
+        bq = bk = bv = None
+    b_O = None if mha.out_proj.bias is None else tensor(mha.out_proj.bias)
+    return ReadAttention(E, H, Wq, Wk, Wv, bq, bk, bv, tensor(mha.out_proj.weight), b_O, 1.0 / math.sqrt(E // H),
+                         mha.kdim, mha.vdim, module=mha,
+                         what=f"nn.MultiheadAttention(embed_dim={E}, heads={H}" +
+                         (", separate k/v projections" if not mha._qkv_same_embed_dim else "") + ")")
+
 
 #: what psi adds to the attention's output at the query position
 RESIDUALS = ("none", "input", "stream")
@@ -71,33 +134,16 @@ def per_position(modules, fmt: NumberFormat | None, what: str):
 def mha_layer(mha, embedding, positions, post: Head, fmt: NumberFormat, *, pre=None, norm=None,
               residual: str = "none", key_embedding=None, value_embedding=None, vocab_size: int | None = None,
               seq_len: int | None = None, source: str = "") -> OneLayer:
-    """``nn.MultiheadAttention`` over token (+ position) embeddings in folded form (module docstring):
-    ``pre``/``norm`` are numpy maps (:func:`per_position`) or None, ``post`` is psi's map of the residual
-    stream at the query position."""
-    import torch.nn as nn
-    if not isinstance(mha, nn.MultiheadAttention):
-        raise AdapterError(f"expected nn.MultiheadAttention, got {type(mha).__name__}")
-    if mha.bias_k is not None or mha.bias_v is not None:
-        raise AdapterError("nn.MultiheadAttention with add_bias_kv=True attends to a learned extra key that belongs "
-                           "to no position, hence to neither party; the exchange does not model it")
-    if mha.add_zero_attn:
-        raise AdapterError("nn.MultiheadAttention with add_zero_attn=True attends to an extra zero key that belongs to "
-                           "no position; the exchange does not model it")
+    """``nn.MultiheadAttention`` (or a :class:`ReadAttention`) over token (+ position) embeddings in folded form
+    (module docstring): ``pre``/``norm`` are numpy maps (:func:`per_position`) or None, ``post`` is psi's map of
+    the residual stream at the query position."""
+    att = mha if isinstance(mha, ReadAttention) else read_mha(mha)
     if embedding is None:
-        raise AdapterError("nn.MultiheadAttention needs a token embedding (embedding=, or a wrapping module with an "
+        raise AdapterError("the attention needs a token embedding (embedding=, or a wrapping module with an "
                            "nn.Embedding)")
-    E, H = mha.embed_dim, mha.num_heads
-    m = E // H
-    if mha._qkv_same_embed_dim:
-        W = tensor(mha.in_proj_weight)
-        Wq, Wk, Wv = W[:E], W[E:2 * E], W[2 * E:]
-    else:
-        Wq, Wk, Wv = tensor(mha.q_proj_weight), tensor(mha.k_proj_weight), tensor(mha.v_proj_weight)
-    if mha.in_proj_bias is not None:
-        b = tensor(mha.in_proj_bias)
-        bq, bk, bv = b[:E], b[E:2 * E], b[2 * E:]
-    else:
-        bq = bk = bv = None
+    E, H = att.embed_dim, att.num_heads
+    m = att.width
+    Wq, Wk, Wv, bq, bk, bv = att.Wq, att.Wk, att.Wv, att.bq, att.bk, att.bv
     tok = embedding_weights(embedding, "embedding")
     pos = None if positions is None else embedding_weights(positions, "positions")
     model_positions = None if pos is None else pos.shape[0]
@@ -105,7 +151,7 @@ def mha_layer(mha, embedding, positions, post: Head, fmt: NumberFormat, *, pre=N
         seq_len = DEFAULT_POSITIONS  # no position embedding: any length; the table is built for this many
     vocab, P = vocab_and_positions(tok.shape[0], model_positions, vocab_size, seq_len, "the attention model")
     q = fmt.quantize
-    check_table_size(vocab, P, E * (2 if residual == "stream" and norm is not None else 1), "nn.MultiheadAttention")
+    check_table_size(vocab, P, E * (2 if residual == "stream" and norm is not None else 1), "the attention")
     e = q(embedding_grid(q(tok), None if pos is None else q(pos), vocab, P))  # [E_tok(s) + E_pos(i)]
     stream = e if pre is None else fold_pre_attention(e, pre, fmt)
     x = stream if norm is None else fold_pre_attention(stream, norm, fmt)
@@ -113,9 +159,9 @@ def mha_layer(mha, embedding, positions, post: Head, fmt: NumberFormat, *, pre=N
         raise AdapterError(f"the attention reads vectors of {E} values, but the layers before it give {x.shape[2]}")
     inputs = {"x": x}
     proj = {"q": ("x", split_heads(q(Wq), H, m), _bias(bq, q, H, m))}
-    for which, extra_emb, Wx, bx, dimx in (("k", key_embedding, Wk, bk, mha.kdim),
-                                           ("v", value_embedding, Wv, bv, mha.vdim)):
-        if dimx == E and extra_emb is None:
+    for which, extra_emb, Wx, bx, dimx in (("k", key_embedding, Wk, bk, att.kdim),
+                                           ("v", value_embedding, Wv, bv, att.vdim)):
+        if dimx in (E, None) and extra_emb is None:
             proj[which] = ("x", split_heads(q(Wx), H, m), _bias(bx, q, H, m))
             continue
         if extra_emb is None:
@@ -127,10 +173,9 @@ def mha_layer(mha, embedding, positions, post: Head, fmt: NumberFormat, *, pre=N
             raise AdapterError(f"the {which} embedding has shape {t.shape}; expected ({vocab}+, {dimx})")
         inputs[which] = q(embedding_grid(q(t), None, vocab, P))
         proj[which] = (which, split_heads(q(Wx), H, m), _bias(bx, q, H, m))
-    W_O = q(tensor(mha.out_proj.weight))
-    b_O = None if mha.out_proj.bias is None else tensor(mha.out_proj.bias)
     res = {"none": None, "input": x, "stream": stream}[residual]
-    return OneLayer(inputs, proj, 1.0 / math.sqrt(m), W_O, b_O, res, post, post.outputs, source)
+    return OneLayer(inputs, proj, att.scale, q(att.W_O), att.b_O, res, post, post.outputs, source,
+                    extras={"rope": att.rope, "alibi": att.alibi})
 
 
 def wrap_mha(mha, embedding=None, positions=None, head=None, fmt: NumberFormat | None = None, *, residual=False,
@@ -149,29 +194,27 @@ def wrap_mha(mha, embedding=None, positions=None, head=None, fmt: NumberFormat |
     ``add_zero_attn`` are refused.  Without ``torch_forward`` the torch parts themselves are the reference
     (:class:`AttentionPartsForward`).
     """
-    import torch.nn as nn
-    if not isinstance(mha, nn.MultiheadAttention):
-        raise AdapterError(f"expected nn.MultiheadAttention, got {type(mha).__name__}")
+    att = mha if isinstance(mha, ReadAttention) else read_mha(mha)
     residual = residual_mode(residual)
-    dtype = next(mha.parameters()).dtype
+    dtype = next(att.module.parameters()).dtype
     fmt = format_for_dtype(dtype) if fmt is None else fmt
     pre_fn = per_position(pre, fmt, "between the embedding and the attention")
     norm_fn = per_position(norm, fmt, "between the residual stream and the attention")
-    head_fn = numpy_head(head, mha.embed_dim, fmt, dtype, "psi head")
+    head_fn = numpy_head(head, att.embed_dim, fmt, dtype, "psi head")
     folded = [f"{fn.description} {what}" for fn, what in ((pre_fn, "on the embedding"),
                                                          (norm_fn, "before the attention")) if fn is not None]
-    what = (f"nn.MultiheadAttention(embed_dim={mha.embed_dim}, heads={mha.num_heads}" +
-            (", separate k/v projections" if not mha._qkv_same_embed_dim else "") + ")" +
+    what = (att.what +
             (f" with {' and '.join(folded)} folded into the embedding" if folded else "") +
             {"none": "", "input": ", a residual connection", "stream": ", a pre-norm residual connection"}[residual] +
             f" and {head_fn.description} psi")
-    layer = mha_layer(mha, embedding, positions, head_fn, fmt, pre=pre_fn, norm=norm_fn, residual=residual,
+    layer = mha_layer(att, embedding, positions, head_fn, fmt, pre=pre_fn, norm=norm_fn, residual=residual,
                       key_embedding=key_embedding, value_embedding=value_embedding, vocab_size=vocab_size,
                       seq_len=seq_len, source=source or what)
     if torch_forward is None:
-        torch_forward = AttentionPartsForward(mha, embedding, positions, head, pre=pre, norm=norm, residual=residual,
+        torch_forward = AttentionPartsForward(att.module, embedding, positions, head, pre=pre, norm=norm, residual=residual,
                                               key_embedding=key_embedding, value_embedding=value_embedding)
-    return build_attention(layer, fmt, spec=spec or "torch:multihead-attention", torch_forward=torch_forward)
+    return build_attention(layer, fmt, spec=spec or ("torch:multihead-attention" if att.module is mha else
+                                                     "torch:attention"), torch_forward=torch_forward)
 
 
 def _bias(b, q, H: int, m: int):

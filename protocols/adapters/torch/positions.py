@@ -1,0 +1,55 @@
+"""Position schemes read from a hand-written attention's tensors (:mod:`.handwritten`): rotary q/k (RoPE, as in
+Llama and GPT-NeoX: the two halves of each head rotated, angle i * base^(-2j/d_h) at position i) and ALiBi (a bias
+m_h * (j - i) on the logits of head h, as in the ALiBi paper).  Each reading is compared with what the module
+computed; what does not fit is refused, naming it."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from protocols.adapters.torch.layers import AdapterError
+
+#: RoPE bases tried when reading a rotation (GPT-NeoX / Llama 2: 10000; Llama 3: 500000; others: 1e6)
+ROPE_BASES = (10000.0, 500000.0, 1000000.0)
+
+
+def rotate(t: torch.Tensor, base: float) -> torch.Tensor:
+    """(B, H, L, d_h) rotated by position 0..L-1, rotate-halves (float64)."""
+    L, dh = t.shape[-2], t.shape[-1]
+    inv = 1.0 / (base ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh))
+    angles = torch.outer(torch.arange(L, dtype=torch.float64), inv)
+    cos, sin = torch.cat((angles, angles), -1).cos(), torch.cat((angles, angles), -1).sin()
+    x = t.double()
+    x1, x2 = x.chunk(2, dim=-1)
+    return x * cos + torch.cat((-x2, x1), -1) * sin
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal up to the rounding of ``b``'s dtype (a rotation computed in another order)."""
+    eps = torch.finfo(b.dtype).eps
+    return a.shape == b.shape and bool(torch.allclose(a, b.double(), rtol=64 * eps,
+                                                      atol=64 * eps * (1 + float(b.abs().max()))))
+
+
+def read_rope(chunk: torch.Tensor, target: torch.Tensor) -> float | None:
+    """The base whose rotation of ``chunk`` (B, H, L, d_h) is ``target``, or None."""
+    if chunk.shape != target.shape or chunk.shape[-1] % 2:
+        return None
+    return next((base for base in ROPE_BASES if _close(rotate(chunk, base), target)), None)
+
+
+def read_alibi(bias, heads: int, length: int, label: str, name: str) -> tuple | None:
+    """Per-head slopes m_h of a bias (H, L) on the last query's logits equal to m_h * (j - (L - 1)) (+ a constant
+    per head, which the softmax ignores), or None without a bias; any other bias is refused."""
+    if bias is None:
+        return None
+    b = np.asarray(bias.detach().double().cpu().numpy() if hasattr(bias, "detach") else bias, dtype=np.float64)
+    b = b - b[:, -1:]
+    if length < 2:
+        return tuple(0.0 for _ in range(heads)) if not b.any() else None
+    slopes = -b[:, 0] / (length - 1)
+    expected = slopes[:, None] * (np.arange(length) - (length - 1))[None, :]
+    if not np.allclose(b, expected, rtol=1e-5, atol=1e-6 * (1 + np.abs(b).max())):
+        raise AdapterError(f"{label}: {name} adds a bias to its attention logits that is not linear in the key "
+                           f"position (ALiBi's m_h (j - i)); the exchange computes no other bias")
+    return None if not slopes.any() else tuple(float(s) for s in slopes)
