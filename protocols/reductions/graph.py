@@ -24,6 +24,7 @@ from math import isqrt
 import numpy as np
 
 from commsim.core.errors import InputError, NotApplicable
+from commsim.core.limits import MAX_SEQUENCE_LENGTH
 from commsim.pipeline.interfaces import Encoded, Reduction
 from commsim.theory.bounds import Conditions, LowerBound, randomness
 from commsim.theory.problems import Disjointness
@@ -133,12 +134,22 @@ class Disj3Cycle(Reduction):
         """A 3-cycle exists iff the sets intersect: the label is DISJ's answer."""
         return np.asarray(labels)[:, 0].astype(np.uint8)
 
+    def seq_len(self, n: int) -> int:
+        """N^2 = (3n)^2 tokens, without encoding an instance (the engine asks at any n)."""
+        return self.length_for_size(n)
+
     def check(self, model, simulator, problem) -> None:
-        """Refuse a graph model built for another number of nodes."""
+        """Refuse a run whose N^2 adjacency bits pass the run limit, and a graph model built for another number
+        of nodes."""
+        n = self.size_of(problem)
+        if self.seq_len(n) > MAX_SEQUENCE_LENGTH:
+            top = isqrt(MAX_SEQUENCE_LENGTH) // 3
+            raise NotApplicable(f"n: disj-3cycle at n = {n} is a digraph on {3 * n} nodes, {self.seq_len(n)} "
+                                f"adjacency bits; runs take at most {MAX_SEQUENCE_LENGTH} tokens (n <= {top})", "n")
         nodes = getattr(model, "nodes", None)
-        need = 3 * self.size_of(problem)
+        need = 3 * n
         if nodes is not None and nodes != need:
-            raise NotApplicable(f"disj-3cycle at n = {self.size_of(problem)} is a digraph on N = {need} nodes; the "
+            raise NotApplicable(f"disj-3cycle at n = {n} is a digraph on N = {need} nodes; the "
                                 f"model reads {nodes}", "model")
 
     def _bound(self, n: int) -> LowerBound:

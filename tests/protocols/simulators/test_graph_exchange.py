@@ -151,3 +151,10 @@ def test_budget_plans_the_graph_exchange_by_node_counts():
     huge = 3 * 10 ** 6
     assert GRAPH_EXCHANGE.shape_plan(1, 2, 1, huge * huge, range(huge * (huge // 3)), (0,)).bits == \
         graph_exchange_bits(1, 1, 1, 2, huge)
+
+
+def test_runs_beyond_the_token_limit_are_refused_naming_n():
+    out = subprocess.run([sys.executable, "-m", "commsim", "run", "disj-3cycle", "--n", "22"], capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 2 and "4356 adjacency bits" in out.stderr and "n <= 21" in out.stderr
+    assert Disj3Cycle().seq_len(10 ** 6) == 9 * 10 ** 12        # computed, never encoded
