@@ -21,6 +21,7 @@ is not a replicate table is refused, never overwritten.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import io
@@ -192,8 +193,8 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
     if progress is not None:
         progress(finished, len(cells))
     if todo:
-        with (make_executor(executor, scheduler, workers) if not isinstance(executor, Executor) else
-              _borrowed(executor)) as ex:
+        with (contextlib.nullcontext(executor) if isinstance(executor, Executor) else    # the caller's: left open
+              make_executor(executor, scheduler, workers)) as ex:
             described = ex.describe()
             task = functools.partial(run_experiment_cell, experiment=exp.name, plugins=tuple(plugins))
             try:
@@ -218,19 +219,6 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
                         "sizes": dict(exp.scales[scale]), "paper_sizes": dict(exp.scales.get("paper", {})),
                         "out": None if out is None else str(out)})
     return frame
-
-
-class _borrowed:
-    """An executor the caller started: used, not closed."""
-
-    def __init__(self, executor: Executor):
-        self.executor = executor
-
-    def __enter__(self) -> Executor:
-        return self.executor
-
-    def __exit__(self, *exc) -> None:
-        return None
 
 
 def bound_curves(experiment, frame) -> dict:
