@@ -126,28 +126,22 @@ def _kind_legend(fig) -> None:
     fig.legend(handles=handles, loc="lower center", ncol=3, fontsize="small", frameon=False)
 
 
-def _pyplot():
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise InputError("--plot needs matplotlib: pip install 'commsim[plot]'", "--plot") from None
-    return plt
-
-
 def sweep_figure(frame):
     """The figure of ``frame`` (a sweep's rows): per reduction, bits against the bound, accuracy, certificates,
-    and the row's legend in a fourth column."""
-    plt = _pyplot()
-    from matplotlib.ticker import MaxNLocator
+    and the row's legend in a fourth column.  A plain :class:`matplotlib.figure.Figure`: no pyplot, so a
+    notebook's backend is left alone (in Jupyter it displays itself)."""
+    try:
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import MaxNLocator
+    except ImportError:
+        raise InputError("--plot needs matplotlib: pip install 'commsim[plot]'", "--plot") from None
     reductions = [r for r in dict.fromkeys(frame["reduction"])
                   if ((frame["reduction"] == r) & frame["error"].isna()).any()]
     if not reductions:
         raise InputError("--plot: no cell of the sweep ran without an error; nothing to draw", "--plot")
     height = 3.6 * len(reductions) + 0.6
-    fig, axes = plt.subplots(len(reductions), 4, figsize=(17, height), squeeze=False,
-                             gridspec_kw={"width_ratios": [3, 3, 3.4, 2.2]})
+    fig = Figure(figsize=(17, height))
+    axes = fig.subplots(len(reductions), 4, squeeze=False, gridspec_kw={"width_ratios": [3, 3, 3.4, 2.2]})
     for row, reduction in enumerate(reductions):
         series, left_out = _series(frame, reduction)
         labels, common = spec_labels([model for model, _ in series])
@@ -185,9 +179,4 @@ def sweep_figure(frame):
 
 def plot_sweep(frame, path: str) -> None:
     """Draw ``frame`` (a sweep's rows) into ``path`` (.png/.svg) through the atomic writer."""
-    plt = _pyplot()
-    fig = sweep_figure(frame)
-    try:
-        write_figure(fig, path, option="--plot")
-    finally:
-        plt.close(fig)
+    write_figure(sweep_figure(frame), path, option="--plot")

@@ -19,8 +19,10 @@ def frame():
 
 
 def _boxes(fig):
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    renderer = canvas.get_renderer()
     data_axes = [ax for ax in fig.axes if ax.axison]
     legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()] + list(fig.legends)
     return renderer, data_axes, legends
