@@ -2,7 +2,10 @@
 
 Each page opens offline (every request other than the file itself is refused and recorded), logs no console
 error, shows its math as MathML (no raw ``$$``), shows every figure with a non-zero size, lists its figures,
-and fits a phone's width.  Screenshots go to ``test-artifacts/html/`` (git-ignored; ``COMMSIM_ARTIFACTS``
+and fits a phone's width.  Every page kind (run, budget, fooling, matrix, tree, automaton, separate, each lesson)
+is also laid out at 390 px, at 1280 px and printed on A4 (:func:`check_layout`): no horizontal page overflow, no
+figure text drawn under 9 px, no math cut off, and on paper no text node outside the printable width.
+Screenshots (and the printed PDFs) go to ``test-artifacts/html/`` (git-ignored; ``COMMSIM_ARTIFACTS``
 moves them).  Without Playwright or Chromium the module skips and says how to install them.
 """
 from __future__ import annotations
