@@ -68,6 +68,7 @@ def node_partition(seq_len: int, alice_positions, public_positions=()) -> NodePa
     if nodes is None:
         raise NotApplicable(f"graph-exchange reads N^2 adjacency bits (one row per node); {seq_len} tokens is no "
                             f"square", "reduction")
+
     def rows(positions, what):
         mask = np.zeros(nodes * nodes, dtype=bool)
         mask[np.asarray(list(positions), dtype=np.int64)] = True
@@ -253,14 +254,12 @@ class GraphExchange(Simulator):
         return _model_plan(model, self._part(model, encoded))
 
     def shape_plan(self, width, precision, heads, seq_len, alice_positions, output_positions, *, layers: int = 1,
-                   public_positions=(), **shape) -> MessagePlan:
+                   public_positions=range(0), **shape) -> MessagePlan:
         nodes, shapes = nodes_of_length(seq_len), [(int(heads), int(width))] * int(layers)
         if nodes is not None:        # ranges of whole rows: counted without laying out N^2 positions (any N)
-            alice = _whole_rows(alice_positions, nodes)
-            public = _whole_rows(public_positions or range(0), nodes)
-            apart = public == 0 or (alice is not None and public is not None and (
-                alice_positions.stop <= public_positions.start or public_positions.stop <= alice_positions.start))
-            if alice is not None and public is not None and apart:
+            alice, public = _whole_rows(alice_positions, nodes), _whole_rows(public_positions, nodes)
+            if alice is not None and public is not None and (public == 0 or alice == 0 or (
+                    alice_positions.stop <= public_positions.start or public_positions.stop <= alice_positions.start)):
                 return _plan(nodes, alice, nodes - alice - public, public, shapes, int(precision))
         part = node_partition(seq_len, alice_positions, public_positions)
         return _plan(part.nodes, len(part.alice), len(part.bob), len(part.public), shapes, int(precision))
