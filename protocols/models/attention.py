@@ -40,9 +40,10 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.core.errors import InputError
-from commsim.core.precision import NumberFormat, parse_format
+from commsim.core.precision import NumberFormat
 from protocols.models.attention_config import DIVISIONS, AttentionConfig
 from protocols.models.attention_kernel import BLOCK_ELEMENTS, divide, softmax_sums
+from protocols.models.attention_positions import alibi_bias, alibi_float, rotate, rotate_float
 
 __all__ = ["DIVISIONS", "FLOAT_TOLERANCE", "AttentionConfig", "AttentionLayer", "random_layer"]
 
@@ -147,6 +148,9 @@ class AttentionLayer:
     query = _knob("query", "The position the decision is read at (None: the last).")
     attend_self = _knob("attend_self", "Does the query attend to its own position?")
     division = _knob("division", "The division semantics, ``once`` or ``per-weight``.")
+    rope = _knob("rope", "Are q and k rotated by position (RoPE, :mod:`protocols.models.attention_positions`)?")
+    rope_base = _knob("rope_base", "RoPE's base (10000 by default).")
+    alibi = _knob("alibi", "ALiBi's slope per head, or None.")
     del _knob
 
     # ---- descriptors
@@ -220,7 +224,8 @@ class AttentionLayer:
         else:
             x = self.embed(tokens, positions)
             kv = self.arithmetic.linear(x, self._W_KV).reshape(B, n, 2, H, m)
-        return kv[:, :, 0], kv[:, :, 1]
+        k = kv[:, :, 0] if not self.rope else rotate(self.arithmetic, kv[:, :, 0], positions, self.rope_base)
+        return k, kv[:, :, 1]
 
     def query_embedding(self, query_tokens: np.ndarray, position: int) -> np.ndarray:
         """x_N = [E_tok(s_N) + E_pos(N)] for the query tokens (B,): (B, d)."""
@@ -228,18 +233,38 @@ class AttentionLayer:
         return self.embed(t, np.array([position]))[:, 0]
 
     def query_vectors(self, query_tokens: np.ndarray, position: int) -> np.ndarray:
-        """q = [W_Q x_N] per head for the query tokens (B,): (B, H, m)."""
-        return self.queries_of(self.query_embedding(query_tokens, position))
+        """q = [W_Q x_N] per head for the query tokens (B,): (B, H, m) (rotated at N with RoPE)."""
+        return self.queries_of(self.query_embedding(query_tokens, position), position)
 
-    def queries_of(self, x: np.ndarray) -> np.ndarray:
-        """q = [W_Q x] per head for embeddings x (B, d): (B, H, m)."""
-        return self.arithmetic.linear(np.asarray(x), self._W_Q).reshape(len(x), self.heads, self.width)
+    def queries_of(self, x: np.ndarray, position: int | None = None) -> np.ndarray:
+        """q = [W_Q x] per head for embeddings x (B, d) of the query at ``position``: (B, H, m); with RoPE
+        rotated at that position (which must then be given)."""
+        q = self.arithmetic.linear(np.asarray(x), self._W_Q).reshape(len(x), 1, self.heads, self.width)
+        if self.rope:
+            if position is None:
+                raise ValueError("RoPE rotates the query by its position: pass the query position")
+            q = rotate(self.arithmetic, q, [position], self.rope_base)
+        return q[:, 0]
 
-    def own_term(self, x: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def own_term(self, x: np.ndarray, q: np.ndarray, position: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The query position's own logit A (B, H, 1) and value v (B, 1, H, m), from its embedding x_N
-        (B, d) and the queries q (B, H, m): the same values :meth:`scan` gives for that position."""
-        kv = self.arithmetic.linear(np.asarray(x)[:, None], self._W_KV).reshape(len(x), 1, 2, self.heads, self.width)
-        return self.arithmetic.logits(q, kv[:, :, 0]).astype(self.arithmetic.dtype, copy=False), kv[:, :, 1]
+        (B, d), the queries q (B, H, m) and its position (needed with RoPE or ALiBi): the same values
+        :meth:`scan` gives for that position."""
+        ar = self.arithmetic
+        if self.rope and position is None:
+            raise ValueError("RoPE rotates the query position's key by its position: pass it")
+        kv = ar.linear(np.asarray(x)[:, None], self._W_KV).reshape(len(x), 1, 2, self.heads, self.width)
+        k = kv[:, :, 0] if not self.rope else rotate(ar, kv[:, :, 0], [position], self.rope_base)
+        return self._with_alibi(ar.logits(q, k).astype(ar.dtype, copy=False), [position], position), kv[:, :, 1]
+
+    def _with_alibi(self, A: np.ndarray, positions, query: int | None) -> np.ndarray:
+        """The logits A (B, H, n) of ``positions`` with ALiBi's [m_h (i - N)] added (N = ``query``), rounded."""
+        if self.alibi is None:
+            return A
+        if query is None:
+            raise ValueError("ALiBi adds m_h (i - N) to the logits: pass the query position N")
+        ar = self.arithmetic
+        return ar.add(A, alibi_bias(ar, self.alibi, positions, query)).astype(ar.dtype, copy=False)
 
     def residual_input(self, query_tokens: np.ndarray, position: int) -> np.ndarray | None:
         """The coordinates of x_N that psi reads (B, r), or None without a residual path."""
@@ -248,8 +273,10 @@ class AttentionLayer:
         return self.query_embedding(query_tokens, position)[:, self.residual_coords]
 
     # ---- stage 2: logits (and values kept for the sums), over a set of positions
-    def scan(self, tokens: np.ndarray, positions: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Logits A (B, H, n) and values v (B, n, H, m) of the given positions for queries q (B, H, m)."""
+    def scan(self, tokens: np.ndarray, positions: np.ndarray, q: np.ndarray,
+             query: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Logits A (B, H, n) and values v (B, n, H, m) of the given positions for queries q (B, H, m) of the
+        query at position ``query`` (needed with ALiBi)."""
         tokens = np.asarray(tokens)
         positions = np.asarray(positions, dtype=np.int64)
         B, n = tokens.shape
@@ -259,7 +286,7 @@ class AttentionLayer:
         block = max(1, BLOCK_ELEMENTS // max(1, B * H * m))
         for s in range(0, n, block):
             k, v = self.keys_values(tokens[:, s:s + block], positions[s:s + block])
-            A[:, :, s:s + block] = self.arithmetic.logits(q, k)
+            A[:, :, s:s + block] = self._with_alibi(self.arithmetic.logits(q, k), positions[s:s + block], query)
             V[:, s:s + block] = v
         return A, V
 
@@ -335,7 +362,7 @@ class AttentionLayer:
         for s in range(0, tokens.shape[0], chunk):
             T = tokens[s:s + chunk]
             q = self.query_vectors(T[:, qpos], qpos)
-            A, V = self.scan(T[:, keep], keep, q)
+            A, V = self.scan(T[:, keep], keep, q, qpos)
             Z, U = self.aggregate(A, V, A.max(axis=-1))
             out.append(self.finish(U, Z, self.residual_input(T[:, qpos], qpos)))
         return np.concatenate(out) if out else np.zeros((0, self.classes or 1), dtype=self.arithmetic.dtype)
@@ -367,7 +394,9 @@ class AttentionLayer:
         q = np.einsum("hmd,bd->bhm", Wq, x[:, qpos])
         k = np.einsum("hmd,bnd->bnhm", Wk, x[:, keep])
         v = np.einsum("hmd,bnd->bnhm", Wv, x[:, keep])
-        A = np.einsum("bhm,bnhm->bhn", q, k)
+        if self.rope:
+            q, k = rotate_float(q[:, None], [qpos], self.rope_base)[:, 0], rotate_float(k, keep, self.rope_base)
+        A = np.einsum("bhm,bnhm->bhn", q, k) + (0.0 if self.alibi is None else alibi_float(self.alibi, keep, qpos))
         w = np.exp(A - A.max(axis=-1, keepdims=True))
         w = w / w.sum(axis=-1, keepdims=True)
         o = np.einsum("bhn,bnhm->bhm", w, v).reshape(len(tokens), -1)
@@ -382,45 +411,17 @@ class AttentionLayer:
                 y = np.maximum(y, 0.0)
         return y
 
-    # ---- save / load
+    # ---- save / load (:mod:`protocols.models.attention_io`)
     def save(self, path) -> None:
         """Save to ``.npz`` (tables only: callable embeddings or psi cannot be saved)."""
-        if self.token_table is None or self.position_fn is not None or self.psi_fn is not None:
-            raise InputError("a layer with callable embeddings or psi cannot be saved to .npz")
-        val = self.arithmetic.to_values
-        arrays = {"format": np.array(self.format.name), "token_embedding": val(self.token_table),
-                  "W_Q": val(self.W_Q), "W_K": val(self.W_K), "W_V": val(self.W_V), "W_O": val(self.W_O),
-                  "attend_self": np.array(self.attend_self), "psi_layers": np.array(len(self.psi_layers)),
-                  "division": np.array(self.division)}
-        optional = {"position_embedding": self.position_table, "query": self.query, "residual": self.residual_coords}
-        arrays.update({k: val(v) if k == "position_embedding" else np.array(v) for k, v in optional.items() if v is not None})
-        for i, (W, b) in enumerate(self.psi_layers):
-            arrays[f"psi_W{i}"], arrays[f"psi_b{i}"] = val(W), val(b)
-        np.savez(path, **arrays)
+        from protocols.models.attention_io import save_layer
+        save_layer(self, path)
 
     @classmethod
     def load(cls, path, fmt: NumberFormat | None = None, *, spec: str = "") -> "AttentionLayer":
         """Load a layer saved by :meth:`save` (``fmt`` re-rounds the weights); a bad file is an InputError."""
-        from protocols.models.npz import numeric_array, read_npz
-        arrays, layers = read_npz(path, "attention weights"), None
-        if "psi_layers" in arrays and arrays["psi_layers"].dtype.kind in "iu" and arrays["psi_layers"].ndim == 0:
-            layers = int(arrays["psi_layers"]) if 0 <= arrays["psi_layers"] <= len(arrays) else None
-        dims = {"token_embedding": 2, "position_embedding": 2, "W_Q": 3, "W_K": 3, "W_V": 3, "W_O": 2,
-                **{f"psi_{m}{i}": d for i in range(layers or 0) for m, d in (("W", 2), ("b", 1))}}
-        missing = [k for k in ["format", *dims] if k not in arrays and k != "position_embedding"]
-        if missing or (layers is None and "psi_layers" in arrays):
-            raise InputError(f"attention weights {str(path)!r}: " + (f"lack {', '.join(missing)}" if missing else
-                             f"psi_layers={arrays['psi_layers']} is not a count of the stored layers"), "model")
-        num = {k: numeric_array(arrays, k, d, path, "attention weights") for k, d in dims.items() if k in arrays}
-        psi = [(num[f"psi_W{i}"], num[f"psi_b{i}"]) for i in range(layers or 0)] or None
-        try:
-            return cls(fmt or parse_format(str(arrays["format"])), num["token_embedding"], num.get("position_embedding"),
-                       num["W_Q"], num["W_K"], num["W_V"], num["W_O"], psi, query=int(arrays["query"]) if "query" in arrays else None,
-                       attend_self=bool(arrays.get("attend_self", np.array(True))),
-                       residual=arrays["residual"] if "residual" in arrays else False,
-                       division=str(arrays["division"]) if "division" in arrays else "once", spec=spec)
-        except (ValueError, TypeError, IndexError) as exc:  # shapes that do not fit, a bad query or residual
-            raise InputError(f"attention weights {str(path)!r}: {exc}", "model") from None
+        from protocols.models.attention_io import load_layer
+        return load_layer(cls, path, fmt, spec=spec)
 
 
 # ---- factories ------------------------------------------------------------------------------------

@@ -22,8 +22,9 @@ DIVISIONS = ("once", "per-weight")
 class AttentionConfig:
     """A one-layer attention's shape and semantics, without weights: H heads of width m, the embedding width
     d, the number format (p = :attr:`precision`), whether the query attends to itself, the coordinates of
-    x_N psi reads (``residual``; None: no residual path), the query position (None: the last) and the
-    division semantics.  :class:`AttentionLayer` holds one (its shape attributes read through it); the
+    x_N psi reads (``residual``; None: no residual path), the query position (None: the last), the
+    division semantics and the position scheme inside the attention (``rope``: rotary q/k with base
+    ``rope_base``; ``alibi``: one slope per head; :mod:`protocols.models.attention_positions`).  :class:`AttentionLayer` holds one (its shape attributes read through it); the
     attention exchange's message plan reads only this object, so ``commsim budget`` plans from a config
     built from sizes (:meth:`fixed`) exactly what ``commsim run`` executes.  ``dim`` may be None for a
     shape that does not know d (then x_N is not a one-way option)."""
@@ -36,6 +37,9 @@ class AttentionConfig:
     residual: tuple[int, ...] | None = None
     query: int | None = None
     division: str = "once"
+    rope: bool = False
+    rope_base: float = 10000.0
+    alibi: tuple[float, ...] | None = None
     arithmetic: object = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -43,6 +47,13 @@ class AttentionConfig:
             raise InputError(f"division must be one of {', '.join(DIVISIONS)}; got {self.division!r}", "model")
         if min(self.heads, self.width, 1 if self.dim is None else self.dim) < 1:
             raise InputError("heads, width and dim must be at least 1")
+        if self.rope and (self.width % 2 or not self.rope_base > 1):
+            raise InputError(f"rope rotates the two halves of each head: it needs an even head width (got "
+                             f"{self.width}) and a base above 1 (got {self.rope_base})", "model")
+        if self.alibi is not None:
+            object.__setattr__(self, "alibi", tuple(float(a) for a in self.alibi))
+            if len(self.alibi) != self.heads:
+                raise InputError(f"alibi has {len(self.alibi)} slopes for {self.heads} heads", "model")
         object.__setattr__(self, "arithmetic", arithmetic_for(self.format))
 
     @classmethod

@@ -10,7 +10,10 @@ negative counts from the end), ``self=0|1`` (whether the query attends to its ow
 ``residual=0|1`` (a random layer whose psi also reads the query's embedding x_N),
 ``division=once|per-weight`` (the softmax's division: ``once``, the default, rounds o = [U / Z] once;
 ``per-weight`` is Appendix D of [BHBK24], each weight a_i = [e_i / Z] rounded, then o = [sum [a_i v_i]];
-:mod:`protocols.models.attention`; any layer, probe and loaded weights included).
+:mod:`protocols.models.attention`; any layer, probe and loaded weights included), and the position scheme
+inside the attention (:mod:`protocols.models.attention_positions`): ``rope=true[,rope_base=B]`` (rotary q and
+k, base 10000 by default; an even width), ``alibi=true`` (the ALiBi paper's slope per head on the logits) and
+``positions=0`` (NoPE: no position table, the causal mask only).
 A random layer defaults to the task's vocabulary and sequence length.  ``attention:probe`` is a
 small exact construction (see :func:`probe_layer`) with keys ``at=I/J/...`` (``n`` stands for
 the source problem's size), ``accept=T/...`` or ``reject=T/...`` and ``rule=all|any|differ``.
@@ -25,6 +28,7 @@ from commsim.core.errors import InputError
 from commsim.core.limits import check_memory
 from commsim.core.precision import FixedPoint, NumberFormat
 from protocols.models.attention import DIVISIONS, AttentionLayer, random_layer
+from protocols.models.attention_positions import alibi_slopes
 
 
 PROBE_RULES = ("all", "any", "differ")
@@ -103,6 +107,15 @@ def make_attention(spec, vocab_size: int | None = None, seq_len: int | None = No
     model = _make(spec, target, vocab_size, seq_len, n)
     if spec.has("division"):
         model.division = spec.str("division", "once", DIVISIONS)
+    flags = ("0", "1", "false", "true")
+    rope, alibi = spec.str("rope", None, flags), spec.str("alibi", None, flags)
+    if spec.has("rope_base") and rope not in ("1", "true"):
+        raise InputError(f"model spec {spec.text!r}: rope_base= needs rope=true", "model")
+    if rope is not None:   # rotary q/k (and its base) or none: one config change, validated together
+        on = rope in ("1", "true")
+        model.config = model.config.replace(rope=on, rope_base=spec.float("rope_base", 10000.0) if on else 10000.0)
+    if alibi is not None:
+        model.alibi = alibi_slopes(model.heads) if alibi in ("1", "true") else None
     return model
 
 
@@ -140,7 +153,7 @@ def _make(spec, target: str, vocab_size: int | None, seq_len: int | None, n: int
     dim = spec.int("dim", minimum=1)
     classes = spec.int("classes", minimum=1)
     vocab = spec.int("vocab", minimum=1)
-    positions = spec.int("positions", minimum=1)
+    positions = spec.int("positions", minimum=0)
     if weights is not None:
         for key in ("seed", "residual"):
             if spec.has(key):
@@ -159,14 +172,14 @@ def _make(spec, target: str, vocab_size: int | None, seq_len: int | None, n: int
     fmt = spec.format(default=FixedPoint.with_bits(16))
     seed = spec.int("seed", 0, minimum=0)
     vocab = vocab if vocab is not None else (vocab_size or 4)
-    positions = positions if positions is not None else (seq_len or 64)
+    positions = positions if positions is not None else (seq_len or 64)   # 0: NoPE, no position table
     h, m, d = heads or 1, width or 4, dim or 8
     # float64 weights: token and position embeddings, per head W_Q, W_K, W_V (m x d) and the output map
     check_memory(8 * ((vocab + positions) * d + 3 * h * m * d + h * m * (classes or 2) + h * m * d),
                  "model", f"the attention layer {spec.text!r} (heads x width x dim = {h} x {m} x {d}, "
                           f"vocab {vocab}, positions {positions})")
     residual = bool(spec.int("residual", 0, minimum=0, maximum=1))
-    return random_layer(fmt, vocab=vocab, positions=positions, heads=heads or 1, width=width or 4,
+    return random_layer(fmt, vocab=vocab, positions=positions or None, heads=heads or 1, width=width or 4,
                         dim=dim or 8, classes=classes or 2, seed=seed, query=query, attend_self=attend_self,
                         residual=residual, spec=spec.text)
 
@@ -182,5 +195,6 @@ def register(registry) -> None:
     registry.register("model", "attention", make_attention,
                       "one-layer attention (heads=H,width=M,dim=d,precision=P|dtype=...,seed=S,residual=0|1,"
                       "division=once|per-weight (o = [U/Z] once, or each weight [e_i/Z] first: App. D),"
+                      "rope=true[,rope_base=B],alibi=true,positions=0 (NoPE),"
                       "weights=FILE.npz; "
                       "attention:probe,...)")

@@ -22,7 +22,7 @@ that form by folding, never by approximating:
   m is the real head width.
 
 Refused, with the reason: more than one layer (Lemma 5 / Corollary 13.1 of [BHBK24]: no protocol
-of this kind exists for two layers), rotary or other non-absolute position schemes, soft-capped
+of this kind exists for two layers), position schemes other than absolute tables, RoPE and ALiBi, soft-capped
 attention scores, ``add_bias_kv`` / ``add_zero_attn`` (a key that belongs to no party), and
 parallel attention/MLP blocks.
 
@@ -141,8 +141,6 @@ class FoldedPsi:
 
 def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch_forward=None) -> TorchAttention:
     """Fold a :class:`OneLayer` into a :class:`TorchAttention` (module docstring)."""
-    if layer.extras.get("rope") or layer.extras.get("alibi"):
-        raise AdapterError(f"{layer.source}: rotary and ALiBi positions are not computed by the exchange yet")
     H, m, _ = layer.projections["q"][1].shape
     blocks, offset = {}, 0
     for name, table in layer.inputs.items():
@@ -183,8 +181,12 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
     b_O_q = None if b_O is None else q_fmt(b_O)
     psi = FoldedPsi(d_out, b_O_q, d_res, layer.post)
     residual = np.arange(res_at, res_at + d_res) if d_res else False   # psi reads e_N: (y, x_N[residual])
-    return TorchAttention(fmt, table, weights["q"], weights["k"], weights["v"], W_O, psi, residual=residual,
-                          spec=spec, torch_forward=torch_forward, source=layer.source)
+    model = TorchAttention(fmt, table, weights["q"], weights["k"], weights["v"], W_O, psi, residual=residual,
+                           spec=spec, torch_forward=torch_forward, source=layer.source)
+    rope, alibi = layer.extras.get("rope"), layer.extras.get("alibi")
+    if rope or alibi is not None:   # the position scheme inside the attention (protocols.models.attention_positions)
+        model.config = model.config.replace(rope=bool(rope), rope_base=float(rope or 10000.0), alibi=alibi)
+    return model
 
 
 # ---- pieces the wrappers share -------------------------------------------------------------------

@@ -52,4 +52,7 @@ def read_alibi(bias, heads: int, length: int, label: str, name: str) -> tuple | 
     if not np.allclose(b, expected, rtol=1e-5, atol=1e-6 * (1 + np.abs(b).max())):
         raise AdapterError(f"{label}: {name} adds a bias to its attention logits that is not linear in the key "
                            f"position (ALiBi's m_h (j - i)); the exchange computes no other bias")
+    paper = 2.0 ** (-8.0 * (np.arange(heads) + 1) / heads)   # the ALiBi paper's slopes, read exactly when they fit
+    if np.allclose(slopes, paper, rtol=1e-6, atol=0):
+        slopes = paper
     return None if not slopes.any() else tuple(float(s) for s in slopes)

@@ -41,11 +41,11 @@ def simulate(model: AttentionLayer, plan: ExchangePlan, tokens: np.ndarray) -> t
         return model.forward_rep(T, qpos), np.zeros((B, 0), dtype=np.int64)
     if plan.mode == "one-way" and plan.one_way_message == "embedding":   # x_N alone: the receiver does the rest
         x = model.query_embedding(T[:, qpos], qpos)
-        q = model.queries_of(x)
+        q = model.queries_of(x, qpos)
         pos = plan.attended(plan.output_party)
-        A, V = model.scan(T[:, pos], pos, q)
+        A, V = model.scan(T[:, pos], pos, q, qpos)
         if plan.attend_self:
-            A_s, V_s = model.own_term(x, q)
+            A_s, V_s = model.own_term(x, q, qpos)
             A, V = np.concatenate([A, A_s], axis=2), np.concatenate([V, V_s.astype(V.dtype)], axis=1)
         Z, U = model.aggregate(A, V, A.max(axis=-1))
         x_query = x[:, model.residual_coords] if plan.residual else None
@@ -58,16 +58,16 @@ def simulate(model: AttentionLayer, plan: ExchangePlan, tokens: np.ndarray) -> t
             keys.append(ar.key(x_query).reshape(B, -1))
         receiver = plan.output_party
         pos = plan.attended(receiver)
-        A, V = model.scan(T[:, pos], pos, q)
+        A, V = model.scan(T[:, pos], pos, q, qpos)
         if plan.attend_self:
-            A_s, V_s = model.scan(T[:, [qpos]], np.array([qpos]), q)
+            A_s, V_s = model.scan(T[:, [qpos]], np.array([qpos]), q, qpos)
             keys += [ar.key(A_s).reshape(B, -1), ar.key(V_s).reshape(B, -1)]
             A, V = np.concatenate([A, A_s], axis=2), np.concatenate([V, V_s], axis=1)
         Z, U = model.aggregate(A, V, A.max(axis=-1))
         return model.finish(U, Z, x_query), np.concatenate(keys, axis=1)
     pos_q, pos_o = plan.attended(plan.query_owner), plan.positions(plan.other)
-    A_q, V_q = model.scan(T[:, pos_q], pos_q, q)
-    A_o, V_o = model.scan(T[:, pos_o], pos_o, q)
+    A_q, V_q = model.scan(T[:, pos_q], pos_q, q, qpos)
+    A_o, V_o = model.scan(T[:, pos_o], pos_o, q, qpos)
     max_q, max_o = A_q.max(axis=-1), A_o.max(axis=-1)
     M = np.maximum(max_q, max_o)
     if plan.division == "per-weight":   # a_i = [e_i / Z]: the whole Z first, then the U terms

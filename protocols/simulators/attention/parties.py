@@ -100,7 +100,7 @@ class AttentionExchangeProtocol(Protocol):
         if plan.residual:
             yield Send("embedding", ar.encode(model.residual_input(self._query_token(share), plan.query)[0]))
         if plan.attend_self:
-            A, V = model.scan(np.asarray(share.tokens)[None], np.asarray(share.positions), q)
+            A, V = model.scan(np.asarray(share.tokens)[None], np.asarray(share.positions), q, plan.query)
             for h in range(plan.heads):
                 yield Send(f"self/head {h}", ar.encode(np.concatenate([A[0, h], V[0, 0, h].astype(A.dtype)])))
         return None
@@ -111,11 +111,11 @@ class AttentionExchangeProtocol(Protocol):
         H, m = plan.heads, plan.width
         if plan.one_way_message == "embedding":   # x_N: q_N, the query's own term and psi's input follow
             x = ar.decode((yield Receive("embedding")), plan.dim)[None]
-            q = model.queries_of(x)
+            q = model.queries_of(x, plan.query)
             tok, pos = self._own(share)
-            A, V = model.scan(tok, pos, q)
+            A, V = model.scan(tok, pos, q, plan.query)
             if plan.attend_self:
-                A_s, V_s = model.own_term(x, q)
+                A_s, V_s = model.own_term(x, q, plan.query)
                 A, V = np.concatenate([A, A_s], axis=2), np.concatenate([V, V_s.astype(V.dtype)], axis=1)
             x_query = x[:, model.residual_coords] if plan.residual else None
             Z, U = model.aggregate(A, V, A.max(axis=-1))
@@ -125,7 +125,7 @@ class AttentionExchangeProtocol(Protocol):
         if plan.residual:
             x_query = ar.decode((yield Receive("embedding")), plan.residual)[None]
         tok, pos = self._own(share)
-        A, V = model.scan(tok, pos, q)
+        A, V = model.scan(tok, pos, q, plan.query)
         if plan.attend_self:
             own = []
             for h in range(H):
@@ -142,7 +142,7 @@ class AttentionExchangeProtocol(Protocol):
         H = plan.heads
         q = yield from self._send_queries(share)
         tok, pos = self._own(share)
-        A, V = model.scan(tok, pos, q)
+        A, V = model.scan(tok, pos, q, plan.query)
         local_max = A.max(axis=-1)
         for h in range(H):
             yield Send(f"max/head {h}", ar.encode(local_max[0, h:h + 1]))
@@ -174,7 +174,7 @@ class AttentionExchangeProtocol(Protocol):
         for h in range(H):
             theirs.append(ar.decode((yield Receive(f"max/head {h}")), 1)[0])
         tok, pos = self._own(share)
-        A, V = model.scan(tok, pos, q)
+        A, V = model.scan(tok, pos, q, plan.query)
         local_max = A.max(axis=-1)
         for h in range(H):
             yield Send(f"max/head {h}", ar.encode(local_max[0, h:h + 1]))

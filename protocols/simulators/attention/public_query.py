@@ -104,12 +104,14 @@ def _sums(model: AttentionLayer, A, V, M, K: int) -> tuple[np.ndarray, np.ndarra
     return np.stack([z for z, _ in parts], axis=2), np.stack([u for _, u in parts], axis=2)
 
 
-def _bob_sums(model: AttentionLayer, tokens, positions, q, M_A) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Bob's side: the global maximum M and his exact (Z_B, U_B) under it (none attended: M = M_A, zero sums)."""
+def _bob_sums(model: AttentionLayer, tokens, positions, q, M_A,
+              query: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bob's side: the global maximum M and his exact (Z_B, U_B) under it (none attended: M = M_A, zero sums),
+    for the query at position ``query``."""
     B, H = np.shape(M_A)
     if not len(positions):
         return M_A, np.zeros((B, H), dtype=np.int64), np.zeros((B, H, model.width), dtype=np.int64)
-    A, V = model.scan(tokens, positions, q)
+    A, V = model.scan(tokens, positions, q, query)
     M = np.maximum(A.max(axis=-1), M_A)
     return (M, *model.partial_sums(A, V, M))
 
@@ -143,7 +145,7 @@ class PublicQueryProtocol(Protocol):
     def alice(self, share):
         model, plan, ar = self.model, self.plan, self.model.arithmetic
         q, _ = self._q(share)
-        A, V = model.scan(np.asarray(share.tokens)[None], np.asarray(share.positions), q)
+        A, V = model.scan(np.asarray(share.tokens)[None], np.asarray(share.positions), q, plan.query)
         M_A = A.max(axis=-1)
         Z, U = _sums(model, A, V, M_A, plan.candidates)
         for h in range(plan.heads):
@@ -167,7 +169,7 @@ class PublicQueryProtocol(Protocol):
         pos = np.asarray(share.positions)
         keep = pos if model.attend_self else pos[pos != plan.query]
         tokens = np.asarray(share.tokens)[np.isin(pos, keep)][None]
-        M, Z_B, U_B = _bob_sums(model, tokens, keep, q, M_A)
+        M, Z_B, U_B = _bob_sums(model, tokens, keep, q, M_A, plan.query)
         Z_pick, U_pick = _pick(M_A, M, Z_A, U_A, K)
         Z, U = _exact(Z_B + Z_pick), _exact(U_B + U_pick)
         raw = model.finish(U, Z, model.residual_input(np.array([tok]), plan.query))
@@ -271,12 +273,12 @@ class PublicQueryExchange(Simulator):
         B, qpos = T.shape[0], plan.query
         q = model.query_vectors(T[:, qpos], qpos)
         a_pos = np.array(plan.alice_positions, dtype=np.int64)
-        A_a, V_a = model.scan(T[:, a_pos], a_pos, q)
+        A_a, V_a = model.scan(T[:, a_pos], a_pos, q, qpos)
         M_A = A_a.max(axis=-1)
         Z_A, U_A = _sums(model, A_a, V_a, M_A, plan.candidates)
         b_pos = np.array(plan.bob_positions, dtype=np.int64)
         b_pos = b_pos if model.attend_self else b_pos[b_pos != qpos]
-        M, Z_B, U_B = _bob_sums(model, T[:, b_pos], b_pos, q, M_A)
+        M, Z_B, U_B = _bob_sums(model, T[:, b_pos], b_pos, q, M_A, qpos)
         Z_pick, U_pick = _pick(M_A, M, Z_A, U_A, plan.candidates)
         raw = model.finish(U_B + U_pick, Z_B + Z_pick, model.residual_input(T[:, qpos], qpos))
         keys = np.concatenate([M_A.reshape(B, -1), np.asarray(Z_A, dtype=np.int64).reshape(B, -1),
