@@ -26,6 +26,8 @@ precision is the narrowest in which it is exact):
                      ``precision=P[,frac=F]``; no one-layer protocol wraps it.
 ``construct:match3-variant1`` Match3's Variant 1 (z_N = 0, the N-th output) in two layers of one head, m = 3
                      (``modulus=M``, ``length=N``; commsim's weights): reads ``disj-match3``'s tokens.
+``construct:match3-bigram`` Match3Bigram (some j with z_i + z_j + z_(j+1) = 0) in two layers of width 2 and 3
+                     (``modulus=M``, ``length=N``; commsim's weights).
 ``construct:3cycle-pair`` commsim's higher-order graph unit (attention over pairs (j, k) whose logit reads
                      X_ij, X_jk, X_ki) deciding Directed 3-Cycle at every node, width 1, 8 bits
                      (``nodes=N``, default the task's); no node-partition protocol wraps it.
@@ -177,6 +179,14 @@ def make_match3_variant1(spec, vocab_size=None, seq_len=None, **context):
     return build_match3_variant1(length, modulus, spec=spec.text)
 
 
+def make_match3_bigram(spec, vocab_size=None, seq_len=None, **context):
+    """[SHT23]: Match3Bigram in two layers of width 2 and 3 (keys modulus=M, length=N)."""
+    from protocols.constructions.match3_bigram import build_match3_bigram
+    modulus = spec.int("modulus", 7 if vocab_size is None else max(int(vocab_size), 2), minimum=2, maximum=256)
+    length = spec.int("length", 5 if seq_len is None else int(seq_len), minimum=2, maximum=MAX_SEQUENCE_LENGTH)
+    return build_match3_bigram(length, modulus, spec=spec.text)
+
+
 def make_cycle3_pair(spec, seq_len=None, **context):
     """commsim's higher-order graph unit deciding Directed 3-Cycle (keys nodes, precision)."""
     from protocols.constructions.cycle3 import build_cycle3_pair
@@ -220,3 +230,5 @@ def register(registry) -> None:
     registry.register("model", "construct:match3-variant1", make_match3_variant1,
                       "[SHT23]: Match3's Variant 1 (z_N = 0, the N-th output) in two layers of one head, m = 3 "
                       "(modulus=M, length=N); no one-layer protocol applies")
+    registry.register("model", "construct:match3-bigram", make_match3_bigram,
+                      "[SHT23]: Match3Bigram at every position in two layers of width 2 and 3 (modulus=M, length=N)")
