@@ -111,3 +111,13 @@ def test_the_schemes_see_relative_positions_only_and_change_the_output():
                             10000.0, (0.5, 0.25))
         out = model.forward(tokens)
         assert not np.allclose(out[0], out[1])
+
+
+def test_the_public_query_message_stays_exact_with_rope_and_alibi():
+    """[PNP24]'s one-way partial softmax: Alice rotates the public query at its position and adds her own
+    positions' biases; Bob picks her sums for the global maximum: protocol == model on every instance."""
+    from commsim.pipeline.run import run_reduction
+    for keys in ("rope=true", "alibi=true", "rope=true,rope_base=50,alibi=true,positions=0"):
+        report = run_reduction("compose-index", f"attention:precision=8,frac=2,heads=2,width=4,{keys}", 3,
+                               instances=64, certify=False)
+        assert report.protocol == "attention-public-query" and report.protocol_matches_model, keys
