@@ -240,7 +240,7 @@ def _confirm_pairs(problem: Problem, alice_messages, direct_answers, message_bit
         other = 1 - fail
         verified = same_message and answers[0] == answers[1] and answers[fail] != expected[fail]
         # a scalar Bob input is an index into Alice's string (INDEX): a reader counts its position from 1
-        xs, ys = (x1, x2), (f"position {int(y) + 1}" if np.ndim(y) == 0 else _show(y))
+        xs, ys = (x1, x2), (f"index {int(y) + 1}" if np.ndim(y) == 0 else _show(y))
         packed = again.dtype == np.uint8 and again.shape[1] == -(-message_bits // 8)   # the message's own bytes
         message = Bits(again[0], message_bits) if packed else None
         explanation = (

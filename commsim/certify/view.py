@@ -39,6 +39,17 @@ def _ordinal(index) -> str:
     return "?" if index is None else str(int(index) + 1)
 
 
+def _where(marks: list[int], positions, problem: str) -> str:
+    """Where a party's input differs, counted from 1: for a Dyck string (the parties hold interleaved halves)
+    at the string's own positions when the certificate says which positions the party holds, else at the
+    party's input's positions."""
+    if not marks:
+        return "position(s) —"
+    if problem == "dyck22" and positions is not None and max(marks) < len(positions):
+        return "string position(s) " + ", ".join(str(int(positions[i]) + 1) for i in marks)
+    return "position(s) " + ", ".join(str(i + 1) for i in marks)
+
+
 def _said(name: str, value) -> str:
     """A task's output as a reader writes it: "INEQ = 1" for a short name, "1 (idxl, read at ...)" for a phrase
     (a phrase may end in a formula, which "= value" would extend)."""
@@ -168,9 +179,9 @@ def certificate_view(cert, problem: str) -> CertificateView:
             alice_marks = [int(y)]
         caption = (f"the crossing takes Alice's part of member {_ordinal(first.get('index'))} and Bob's part of member "
                    f"{_ordinal(second.get('index'))}; it differs from member {_ordinal(first.get('index'))} at Bob's "
-                   f"position(s) {', '.join(str(i + 1) for i in bob_marks) or '—'} and from member "
+                   f"{_where(bob_marks, details.get('bob_positions'), problem)} and from member "
                    f"{_ordinal(second.get('index'))} at "
-                   f"Alice's position(s) {', '.join(str(i + 1) for i in alice_marks) or '—'}: the rectangle "
+                   f"Alice's {_where(alice_marks, details.get('alice_positions'), problem)}: the rectangle "
                    f"property gives it the members' transcript, hence their answer")
     else:
         rows.append(_row("wrong on", x, y, cert["expected"], cert["model_output"], problem))

@@ -120,6 +120,8 @@ def in_task_terms(setup: Prepared, certificate: Certificate | None) -> Certifica
         encoded = setup.reduction.encode(setup.problem, a, b)
         names = setup.reduction.vocabulary(setup.problem.n)
         details["model_input"] = " ".join(names[int(t)] for t in encoded.tokens[0])
+        details["alice_positions"] = [int(p) for p in encoded.alice_positions]    # 0-based, as all JSON
+        details["bob_positions"] = [int(p) for p in encoded.bob_positions]
         label = np.asarray(setup.simulator.direct_labels(setup.model, encoded)).reshape(-1)
         try:
             expected = np.asarray(setup.reduction.labels(setup.problem, a, b)).reshape(-1)

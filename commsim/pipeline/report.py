@@ -47,7 +47,7 @@ class Report:
     torch_agreement: dict | None = None
     #: for a distributional bound: the measured error rate with its confidence interval against the bound
     measured_error: dict | None = None
-    #: how the simulator was chosen ("rnn-handoff, the model's kind"; "..., as asked" with --simulator)
+    #: how the simulator was chosen ("by the model's kind", "by name" with --simulator, or as a reduction's variant)
     simulator_choice: str = ""
 
     @property

@@ -96,7 +96,7 @@ def simulator_for(model, name: str | None = None) -> tuple[Simulator, str]:
         simulator = registry.get("simulator", name, param="simulator")
         if not simulator.accepts(model):
             raise InputError(f"simulator: {name} does not wrap a model of type {type(model).__name__}", "simulator")
-        return simulator, f"{name}, as asked"
+        return simulator, "by name"
     accepting = sorted((e.obj for e in registry.entries("simulator") if e.obj.selectable and e.obj.accepts(model)),
                        key=lambda sim: (sim.precedence, sim.name))
     if not accepting:
@@ -109,8 +109,7 @@ def simulator_for(model, name: str | None = None) -> tuple[Simulator, str]:
         raise InputError(f"simulator: {', '.join([first.name, *tied])} all accept this model with the same "
                          f"precedence; name the one to use (simulator=NAME)", "simulator")
     others = [sim.name for sim in accepting[1:]]
-    return first, (f"{first.name}, the model's kind" + (f" (over {', '.join(others)}: lower precedence)"
-                                                         if others else ""))
+    return first, ("by the model's kind" + (f" (over {', '.join(others)}: lower precedence)" if others else ""))
 
 
 def prepare(reduction: str | Reduction, model: str | Any | None = None, n: int | None = None, *,
@@ -129,7 +128,7 @@ def prepare(reduction: str | Reduction, model: str | Any | None = None, n: int |
     if simulator is None and chosen_simulator.name in reduction.simulator_variants:  # e.g. a public-query protocol
         variant = reduction.simulator_variants[chosen_simulator.name]
         chosen_simulator = load_plugins().get("simulator", variant)
-        chosen = f"{variant}, the variant {reduction.id} runs for {chosen}"
+        chosen = f"as the variant {reduction.id} runs for {chosen_simulator.name}"
     reduction.check(built, chosen_simulator, problem)
     return Prepared(reduction, problem, built, chosen_simulator, spec if isinstance(spec, str) else None, chosen,
                     simulator)

@@ -108,7 +108,7 @@ def run_summary(report) -> list[SummaryRow]:
                                     f"sequence length {d['seq_len']})"),
             SummaryRow("model", str(d["model"])),
             SummaryRow("protocol", f"{d['protocol']}  ({d['bits_formula_text']})"
-                                   + (f"; chosen: {d['simulator_choice']}" if d.get("simulator_choice") else ""))]
+                                   + (f"; chosen {d['simulator_choice']}" if d.get("simulator_choice") else ""))]
     more = [_counted(e) for e in (d.get("evaluation_sets") or [])[1:]]
     rows.append(SummaryRow("instances", f"{d['instances_run']:,} ({d['instances']})"
                                         f"{'; also ' + _joined(more) if more else ''}; {d['runner_checked']} re-run "

@@ -79,7 +79,7 @@ def test_the_simulator_is_chosen_by_precedence_never_silently(monkeypatch):
     from protocols.simulators.rnn_handoff import RnnHandoff
     registry = load_plugins()
     setup = prepare("index-idxl", "memorize:capacity=3", 4)
-    assert setup.simulator.name == "rnn-handoff" and setup.chosen == "rnn-handoff, the model's kind"
+    assert setup.simulator.name == "rnn-handoff" and setup.chosen == "by the model's kind"
 
     class Rival(RnnHandoff):
         name = "rnn-rival"
@@ -93,9 +93,9 @@ def test_the_simulator_is_chosen_by_precedence_never_silently(monkeypatch):
     chosen, why = stages.simulator_for(setup.model)
     assert chosen.name == "rnn-handoff" and "over rnn-rival" in why
     named = prepare("index-idxl", "memorize:capacity=3", 4, simulator="rnn-rival")
-    assert named.simulator is rival and named.chosen == "rnn-rival, as asked" and named.asked == "rnn-rival"
+    assert named.simulator is rival and named.chosen == "by name" and named.asked == "rnn-rival"
     report = run_reduction("index-idxl", "memorize:capacity=3", 4, simulator="rnn-rival")
-    assert report.protocol == "rnn-rival" and report.to_dict()["simulator_choice"] == "rnn-rival, as asked"
+    assert report.protocol == "rnn-rival" and report.to_dict()["simulator_choice"] == "by name"
     with pytest.raises(InputError, match="does not wrap") as err:
         prepare("index-idxl", "memorize:capacity=3", 4, simulator="attention-exchange")
     assert err.value.param == "simulator"
