@@ -34,7 +34,7 @@ from torch.overrides import TorchFunctionMode
 
 from protocols.adapters.torch.layers import AdapterError, tensor
 from protocols.adapters.torch.mha import ReadAttention
-from protocols.adapters.torch.positions import ROPE_BASES, read_alibi, read_rope, rotate
+from protocols.adapters.torch.positions import ROPE_BASES, close, read_alibi, read_rope, rotate
 
 #: what a user declares when the forward cannot be read (:func:`declared_attention`)
 DECLARED = ("query", "key", "value", "out", "heads", "scale", "mask", "rope", "alibi")
@@ -106,13 +106,6 @@ def _heads_of(t: torch.Tensor):
     """(B, H, L, d_h) -> (B, L, H d_h), as ``y.transpose(1, 2).reshape(B, L, -1)``."""
     B, H, L, dh = t.shape
     return t.transpose(1, 2).reshape(B, L, H * dh)
-
-
-def _close(a: torch.Tensor, b: torch.Tensor, dtype) -> bool:
-    """Equal up to a few units of ``dtype`` (scores computed in another order)."""
-    eps = torch.finfo(dtype).eps
-    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), rtol=64 * eps,
-                                                      atol=64 * eps * (1 + float(b.abs().max()))))
 
 
 def read_attention(core, x: torch.Tensor, label: str) -> ReadAttention:
@@ -232,10 +225,10 @@ def _read_scores(S, chunks, H, L, dh, label, name):
                 for snap in (1 / math.sqrt(dh), 1.0, 1 / dh):
                     if abs(scale - snap) <= 1e-4 * snap:
                         scale = snap
-                if _close(target, scale * sc, S.dtype):
+                if close(target, scale * sc, S.dtype):
                     return cq, ck, base, scale, None
                 bias = (target - scale * sc).mean(dim=0)
-                if _close(target, scale * sc + bias, S.dtype):
+                if close(target, scale * sc + bias, S.dtype):
                     return cq, ck, base, scale, bias
     raise AdapterError(f"{label}: could not read the query and key projections of {name}: no two thirds of its "
                        f"nn.Linear outputs (in {H} heads of {dh}) give its softmax input as scale * q k^T (+ a bias); "

@@ -24,10 +24,10 @@ def rotate(t: torch.Tensor, base: float) -> torch.Tensor:
     return x * cos + torch.cat((-x2, x1), -1) * sin
 
 
-def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Equal up to the rounding of ``b``'s dtype (a rotation computed in another order)."""
-    eps = torch.finfo(b.dtype).eps
-    return a.shape == b.shape and bool(torch.allclose(a, b.double(), rtol=64 * eps,
+def close(a: torch.Tensor, b: torch.Tensor, dtype=None) -> bool:
+    """Equal up to a few units of ``dtype`` (default ``b``'s): a rotation or scores computed in another order."""
+    eps = torch.finfo(dtype or b.dtype).eps
+    return a.shape == b.shape and bool(torch.allclose(a.double(), b.double(), rtol=64 * eps,
                                                       atol=64 * eps * (1 + float(b.abs().max()))))
 
 
@@ -35,7 +35,7 @@ def read_rope(chunk: torch.Tensor, target: torch.Tensor) -> float | None:
     """The base whose rotation of ``chunk`` (B, H, L, d_h) is ``target``, or None."""
     if chunk.shape != target.shape or chunk.shape[-1] % 2:
         return None
-    return next((base for base in ROPE_BASES if _close(rotate(chunk, base), target)), None)
+    return next((base for base in ROPE_BASES if close(rotate(chunk, base), target)), None)
 
 
 def read_alibi(bias, heads: int, length: int, label: str, name: str) -> tuple | None:
