@@ -33,7 +33,9 @@ smallest step, so Z and U are exact integers and any split of the positions give
 the exchange of :mod:`protocols.simulators.attention` is *bit-identical* to the direct
 forward for every partition, under either division.  :meth:`AttentionLayer.float_forward` is a
 plain float64 forward with the same parameters; float layers stay within :data:`FLOAT_TOLERANCE`.
-Spec keys and the ``attention:probe`` construction: :mod:`protocols.models.attention_spec`.
+Spec keys and the ``attention:probe`` construction: :mod:`protocols.models.attention_spec`.  Position schemes
+inside the attention -- RoPE (k_i and q rotated by their positions) and ALiBi (a bias [m_h (i - N)] on each
+logit), both computed from a position alone: :mod:`protocols.models.attention_positions`.
 """
 from __future__ import annotations
 
