@@ -49,9 +49,27 @@ class ResidualBranch(nn.Module):
 
     def commsim_steps(self, fmt):
         """Numpy steps (:func:`~protocols.adapters.torch.layers.numpy_steps`), or None when the branch is
-        not made of layers commsim reads."""
+        not made of layers commsim reads (a user module among them is read as its children when it can be:
+        :func:`sequential_reading`)."""
         inner = numpy_steps(self.branch, fmt)
+        if inner is None and isinstance(self.branch, nn.Sequential):
+            inner = numpy_steps(_read_children(self.branch), fmt)
         return None if inner is None else [ResidualStep(inner)]
+
+
+def _read_children(seq: nn.Sequential) -> nn.Sequential:
+    """``seq`` with each child replaced by its :func:`sequential_reading` at the width it is called with."""
+    first = next((m for m in seq.modules() if isinstance(m, (nn.Linear, nn.LayerNorm, nn.RMSNorm))), None)
+    if first is None:
+        return seq
+    width = first.in_features if isinstance(first, nn.Linear) else int(first.normalized_shape[0])
+    dtype = next((p.dtype for p in seq.parameters()), torch.float32)
+    x, read = torch.zeros(1, width, dtype=dtype), []
+    with torch.no_grad():
+        for child in seq:
+            read.append(sequential_reading(child, x.shape[-1], dtype))
+            x = child(x)
+    return nn.Sequential(*read)
 
 
 def sequential_reading(module, width: int | None, dtype=None):
