@@ -11,15 +11,14 @@ for the parties that really speak in the plan.  N is always the sequence length 
 source problem's size: :func:`run_size` gives it for N), and only the task's valid lengths
 (:meth:`Reduction.is_valid_length`) are judged.
 
-``--arch`` names an architecture: a simulator's own ``arch`` (``rnn``, ``attention``) or one of the names a
-simulator lists in ``budget_arches`` (``lstm``, ``gru``, ``elman``, ``ssm``, ``linear-attention``), each saying
-what ``--width`` counts and how many numbers the state holds at that width (an LSTM's (h, c): 2m).
+``--arch`` names an architecture (:mod:`commsim.pipeline.arches`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from commsim.core.errors import InputError, NotApplicable
+from commsim.pipeline.arches import ArchShape, arch_shape, architectures, simulator_for_arch  # noqa: F401
 from commsim.plugins import load_plugins
 from commsim.theory.bounds import LowerBound
 
@@ -30,72 +29,6 @@ MAX_SOLVE = {"width": 1 << 40, "heads": 1 << 12, "precision": 64}
 #: what ``budget --n`` and ``run --n`` count (``budget --json``'s ``n_flag``)
 N_FLAG_MEANING = ("budget --n, n, max_n and paper_max_n are the sequence length N in tokens; run --n is the source "
                   "problem's size (run_n: the run --n whose encoding has this N)")
-
-
-def architectures() -> dict:
-    """``--arch`` name -> the simulator that gives its budget (a simulator's ``arch`` and its ``budget_arches``)."""
-    out = {}
-    for e in load_plugins().entries("simulator"):
-        sim = e.obj
-        if sim.arch:
-            out[sim.arch] = sim
-        for name in getattr(sim, "budget_arches", {}) or {}:
-            out.setdefault(name, sim)
-    return out
-
-
-def _arch_name(arch: str) -> str:
-    return str(arch).split(":", 1)[0].strip()
-
-
-def simulator_for_arch(arch: str):
-    """The simulator for the architecture ``arch`` (``NAME[:key=value,...]``); InputError naming the known ones."""
-    arches = architectures()
-    name = _arch_name(arch)
-    if name not in arches:
-        raise InputError(f"arch must be one of {', '.join(sorted(arches))}, got {arch!r}", "arch")
-    return arches[name]
-
-
-@dataclass(frozen=True)
-class ArchShape:
-    """An ``--arch`` resolved: its name, options, what ``--width`` means, and the width the simulator's plan takes
-    (the state's numbers for a recurrent architecture; the width itself otherwise)."""
-
-    name: str
-    options: dict
-    width_meaning: str
-    arch: object = None          # the simulator's entry in ``budget_arches`` (None: the simulator's own arch)
-
-    def plan_width(self, width: int) -> int:
-        """The width the simulator's plan and count take for ``--width`` = width."""
-        return width if self.arch is None else self.arch.state_units(width, self.options)
-
-    def state_text(self, width: int) -> str:
-        """The state at this width in words ("" for a simulator's own arch)."""
-        return "" if self.arch is None else self.arch.state_text(width, self.options)
-
-
-def arch_shape(arch: str, simulator) -> ArchShape:
-    """``NAME[:key=value,...]`` -> :class:`ArchShape`; InputError on an unknown or malformed option."""
-    name, _, rest = str(arch).partition(":")
-    name, rest = name.strip(), rest.strip()
-    entry = (getattr(simulator, "budget_arches", {}) or {}).get(name)
-    if entry is None:
-        if rest:
-            raise InputError(f"arch {name!r} takes no options, got {arch!r}", "arch")
-        return ArchShape(name, {}, f"m, the width in the {simulator.name} count ({simulator.source})")
-    allowed = dict(entry.options)
-    options = dict(allowed)
-    for item in filter(None, (t.strip() for t in rest.split(","))):
-        key, eq, value = item.partition("=")
-        if not eq or key not in allowed:
-            keys = ", ".join(f"{k}=true|false" for k in allowed) or "none"
-            raise InputError(f"arch {name!r} takes the options: {keys}; got {item!r}", "arch")
-        if value.lower() not in ("true", "false"):
-            raise InputError(f"arch option {key} must be true or false, got {value!r}", "arch")
-        options[key] = value.lower() == "true"
-    return ArchShape(name, options, entry.width_meaning, entry)
 
 
 #: ``run_size`` bisects the sizes of a task whose encoding is not affine in its size only up to this N
@@ -197,7 +130,7 @@ def search_lengths(reduction, simulator, width: int, precision: int, heads: int,
     and the smallest it is, over the valid lengths N = scale·n + offset up to the simulator's plan limit
     (``width`` is the plan's: the state's numbers for a recurrent architecture)."""
     limit = simulator.shape_plan_limit
-    top = MAX_SEARCH if limit is None else max((limit - reduction.length_offset) // reduction.length_scale, 0)
+    top = MAX_SEARCH if limit is None else (_size_at_most(reduction, limit) or 0)
     length = reduction.length_for_size
     last_fit, first_out = _search(
         reduction, lambda n: judge(reduction, simulator, width, precision, heads, length(n), dim).fits, top)
@@ -285,16 +218,23 @@ class BudgetReport:
                 "solve": self.solve, "table": self.table}
 
 
-def _valid_at_most(reduction, N: int) -> int | None:
-    """The largest valid length <= N (None: none), bisected over the sizes n (the lengths grow with n; a task may
-    override :meth:`Reduction.length_for_size` with a non-affine one, as Directed 3-Cycle's (3n)^2 does)."""
+def _size_at_most(reduction, N: int) -> int | None:
+    """The largest source size n whose length is <= N (None: none), bisected over the sizes (the lengths grow
+    with n; a task may override :meth:`Reduction.length_for_size` with a non-affine one, as Directed 3-Cycle's
+    (3n)^2 does)."""
     lo, hi = reduction.min_size, max(int(N), reduction.min_size)
     if reduction.length_for_size(lo) > N:
         return None
     while lo < hi:
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if reduction.length_for_size(mid) <= N else (lo, mid - 1)
-    return reduction.length_for_size(lo)
+    return lo
+
+
+def _valid_at_most(reduction, N: int) -> int | None:
+    """The largest valid length <= N (None: none)."""
+    n = _size_at_most(reduction, N)
+    return None if n is None else reduction.length_for_size(n)
 
 
 def _check_sizes(simulator, width: int, precision: int, heads: int) -> None:
