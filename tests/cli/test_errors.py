@@ -47,7 +47,7 @@ def test_each_command_maps_its_parameters_to_its_flags():
     assert (run["n"], run["model"], run["model_spec"], run["instances"], run["reduction"]) == \
         ("--n", "--model", "--model", "--instances", "REDUCTION")
     budget = flags_of(cli.commands["budget"])
-    assert budget["n_range"] == budget["n-range"] == "--n-range" and budget["task"] == "--task"
+    assert budget["n_range"] == budget["n-range"] == "--n-range" and budget["task"] == "--reduction"
     assert flags_of(cli.commands["teach"])["topic"] == "TOPIC" and flags_of(cli.commands["teach"])["format"] == "--format"
     assert flags_of(cli.commands["tree"])["dot"] == "--dot" and flags_of(None) == {}
 
