@@ -83,8 +83,10 @@ def judge(reduction, simulator, width: int, precision: int, heads: int, N: int, 
         return Judgement(N, bound if not bound.applies else bound.not_applicable(
             f"{simulator.name} has no protocol for a {reduction.split} split"))
     alice, outputs = reduction.partition(N)
+    public = reduction.public_positions(N)
     try:
-        plan = simulator.shape_plan(width, precision, heads, N, alice, outputs, dim=dim)
+        plan = simulator.shape_plan(width, precision, heads, N, alice, outputs, dim=dim,
+                                    **({"public_positions": public} if public else {}))
     except NotApplicable as exc:
         return Judgement(N, bound.not_applicable(str(exc)))
     bound = reduction.length_bound(simulator, N, senders=plan.senders)

@@ -227,6 +227,11 @@ class Reduction:
         encoded = self.encode(problem, A, B)
         return encoded.alice_positions, tuple(encoded.output_positions)
 
+    def public_positions(self, seq_len: int):
+        """The positions both parties know at a valid length N (none by default), as the encoding's
+        :attr:`Encoded.public_positions` has them; ``commsim budget`` hands them to the simulator's plan."""
+        return ()
+
     def check(self, model, simulator: "Simulator", problem: Problem) -> None:
         """Raise :class:`NotApplicable` (with the paper's reason) when this reduction cannot use the model."""
 

@@ -89,7 +89,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from commsim.pipeline.budget import paper_fits, simulator_for_arch, solve  # noqa: E402
-from cli_helpers import run_main  # noqa: E402
+from cli_helpers import invoke, run_main  # noqa: E402
 
 
 def test_paper_max_n_beside_max_n_is_theorem_5_with_ceil_log2():
@@ -228,3 +228,14 @@ def test_paper_fits_is_the_papers_inequality():
     sim = simulator_for_arch("attention")
     red = load_plugins().get("reduction", "dyck22-fooling")
     assert paper_fits(red, sim, 1, 16, 1, 80) == (3 * 1 * (16 + 7) * 1 >= 79)
+
+
+def test_budget_plans_the_graph_exchange_with_its_public_nodes_as_run_sends_it():
+    """disj-3cycle's W nodes are public (Reduction.public_positions): budget's plan leaves them out exactly as
+    run's exchange does, so max N is the last n whose run is not below the bound (n = 8: 66 >= 64; n = 9: 74 < 81)."""
+    d = invoke("budget", "--arch", "graph-attention", "--width", "1", "--precision", "2", "--reduction", "disj-3cycle",
+               "--json")
+    assert (d["max_n"], d["run_n"], d["protocol_bits"], d["lower_bound_bits"]) == (576, 8, 66, 64)
+    ran = invoke("run", "disj-3cycle", "--model", "graph-attention:layers=1,heads=1,width=1,precision=2", "--n", "9",
+                 "--instances", "64", "--no-certificate", "--json")
+    assert (ran["bits_used"], ran["lower_bound_bits"], ran["budget_ok"]) == (74, 81, False)
