@@ -35,8 +35,8 @@ from examples.factories import LSTMIndex  # noqa: E402
 
 
 def task_batch(n: int, size: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """``size`` seeded IdxL instances exactly as ``commsim run index-idxl --instances size --seed seed`` feeds
-    them, with the label a correct model outputs at the last position (:func:`commsim.sample`)."""
+    """``size`` seeded IdxL instances encoded exactly as ``commsim run index-idxl`` feeds them, with the label a
+    correct model outputs at the last position (:func:`commsim.sample`)."""
     tokens, labels = commsim.sample("index-idxl", n=n, size=size, seed=seed)
     return torch.as_tensor(tokens, dtype=torch.long), torch.as_tensor(labels[:, 0], dtype=torch.long)
 

@@ -44,7 +44,7 @@ def data_dict(reduction_id: str, n: int | None, count: int, seed: int) -> dict:
 @click.option("--count", type=int, default=5, show_default=True,
               help=f"Number of seeded samples (at most {MAX_DATA_SAMPLES:,}).")
 @click.option("--seed", type=int, default=0, show_default=True,
-              help="Seed: the same samples as `commsim run --instances COUNT --seed SEED`.")
+              help="Seed: a smaller COUNT gives the first samples of a larger one with the same SEED.")
 @plugin_option
 @json_option
 def data_command(reduction, n, count, seed, plugins, as_json):
