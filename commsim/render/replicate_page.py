@@ -32,7 +32,7 @@ def replicate_figure(rows: list[dict], curves: dict, title: str):
     plt = pyplot()
     bounded = [r for r in rows if r.get("state_bits") is not None]
     panels = 2 if bounded else 1
-    fig, axes = plt.subplots(1, panels, figsize=(6.2 * panels, 4.4), squeeze=False)
+    fig, axes = plt.subplots(1, panels, figsize=(6.2 * panels, 5.0), squeeze=False)
     ax = axes[0][0]
     first = {}
     for r in rows:
@@ -62,10 +62,12 @@ def replicate_figure(rows: list[dict], curves: dict, title: str):
                 points = [(b, c) for b, c in zip(curve["bits"], curve["ceiling"]) if b >= 1]
                 ax.plot([b for b, _ in points], [c for _, c in points], color=str(1 - shades[N]), label=curve["label"])
                 ax.axvline(curve["line"], color=str(1 - shades[N]), linestyle=":", label=curve["line_label"])
-        for r in bounded:
+        for r in bounded:                     # colour and marker as on the left; the label says N
             ax.scatter([r["state_bits"]], [r["quantised_accuracy"]], color=COLOURS.get(r["model"], GREY),
                        marker=MARKERS[widths.index(r["width"]) % len(MARKERS)], edgecolors="black", linewidths=0.5,
-                       zorder=3, label=f"{_label(r)}, N = {r['N']}")
+                       zorder=3)
+            ax.annotate(f"N={r['N']}", (r["state_bits"], r["quantised_accuracy"]), fontsize=6,
+                        xytext=(3, 3), textcoords="offset points")
         from matplotlib.ticker import FuncFormatter
         ax.set_xscale("log", base=2)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
@@ -74,9 +76,7 @@ def replicate_figure(rows: list[dict], curves: dict, title: str):
         ax.set_ylim(-0.02, 1.02)
         ax.set_title("accuracy vs state bits, with the accuracy ceiling", fontsize=10)
         ax.grid(True, alpha=0.3)
-        handles, labels = ax.get_legend_handles_labels()
-        keep = dict(zip(labels, handles))
-        ax.legend(keep.values(), keep.keys(), fontsize=6, ncol=2)
+        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
     fig.tight_layout()
     return fig
 
