@@ -70,6 +70,27 @@ def sweep(reductions, models=None, n=None, **options):
     return run_sweep(reductions, models, n, **options)
 
 
+def save_html(report, path, *, command=None):
+    """Save ``report`` (a :class:`Report` from :func:`run`) as the page ``commsim run --html`` writes -- the
+    summary, the bits against the bound, the costliest transcript and the certificate, one self-contained HTML
+    file -- through the command line's atomic file writer.  ``path`` must name a .html file in an existing
+    directory (checked before the page is built); ``command`` is the page footer's "made by" line (default: this
+    call).  Needs the html extra: ``pip install 'commsim[html]'``."""
+    import os
+
+    from commsim.cli.html import check_html, write_html
+    from commsim.render.reports import run_page
+    if not isinstance(report, Report):
+        raise InputError(f"report must be a commsim Report (from commsim.run), got {type(report).__name__}", "report")
+    if not isinstance(path, (str, os.PathLike)):
+        raise InputError(f"path must be a file name, got {type(path).__name__}", "path")
+    check_html(os.fspath(path), "path")
+    if command is not None and not isinstance(command, str):
+        raise InputError(f"command must be a string, got {type(command).__name__}", "command")
+    made_by = f"commsim.save_html(report, {os.fspath(path)!r})" if command is None else command
+    write_html(os.fspath(path), run_page(report, made_by), "path")
+
+
 def replicate(experiment, scale="quick", **options):
     """A paper's experiment at ``scale`` (``quick``, ``cpu``, ``paper``) as a pandas DataFrame, one row per model x
     N x width x seed: ``commsim.replicate("bhbk24-index", "cpu", executor="processes", out="idx.parquet")``
@@ -82,6 +103,6 @@ def replicate(experiment, scale="quick", **options):
     return run_replicate(experiment, scale, **options)
 
 
-__all__ = ["run_reduction", "run", "run_instances", "prepare", "Prepared", "search_certificate", "sweep", "replicate", "sample", "vocabulary", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
+__all__ = ["run_reduction", "run", "run_instances", "prepare", "Prepared", "search_certificate", "sweep", "replicate", "save_html", "sample", "vocabulary", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
            "InputError", "NotApplicable", "Protocol", "Receive", "Send", "FixedPoint", "FloatFormat",
            "parse_format", "AuditSession", "run_protocol", "__version__"]

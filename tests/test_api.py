@@ -3,6 +3,7 @@ Report.to_dict/to_json, and ``python -m commsim``."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -175,3 +176,39 @@ def test_run_takes_a_module_objects_precision():
     with pytest.raises(commsim.InputError, match="spec string") as info:
         commsim.run("index-idxl", "lstm:width=2", n=4, precision=2)
     assert info.value.param == "precision"
+
+
+# ---- saving the run page from Python (issue 26, item 6) -------------------------------------------------------
+def test_save_html_writes_the_run_page_through_the_safe_writer(tmp_path):
+    pytest.importorskip("jinja2")
+    pytest.importorskip("latex2mathml")
+    from commsim.render.reports import run_page
+    report = run_reduction("index-idxl", "memorize:capacity=7", n=8)
+    target = tmp_path / "run.html"
+    commsim.save_html(report, target, command="commsim run index-idxl --model memorize:capacity=7 --n 8")
+    text = target.read_text(encoding="utf-8")
+    clip_ids = re.compile(r"\bp[0-9a-f]{10}\b")                                   # matplotlib's random clip-path ids
+    same = run_page(report, "commsim run index-idxl --model memorize:capacity=7 --n 8")
+    assert clip_ids.sub("p", text) == clip_ids.sub("p", same)
+    assert "commsim run index-idxl" in text and "<math" in text and "<svg" in text
+    assert [p.name for p in tmp_path.iterdir()] == ["run.html"]                 # no temporary file left behind
+    commsim.save_html(report, str(target))                                       # overwrites; default footer
+    assert "commsim.save_html(report, " in target.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("args, param", [
+    (({"not": "a report"}, "x.html"), "report"),
+    ((None, "x.html"), "report"),
+    (("REPORT", "x.txt"), "path"),
+    (("REPORT", "missing-dir/x.html"), "path"),
+    (("REPORT", 3), "path"),
+    (("REPORT", "x.html", 5), "command"),
+])
+def test_save_html_refuses_bad_arguments_naming_them_and_writes_nothing(tmp_path, monkeypatch, args, param):
+    monkeypatch.chdir(tmp_path)
+    report = run_reduction("index-idxl", "memorize:capacity=7", n=4, instances=8, certify=False)
+    report_arg, path, *command = [report if a == "REPORT" else a for a in args]
+    with pytest.raises(commsim.InputError) as info:
+        commsim.save_html(report_arg, path, command=command[0] if command else None)
+    assert info.value.param == param
+    assert list(tmp_path.iterdir()) == []
