@@ -307,6 +307,45 @@ def check_workers(kind: str, workers: int | None) -> None:
                          f"{WORKERS_PER_CORE * cores}", "workers")
 
 
+def _is_main_guard(test) -> bool:
+    """``__name__ == "__main__"`` (either way round)."""
+    import ast
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = {ast.dump(side) for side in (test.left, test.comparators[0])}
+    return sides == {ast.dump(ast.Name("__name__", ast.Load())), ast.dump(ast.Constant("__main__"))}
+
+
+def check_main_guarded(kind: str, scheduler=None, processes: bool = True) -> None:
+    """Refuse (an InputError naming ``executor``), before any process starts, an executor that starts local
+    worker processes (``processes``, ``dask`` without a ``scheduler``) when it is called from the top level of a
+    script outside ``if __name__ == "__main__":`` -- each spawned worker re-imports the script, which would
+    start the call again in every worker (the workers die bootstrapping and the call fails with their
+    tracebacks).  Nothing is refused when the script's call site cannot be found or read (a notebook, exec)."""
+    if kind not in ("processes", "dask") or (kind == "dask" and (scheduler is not None or not processes)):
+        return
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_globals is vars(main) and frame.f_code.co_name == "<module>"):
+        frame = frame.f_back
+    if path is None or frame is None or os.path.abspath(frame.f_code.co_filename) != os.path.abspath(path):
+        return
+    import ast
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return
+    line = frame.f_lineno
+    if any(isinstance(node, ast.If) and _is_main_guard(node.test) and node.lineno <= line <= node.end_lineno
+           for node in ast.walk(tree)):
+        return
+    raise InputError(f"executor={kind!r} starts worker processes that re-import {os.path.basename(path)}, "
+                     f"whose line {line} would start this call again in every worker: put the call under "
+                     f"'if __name__ == \"__main__\":'", "executor")
+
+
 def make_executor(kind: str = "inprocess", scheduler=None, workers: int | None = None, *,
                   processes: bool = True) -> Executor:
     """An executor by name: ``inprocess`` (default), ``processes`` (``workers`` local processes, default one
@@ -315,6 +354,7 @@ def make_executor(kind: str = "inprocess", scheduler=None, workers: int | None =
     if kind not in EXECUTORS:
         raise InputError(f"executor must be one of {', '.join(EXECUTORS)}, got {kind!r}", "executor")
     check_workers(kind, workers)
+    check_main_guarded(kind, scheduler, processes)
     if scheduler is not None and kind != "dask":
         raise InputError(f"scheduler is a Dask scheduler's address: use it with the dask executor, not {kind!r}",
                          "scheduler")

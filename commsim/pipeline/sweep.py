@@ -33,7 +33,7 @@ from typing import Callable
 
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_jsonable
-from commsim.pipeline.executors import Executor, check_workers, make_executor
+from commsim.pipeline.executors import Executor, check_main_guarded, check_workers, make_executor
 from commsim.pipeline.grid import Cell, build_grid
 from commsim.pipeline.run import run_reduction
 from commsim.pipeline.stages import check_run_size
@@ -215,6 +215,7 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
                        dtype=dtype)
     if not isinstance(executor, Executor):
         check_workers(executor, workers)             # before anything starts, even when nothing is left to run
+        check_main_guarded(executor, scheduler)      # a script's unguarded call would run again in each worker
     registry = load_plugins(plugins)                 # names checked before anything runs: a typo fails at once
     for name in dict.fromkeys(cell.reduction for cell in cells):
         reduction = registry.get("reduction", name, param="reduction")
