@@ -28,6 +28,7 @@ import json
 import math
 import time
 import warnings
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
@@ -37,7 +38,7 @@ from commsim.pipeline.executors import Executor, check_main_guarded, check_worke
 from commsim.pipeline.grid import Cell, build_grid
 from commsim.pipeline.run import run_reduction
 from commsim.pipeline.stages import check_run_size
-from commsim.pipeline.sweep_rows import COLUMNS, KEY_COLUMNS, check_row, is_key
+from commsim.pipeline.sweep_rows import COLUMNS, KEY_COLUMNS, TIME_FORMAT, check_row, is_key
 from commsim.plugins import load_plugins
 from commsim.spec import ModelSpec
 
@@ -57,8 +58,8 @@ def table_format(path, param: str = "out") -> str:
 def run_cell(cell: Cell, plugins: tuple[str, ...] = ()) -> dict:
     """Run one cell and return its row (:data:`COLUMNS`: the cell's coordinates, then
     :meth:`~commsim.pipeline.report.Report.to_row` -- ``certificate`` is True when a verified certificate was
-    found -- with ``runner_checked`` and ``certificate_kind``); an InputError (the cell cannot run as asked)
-    becomes the row's ``error``.  Module-level, so that the processes and Dask executors can pickle it."""
+    found -- with ``runner_checked``, ``certificate_kind`` and which commsim made the row and when); an
+    InputError (the cell cannot run as asked) becomes the row's ``error``.  Module-level, so that the processes and Dask executors can pickle it."""
     row = {"cell": cell.key(), "reduction": cell.reduction, "model": cell.model, "pattern": cell.pattern,
            "n": cell.n, "seed": cell.seed, "instances": "all" if cell.instances is None else cell.instances}
     row.update({f"model.{k}": v for k, v in cell.varied})
@@ -70,7 +71,7 @@ def run_cell(cell: Cell, plugins: tuple[str, ...] = ()) -> dict:
     except InputError as exc:
         row.update({"error": " ".join(str(exc).split()) or type(exc).__name__,
                     "seconds": round(time.perf_counter() - start, 4)})
-        return row
+        return {**row, **_provenance()}
     figures = report.to_row()                        # the report's key figures, the API's flat row
     figures.pop("reduction")
     figures["model"] = cell.model if cell.model is not None else figures["model"]
@@ -78,7 +79,17 @@ def run_cell(cell: Cell, plugins: tuple[str, ...] = ()) -> dict:
     row.update({"runner_checked": report.runner_checked,
                 "certificate_kind": None if report.certificate is None else report.certificate.kind,
                 "error": None, "seconds": round(time.perf_counter() - start, 4)})
-    return to_jsonable(row)
+    return to_jsonable({**row, **_provenance()})
+
+
+def _provenance() -> dict:
+    """Which commsim made a row (the worker's) and when (UTC, :data:`~commsim.pipeline.sweep_rows.TIME_FORMAT`)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        commsim_version = version("commsim")            # as commsim.__version__ (importing commsim crosses layers)
+    except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
+        commsim_version = "0.0.0+source"
+    return {"commsim_version": commsim_version, "written_at": datetime.now(timezone.utc).strftime(TIME_FORMAT)}
 
 
 # ---- result tables ------------------------------------------------------------------------------

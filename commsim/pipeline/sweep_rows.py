@@ -1,6 +1,9 @@
 """What one row of a sweep table holds: its columns, the kind of value in each, and the check of a row read
 back from a result table (a file the user may have edited, or that another program wrote).
 
+Every row says which commsim made it and when (``commsim_version``, ``written_at``), so that rows made before a
+change can be told apart from newer ones; a table written before these columns existed still resumes.
+
 A row read back is only reused when every column the table defines holds a value of its kind (a count is a
 non-negative integer, a rate a number in [0, 1], a flag a bool, ...) and its coordinates are those of the
 cell its key names; :func:`check_row` returns the row with its values as the sweep wrote them (a count that
@@ -10,13 +13,14 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime
 
 #: the row of one cell, in order; the spec's varied keys follow ``pattern`` as ``model.KEY`` columns
 COLUMNS = ("cell", "reduction", "model", "pattern", "n", "seed", "instances", "protocol", "seq_len", "instances_run",
            "bits_used", "alice_to_bob", "bob_to_alice", "rounds", "bits_formula", "lower_bound_bits",
            "bound_applies", "bound_kind", "budget_ok", "model_accuracy", "model_correct", "protocol_matches_model",
            "runner_checked", "certificate", "certificate_kind", "audited", "torch_agreement", "measured_error",
-           "error", "seconds")
+           "error", "seconds", "commsim_version", "written_at")
 
 #: the columns every row has, a failed cell's too: a file without them is not a sweep table
 KEY_COLUMNS = ("cell", "reduction", "model", "n", "seed", "instances", "error")
@@ -29,16 +33,19 @@ KINDS = {"cell": "key", "reduction": "text", "model": "text", "pattern": "text",
          "budget_ok": "flag", "model_accuracy": "rate", "model_correct": "flag", "protocol_matches_model": "flag",
          "runner_checked": "count", "certificate": "flag", "certificate_kind": "text", "audited": "flag",
          "torch_agreement": "flag", "measured_error": "rate", "error": "text", "seconds": "seconds",
-         "verdict": "text"}
+         "commsim_version": "text", "written_at": "time", "verdict": "text"}
 
 #: what a row of a cell that ran (no ``error``) always has; a failed cell's row has ``error`` instead
 RAN = ("reduction", "model", "n", "seed", "instances", "protocol", "seq_len", "instances_run", "bits_used",
        "rounds", "bound_applies", "model_accuracy", "model_correct", "protocol_matches_model")
 
 _KEY = re.compile(r"[0-9a-f]{16}")
+#: how ``written_at`` is written: the UTC time the cell's row was made, to the second
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 _WHAT = {"key": "a cell key (16 hex digits)", "text": "text", "count": "a non-negative integer",
          "instances": "'all' or a positive integer", "flag": "true or false", "rate": "a number in [0, 1]",
-         "seconds": "a non-negative number"}
+         "seconds": "a non-negative number", "time": "a UTC time (ISO 8601, as 2026-01-31T12:00:00Z)"}
 
 
 class _Invalid(Exception):
@@ -65,6 +72,13 @@ def _value(kind: str, value):
             return value
     elif kind == "instances" and value == "all":
         return value
+    elif kind == "time":
+        if isinstance(value, str) and _TIME.fullmatch(value):
+            try:
+                datetime.strptime(value, TIME_FORMAT)
+                return value
+            except ValueError:
+                pass
     else:                                               # count, instances, rate, seconds: numbers
         number = _number(value)
         if kind in ("count", "instances"):
