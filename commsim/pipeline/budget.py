@@ -361,7 +361,7 @@ def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, preci
     if parameter not in simulator.budget_parameters:
         raise InputError(f"solve {parameter}: the {shape.name} count does not depend on {parameter}", "solve")
     if N is None:
-        raise InputError("solve needs --n, the sequence length N to solve at", "n")
+        raise InputError("solve needs n, the sequence length N to solve at", "n")
     sizes = {"width": width, "precision": precision, "heads": heads}
     _check_sizes(simulator, *(1 if k == parameter else v for k, v in sizes.items()))
     reduction = load_plugins().get("reduction", task, param="task")

@@ -40,7 +40,7 @@ import numpy as np
 
 from commsim.core.precision import NumberFormat
 from protocols.adapters.torch.layers import AdapterError, tensor, without_unpicklable_forward
-from protocols.adapters.torch.trust import TorchTrust
+from protocols.adapters.torch.trust import ModuleForward, TorchTrust
 from protocols.models.attention import AttentionLayer
 
 #: positions of the table of a position-free attention model when no sequence length is given
@@ -237,32 +237,14 @@ def quantized(fmt: NumberFormat, a):
     return None if a is None else fmt.quantize(tensor(a))
 
 
-class LastPositionForward:
+class LastPositionForward(ModuleForward):
     """tokens -> the torch module's outputs at the last position (float64 numpy): the user's model itself;
     picklable when the module is."""
 
-    whole_model = True
-
-    def __init__(self, module):
-        self.module = module
-
-    @property
-    def reference(self) -> str:
-        return f"{type(self.module).__name__}'s own forward"
-
-    def __call__(self, tokens):
-        """The module's outputs at the last position, as float64."""
-        import torch
-        with torch.no_grad():
-            t = torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long)
-            out = self.module(t)
-            if isinstance(out, (tuple, list)):
-                out = out[0]
-            if hasattr(out, "logits"):
-                out = out.logits
-            if out.dim() == 3:
-                out = out[:, -1]
-            return tensor(out)
+    @staticmethod
+    def select(out):
+        """The outputs at the last position."""
+        return out[:, -1] if out.dim() == 3 else out
 
 
 def last_position_forward(module, dtype=None) -> LastPositionForward:

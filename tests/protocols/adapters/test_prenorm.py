@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
@@ -156,6 +156,9 @@ def test_norm_before_a_recurrent_core_is_folded_into_the_embedding():
 @given(heads=st.sampled_from([1, 2, 4]), width=st.integers(1, 3), norm=st.sampled_from(["layer", "rms"]),
        seed=st.integers(0, 2 ** 16))
 def test_random_prenorm_blocks(heads, width, norm, seed):
+    # RMSNorm over a single coordinate is g * x / |x|: a sign, so torch's float32 and commsim's float64 differ by
+    # 2|g| whenever x lies within rounding of 0 -- no tolerance can judge that (seed 12581 found one)
+    assume(not (norm == "rms" and heads * width == 1))
     torch.manual_seed(seed)
     model = from_torch(PreNormAttention(VOCAB, LENGTH, dim=heads * width, heads=heads, norm=norm))
     report = run_idxl(model, instances=24, seed=seed)
