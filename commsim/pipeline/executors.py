@@ -326,10 +326,12 @@ def check_main_guarded(kind: str, scheduler=None, processes: bool = True) -> Non
         return
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
+    if path is None:
+        return
     frame = sys._getframe(1)
     while frame is not None and not (frame.f_globals is vars(main) and frame.f_code.co_name == "<module>"):
         frame = frame.f_back
-    if path is None or frame is None or os.path.abspath(frame.f_code.co_filename) != os.path.abspath(path):
+    if frame is None or os.path.abspath(frame.f_code.co_filename) != os.path.abspath(path):
         return
     import ast
     try:
