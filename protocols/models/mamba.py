@@ -38,7 +38,7 @@ import math
 import numpy as np
 
 from commsim.core.arithmetic import Dense, sigmoid
-from commsim.core.errors import InternalError, ModelError
+from commsim.core.errors import ModelError
 from commsim.core.precision import NumberFormat, parse_format
 from protocols.models.recurrent import RecurrentModel
 
@@ -95,18 +95,8 @@ class StepOutputRecurrence(RecurrentModel):
 
     def run(self, tokens, state=None, start: int = 0, outputs=()):
         """:meth:`RecurrentModel.run` with the outputs computed by the step (same contract)."""
-        toks = self.check_tokens(tokens)
-        batch, length = toks.shape
-        h = self.initial_state(batch) if state is None else \
-            np.array(state, dtype=np.float64).reshape(batch, self.state_units)
-        where: dict[int, list[int]] = {}
-        for k, pos in enumerate(outputs):
-            rel = int(pos) - start
-            if not 0 <= rel < length:
-                raise InternalError(f"output position {pos} is outside the positions {start}..{start + length - 1} "
-                                    f"run: the caller of {self.kind}.run broke its contract")
-            where.setdefault(rel, []).append(k)
-        raw = np.empty((batch, len(outputs), self.num_classes))
+        toks, h, where, raw = self._run_start(tokens, state, start, outputs)
+        length = toks.shape[1]
         for j in range(length):
             new, out = self._advance(h, toks[:, j], start + j, j in where)
             h = self._q(new)
@@ -114,11 +104,7 @@ class StepOutputRecurrence(RecurrentModel):
                 out = self._q(out)
                 for k in where[j]:
                     raw[:, k] = out
-        if h.size and np.isnan(h).any():
-            raise ModelError(f"the {self.kind} state became NaN by position {start + length - 1} "
-                             f"(its values overflowed {self.format.name}); use smaller weights or fixed point",
-                             "model")
-        return h, raw
+        return self._run_end(h, start + length - 1), raw
 
 
 #: the arrays of one Mamba layer (None allowed for the optional biases); shapes for (D, E, N, K, R)

@@ -139,6 +139,30 @@ class RecurrentModel:
         return arr
 
     # ---- runs ------------------------------------------------------------------------------
+    def _run_start(self, tokens, state, start: int, outputs):
+        """What :meth:`run` starts from: the checked tokens, the state (h_0 when None), the output slots by
+        relative position, and the empty readouts (batch, outputs, classes)."""
+        toks = self.check_tokens(tokens)
+        batch, length = toks.shape
+        h = self.initial_state(batch) if state is None else \
+            np.array(state, dtype=np.float64).reshape(batch, self.state_units)
+        where: dict[int, list[int]] = {}
+        for k, pos in enumerate(outputs):
+            rel = int(pos) - start
+            if not 0 <= rel < length:
+                raise InternalError(f"output position {pos} is outside the positions {start}..{start + length - 1} "
+                                    f"run: the caller of {self.kind}.run broke its contract")
+            where.setdefault(rel, []).append(k)
+        return toks, h, where, np.empty((batch, len(outputs), self.num_classes))
+
+    def _run_end(self, h: np.ndarray, last: int) -> np.ndarray:
+        """The final state of :meth:`run`, once checked not to have overflowed into NaN by position ``last``."""
+        if h.size and np.isnan(h).any():
+            raise ModelError(f"the {self.kind} state became NaN by position {last} "
+                             f"(its values overflowed {self.format.name}); use smaller weights or fixed point",
+                             "model")
+        return h
+
     def run(self, tokens, state: np.ndarray | None = None, start: int = 0,
             outputs: tuple[int, ...] | list[int] = ()) -> tuple[np.ndarray, np.ndarray]:
         """Run a batch from ``state`` (default h_0) over ``tokens`` (batch, L) at positions
@@ -148,31 +172,15 @@ class RecurrentModel:
         A low-level step for simulators: ``outputs`` must lie in ``start .. start+L-1`` (the public
         :meth:`forward_batch` checks its caller's positions first, the handoff's split puts them in Bob's
         suffix), so one outside is a fault in the calling code (InternalError), not bad input."""
-        toks = self.check_tokens(tokens)
-        batch, length = toks.shape
-        if state is None:
-            h = self.initial_state(batch)
-        else:
-            h = np.array(state, dtype=np.float64).reshape(batch, self.state_units)
-        where: dict[int, list[int]] = {}
-        for k, pos in enumerate(outputs):
-            rel = int(pos) - start
-            if not 0 <= rel < length:
-                raise InternalError(f"output position {pos} is outside the positions {start}..{start + length - 1} "
-                                    f"run: the caller of {self.kind}.run broke its contract")
-            where.setdefault(rel, []).append(k)
-        raw = np.empty((batch, len(outputs), self.num_classes))
+        toks, h, where, raw = self._run_start(tokens, state, start, outputs)
+        length = toks.shape[1]
         for j in range(length):
             h = self.step(h, toks[:, j], start + j)
             if j in where:
                 r = self.readout_at(h, toks[:, j], start + j)
                 for k in where[j]:
                     raw[:, k] = r
-        if h.size and np.isnan(h).any():
-            raise ModelError(f"the {self.kind} state became NaN by position {start + length - 1} "
-                             f"(its values overflowed {self.format.name}); use smaller weights or fixed point",
-                             "model")
-        return h, raw
+        return self._run_end(h, start + length - 1), raw
 
     def chunk_rows(self) -> int:
         """Rows per chunk of a batched run (about a million state values at a time)."""
