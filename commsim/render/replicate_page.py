@@ -74,9 +74,11 @@ def replicate_figure(rows: list[dict], curves: dict, title: str):
         ax.set_xlabel("state bits S = state numbers · p_eff (quantised, run through commsim)")
         ax.set_ylabel("accuracy of the quantised model")
         ax.set_ylim(-0.02, 1.02)
-        ax.set_title("accuracy vs state bits, with the accuracy ceiling", fontsize=10)
+        ax.set_title("accuracy vs state bits" + (", with the accuracy ceiling" if curves else
+                                                 " (no one-way ceiling for this task)"), fontsize=10)
         ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
+        if curves:
+            ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
     fig.tight_layout()
     return fig
 
