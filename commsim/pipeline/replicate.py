@@ -26,7 +26,6 @@ import functools
 import hashlib
 import io
 import json
-import math
 import platform
 import time
 from pathlib import Path
@@ -35,7 +34,7 @@ from typing import Callable
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_jsonable
 from commsim.pipeline.executors import Executor, check_workers, make_executor
-from commsim.pipeline.sweep import table_format
+from commsim.pipeline.sweep import _plain, table_format   # one reading of a table's cells (NaN/NA as None)
 from commsim.plugins import load_plugins
 
 #: the scales an experiment may define
@@ -89,16 +88,6 @@ def run_experiment_cell(cell: dict, experiment: str, plugins: tuple[str, ...] = 
 
 
 # ---- tables ---------------------------------------------------------------------------------------
-def _plain(value):
-    if value is None:
-        return None
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
-
-
 def read_rows(path, param: str = "out") -> list[dict]:
     """The rows of a replicate table ([] when the file does not exist or is empty); an InputError naming
     ``param`` when the file exists and is not one (never overwritten)."""
