@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
-import io
 import json
 import platform
 import time
@@ -34,7 +33,8 @@ from typing import Callable
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_jsonable
 from commsim.pipeline.executors import Executor, check_workers, make_executor
-from commsim.pipeline.sweep import _plain, table_format   # one reading of a table's cells (NaN/NA as None)
+from commsim.pipeline.sweep import _plain, nullable_frame, table_format   # one reading of a table's cells
+from commsim.pipeline.sweep import table_bytes as sweep_table_bytes
 from commsim.plugins import load_plugins
 
 #: the scales an experiment may define
@@ -121,29 +121,13 @@ def read_rows(path, param: str = "out") -> list[dict]:
 
 def to_frame(rows: list[dict]):
     """Rows as a DataFrame, the key columns first; nullable dtypes (a count stays an integer beside a gap)."""
-    import pandas as pd
     names = list(dict.fromkeys(k for row in rows for k in row))
-    order = [c for c in KEY_COLUMNS if c in names] + [k for k in names if k not in KEY_COLUMNS]
-    frame = pd.DataFrame.from_records(rows, columns=order)
-    for column in frame.columns:
-        if frame[column].notna().any():
-            frame[column] = frame[column].convert_dtypes()
-    return frame
+    return nullable_frame(rows, [c for c in KEY_COLUMNS if c in names] + [k for k in names if k not in KEY_COLUMNS])
 
 
 def table_bytes(rows: list[dict], fmt: str) -> bytes:
-    """The rows as a parquet, csv or json file's content."""
-    if fmt == "json":
-        return (json.dumps(to_jsonable(rows), indent=1) + "\n").encode()
-    frame = to_frame(rows)
-    if fmt == "csv":
-        return frame.to_csv(index=False).encode()
-    buffer = io.BytesIO()
-    for column in frame.columns:                  # a column of mixed kinds as text (parquet needs one type)
-        if frame[column].dtype == object and len({type(v) for v in frame[column] if v is not None}) > 1:
-            frame[column] = [None if v is None else str(v) for v in frame[column]]
-    frame.to_parquet(buffer, index=False)
-    return buffer.getvalue()
+    """The rows as a parquet, csv or json file's content (the sweep table's writer, this table's columns)."""
+    return sweep_table_bytes(rows, fmt, to_frame)
 
 
 # ---- the run --------------------------------------------------------------------------------------

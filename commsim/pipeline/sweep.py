@@ -149,25 +149,31 @@ def read_table(path, param: str = "out") -> list[dict]:
 def to_frame(rows: list[dict]):
     """Rows as a DataFrame, columns in :data:`COLUMNS` order with the ``model.KEY`` columns after ``pattern``;
     pandas' nullable types, so a count stays an integer in a column where an error row has none."""
-    import pandas as pd
     names = list(dict.fromkeys(k for row in rows for k in row))
     varied = [k for k in names if k.startswith("model.")]
     front = list(COLUMNS[:COLUMNS.index("pattern") + 1])
     order = front + varied + [c for c in COLUMNS if c not in front] + \
         [k for k in names if k not in COLUMNS and k not in varied]
+    return nullable_frame(rows, order)
+
+
+def nullable_frame(rows: list[dict], order: list[str]):
+    """Rows as a DataFrame with the columns in ``order``; pandas' nullable types, so ints stay ints beside missing
+    values (Int64, boolean, string).  Sweep and replicate tables share it."""
+    import pandas as pd
     frame = pd.DataFrame.from_records(rows, columns=order)
-    for column in frame.columns:                    # ints stay ints beside missing values (Int64, boolean, string)
+    for column in frame.columns:
         if frame[column].notna().any():
             frame[column] = frame[column].convert_dtypes()
     return frame
 
 
-def table_bytes(rows: list[dict], fmt: str) -> bytes:
-    """The rows as a parquet, csv or json file's content."""
+def table_bytes(rows: list[dict], fmt: str, frame_of: Callable = to_frame) -> bytes:
+    """The rows as a parquet, csv or json file's content (``frame_of``: rows -> the table's DataFrame)."""
     import pandas as pd
     if fmt == "json":
         return (json.dumps(to_jsonable(rows), indent=1) + "\n").encode()
-    frame = to_frame(rows)
+    frame = frame_of(rows)
     if fmt == "csv":
         return frame.to_csv(index=False).encode()
     buffer = io.BytesIO()
