@@ -20,7 +20,7 @@ torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parents[3]
 
-from agreement_checks import follows_parts  # noqa: E402
+from agreement_checks import assert_trusted, follows_parts  # noqa: E402
 from cli_helpers import run_main  # noqa: E402
 
 from commsim.pipeline.run import run_reduction  # noqa: E402
@@ -39,11 +39,6 @@ def cli(args, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
     return run_main(capsys, args)
 
-
-def assert_trusted(report):
-    assert report.protocol_matches_model
-    assert report.torch_agreement["ok"] is True, report.torch_agreement
-    assert report.torch_agreement["instances"] == report.instances_run
 
 
 def assert_follows_parts(report):

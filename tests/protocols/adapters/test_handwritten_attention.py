@@ -16,6 +16,7 @@ nn = torch.nn
 F = torch.nn.functional
 torch.set_num_threads(1)
 
+from agreement_checks import assert_trusted  # noqa: E402
 from commsim.pipeline.run import run_reduction  # noqa: E402
 from commsim.pipeline.stages import prepare  # noqa: E402
 from examples.research_blocks import CausalSelfAttention, nanogpt  # noqa: E402
@@ -25,12 +26,6 @@ from protocols.adapters.torch.layers import AdapterError  # noqa: E402
 N = 4
 VOCAB, LENGTH = N + 2, N + 1        # index-idxl at n = 4
 
-
-def assert_trusted(report):
-    assert report.protocol_matches_model
-    agreed = report.torch_agreement
-    assert agreed["ok"] is True, agreed
-    assert agreed["max_abs_diff"] <= agreed["max_allowed"]
 
 
 @pytest.mark.parametrize("attn", ["sdpa", "softmax"])

@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 torch.set_num_threads(1)
 
-from agreement_checks import follows_parts  # noqa: E402
+from agreement_checks import assert_trusted, follows_parts  # noqa: E402
 
 from commsim.pipeline.run import run_reduction  # noqa: E402
 from commsim.pipeline.stages import prepare  # noqa: E402
@@ -33,13 +33,6 @@ VOCAB, LENGTH = N + 2, N + 1        # index-idxl at n = 4
 def run_idxl(model, instances=None, **kw):
     return run_reduction("index-idxl", model, N, instances=instances, certify=False, **kw)
 
-
-def assert_trusted(report):
-    assert report.protocol_matches_model
-    agreed = report.torch_agreement
-    assert agreed["framework"] == "torch" and agreed["ok"] is True, agreed
-    assert agreed["max_abs_diff"] <= agreed["max_allowed"]
-    assert agreed["instances"] == report.instances_run
 
 
 @pytest.mark.parametrize("norm", ["layer", "rms"])
