@@ -12,6 +12,21 @@ __all__ = ["grid_ceil", "fixed_format", "sizes", "require_fixed", "ConstructionE
            "no_protocol_reason"]
 
 
+class BlankAppended:
+    """A Match construction whose input is the residues with the blank token (= M, ``info["modulus"]``) appended
+    as the last position: the softmax's floor ([SHT23]'s Match2 trick; commsim's Match3 unit reuses it)."""
+
+    @property
+    def blank(self) -> int:
+        """The blank token (= M) appended as the last position."""
+        return self.info["modulus"]
+
+    def with_blank(self, z: np.ndarray) -> np.ndarray:
+        """Residues (B, N) -> model input (B, N + 1): the blank appended."""
+        z = np.atleast_2d(np.asarray(z, dtype=np.int64))
+        return np.concatenate([z, np.full((z.shape[0], 1), self.blank, dtype=np.int64)], axis=1)
+
+
 class ConstructionError(InputError):
     """A construction cannot be built with the parameters given (the message says which)."""
 

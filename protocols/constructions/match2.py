@@ -26,6 +26,7 @@ import numpy as np
 
 from commsim.core.precision import FixedPoint, NumberFormat
 from protocols.constructions.common import (
+    BlankAppended,
     ConstructionError,
     fixed_format,
     require_fixed,
@@ -35,20 +36,10 @@ from protocols.models.attention import AttentionLayer
 __all__ = ["Match2Construction", "build_match2", "match2", "match2_format", "match2_scale", "match2_outputs"]
 
 
-class Match2Construction(AttentionLayer):
+class Match2Construction(BlankAppended, AttentionLayer):
     """The [SHT23] layer; read any position i < N with ``decide(tokens, query=i)``."""
 
     construction = "match2"
-
-    @property
-    def blank(self) -> int:
-        """The blank token (= M) appended as the last position."""
-        return self.info["modulus"]
-
-    def with_blank(self, z: np.ndarray) -> np.ndarray:
-        """Residues (B, N) -> model input (B, N + 1): the blank appended."""
-        z = np.atleast_2d(np.asarray(z, dtype=np.int64))
-        return np.concatenate([z, np.full((z.shape[0], 1), self.blank, dtype=np.int64)], axis=1)
 
 
 def match2(z: np.ndarray, modulus: int) -> np.ndarray:

@@ -40,6 +40,7 @@ import numpy as np
 
 from commsim.core.precision import NumberFormat
 from protocols.constructions.common import (
+    BlankAppended,
     ConstructionError,
     fixed_format,
     grid_ceil,
@@ -53,20 +54,10 @@ __all__ = ["Match3ThirdOrder", "build_match3_third_order", "match3_all_positions
 CODE_GAMMA = 0.15
 
 
-class Match3ThirdOrder(ThirdOrderAttention):
+class Match3ThirdOrder(BlankAppended, ThirdOrderAttention):
     """The unit; :meth:`decide` reads residues (B, N) and answers Match3 at every position."""
 
     construction = "match3-third-order"
-
-    @property
-    def blank(self) -> int:
-        """The blank token (= M) appended as position N."""
-        return self.info["modulus"]
-
-    def with_blank(self, z: np.ndarray) -> np.ndarray:
-        """Residues (B, N) -> the unit's input (B, N + 1): the blank appended."""
-        z = np.atleast_2d(np.asarray(z, dtype=np.int64))
-        return np.concatenate([z, np.full((z.shape[0], 1), self.blank, dtype=np.int64)], axis=1)
 
     def decide(self, z: np.ndarray) -> np.ndarray:
         """Match3 at every position (B, N) of the residues z (B, N)."""
