@@ -2,9 +2,31 @@
 modules) and saving a dict of parts that loads that way (``--model torch:FILE.pt``)."""
 from __future__ import annotations
 
+import json
+
 from commsim.core.limits import check_memory
 from commsim.spec import regular_file
 from protocols.adapters.torch.layers import AdapterError, require_torch
+
+#: the most bytes of a Hugging Face ``config.json`` read (a real one has a few thousand)
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def read_json_config(kind: str, path, label: str) -> dict:
+    """A Hugging Face ``config.json`` (a regular file of at most :data:`MAX_CONFIG_BYTES`) as a dict; ``kind``
+    (``hf-gpt2``, ``hf-mamba``, ...) and ``label`` (``config=c.json``) name it in errors."""
+    path = regular_file(path, "", prefix=f"{kind}: {label}: ")
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise AdapterError(f"{kind}: {label} has {size} bytes; a config.json has a few thousand (at most "
+                           f"{MAX_CONFIG_BYTES} are read)")
+    try:
+        config = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise AdapterError(f"{kind}: cannot read {label}: {type(exc).__name__}: {exc}") from None
+    if not isinstance(config, dict):
+        raise AdapterError(f"{kind}: {label} is not a JSON object of model settings")
+    return config
 
 #: torch.nn classes a ``torch:`` file may contain (loaded with weights_only=True and these allowed)
 SAFE_MODULES = ("Sequential", "ModuleList", "ModuleDict", "Embedding", "RNN", "LSTM", "GRU", "Linear",

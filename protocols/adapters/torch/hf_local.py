@@ -5,22 +5,21 @@ position -- RoPE -- which commsim's attention exchange does not compute yet).
 
 As ``hf-gpt2``: nothing is downloaded (``local_files_only``, ``HF_HUB_OFFLINE``); the directory's entries must
 be regular files or directories (a pipe would block the loader), and its ``config.json`` (at most
-:data:`~.specs.MAX_CONFIG_BYTES`) is read and the parameters' size checked against the memory budget before
+:data:`~protocols.adapters.torch.files.MAX_CONFIG_BYTES`) is read and the parameters' size checked against the memory budget before
 torch loads anything.  ``precision=P``/``dtype=NAME`` override the model's dtype (float32 -> p = 32).
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 from dataclasses import fields
 
 from commsim.core.limits import check_memory
 from commsim.spec import MAX_SPEC_INT, regular_file
+from protocols.adapters.torch.files import read_json_config
 from protocols.adapters.torch.layers import AdapterError, require_torch
 
 #: the largest config.json read (a real one is about 1 KB)
-MAX_CONFIG_BYTES = 1 << 20
 
 
 def _sizes(config: dict, defaults: dict, kind: str, label: str) -> dict:
@@ -78,20 +77,10 @@ KINDS = {
 
 
 def read_config(kind: str, path, label: str) -> dict:
-    """A ``config.json`` (a regular file of at most :data:`MAX_CONFIG_BYTES`) as a dict, of the kind's model type,
-    its parameters' size checked against the memory budget."""
+    """A ``config.json`` (read by :func:`~protocols.adapters.torch.files.read_json_config`) as a dict, of the kind's
+    model type, its parameters' size checked against the memory budget."""
     cls, model_type, defaults, nbytes = KINDS[kind]
-    path = regular_file(path, "", prefix=f"{kind}: {label}: ")
-    size = path.stat().st_size
-    if size > MAX_CONFIG_BYTES:
-        raise AdapterError(f"{kind}: {label} has {size} bytes; a config.json has a few thousand (at most "
-                           f"{MAX_CONFIG_BYTES} are read)")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise AdapterError(f"{kind}: cannot read {label}: {type(exc).__name__}: {exc}") from None
-    if not isinstance(config, dict):
-        raise AdapterError(f"{kind}: {label} is not a JSON object of model settings")
+    config = read_json_config(kind, path, label)
     if config.get("model_type", model_type) != model_type:
         raise AdapterError(f"{kind}: {label} describes a {str(config.get('model_type'))[:40]!r} model, not a "
                            f"{model_type} ({cls}); use the kind of that model")

@@ -45,7 +45,6 @@ import importlib
 import importlib.util
 import inspect
 import io
-import json
 import os
 import sys
 from pathlib import Path
@@ -55,7 +54,7 @@ from commsim.core.limits import check_memory
 from commsim.spec import FORMAT_KEYS, MAX_SPEC_INT, regular_file, user_code_failure
 from protocols.adapters.torch import hf_local
 from protocols.adapters.torch.adapt import from_torch
-from protocols.adapters.torch.files import load_torch_file
+from protocols.adapters.torch.files import load_torch_file, read_json_config
 from protocols.adapters.torch.layers import AdapterError, require_torch
 from protocols.models.attention import DIVISIONS, AttentionLayer
 
@@ -194,10 +193,6 @@ def torch_file_factory(spec, **context):
 
 
 # ---- hf-gpt2 -------------------------------------------------------------------------------------------------
-#: the largest GPT-2 config.json read (a real one is about 1 KB)
-MAX_CONFIG_BYTES = 1 << 20
-
-
 def _check_gpt2_size(dim: int, heads: int, layers: int, inner: int | None, vocab: int, positions: int,
                      what: str) -> None:
     """Refuse a GPT-2 whose width is not a multiple of its heads, or whose float32 parameters (embeddings;
@@ -211,20 +206,10 @@ def _check_gpt2_size(dim: int, heads: int, layers: int, inner: int | None, vocab
 
 
 def _read_gpt2_config(path, label: str) -> dict:
-    """A GPT-2 ``config.json`` (a regular file of at most :data:`MAX_CONFIG_BYTES`) as a dict, its sizes
+    """A GPT-2 ``config.json`` (a regular file of at most :data:`~protocols.adapters.torch.files.MAX_CONFIG_BYTES`) as a dict, its sizes
     checked by :func:`_check_gpt2_size` (GPT2Config's defaults for the keys it leaves out); ``label`` names it
     in errors (``config=c.json``)."""
-    path = regular_file(path, "", prefix=f"hf-gpt2: {label}: ")
-    size = path.stat().st_size
-    if size > MAX_CONFIG_BYTES:
-        raise AdapterError(f"hf-gpt2: {label} has {size} bytes; a GPT-2 config.json has a few thousand (at most "
-                           f"{MAX_CONFIG_BYTES} are read)")
-    try:
-        config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise AdapterError(f"hf-gpt2: cannot read {label}: {type(exc).__name__}: {exc}") from None
-    if not isinstance(config, dict):
-        raise AdapterError(f"hf-gpt2: {label} is not a JSON object of GPT-2 settings")
+    config = read_json_config("hf-gpt2", path, label)
     sizes = {}
     for key, default in (("n_embd", 768), ("n_head", 12), ("n_layer", 12), ("n_inner", None),
                          ("vocab_size", 50257), ("n_positions", 1024)):
