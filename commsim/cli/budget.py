@@ -127,10 +127,10 @@ def budget_command(arch, width, precision, heads, dim, task, n, solve_for, n_ran
 
     \b
     Examples:
-      commsim budget --arch rnn --width 128 --precision 64 --task index-idxl
-      commsim budget --arch lstm --precision 16 --task index-idxl --solve width --n 4096
-      commsim budget --arch attention --width 8 --precision 16 --heads 2 --task dyck22-fooling --n-range 16:4096
-      commsim budget --arch rnn --width 16 --precision 8 --task eq-ineq --n 512 --json
+      commsim budget --arch rnn --width 128 --precision 64 --reduction index-idxl
+      commsim budget --arch lstm --precision 16 --reduction index-idxl --solve width --n 4096
+      commsim budget --arch attention --width 8 --precision 16 --heads 2 --reduction dyck22-fooling --n-range 16:4096
+      commsim budget --arch rnn --width 16 --precision 8 --reduction eq-ineq --n 512 --json
     """
     load_plugins(plugins)
     lengths = parse_range(n_range)

@@ -121,6 +121,7 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
       commsim run eq-ineq --model lstm:width=2,precision=8 --n 6 --transcript
       commsim run index-idxl --model python:my_model.py:factory --fail-on-certificate
       commsim run dyck22-fooling --html report.html
+      commsim run index-idxl --model memorize:capacity=7 --simulator rnn-handoff --json
     """
     if fail_on_certificate and no_certificate:
         raise InputError("--fail-on-certificate needs the certificate search: drop --no-certificate",
