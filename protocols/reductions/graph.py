@@ -31,7 +31,8 @@ from commsim.theory.problems import Disjointness
 from protocols.theorems import cycle3_disj_bits, cycle3_min_lhmp
 from protocols.theorems import graph_nodes as nodes_of_length
 
-__all__ = ["NODE_PARTITION", "directed_3cycle", "loopless_digraphs", "cycle3_graphs", "check_reduction", "Disj3Cycle", "REDUCTIONS"]
+__all__ = ["NODE_PARTITION", "directed_3cycle", "undirected_5cycle", "loopless_digraphs", "cycle3_graphs",
+           "check_reduction", "Disj3Cycle", "REDUCTIONS"]
 
 #: the split of a graph task: whole rows (nodes) to Alice, to Bob, or public
 NODE_PARTITION = "node partition"
@@ -47,6 +48,45 @@ def directed_3cycle(X: np.ndarray) -> np.ndarray:
     X = X * (1 - np.eye(N, dtype=np.int64))[None]
     paths = X @ X                                   # paths[i, k] = #j with i -> j -> k (j != i, k: no loops)
     return ((paths * np.swapaxes(X, 1, 2)).sum(axis=2) > 0).astype(np.int64)   # some k with k -> i
+
+
+#: the largest N :func:`undirected_5cycle` enumerates (N (N-1) ... (N-4) ordered 5-tuples)
+MAX_5CYCLE_NODES = 24
+
+
+def undirected_5cycle(X: np.ndarray) -> np.ndarray:
+    """Undirected 5-Cycle by brute force ([SHT23]'s second graph task): (B, N) with 1 at i iff node i lies on a
+    simple cycle of length 5 of the undirected graph of X.
+
+    Precisely: the undirected graph has the edge {a, b} (a != b) iff X_ab = 1 or X_ba = 1 (directions and
+    self-loops are ignored), and output_i = 1 iff there are nodes a, b, c, d such that i, a, b, c, d are five
+    distinct nodes and {i, a}, {a, b}, {b, c}, {c, d}, {d, i} are all edges.  Every ordered 5-tuple of
+    distinct nodes is tried (N (N-1)(N-2)(N-3)(N-4) of them, batched), so N is at most 24."""
+    from itertools import permutations
+
+    X = np.asarray(X, dtype=np.int64)
+    if X.ndim == 2:
+        X = X[None]
+    if X.ndim != 3 or X.shape[1] != X.shape[2]:
+        raise InputError(f"adjacency matrices must be (B, N, N); got shape {X.shape}", "graph")
+    B, N = X.shape[0], X.shape[1]
+    if N > MAX_5CYCLE_NODES:
+        raise InputError(f"undirected 5-cycle is enumerated up to N = {MAX_5CYCLE_NODES} nodes; got {N}", "graph")
+    out = np.zeros((B, N), dtype=np.int64)
+    if N < 5 or B == 0:
+        return out
+    A = ((X + np.swapaxes(X, 1, 2)) > 0).astype(np.uint8) * (1 - np.eye(N, dtype=np.uint8))[None]
+    tuples = np.array(list(permutations(range(N), 5)), dtype=np.int64)        # (T, 5): i, a, b, c, d
+    step = max(1, (1 << 22) // max(B, 1))
+    for s in range(0, len(tuples), step):
+        t = tuples[s:s + step]
+        closed = np.ones((B, len(t)), dtype=np.uint8)
+        for e in range(5):
+            closed &= A[:, t[:, e], t[:, (e + 1) % 5]]
+        hit = closed.astype(bool)
+        for i in np.unique(t[:, 0]):                         # OR over the tuples that start at node i
+            out[:, i] |= hit[:, t[:, 0] == i].any(axis=1)
+    return out
 
 
 def loopless_digraphs(N: int, start: int = 0, stop: int | None = None) -> np.ndarray:
