@@ -28,6 +28,10 @@ precision is the narrowest in which it is exact):
                      (``modulus=M``, ``length=N``; commsim's weights): reads ``disj-match3``'s tokens.
 ``construct:match3-bigram`` Match3Bigram (some j with z_i + z_j + z_(j+1) = 0) in two layers of width 2 and 3
                      (``modulus=M``, ``length=N``; commsim's weights).
+``construct:match3-local`` Match3Local (some j1, j2 within distance K of i with z_i + z_j1 + z_j2 = 0) at every
+                     position in one attention layer: qSA over the window (q = 2K + 1) and an MLP on the residue
+                     histogram (``modulus=M``, ``length=N``, ``window=K``, ``codes=auto|onehot|lemma2``;
+                     commsim's weights).
 ``construct:3cycle-pair`` commsim's higher-order graph unit (attention over pairs (j, k) whose logit reads
                      X_ij, X_jk, X_ki) deciding Directed 3-Cycle at every node, width 1, 8 bits
                      (``nodes=N``, default the task's); no node-partition protocol wraps it.
@@ -187,6 +191,17 @@ def make_match3_bigram(spec, vocab_size=None, seq_len=None, **context):
     return build_match3_bigram(length, modulus, spec=spec.text)
 
 
+def make_match3_local(spec, vocab_size=None, seq_len=None, **context):
+    """[SHT23]: Match3Local in one attention layer by qSA over the window (keys modulus=M, length=N, window=K,
+    codes, seed)."""
+    from protocols.constructions.match3_local import CODES, build_match3_local
+    modulus = spec.int("modulus", 7 if vocab_size is None else max(int(vocab_size), 2), minimum=2, maximum=256)
+    length = spec.int("length", 8 if seq_len is None else int(seq_len), minimum=1, maximum=1024)
+    window = spec.int("window", 1, minimum=0, maximum=16)
+    return build_match3_local(length, modulus, window, codes=spec.str("codes", "auto", CODES),
+                              seed=spec.int("seed", 0, minimum=0), spec=spec.text)
+
+
 def make_cycle3_pair(spec, seq_len=None, **context):
     """commsim's higher-order graph unit deciding Directed 3-Cycle (keys nodes, precision)."""
     from protocols.constructions.cycle3 import build_cycle3_pair
@@ -230,5 +245,9 @@ def register(registry) -> None:
     registry.register("model", "construct:match3-variant1", make_match3_variant1,
                       "[SHT23]: Match3's Variant 1 (z_N = 0, the N-th output) in two layers of one head, m = 3 "
                       "(modulus=M, length=N); no one-layer protocol applies")
+    registry.register("model", "construct:match3-local", make_match3_local,
+                      "[SHT23]: Match3Local (|i - j1|, |i - j2| <= K) at every position in one attention layer: qSA "
+                      "over the window (q = 2K + 1), then an MLP (modulus=M, length=N, window=K, "
+                      "codes=auto|onehot|lemma2, seed=; commsim's weights)")
     registry.register("model", "construct:match3-bigram", make_match3_bigram,
                       "[SHT23]: Match3Bigram at every position in two layers of width 2 and 3 (modulus=M, length=N)")

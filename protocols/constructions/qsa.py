@@ -38,7 +38,7 @@ from protocols.constructions.common import ConstructionError, fixed_format, grid
 from protocols.constructions.orthogonal import find
 from protocols.models.attention import AttentionLayer
 
-__all__ = ["QsaConstruction", "build_qsa", "qsa_format", "rank_subset", "unrank_subset", "sample_qsa",
+__all__ = ["QsaConstruction", "build_qsa", "qsa_format", "set_query", "rank_subset", "unrank_subset", "sample_qsa",
            "all_qsa", "qsa_average", "LAYOUTS", "MAX_Q"]
 
 LAYOUTS = ("disj", "generic")
@@ -88,6 +88,12 @@ def qsa_format(q: int, N: int, k: int) -> FixedPoint:
     return fixed_format(frac, alpha * 2 * math.sqrt(q) + 2)   # |alpha w_S| entries and every logit
 
 
+def set_query(U: np.ndarray, S) -> np.ndarray:
+    """w_S = U_S (U_S^T U_S)^(-1) 1 (k,): the least-norm vector with <w_S, u_j> = 1 for the rows j in S of U (N, k)."""
+    US = U[list(S)].T                                            # (k, |S|)
+    return US @ np.linalg.solve(US.T @ US, np.ones(US.shape[1]))
+
+
 class QsaConstruction(AttentionLayer):
     """The [SHT23] qSA layer."""
 
@@ -121,10 +127,7 @@ def build_qsa(N: int, q: int, *, layout: str = "generic", seed: int = 0, fmt=Non
 
     @lru_cache(maxsize=1 << 16)
     def query_row(token: int) -> tuple:
-        S = list(set_of(token))
-        US = U[S].T                                              # (k, q)
-        w = US @ np.linalg.solve(US.T @ US, np.ones(len(S)))
-        return tuple(alpha * w)
+        return tuple(alpha * set_query(U, set_of(token)))
 
     first_set = 2 if layout == "disj" else 3
 
