@@ -53,6 +53,11 @@ class RecurrentModel:
 
     kind = "rnn"
 
+    #: may the step or the readout read the position t?  (True unless a subclass says its step and readout read
+    #: only the state and the token: then a run resumed from a state gives what the direct forward gives from an
+    #: equal state, whatever position the resume started at)
+    reads_position = True
+
     def __init__(self, fmt: NumberFormat, width: int, state_units: int, vocab_size: int, num_classes: int,
                  spec: str = ""):
         if width < 1 or state_units < 1:
@@ -220,6 +225,69 @@ class RecurrentModel:
             out[s:s + rows] = self.run(toks[s:s + rows])[0]
         return out
 
+    def shares_prefixes(self) -> bool:
+        """Can :meth:`forward_shared` run this model over a prefix trie?  Yes when its outputs are
+        :meth:`readout_at` of the states :meth:`step` makes, i.e. it keeps :meth:`RecurrentModel.run` (a model
+        whose own ``run`` computes outputs another way is run row by row instead)."""
+        return type(self).run is RecurrentModel.run
+
+    def forward_shared(self, tokens, output_positions, keep: int | None = None):
+        """The direct forward of :meth:`forward_batch` with every shared prefix computed once.
+
+        Level by level over the rows: the distinct prefixes of length k are the runs of consecutive rows whose
+        first k tokens are equal (a row starts a new one where it started one at level k-1 or its token k-1
+        differs from the row above's), and each new prefix's state is :meth:`step` of its parent's state and
+        its last token, from h_0 -- the model's own step code on the same inputs as :meth:`run`, so the same
+        bits; the readouts at the output positions are :meth:`readout_at` of the level's states.  The result
+        does not depend on the order of the rows (only the work does: rows sorted by their tokens share most).
+
+        Returns the readouts (batch, outputs, classes) and, with ``keep = k``, ``(node, states)``: per row the
+        index of its length-k prefix and those prefixes' states h_k (``states[node[i]]`` is row i's h_k).
+        A model that does not :meth:`shares_prefixes` is run row by row (the same values and shapes)."""
+        toks = self.check_tokens(tokens)
+        batch, length = toks.shape
+        outs = tuple(int(p) for p in output_positions)
+        bad = [p for p in outs if not 0 <= p < length]
+        if length == 0 or bad:
+            raise ModelError(f"output position {bad[0] if bad else 0} is outside a sequence of length {length}",
+                             "output_positions")
+        if keep is not None and not 0 <= keep <= length:
+            raise InternalError(f"forward_shared keeps level {keep} of sequences of length {length}")
+        if not self.shares_prefixes():
+            raw = self.forward_batch(toks, outs)
+            if keep is None:
+                return raw
+            return raw, (np.arange(batch), self.final_states(toks[:, :keep]) if keep else self.initial_state(batch))
+        raw = np.empty((batch, len(outs), self.num_classes))
+        rows = self.chunk_rows()
+        columns = np.ascontiguousarray(toks.T)            # position-major: each level compares one column
+        new = np.zeros(batch, dtype=bool)                 # rows that start a distinct prefix of the level
+        new[:1] = True
+        starts = np.zeros(min(batch, 1), dtype=np.int64)  # the first row of each distinct prefix
+        states = self.initial_state(len(starts))          # their states
+        kept = (np.zeros(batch, dtype=np.int64), states) if keep == 0 else None
+        for k in range(length):
+            new[1:] |= columns[k, 1:] != columns[k, :-1]
+            parents_starts, starts = starts, np.flatnonzero(new)
+            # a prefix's parent is the level-(k-1) prefix whose run holds its first row
+            parents = np.searchsorted(parents_starts, starts, side="right") - 1
+            x = columns[k, starts]
+            level = np.empty((len(starts), self.state_units))
+            for s in range(0, len(starts), rows):
+                level[s:s + rows] = self.step(states[parents[s:s + rows]], x[s:s + rows], k)
+            states = level
+            node = None if len(starts) == batch else np.cumsum(new) - 1 if k in outs or keep == k + 1 else None
+            if k in outs:
+                read = np.empty((len(starts), self.num_classes))
+                for s in range(0, len(starts), rows):
+                    read[s:s + rows] = self.readout_at(level[s:s + rows], x[s:s + rows], k)
+                for slot in (j for j, p in enumerate(outs) if p == k):
+                    raw[:, slot] = read if node is None else read[node]
+            if keep == k + 1:
+                kept = (np.arange(batch) if node is None else node, states)
+        self._run_end(states, length - 1)
+        return raw if keep is None else (raw, kept)
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec}: {self.describe_state()}, {self.state_bits} state bits>"
 
@@ -231,6 +299,7 @@ class _Trainable(RecurrentModel):
     #: names of the weight arrays, each (rows, cols) as a function of (vocab, width, classes)
     _SHAPES: dict = {}
     _GATES = 1
+    reads_position = False      # Elman, LSTM, GRU: the same weights at every position
 
     def __init__(self, params: dict[str, np.ndarray], fmt: NumberFormat, spec: str = "", **extra):
         vocab, width = params["input"].shape[0], params["recurrent"].shape[0]

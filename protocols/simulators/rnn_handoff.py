@@ -7,12 +7,27 @@ later output.  So a model that computes f gives a one-way protocol for f of m*p 
 and m*p is at least the one-way communication complexity of f there.
 
 Every run checks exactness: the protocol's readouts must equal the direct forward's bit for bit.
-The batch run (:meth:`RnnHandoff.run_batch`) does what the party programs do, for many instances: Alice's
-message depends on her share alone, so it computes h_t once per run of equal prefixes, encodes those states
-into one bit string with the format's encoder (the bits counted are that string's, per message), decodes it,
-and Bob resumes every instance from its run's decoded state.  The direct forward is the model's own batched
-forward over each whole sequence.  The engine re-runs a seeded subset through the real runner, one instance
-at a time, and holds the batch to it.
+
+What the batch check (:meth:`RnnHandoff.run_batch`) compares, per instance:
+
+* the direct forward -- the model's own steps from h_0 over the whole sequence and its readouts at the output
+  positions, computed over a prefix trie of the block's sequences (:meth:`RecurrentModel.forward_shared`:
+  each distinct prefix's state once, the same step code on the same inputs as a row-by-row run, so the same
+  bits).  It never reads the protocol's message or decoded state;
+* the protocol's readouts -- Alice's h_t (the trie's state of her prefix: her program ``model.run(prefix)``
+  is the same function of the same tokens) encoded with the format's encoder into one bit string per block
+  (the bits counted are that string's, per message), decoded, and Bob's resume from the decoded state of the
+  instance's run of equal prefixes.  Where that decoded state is bitwise equal to the direct forward's own
+  h_t of the same instance (each instance compared through its run index and its trie node) and the model
+  reads no position, Bob's resume ``model.run(suffix, state, start=t)`` is the direct forward's continuation
+  -- the same pure function of identical inputs -- and is not computed twice.  Everywhere else (a message
+  that did not survive encoding, a wrong run, a model whose step or readout reads the position) Bob resumes
+  with ``model.run`` and the readouts are compared.
+
+So an encode/decode fault or a resume from another run's state is caught by the batch; a resume at a wrong
+position can only matter for a model that reads positions, which is always resumed.  Independently, the
+engine re-runs a seeded subset through the real party programs (:class:`HandoffProtocol`), one instance at
+a time, and holds the batch to it (``--audit`` runs each party in its own process).
 """
 from __future__ import annotations
 
@@ -168,12 +183,15 @@ class RnnHandoff(Simulator):
         return model.labels(model.forward_batch(encoded.tokens, encoded.output_positions))
 
     def run_batch(self, model, encoded: Encoded, progress=None) -> BatchResult:
-        """The handoff and the direct forward on every instance.
+        """The handoff and the direct forward on every instance, block by block (what the module's docstring
+        says the exactness check compares).
 
-        Alice's message depends on her prefix alone, so each block of instances computes h_t once per distinct
-        prefix run (consecutive instances with equal prefixes), encodes those states into one bit string with the
-        format's encoder and decodes it -- the bits every instance of the run is sent -- and Bob resumes each
-        instance from its run's received state.  The direct forward runs every whole sequence on its own."""
+        The direct forward is :meth:`RecurrentModel.forward_shared`: the model's own steps from h_0 over every
+        whole sequence, each shared prefix computed once.  Alice's message depends on her prefix alone: one per
+        run of consecutive instances with equal prefixes, h_t encoded into one bit string with the format's
+        encoder and decoded -- the bits every instance of the run is sent.  Bob resumes every instance from
+        its run's received state (:meth:`_bob_block`); ``bob_resumed_instances`` counts those resumed with
+        ``model.run`` rather than shown equal to the direct forward's continuation."""
         t = split_point(encoded)
         tokens = encoded.tokens
         outs = tuple(encoded.output_positions)
@@ -184,39 +202,40 @@ class RnnHandoff(Simulator):
         direct_labels = np.empty((batch, len(outs)), dtype=ldt)
         exact = np.empty(batch, dtype=bool)
         alice_to_bob = np.empty(batch, dtype=np.int32)
-        rows = model.chunk_rows()
-        block = rows * PREFIX_BLOCKS        # instances whose distinct prefixes Alice runs together
-        prefix_runs = 0
+        block = model.chunk_rows() * PREFIX_BLOCKS     # instances whose shared prefixes are computed together
+        prefix_runs = resumed = 0
         for lo in range(0, batch, block):
             hi = min(lo + block, batch)
-            runs, received, bits = self._alice_block(model, tokens[lo:hi], t)
+            chunk = tokens[lo:hi]
+            raw_direct, (node, states) = model.forward_shared(chunk, outs, keep=t)
+            runs, received, bits = self._alice_block(model, chunk, t, node, states)
+            raw_protocol, count = self._bob_block(model, chunk, t, outs, runs, received, node, states, raw_direct)
             prefix_runs += len(received)
-            for s in range(lo, hi, rows):
-                chunk = tokens[s:s + rows]
-                count = len(chunk)
-                # Bob: resume from the received state; the direct forward runs the whole sequences
-                _, raw_protocol = model.run(chunk[:, t:], state=received[runs[s - lo:s - lo + count]], start=t,
-                                            outputs=outs)
-                raw_direct = model.forward_batch(chunk, outs)
-                exact[s:s + count] = np.all(raw_protocol.view(np.uint64) == raw_direct.view(np.uint64), axis=(1, 2))
-                protocol_labels[s:s + count] = model.labels(raw_protocol)
-                direct_labels[s:s + count] = model.labels(raw_direct)
-                alice_to_bob[s:s + count] = bits
-                if progress:
-                    progress(s + count, batch)
+            resumed += count
+            exact[lo:hi] = np.all(raw_protocol.view(np.uint64) == raw_direct.view(np.uint64), axis=(1, 2))
+            protocol_labels[lo:hi] = model.labels(raw_protocol)
+            direct_labels[lo:hi] = model.labels(raw_direct)
+            alice_to_bob[lo:hi] = bits
+            if progress:
+                progress(hi, batch)
         details = {
             "split": t, "alice_positions": f"1..{t}" if t else "none", "bob_positions": f"{t + 1}..{length}",
             "message": f"{MESSAGE_LABEL} h_{t}", "state_units": units, "precision_bits": p,
             "number_format": model.format.name, "message_bits": units * p,
-            "alice_prefix_runs": int(prefix_runs), "exact_matches": int(exact.sum()),
+            "alice_prefix_runs": int(prefix_runs), "bob_resumed_instances": int(resumed),
+            "exact_matches": int(exact.sum()),
         }
         return BatchResult(protocol_labels, direct_labels, exact, alice_to_bob, np.zeros(batch, dtype=np.int8),
                            np.ones(batch, dtype=np.int8), None, details)
 
     @staticmethod
-    def _alice_block(model, tokens: np.ndarray, t: int) -> tuple[np.ndarray, np.ndarray, int]:
-        """Alice's side for a block of instances: per instance the index of its prefix run, each run's state
-        as Bob decodes it from the encoded message, and the message's bits (one state's)."""
+    def _alice_block(model, tokens: np.ndarray, t: int, node: np.ndarray,
+                     states: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+        """Alice's side for a block of instances: per instance the index of its run of equal prefixes (found
+        from her tokens), each run's state as Bob decodes it from the encoded message, and the message's bits
+        (one state's).  A run's h_t is ``model.run(prefix)`` from h_0, which the direct forward's prefix trie
+        has computed with the same steps on the same tokens (``states[node[i]]``, row i's h_t): it is taken from
+        there, not computed twice."""
         count, units = len(tokens), model.state_units
         if t:
             alice = tokens[:, :t]
@@ -224,16 +243,47 @@ class RnnHandoff(Simulator):
             new[0] = True
             np.any(alice[1:] != alice[:-1], axis=1, out=new[1:])
             starts = np.flatnonzero(new)
-            states = model.final_states(alice[starts])
+            prefix_states = states[node[starts]]
             runs = np.cumsum(new) - 1
         else:
-            states, runs = model.initial_state(1), np.zeros(count, dtype=np.int64)
-        message = model.format.encode(states)      # the runs' messages, one bit string
-        if len(message) != len(states) * units * model.precision:
-            raise ProtocolError(f"{len(states)} hidden states encoded to {len(message)} bits, "
-                                f"not {len(states)} x {units * model.precision}")
-        received = model.format.decode(message, count=len(states) * units).reshape(len(states), units)
-        return runs, received, len(message) // len(states)
+            prefix_states, runs = model.initial_state(1), np.zeros(count, dtype=np.int64)
+        message = model.format.encode(prefix_states)      # the runs' messages, one bit string
+        if len(message) != len(prefix_states) * units * model.precision:
+            raise ProtocolError(f"{len(prefix_states)} hidden states encoded to {len(message)} bits, "
+                                f"not {len(prefix_states)} x {units * model.precision}")
+        received = model.format.decode(message, count=len(prefix_states) * units).reshape(len(prefix_states), units)
+        return runs, received, len(message) // len(prefix_states)
+
+    @staticmethod
+    def _bob_block(model, tokens: np.ndarray, t: int, outs: tuple[int, ...], runs: np.ndarray, received: np.ndarray,
+                   node: np.ndarray, states: np.ndarray, raw_direct: np.ndarray) -> tuple[np.ndarray, int]:
+        """Bob's readouts for a block, each instance resumed from its run's received state ``received[runs[i]]``,
+        and the number of instances resumed with ``model.run(suffix, state, start=t)``.
+
+        Where that state is bitwise the direct forward's own h_t of the same instance (``states[node[i]]``,
+        compared per instance through both indices, so a wrong run index shows) and the model reads no
+        position (:attr:`RecurrentModel.reads_position`), Bob's resume is the direct forward's continuation:
+        the same pure function (the model's steps and readouts) of identical inputs, so its readouts are the
+        direct forward's, computed once.  Every other instance -- a message that did not survive encoding,
+        a wrong run, any model that reads positions -- is resumed with ``model.run`` and compared."""
+        count = len(tokens)
+        segment = np.empty(count, dtype=bool)      # instances that share both their run and their direct prefix
+        segment[:1] = True
+        segment[1:] = (runs[1:] != runs[:-1]) | (node[1:] != node[:-1])
+        first = np.flatnonzero(segment)
+        if model.reads_position:
+            same = np.zeros(len(first), dtype=bool)
+        else:
+            same = np.all(received[runs[first]].view(np.uint64) == states[node[first]].view(np.uint64), axis=1)
+        raw = raw_direct.copy()
+        if same.all():
+            return raw, 0
+        resume = np.flatnonzero(~same[np.cumsum(segment) - 1])
+        rows = model.chunk_rows()
+        for s in range(0, len(resume), rows):
+            idx = resume[s:s + rows]
+            raw[idx] = model.run(tokens[idx, t:], state=received[runs[idx]], start=t, outputs=outs)[1]
+        return raw, len(resume)
 
     def transcript_keys(self, model, encoded: Encoded) -> tuple[np.ndarray, np.ndarray]:
         """Per instance: the handoff's labels and its one message, h_t in the model's number format, as rows of
