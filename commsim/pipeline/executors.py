@@ -202,7 +202,8 @@ class Dask(Executor):
         self.close()
 
     def close(self):
-        """Close the client and the cluster this executor started.  After an error or Ctrl-C, quietly: the
+        """Close the client, then the cluster this executor started: its workers first, each given
+        :data:`WORKER_CLOSE_SECONDS` to stop (no "still alive ... killing").  After an error or Ctrl-C, quietly: the
         caller reports it in one line, and what Dask would add while it stops workers in the middle of a task
         (a warning per worker that its task was cancelled, a closed connection) is not printed."""
         try:
@@ -213,9 +214,30 @@ class Dask(Executor):
             if self._own_client and self.client is not None:
                 self.client.close()
             if self._cluster is not None:
-                self._cluster.close()
+                try:
+                    if not self._failed:                 # the work done: the workers stop in their own time
+                        _stop_workers(self._cluster, WORKER_CLOSE_SECONDS)
+                finally:
+                    self._cluster.close()
         finally:
             self._logs.restore()
+
+
+#: how long an embedded cluster's worker is given to stop after its work is done before it is killed:
+#: distributed's own close gives it 4 s, which a worker that imported torch can take on a loaded machine, and
+#: then warns "Worker process still alive after 4.0 seconds, killing"
+WORKER_CLOSE_SECONDS = 60.0
+
+
+def _stop_workers(cluster, timeout: float) -> None:
+    """Close the workers (nannies) of an embedded ``cluster`` -- its work done, the client closed -- giving each
+    ``timeout`` seconds to stop before it is killed; the cluster's own close then finds them stopped."""
+    import asyncio
+
+    async def stop():
+        await asyncio.gather(*(worker.close(timeout=timeout) for worker in list(cluster.workers.values())))
+
+    cluster.sync(stop)
 
 
 #: what Dask warns when making a server's scratch directory takes over a second: on a busy machine too, not
