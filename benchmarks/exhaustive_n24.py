@@ -3,7 +3,7 @@
 Runs ``commsim run index-idxl --model elman:width=16,precision=16 --n 24 --instances all --json`` (n = 20 with
 ``--quick``) as a child process and reports its wall time and peak resident memory (the child's
 ``ru_maxrss``), against the goal of less than 1 GB; also the sweep's throughput (instances per second of
-shard work, from the report's ``details.streamed``), the input of the cluster projection in the README.
+shard work, from the report's ``details.streamed``), the input of the cluster projection in docs/guide/sweeps.md.
 The exhaustive sweep covers n * 2^n instances (402,653,184 at n = 24), each a full model run, a handoff
 protocol run and a direct forward; its memory is one chunk's (:mod:`commsim.pipeline.shards`), whatever n.
 

@@ -1,11 +1,12 @@
-"""The public Python API of DESIGN section 4 and the README: run_reduction, make_model, load_plugins,
-Report.to_dict/to_json, and ``python -m commsim``."""
+"""The public Python API of DESIGN section 4 and of the manual (docs/guide/python-api.md): run_reduction, make_model,
+load_plugins, Report.to_dict/to_json, and ``python -m commsim``."""
 from __future__ import annotations
 
 import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -72,27 +73,28 @@ def test_python_m_commsim():
     assert done.returncode == 0 and done.stdout.startswith("commsim, version")
 
 
-def test_the_readme_python_example_runs_and_says_what_it_prints():
-    from pathlib import Path
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    start = text.index("```python", text.index("## The Python API")) + len("```python")
+PYTHON_API_PAGE = Path(__file__).resolve().parents[1] / "docs/guide/python-api.md"     # the manual's Python API
+
+
+def test_the_manual_python_example_runs_and_says_what_it_prints():
+    text = PYTHON_API_PAGE.read_text()
+    start = text.index("```python", text.index("# The Python API")) + len("```python")
     code = text[start:text.index("```", start)]
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)          # noqa: S102 - the README's own example
+    exec(compile(code, "python-api.md", "exec"), scope)      # noqa: S102 - the manual's own example
     first = run_reduction("index-idxl", "memorize:capacity=7", n=8)
     assert (first.bits_used, first.lower_bound.bits, first.budget_ok) == (7, 8, False)   # as its comment says
     assert scope["report"].reduction == "eq-ineq" and scope["report"].protocol_matches_model
 
 
-def test_the_readme_notebook_example_trains_runs_and_displays():
-    """The README's notebook example: train on commsim.sample data, commsim.run the module, display."""
+def test_the_manual_notebook_example_trains_runs_and_displays():
+    """The manual's notebook example: train on commsim.sample data, commsim.run the module, display."""
     pytest.importorskip("torch")
-    from pathlib import Path
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    start = text.index("```python", text.index("### In a notebook")) + len("```python")
+    text = PYTHON_API_PAGE.read_text()
+    start = text.index("```python", text.index("## In a notebook")) + len("```python")
     code = text[start:text.index("```", start)]
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)          # noqa: S102 - the README's own example
+    exec(compile(code, "python-api.md", "exec"), scope)      # noqa: S102 - the manual's own example
     report, row = scope["report"], scope["row"]
     assert report.protocol == "rnn-handoff" and report.protocol_matches_model
     assert report.bits_used == 16 * 32 and report.budget_ok                       # a float32 GRU of 16 units

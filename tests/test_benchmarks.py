@@ -1,6 +1,6 @@
 """Every benchmark script runs end to end at a tiny size, its own exactness checks included.
 
-Timings are never asserted (performance is measured by running the scripts, see README "Benchmarks"); these
+Timings are never asserted (performance is measured by running the scripts, see docs/guide/benchmarks.md); these
 tests only keep the scripts working as the library under them changes -- the Dyck sweep of
 ``attention_exchange.py`` once called a renamed method and nothing noticed.
 """

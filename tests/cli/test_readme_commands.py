@@ -1,13 +1,18 @@
-"""The README's example commands: every one parses against the real CLI (its command, options and values), and
-the quick ones run to the end in a scratch folder -- so a renamed flag or command cannot leave the README wrong.
+"""The example commands of the README and of the manual it links to (``docs/guide/*.md``): every one parses against
+the real CLI (its command, options and values), the quick ones run to the end in a scratch folder, and a block that
+shows a command's output (its first line ``$ commsim ...``) shows what the command really prints -- so a renamed flag
+or command, or a changed output, cannot leave the README or the manual wrong.
 
-The synopsis block (``## Commands``, with ``[...]`` and placeholders) is not an example and is skipped; commands
-that need a file the README has the reader make first, a cluster, or minutes of work are parsed only.
+The synopsis block (``docs/guide/commands.md``, with ``[...]`` and placeholders) is not an example and is skipped;
+commands that need a file the manual has the reader make first, a cluster, or minutes of work are parsed only.
 """
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -17,15 +22,18 @@ from commsim.cli import cli
 
 from .cli_helpers import run_main
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+PAGES = [README, *sorted((ROOT / "docs" / "guide").glob("*.md"))]     # the README and the manual it links to
+BLOCK = re.compile(r"```[\w-]*\n(.*?)```", re.S)
 
 
 def _examples() -> list[str]:
-    """``commsim ...`` lines of the README's code blocks (continuations joined, ``$`` and comments dropped)
-    and its inline ``commsim ...`` code spans with arguments, without the synopsis' placeholders."""
-    text = README.read_text(encoding="utf-8")
+    """``commsim ...`` lines of the pages' code blocks (continuations joined, ``$`` and comments dropped)
+    and their inline ``commsim ...`` code spans with arguments, without the synopsis' placeholders."""
+    text = "\n".join(page.read_text(encoding="utf-8") for page in PAGES)
     found = []
-    for block in re.findall(r"```[\w-]*\n(.*?)```", text, re.S):
+    for block in BLOCK.findall(text):
         for line in block.replace("\\\n", " ").splitlines():
             line = re.sub(r"^\$\s*", "", line.strip())
             if line.startswith("commsim "):
@@ -40,8 +48,9 @@ EXAMPLES = _examples()
 
 
 def test_the_readme_has_examples_to_check():
-    assert len(EXAMPLES) >= 20
+    assert len(EXAMPLES) >= 30 and {"tour.md", "real-models.md", "sweeps.md"} <= {p.name for p in PAGES}
     assert "commsim run dyck22-fooling --html report.html" in EXAMPLES
+    assert "commsim run index-idxl --model python:examples.research_blocks:nanogpt --n 8 --audit" in EXAMPLES
 
 
 @pytest.mark.parametrize("command", EXAMPLES)
@@ -73,9 +82,40 @@ QUICK = [
 
 @pytest.mark.parametrize("command, status", QUICK)
 def test_quick_readme_examples_run(command, status, capsys, tmp_path, monkeypatch):
-    assert command in EXAMPLES, "keep this list to commands the README shows"
+    assert command in EXAMPLES, "keep this list to commands the README or the manual shows"
     monkeypatch.chdir(tmp_path)
     code, out, err = run_main(capsys, shlex.split(command)[1:])
     assert code == status, err
     for produced in re.findall(r"--(?:html|out) (\S+)", command):
         assert (tmp_path / produced).stat().st_size > 0
+
+
+def _shown_outputs() -> list[tuple[str, str]]:
+    """(command, shown output) of every block whose first line is ``$ commsim ...``."""
+    shown = []
+    for page in PAGES:
+        for block in BLOCK.findall(page.read_text(encoding="utf-8")):
+            first, _, rest = block.partition("\n")
+            if first.startswith("$ commsim "):
+                shown.append((first[2:], rest))
+    return shown
+
+
+SHOWN = _shown_outputs()
+
+
+def test_the_readme_shows_real_output():
+    assert {"commsim run index-idxl", "commsim budget --arch rnn --width 128 --precision 64 --reduction index-idxl"} \
+        <= {command for command, _ in SHOWN}
+
+
+@pytest.mark.parametrize("command, shown", SHOWN, ids=[c for c, _ in SHOWN])
+def test_a_shown_output_is_what_the_command_prints(command, shown, tmp_path):
+    """The block is the command's output at 100 columns, or its beginning (an excerpt ends at a table's edge)."""
+    env = {**os.environ, "COLUMNS": "100", "NO_COLOR": "1"}
+    done = subprocess.run([sys.executable, "-m", "commsim", *shlex.split(command)[1:]], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    printed = [line.rstrip() for line in done.stdout.splitlines()]
+    lines = [line.rstrip() for line in shown.splitlines()]
+    assert printed[:len(lines)] == lines

@@ -44,8 +44,18 @@ def site(tmp_path_factory):
 def test_the_site_builds_strictly_with_every_page(site):
     for page in ("index.html", "RESULTS/index.html", "EXTENDING/index.html", "reference/cli/index.html",
                  "reference/api/index.html", "tutorials/your-model/index.html", "tutorials/lecture/index.html",
-                 "tutorials/sweeps/index.html"):
+                 "tutorials/sweeps/index.html", "EXPERIMENTS/index.html"):
         assert (site / page).is_file(), page
+    for page in (ROOT / "docs" / "guide").glob("*.md"):
+        assert (site / "guide" / page.stem / "index.html").is_file(), page.name
+
+
+def test_the_guide_includes_the_readme_sections_it_names(site):
+    tour = (site / "guide/tour/index.html").read_text()
+    safety = " ".join((site / "guide/safety/index.html").read_text().split())
+    assert "A recurrent model one bit short." in tour and "How long can a model go?" in tour
+    assert "--8&lt;--" not in tour and "--8&lt;--" not in safety          # every include was resolved
+    assert "trusts that cluster" in safety and "127.0.0.1 without authentication" in safety
 
 
 def test_the_command_reference_has_every_command(site):
