@@ -1,11 +1,14 @@
 """Recurrent models as research code writes them, for commsim's hidden-state handoff: an S4D-Lin step module
 with a complex state, mambapy's pure-PyTorch Mamba, and tiny Hugging Face ``MambaForCausalLM`` /
-``RwkvForCausalLM`` saved to a local directory (no download).  Run from the repository root::
+``RwkvForCausalLM`` saved to a local directory (no download); and a tiny one-layer ``LlamaForCausalLM`` for the
+attention exchange.  Run from the repository root::
 
     commsim run index-idxl --model python:examples.real_models:s4d_lin --n 8
     commsim run index-idxl --model python:examples.real_models:mambapy_lm --n 8
     python -m examples.real_models mamba /tmp/tiny-mamba      # writes a tiny MambaForCausalLM
     commsim run index-idxl --model hf-mamba:/tmp/tiny-mamba --n 8
+    python -m examples.real_models llama /tmp/tiny-llama      # writes a tiny one-layer LlamaForCausalLM
+    commsim run index-idxl --model hf-llama:/tmp/tiny-llama --n 8
 
 Needs torch; ``mambapy`` and ``transformers`` for the last three (``pip install 'commsim[torch,hf]'``).
 """
@@ -84,6 +87,26 @@ def save_tiny_mamba(directory: str, vocab_size: int = 16, hidden: int = 8, state
     return directory
 
 
+def tiny_llama(vocab_size: int = 32, hidden: int = 16, heads: int = 4, kv_heads: int = 2, head_dim: int | None = None,
+               layers: int = 1, seq_len: int = 32, seed: int = 0, init: float = 0.5):
+    """A tiny random ``LlamaForCausalLM`` (RMSNorm, RoPE, gated MLP, grouped-query attention: ``kv_heads`` key/value
+    heads for ``heads`` query heads); ``init``: the weights' standard deviation (large enough that the attention
+    and the MLP matter)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(seed)
+    config = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
+                         num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+                         head_dim=head_dim or hidden // heads, max_position_embeddings=seq_len,
+                         initializer_range=init, pad_token_id=0, bos_token_id=0, eos_token_id=0)
+    return LlamaForCausalLM(config).eval()
+
+
+def save_tiny_llama(directory: str, **sizes) -> str:
+    """A tiny random ``LlamaForCausalLM`` (:func:`tiny_llama`) written by ``save_pretrained`` to ``directory``."""
+    tiny_llama(**sizes).save_pretrained(directory)
+    return directory
+
+
 def save_tiny_rwkv(directory: str, vocab_size: int = 16, hidden: int = 8, layers: int = 2, seed: int = 0) -> str:
     """A tiny random ``RwkvForCausalLM`` written by ``save_pretrained`` to ``directory``."""
     from transformers import RwkvConfig, RwkvForCausalLM
@@ -95,9 +118,10 @@ def save_tiny_rwkv(directory: str, vocab_size: int = 16, hidden: int = 8, layers
 
 
 if __name__ == "__main__":
-    savers = {"mamba": save_tiny_mamba, "rwkv": save_tiny_rwkv}
+    savers = {"mamba": save_tiny_mamba, "rwkv": save_tiny_rwkv, "llama": save_tiny_llama}
     if len(sys.argv) not in (3, 4) or sys.argv[1] not in savers:
-        sys.exit("usage: python -m examples.real_models mamba|rwkv DIRECTORY [key=value,...]  "
-                 "(mamba: vocab_size, hidden, state, conv, layers, expand, seed; rwkv: vocab_size, hidden, layers, seed)")
+        sys.exit("usage: python -m examples.real_models mamba|rwkv|llama DIRECTORY [key=value,...]  "
+                 "(mamba: vocab_size, hidden, state, conv, layers, expand, seed; rwkv: vocab_size, hidden, layers, "
+                 "seed; llama: vocab_size, hidden, heads, kv_heads, head_dim, layers, seq_len, seed)")
     sizes = dict(item.split("=", 1) for item in sys.argv[3].split(",")) if len(sys.argv) == 4 else {}
     print(savers[sys.argv[1]](sys.argv[2], **{k: int(v) for k, v in sizes.items()}))

@@ -5,8 +5,8 @@ and one-layer ``nn.TransformerEncoder`` cores (with the embedding and head given
 ``nn.Module`` that holds one such core with its ``nn.Embedding``(s), per-position layers before it (a
 LayerNorm/RMSNorm: pre-LN blocks) and head modules (found by running its forward, then *verified*
 against it: :mod:`.discover`), a dict of parts ``{"core", "embedding", "positions", "norm", "head",
-...}``, a one-layer Hugging Face GPT-2, TransformerLens ``HookedTransformer`` (3.x), ``TransformerBridge``
-and TL-native models (4.x).  Commsim models pass through unchanged.
+...}``, a one-layer Hugging Face GPT-2 or Llama (:mod:`.llama`), TransformerLens ``HookedTransformer`` (3.x),
+``TransformerBridge`` and TL-native models (4.x).  Commsim models pass through unchanged.
 
 The reference.  The agreement check (:func:`agreement`, the report's ``torch_agreement``: one rule,
 :func:`~protocols.adapters.torch.trust.judge`) compares commsim's model with the user's model itself: a
@@ -31,8 +31,8 @@ from protocols.adapters.torch.discover import (
 from protocols.adapters.torch.encoder import wrap_encoder
 from protocols.adapters.torch.gpt2 import wrap_gpt2
 from protocols.adapters.torch.layers import AdapterError
+from protocols.adapters.torch.llama import wrap_llama
 from protocols.adapters.torch.mha import ReadAttention, wrap_mha
-from protocols.adapters.torch.hf_local import llama_refusal
 from protocols.adapters.torch.rnn import wrap_recurrent
 from protocols.adapters.torch.rwkv import wrap_hf_rwkv
 from protocols.adapters.torch.selective import is_mambapy, wrap_hf_mamba, wrap_mambapy
@@ -122,13 +122,13 @@ def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None
     if "RwkvForCausalLM" in names:
         return wrap_hf_rwkv(obj, fmt, **kw)
     if names & {"LlamaForCausalLM", "LlamaModel"}:
-        raise llama_refusal(type(obj).__name__)
+        return wrap_llama(obj, fmt, head=head, **kw)
     if is_mambapy(obj):
         return wrap_mambapy(obj, fmt, embedding=embedding, head=head, **kw)
     if any(n.endswith("PreTrainedModel") for n in names):
         raise AdapterError(f"{type(obj).__name__} is a Hugging Face model commsim does not wrap "
-                           f"(supported: a one-layer GPT-2: GPT2LMHeadModel / GPT2Model; MambaForCausalLM, "
-                           f"RwkvForCausalLM)")
+                           f"(supported: a one-layer GPT-2: GPT2LMHeadModel / GPT2Model; a one-layer Llama: "
+                           f"LlamaForCausalLM / LlamaModel; MambaForCausalLM, RwkvForCausalLM)")
     return discover(obj, fmt, vocab_size, seq_len, spec, check, adapt=from_torch, head=head, embedding=embedding,
                     positions=positions, residual=residual)
 

@@ -1,7 +1,7 @@
-"""Hugging Face recurrent models from a local ``save_pretrained`` directory: the model kinds ``hf-mamba:DIR``
+"""Hugging Face models from a local ``save_pretrained`` directory: the recurrences ``hf-mamba:DIR``
 (``MambaForCausalLM``, its pure-PyTorch path: :mod:`.selective`) and ``hf-rwkv:DIR`` (``RwkvForCausalLM``:
-:mod:`.rwkv`), and the refusal of ``hf-llama:DIR`` (``LlamaForCausalLM``: its attention rotates q and k by
-position -- RoPE -- which commsim's attention exchange does not compute yet).
+:mod:`.rwkv`), and the one-layer attention ``hf-llama:DIR`` (``LlamaForCausalLM``: RMSNorm, RoPE, gated MLP,
+grouped-query attention, folded by :mod:`.llama`; more layers are refused, Lemma 5).
 
 As ``hf-gpt2``: nothing is downloaded (``local_files_only``, ``HF_HUB_OFFLINE``); the directory's entries must
 be regular files or directories (a pipe would block the loader), and its ``config.json`` (at most
@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import fields
 
 from commsim.core.limits import check_memory
 from commsim.spec import MAX_SPEC_INT, regular_file
 from protocols.adapters.torch.files import read_json_config
 from protocols.adapters.torch.layers import AdapterError, require_torch
-
-#: the largest config.json read (a real one is about 1 KB)
 
 
 def _sizes(config: dict, defaults: dict, kind: str, label: str) -> dict:
@@ -57,9 +54,12 @@ def _rwkv_bytes(s: dict) -> int:
 
 
 def _llama_bytes(s: dict) -> int:
-    """float32 bytes of a Llama's parameters (embeddings and head, attention 4 d², gated MLP 3 d·f)."""
-    d = s["hidden_size"]
-    return 4 * (2 * s["vocab_size"] * d + s["num_hidden_layers"] * (4 * d * d + 3 * d * s["intermediate_size"]))
+    """float32 bytes of a Llama's parameters (embeddings and head; per layer q and o 2 d·H·h, k and v
+    2 d·H_kv·h, the gated MLP 3 d·f, two norms)."""
+    d, H = s["hidden_size"], s["num_attention_heads"]
+    h, kv = s["head_dim"] or d // H, s["num_key_value_heads"] or H
+    return 4 * (2 * s["vocab_size"] * d + s["num_hidden_layers"] * (2 * d * h * (H + kv)
+                                                                     + 3 * d * s["intermediate_size"] + 2 * d))
 
 
 #: kind -> (the transformers class, config.json's model_type, its size keys and defaults, the bytes they take)
@@ -71,7 +71,8 @@ KINDS = {
                 {"hidden_size": 4096, "num_hidden_layers": 32, "vocab_size": 50277, "attention_hidden_size": None,
                  "intermediate_size": None}, _rwkv_bytes),
     "hf-llama": ("LlamaForCausalLM", "llama",
-                 {"hidden_size": 4096, "num_hidden_layers": 32, "vocab_size": 32000, "intermediate_size": 11008},
+                 {"hidden_size": 4096, "num_hidden_layers": 32, "vocab_size": 32000, "intermediate_size": 11008,
+                  "num_attention_heads": 32, "num_key_value_heads": None, "head_dim": None},
                  _llama_bytes),
 }
 
@@ -102,22 +103,6 @@ def local_directory(kind: str, target: str):
     return path
 
 
-def attention_has_rope() -> bool:
-    """Does commsim's attention layer compute rotary position embeddings (a ``rope`` field of its config)?"""
-    from protocols.models.attention_config import AttentionConfig
-    return any(f.name.startswith("rope") for f in fields(AttentionConfig))
-
-
-def llama_refusal(what: str) -> AdapterError:
-    """Why a Llama-style model (RMSNorm, RoPE, gated MLP, grouped-query attention) is not wrapped."""
-    if not attention_has_rope():
-        reason = ("its attention rotates q and k by position (RoPE), and commsim's attention exchange has no RoPE "
-                  "yet, so no exact protocol for it can be built")
-    else:
-        reason = "commsim does not fold a Llama block (RMSNorm, gated MLP, grouped-query attention) into psi yet"
-    return AdapterError(f"{what}: a Llama-style model is not supported: {reason}")
-
-
 def _factory(kind: str, adapt, quiet_loading):
     """The model factory of ``kind``; ``adapt`` is :func:`~.adapt.from_torch` and ``quiet_loading`` the context
     that keeps Hugging Face's progress bars off (handed in by :func:`register`: this module is imported by both)."""
@@ -130,8 +115,6 @@ def _factory(kind: str, adapt, quiet_loading):
         if unknown:
             raise AdapterError(f"{kind}: unknown key(s) {', '.join(unknown)} (keys: precision=, frac=, dtype=)")
         path = local_directory(kind, spec.target)
-        if kind == "hf-llama":
-            raise llama_refusal(f"hf-llama:{spec.target}")
         fmt = spec.format_if_given()
         torch = require_torch()
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -157,7 +140,7 @@ def _factory(kind: str, adapt, quiet_loading):
 DESCRIPTIONS = {
     "hf-mamba": "a Hugging Face MambaForCausalLM from a local DIR (any layers; state per layer: SSM + conv window)",
     "hf-rwkv": "a Hugging Face RwkvForCausalLM from a local DIR (any layers; state per layer: 5 vectors)",
-    "hf-llama": "a Hugging Face LlamaForCausalLM from a local DIR (refused until the attention exchange has RoPE)",
+    "hf-llama": "a Hugging Face LlamaForCausalLM from a local DIR (one layer: RMSNorm, RoPE, gated MLP, GQA)",
 }
 
 

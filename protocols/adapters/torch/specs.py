@@ -22,8 +22,8 @@ Model kinds (``commsim run REDUCTION --model SPEC``):
     nothing is downloaded.
 ``hf-mamba:DIR``, ``hf-rwkv:DIR``, ``hf-llama:DIR``
     a Hugging Face ``MambaForCausalLM`` / ``RwkvForCausalLM`` from a local ``save_pretrained`` directory as a
-    recurrence (every layer's state handed off); a Llama is refused until the attention exchange has RoPE
-    (:mod:`.hf_local`).
+    recurrence (every layer's state handed off); a one-layer ``LlamaForCausalLM`` as an attention layer
+    (RMSNorm, RoPE, gated MLP, grouped-query attention: :mod:`.llama`; more layers refused) (:mod:`.hf_local`).
 ``tl[:key=value,...]``
     a random one-layer TransformerLens model (TransformerLens 4: ``TransformerBridge.boot_native``;
     3.x: ``HookedTransformer``), attention-only by default (``dim``, ``heads``, ``d_head``, ``attn_only``,

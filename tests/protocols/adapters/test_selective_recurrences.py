@@ -1,7 +1,7 @@
 """Recurrences as research code writes them (issue 25, items 4-5): a complex S4D-Lin step module, mambapy's Mamba,
 Hugging Face MambaForCausalLM and RwkvForCausalLM from a local directory (tiny configs, no download) -- each
-through the hidden-state handoff with its state exactly what the model carries between tokens -- and the
-refusal of a Llama while the attention exchange has no RoPE."""
+through the hidden-state handoff with its state exactly what the model carries between tokens.  (The
+one-layer Llama, an attention model, is tested in test_hf_llama.py.)"""
 from __future__ import annotations
 
 import json
@@ -195,18 +195,3 @@ def test_hf_kinds_check_the_directory_before_loading(hf_dirs, tmp_path):
         run_reduction("index-idxl", f"hf-mamba:{big}", 4, instances=4, certify=False)
     with pytest.raises(InputError, match="unknown key"):
         run_reduction("index-idxl", f"hf-mamba:{hf_dirs['mamba']}:layers=3", 4, instances=4, certify=False)
-
-
-# ---- Llama (item 4): refused while the attention exchange has no RoPE ------------------------------------------------
-def test_a_llama_is_refused_with_the_reason(tmp_path, capsys):
-    transformers = pytest.importorskip("transformers")
-    from protocols.adapters.torch.hf_local import attention_has_rope
-    config = transformers.LlamaConfig(vocab_size=16, hidden_size=8, intermediate_size=16, num_hidden_layers=1,
-                                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=32)
-    llama = transformers.LlamaForCausalLM(config)
-    llama.save_pretrained(tmp_path / "llama")
-    reason = "RoPE" if not attention_has_rope() else "Llama block"
-    with pytest.raises(AdapterError, match=reason):
-        from_torch(llama)
-    code, _, err = cli(["run", "index-idxl", "--model", f"hf-llama:{tmp_path / 'llama'}", "--n", "4"], capsys)
-    assert code == 2 and reason in err
