@@ -22,6 +22,7 @@ from commsim.cli.common import (
 )
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
+from commsim.pipeline.executors import check_workers
 from commsim.pipeline.run import run_reduction
 from commsim.pipeline.verdict import MUST_FAIL, WRONG_OUTCOMES
 from commsim.plugins import load_plugins
@@ -97,11 +98,14 @@ def render_report(report) -> None:
               help=f"Exit with status {EXIT_CERTIFICATE} when the verdict is must_fail or wrong_not_forced: the "
                    "bound forces a failure, or the model is wrong on a tested input (or a verified certificate) "
                    "whatever its bits.")
+@click.option("--workers", type=int, default=None, metavar="N",
+              help="Worker processes of an exhaustive run too large for one batch (over 2^24 instances, swept in "
+                   "shards). Default: one per usable CPU core; 1 sweeps in this process. The result is the same.")
 @html_option
 @plugin_option
 @json_option
 def run_command(reduction, model_spec, n, instances, seed, audit, show_transcript, no_certificate, simulator,
-                fail_on_certificate, fail_on_error, html_path, plugins, as_json):
+                workers, fail_on_certificate, fail_on_error, html_path, plugins, as_json):
     """Run REDUCTION with a model: bits used against the lower bound, correctness, exactness,
     and (below the bound) the input on which the model must fail.
 
@@ -126,13 +130,15 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
     if fail_on_certificate and no_certificate:
         raise InputError("--fail-on-certificate needs the certificate search: drop --no-certificate",
                          "--fail-on-certificate")
+    if workers is not None:
+        check_workers("processes", workers)
     load_plugins(plugins)
     count = parse_instances(instances) if instances is not None else \
         load_plugins().get("reduction", reduction, param="reduction").default_instances
     check_html(html_path)
     with progress_bar(reduction, enabled=not as_json) as update:
         report = run_reduction(reduction, model_spec, n, instances=count, seed=seed, audit=audit,
-                               certify=not no_certificate, simulator=simulator,
+                               certify=not no_certificate, simulator=simulator, workers=workers,
                                progress=lambda stage, done, total: update(done, total, f"{reduction}: {stage}"))
     if as_json:
         emit_json(report)

@@ -40,7 +40,8 @@ from commsim.pipeline.stages import (
 
 def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, n: int | None = None, *,
                   instances: int | None = None, seed: int = 0, audit: bool = False, certify: bool = True,
-                  progress: Callable[[str, int, int], None] | None = None, simulator: str | None = None) -> Report:
+                  progress: Callable[[str, int, int], None] | None = None, simulator: str | None = None,
+                  workers: int | None = None) -> Report:
     """Run a reduction end to end and report bits used against the lower bound.
 
     ``reduction_id``: a registered id (or a Reduction); ``model_spec``: a spec string or a model object
@@ -48,12 +49,15 @@ def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, 
     every instance; the model is also judged on the sets the reduction adds (``accuracy_by_set``);
     ``audit`` re-runs the checked instances with each party in its own process; ``certify`` searches for
     an input the model must fail on; ``progress(stage, done, total)`` is called during long work;
-    ``simulator`` names the simulator to use (default: the model's kind selects it).
+    ``simulator`` names the simulator to use (default: the model's kind selects it); ``workers``: the local
+    processes of a streamed exhaustive run (default: one per core for a large run,
+    :func:`commsim.pipeline.shards.sweep_workers`).
     """
     reduction_id, model_spec = run_arguments(reduction_id, model_spec, audit=audit, certify=certify, progress=progress)
     setup = prepare(reduction_id, model_spec, n, simulator=simulator)
     if streams(setup, instances):  # beyond what one in-memory batch holds: shards, in bounded memory
-        return stream_exhaustive(setup, model_spec, seed=seed, audit=audit, certify=certify, progress=progress)
+        return stream_exhaustive(setup, model_spec, seed=seed, audit=audit, certify=certify, progress=progress,
+                                 workers=workers)
     chosen = select_instances(setup.problem, instances, seed)
     return evaluate_and_report(setup, chosen, evaluation_sets(setup, chosen, instances, seed), seed=seed, audit=audit,
                                certify=certify, progress=progress, exhaustive=instances is None)

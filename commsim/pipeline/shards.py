@@ -7,8 +7,9 @@ pair (Alice input r // |Bob inputs|, Bob input r % |Bob inputs|), the order of
 (:func:`commsim.theory.ranks.pairs_at`: never the whole input space), runs each chunk through the pipeline's own stages
 (:func:`commsim.pipeline.stages.evaluate`: encode, the simulator's sweep, the runner audit, decode) and keeps
 only a :class:`~commsim.pipeline.tally.Tally` of counts, so a shard's memory is O(chunk) whatever n; :func:`merge_shards`
-adds shard results up.  :func:`run_sharded` does all three with any *ordered* ``map`` (the builtin, a process
-pool's, a Dask client's): the result does not depend on the executor or on how the ranks were cut.
+adds shard results up.  :func:`run_sharded` does all three with any ``map`` (the builtin, a process pool's, a
+Dask client's; the results may come in any order): the result does not depend on the executor or on how the
+ranks were cut.  :func:`stream_exhaustive` runs the shards on every core by default (:func:`sweep_workers`).
 :func:`streamed_report` turns the merged result into the same :class:`~commsim.pipeline.report.Report` an
 in-memory run gives; :func:`commsim.pipeline.run.run_reduction` takes this path for exhaustive runs
 beyond :data:`~commsim.pipeline.stages.MAX_EXHAUSTIVE_INSTANCES` instances.
@@ -20,6 +21,7 @@ search (:mod:`commsim.certify.rectangle`) digest messages shard by shard
 from __future__ import annotations
 
 import functools
+import os
 import resource
 import time
 from dataclasses import dataclass
@@ -55,8 +57,14 @@ DEFAULT_CHUNK = 1 << 20
 #: bytes one chunk's arrays may take (a longer encoding gets a smaller chunk)
 CHUNK_BYTES = 1 << 28
 
-#: chunks per shard when neither the number of shards nor their size is given
-CHUNKS_PER_SHARD = 8
+#: chunks per shard when neither the number of shards nor their size is given (few: many shards balance the
+#: local worker processes of a sweep on every core)
+CHUNKS_PER_SHARD = 2
+
+#: exhaustive runs of at least this many instances use every core by default (:func:`sweep_workers`): the
+#: streamed runs (more than :data:`~commsim.pipeline.stages.MAX_EXHAUSTIVE_INSTANCES`); below it, starting the
+#: worker processes (about a second each) costs more than they save
+PARALLEL_INSTANCES = 1 << 24
 
 
 # ---- shards --------------------------------------------------------------------------------------------
@@ -258,23 +266,64 @@ def streams(setup: Prepared, instances: int | None) -> bool:
         type(setup.reduction).evaluation_sets is Reduction.evaluation_sets
 
 
+def usable_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask; the machine's count where there is none)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def sweep_workers(instances: int, workers: int | None = None) -> int:
+    """Local worker processes for a streamed sweep of ``instances`` instances: ``workers`` when given (checked:
+    at least 1, at most :data:`~commsim.pipeline.executors.WORKERS_PER_CORE` per core and what the memory
+    budget holds), else one per usable core when the run has at least :data:`PARALLEL_INSTANCES` instances and
+    more than one core is usable, else 1 (this process)."""
+    from commsim.pipeline.executors import check_workers
+    if workers is not None:
+        check_workers("processes", workers)
+        return int(workers)
+    cores = usable_cores()
+    return cores if instances >= PARALLEL_INSTANCES and cores > 1 else 1
+
+
 def stream_exhaustive(setup: Prepared, model: Any = None, *, seed: int = 0, audit: bool = False,
-                      certify: bool = True, map_fn: Callable = map, shards: int | None = None,
-                      shard_size: int | None = None, chunk: int | None = None,
+                      certify: bool = True, map_fn: Callable | None = None, workers: int | None = None,
+                      shards: int | None = None, shard_size: int | None = None, chunk: int | None = None,
                       progress: Callable[[str, int, int], None] | None = None) -> Report:
     """The exhaustive run of a prepared setup, sharded and streamed: :func:`run_sharded` (the workers build the
-    model from ``model``, the spec it was prepared from, or get the model object) then :func:`streamed_report`."""
+    model from ``model``, the spec it was prepared from, or get the model object) then :func:`streamed_report`.
+
+    Where the shards run: ``map_fn`` when given; else :func:`sweep_workers` local processes (``workers``, or
+    one per core for a large run of a model given by its spec) -- this process when that is one.  The shards
+    are the same whatever runs them, so the report is too."""
     if type(setup.reduction).evaluation_sets is not Reduction.evaluation_sets:
         raise InputError(f"instances: {setup.reduction.id} judges the model on more sets than its instances, which "
                          f"a streamed exhaustive run cannot build; give a number of instances to sample", "instances")
     spec = model if model is None or isinstance(model, str) else setup.model
-    merged = run_sharded(setup.reduction.id, spec, setup.problem.n, map_fn=map_fn, shards=shards,
-                         shard_size=shard_size, chunk=chunk, seed=seed, audit=audit, progress=progress,
-                         simulator=setup.asked)
+    options = dict(shards=shards, shard_size=shard_size, chunk=chunk, seed=seed, audit=audit, progress=progress,
+                   simulator=setup.asked, limit=MAX_LOCAL_STREAMED_INSTANCES if map_fn is None else None)
+    if map_fn is not None and workers is not None:
+        raise InputError("workers: give map_fn or workers, not both", "workers")
+    count = 1
+    # by default only a model given by its spec goes to other processes (a model object may not pickle)
+    if map_fn is None and (workers is not None or spec is None or isinstance(spec, str)):
+        count = sweep_workers(setup.problem.input_pairs, workers)
+    if count > 1:
+        from commsim.pipeline.executors import check_main_guarded, make_executor
+        if workers is None:
+            try:   # a default must not refuse: a script without a main guard sweeps in this process
+                check_main_guarded("processes")
+            except InputError:
+                count = 1
+    if count > 1:
+        with make_executor("processes", workers=count) as executor:
+            merged = run_sharded(setup.reduction.id, spec, setup.problem.n,
+                                 map_fn=lambda fn, items: (result for _, result in executor.as_completed(fn, items)),
+                                 **options)
+    else:
+        merged = run_sharded(setup.reduction.id, spec, setup.problem.n, map_fn=map_fn or map, **options)
     return streamed_report(setup, merged, seed=seed, audit=audit, certify=certify, progress=progress)
 
 
 def run_streamed(reduction: str | Reduction, model: Any = None, n: int | None = None, **options) -> Report:
     """:func:`stream_exhaustive` of ``prepare(reduction, model, n)`` (options: seed, audit, certify, map_fn,
-    shards, shard_size, chunk, progress)."""
+    workers, shards, shard_size, chunk, progress)."""
     return stream_exhaustive(prepare(reduction, model, n), model, **options)
