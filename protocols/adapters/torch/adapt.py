@@ -30,6 +30,7 @@ from protocols.adapters.torch.discover import (
 )
 from protocols.adapters.torch.encoder import wrap_encoder
 from protocols.adapters.torch.gpt2 import wrap_gpt2
+from protocols.adapters.torch.graph import is_graph_module, is_third_order_module, wrap_graph, wrap_third_order
 from protocols.adapters.torch.layers import AdapterError
 from protocols.adapters.torch.llama import wrap_llama
 from protocols.adapters.torch.mha import ReadAttention, wrap_mha
@@ -129,6 +130,10 @@ def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None
         raise AdapterError(f"{type(obj).__name__} is a Hugging Face model commsim does not wrap "
                            f"(supported: a one-layer GPT-2: GPT2LMHeadModel / GPT2Model; a one-layer Llama: "
                            f"LlamaForCausalLM / LlamaModel; MambaForCausalLM, RwkvForCausalLM)")
+    if is_graph_module(obj):   # [SHT23] graph transformers and third-order attention (.graph)
+        return wrap_graph(obj, fmt, seq_len=seq_len, spec=spec, check=check)
+    if is_third_order_module(obj):
+        return wrap_third_order(obj, fmt, spec=spec)
     return discover(obj, fmt, vocab_size, seq_len, spec, check, adapt=from_torch, head=head, embedding=embedding,
                     positions=positions, residual=residual)
 
