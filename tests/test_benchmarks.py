@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
@@ -28,7 +29,8 @@ def load(name: str):
 
 def test_every_script_has_a_smoke_test():
     scripts = {p.stem for p in BENCHMARKS.glob("*.py")}
-    tested = {"bits", "attention_exchange", "rnn_handoff", "exhaustive_n24", "orthogonal", "sweep_scaling"}
+    tested = {"bits", "attention_exchange", "rnn_handoff", "exhaustive_n24", "orthogonal", "sweep_scaling",
+              "torch_peer"}
     assert scripts == tested, f"add a smoke test for: {sorted(scripts - tested)}"
 
 
@@ -56,6 +58,15 @@ def test_rnn_handoff_sweep_and_runner_are_exact():
     assert sweep["all_exact"] and sweep["labels_equal_plain_forward"] and sweep["instances"] == 5 * 2 ** 5
     runner = bench.runner_vs_forward("elman:width=4,precision=8", 40, 1)
     assert runner["bit_identical"] and runner["bits_sent"] == runner["state_bits"]
+
+
+def test_torch_peer_runs_the_loop_and_the_checked_cli_on_the_same_instances():
+    pytest.importorskip("torch")
+    bench = load("torch_peer")
+    for kind in bench.KINDS:
+        assert bench.peer(kind, 4, 1)["instances"] == 4 * 2 ** 4
+    row = bench.commsim_run("lstm", 4, 1)
+    assert row["instances"] == 4 * 2 ** 4 and row["protocol_matches_model"] and row["cpu_s"] > 0
 
 
 def test_exhaustive_n24_runs_the_cli_and_projects(capsys):
