@@ -9,7 +9,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.budget import check_plot_path
-from commsim.cli.common import console, emit_json, json_option, plugin_option, progress_bar
+from commsim.cli.common import console, emit_json, err_console, json_option, plugin_option, progress_bar
 from commsim.cli.files import check_target, refuse_empty, write_bytes, write_figure
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
@@ -30,15 +30,16 @@ def render_replicate(frame, rows: list[dict]) -> None:
     a = frame.attrs
     table = Table(title=f"commsim replicate {a['experiment']} ({a['scale']})", title_justify="left",
                   box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    for name in ("model", "N", "steps", "accuracy", "p_eff", "S bits", "N·log2 k", "ceiling", "quantised", "run"):
+    for name in ("model", "N", "steps", "accuracy", "p_eff", "S bits", "one-way line", "ceiling", "quantised", "run"):
         table.add_column(name, justify="left" if name in ("model", "run") else "right")
+    ceiling = a.get("ceiling_column")
     for r in rows:
         run = "—" if r.get("run_verdict") is None else \
             f"{r['run_bits_used']}/{r['run_lower_bound_bits']} {r['run_verdict']}" + \
             (f", {r['run_certificate']}" if r.get("run_certificate") else "")
         table.add_row(escape(f"{r['model']}-({r['layers']}, {r['width']})"), str(r["N"]), str(r.get("steps_run")),
                       _number(r["accuracy"]), _number(r.get("p_eff")), _number(r.get("state_bits")),
-                      _number(r.get("one_way_bits"), 1), _number(r.get("fano_ceiling")),
+                      _number(r.get("one_way_bits"), 1), _number(r.get(ceiling) if ceiling else None),
                       _number(r.get("quantised_accuracy")), escape(run))
     console.print(table)
     claims = Table(title="the paper's claims", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
@@ -104,7 +105,9 @@ def replicate_command(experiment, scale, executor, scheduler, workers, out, plot
     with progress_bar("replicate", enabled=not as_json) as update:
         frame = replicate(name, scale, executor=executor, scheduler=scheduler, workers=workers, out=out,
                           write=lambda path, data: write_bytes(path, data, option="--out"), plugins=plugins,
-                          progress=lambda done, total: update(done, total, "replicate: cells"))
+                          progress=lambda done, total: update(done, total, "replicate: cells"),
+                          notify=lambda message: err_console.print(f"Warning: {message}", markup=False,
+                                                                   soft_wrap=True))
     rows = frame_rows(frame)
     curves = bound_curves(name, frame) if (plot_path or html_path) else {}
     if plot_path is not None:
@@ -115,13 +118,14 @@ def replicate_command(experiment, scale, executor, scheduler, workers, out, plot
         write_html(html_path, replicate_page(frame, rows, curves, command_line()))
     a = frame.attrs
     if as_json:
-        emit_json({key: a[key] for key in ("experiment", "scale", "cells", "run", "skipped", "failed", "executor",
-                                           "violations", "claims")} |
+        emit_json({key: a[key] for key in ("experiment", "scale", "cells", "run", "skipped", "failed", "invalid",
+                                           "executor", "violations", "claims")} |
                   {"out": out, "plot": plot_path, "html": html_path,
                    "rows": frame.astype(object).where(frame.notna(), None).to_dict("records")})
         return
     render_replicate(frame, rows)
     console.print(escape(f"{a['cells']} cells: {a['run']} run on {a['executor']}, {a['skipped']} already in the table"
                          + (f"; {a['failed']} failed" if a["failed"] else "")
+                         + (f"; {a['invalid']} invalid row(s) of the table run again" if a["invalid"] else "")
                          + "".join(f"; {what} written to {path}" for what, path in
                                    (("table", out), ("plot", plot_path), ("page", html_path)) if path)))

@@ -17,7 +17,11 @@ An experiment is a plugin (registry kind ``experiment``; [BHBK24]'s are in ``pro
 Each cell is keyed by a hash of the experiment's name and the cell (:func:`cell_key`); with ``out`` the rows of
 a table written before are read first and every cell whose key is there without an error is not run again; the
 table is rewritten after every cell, so an interrupted run loses only the cells that were running.  A file that
-is not a replicate table is refused, never overwritten.
+is not a replicate table is refused, never overwritten.  A row read back is reused only when it is what a cell
+writes (:func:`check_row`: every known column holds a value of its kind, :data:`KINDS`; any other column a
+single value; its coordinates and sizes those of the cell its key names); a row that is not -- edited by hand,
+or written by another program -- is refused with the reason naming the row and the column, and its cell runs
+again.
 """
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ import hashlib
 import json
 import platform
 import time
+import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -35,6 +40,7 @@ from commsim.core.jsonable import to_jsonable
 from commsim.pipeline.executors import Executor, check_workers, make_executor
 from commsim.pipeline.sweep import _plain, nullable_frame, table_format   # one reading of a table's cells
 from commsim.pipeline.sweep import table_bytes as sweep_table_bytes
+from commsim.pipeline.sweep_rows import checked_value, is_key
 from commsim.plugins import load_plugins
 
 #: the scales an experiment may define
@@ -43,6 +49,23 @@ SCALES = ("quick", "cpu", "paper")
 KEY_COLUMNS = ("cell", "experiment", "scale", "model", "layers", "width", "N", "seed", "error")
 #: bumped when what a cell computes changes: rows of an older version are run again
 VERSION = 1
+
+#: the kind of value each known column holds (:func:`commsim.pipeline.sweep_rows.checked_value`'s kinds;
+#: ``seconds`` is any non-negative number); a column not listed holds a single value of any kind
+KINDS = {"cell": "key", **dict.fromkeys(("experiment", "scale", "model", "error", "commsim_version", "torch_version",
+                                        "python", "machine", "precisions_tried", "run_verdict", "run_certificate",
+                                        "run_note", "run_protocol", "theorem5_note"), "text"),
+         **dict.fromkeys(("layers", "width", "N", "seed", "k", "steps", "batch", "eval", "bound_eval", "run_instances",
+                          "steps_run", "p_eff", "state_numbers", "state_bits", "run_bits_used", "run_lower_bound_bits",
+                          "run_bits_formula", "mH", "theorem5_p"), "count"),
+         **dict.fromkeys(("accuracy", "chance", "float_commsim_accuracy", "quantised_accuracy", "fano_ceiling",
+                          "eq_random_ceiling", "run_binary_accuracy", "sampling_margin"), "rate"),
+         **dict.fromkeys(("recurrent", "run_bound_applies", "run_protocol_matches_model", "run_certificate_verified",
+                          "run_certificate_searched", "run_torch_agreement"), "flag"),
+         **dict.fromkeys(("seconds", "train_seconds", "final_loss", "lr", "one_way_bits", "theorem5_min_mH"),
+                         "seconds")}
+#: what the row of a cell that ran (no ``error``) always has
+RAN = ("accuracy", "seconds")
 
 
 def experiment_object(name, plugins=()):
@@ -88,6 +111,39 @@ def run_experiment_cell(cell: dict, experiment: str, plugins: tuple[str, ...] = 
 
 
 # ---- tables ---------------------------------------------------------------------------------------
+def check_row(row: dict, experiment: str, cell: dict | None = None) -> tuple[dict | None, str]:
+    """``(row, "")`` with its values as a cell writes them (a count read back as ``4.0`` is ``4``), or
+    ``(None, "COLUMN: reason")`` when ``row`` is not what a cell of ``experiment`` writes: a known column
+    (:data:`KINDS`) holding another kind of value, another column holding more than a single value, a cell that
+    ran without one of :data:`RAN`, or -- with ``cell``, the cell its key names -- another experiment, or a
+    coordinate or size other than the cell's."""
+    checked = dict(row)
+    for name, value in row.items():
+        if value is None:
+            continue
+        kind = KINDS.get(name)
+        if kind is None:
+            if not isinstance(value, (str, int, float, bool)):
+                return None, f"{name}: {value!r:.40} is not a single value"
+            continue
+        try:
+            checked[name] = checked_value(kind, value)
+        except ValueError as exc:
+            return None, f"{name}: {exc}"
+    if not is_key(checked.get("cell")):
+        return None, "cell: missing"
+    if checked.get("experiment") != experiment:
+        return None, f"experiment: {checked.get('experiment')!r:.40} in a table of {experiment}"
+    if checked.get("error") is None:
+        missing = [name for name in RAN if checked.get(name) is None]
+        if missing:
+            return None, f"{missing[0]}: missing in a cell that ran"
+    for name, value in (cell or {}).items():
+        if checked.get(name) != value:
+            return None, f"{name}: {checked.get(name)!r:.40} but its cell key is for {value!r:.40}"
+    return checked, ""
+
+
 def read_rows(path, param: str = "out") -> list[dict]:
     """The rows of a replicate table ([] when the file does not exist or is empty); an InputError naming
     ``param`` when the file exists and is not one (never overwritten)."""
@@ -130,15 +186,33 @@ def table_bytes(rows: list[dict], fmt: str) -> bytes:
     return sweep_table_bytes(rows, fmt, to_frame)
 
 
+def reusable_rows(old: list[dict], experiment: str, cells: dict[str, dict]) -> tuple[dict[str, dict], list[str]]:
+    """(key -> the checked row, for the rows of ``cells`` that ran without an error and pass :func:`check_row`),
+    and the invalid rows among those of ``cells`` ("KEY: COLUMN: the reason")."""
+    done, invalid = {}, []
+    for row in old:
+        cell = cells.get(row.get("cell"))
+        if cell is None or row.get("error"):
+            continue
+        checked, reason = check_row(row, experiment, cell)
+        if checked is None:
+            invalid.append(f"{row['cell']}: {reason}")
+        else:
+            done[row["cell"]] = checked
+    return done, invalid
+
+
 # ---- the run --------------------------------------------------------------------------------------
 def replicate(experiment, scale: str = "quick", *, executor="inprocess", scheduler=None, workers: int | None = None,
               out=None, write: Callable[[str, bytes], None] | None = None, plugins: tuple[str, ...] = (),
-              progress: Callable[[int, int], None] | None = None):
+              progress: Callable[[int, int], None] | None = None, notify: Callable[[str], None] | None = None):
     """Run every cell of ``experiment`` at ``scale`` and return the rows as a pandas DataFrame whose ``attrs``
     hold ``experiment``, ``title``, ``source``, ``figure``, ``scale``, ``cells``, ``run``, ``skipped``,
-    ``failed``, ``executor``, ``sizes`` and ``paper_sizes`` (the scale's sizes and the paper's), ``violations`` (the experiment's invariants the rows break) and ``claims`` (the
-    paper's claims checked).  ``out``: a table to resume from and keep up to date, written with
-    ``write(path, content)``."""
+    ``failed``, ``invalid``, ``executor``, ``sizes`` and ``paper_sizes`` (the scale's sizes and the paper's),
+    ``ceiling_column``, ``violations`` (the experiment's invariants the rows break) and ``claims`` (the paper's
+    claims checked).  ``out``: a table to resume from and keep up to date, written with ``write(path, content)``;
+    a row of it that is not what its cell writes (:func:`check_row`) is not reused: its cell runs again and
+    ``notify(message)`` says which row and column (default: a :class:`UserWarning`)."""
     if not isinstance(scale, str) or scale not in SCALES:
         raise InputError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}", "scale")
     exp = experiment_object(experiment, plugins)
@@ -152,7 +226,15 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
     cells = exp.cells(scale)
     keys = [cell_key(exp.name, cell) for cell in cells]
     old = [] if out is None else read_rows(out)
-    done = {r["cell"]: r for r in old if r.get("cell") in set(keys) and not r.get("error")}
+    done, invalid = reusable_rows(old, exp.name, dict(zip(keys, cells)))
+    if invalid:
+        message = (f"{out}: {len(invalid)} row{'s' if len(invalid) > 1 else ''} of this experiment "
+                   f"{'are' if len(invalid) > 1 else 'is'} not what a cell writes (row {invalid[0]}); running "
+                   f"{'their cells' if len(invalid) > 1 else 'its cell'} again")
+        if notify is None:
+            warnings.warn(message, UserWarning, stacklevel=2)
+        else:
+            notify(message)
     todo = [i for i, key in enumerate(keys) if key not in done]
     rows = dict(done)
 
@@ -187,7 +269,8 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
     good = [r for r in ordered if not r.get("error")]
     frame.attrs.update({"experiment": exp.name, "title": exp.title, "source": exp.source, "figure": exp.figure,
                         "scale": scale, "cells": len(cells), "run": len(todo), "skipped": len(done),
-                        "failed": sum(1 for r in ordered if r.get("error")), "executor": described,
+                        "failed": sum(1 for r in ordered if r.get("error")), "invalid": len(invalid),
+                        "executor": described, "ceiling_column": exp.ceiling_column,
                         "violations": list(exp.check(good)), "claims": list(exp.claims(good)),
                         "sizes": dict(exp.scales[scale]), "paper_sizes": dict(exp.scales.get("paper", {})),
                         "out": None if out is None else str(out)})

@@ -92,6 +92,16 @@ def _value(kind: str, value):
     raise _Invalid(f"{value!r:.40} is not {_WHAT[kind]}")
 
 
+def checked_value(kind: str, value):
+    """``value`` as a result table writes a value of ``kind`` (a kind of :data:`KINDS`' values: ``count``,
+    ``rate``, ``flag``, ...; a count read back as ``4.0`` is ``4``); a ValueError saying why when it is not one.
+    The replicate table checks its rows with it."""
+    try:
+        return _value(kind, value)
+    except _Invalid as exc:
+        raise ValueError(str(exc)) from None
+
+
 def _number(value):
     """``value`` as an int or float when it is one or is the text of one (a table column read back as text);
     anything else (a bool included) as it is, for the caller to refuse."""

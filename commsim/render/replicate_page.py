@@ -1,7 +1,7 @@
-"""``commsim replicate``'s figure and page: accuracy over N in the paper's layout, and accuracy over the
-quantised recurrent models' state bits with the accuracy ceiling and the one-way line drawn beside them; the
-HTML page puts the paper's claims beside ours, one by one (built by :func:`commsim.render.page.page`, which
-sanitizes)."""
+"""``commsim replicate``'s figure and page: accuracy over N in the paper's layout, accuracy over the quantised
+recurrent models' state bits with the accuracy ceiling and the one-way line drawn beside them, and the one-layer
+transformers' attention exchange (the bits it sends against the bits the task needs); the HTML page puts the
+paper's claims beside ours, one by one (built by :func:`commsim.render.page.page`, which sanitizes)."""
 from __future__ import annotations
 
 from commsim.render.page import code_token, figure_token, page, text_token
@@ -31,7 +31,8 @@ def replicate_figure(rows: list[dict], curves: dict, title: str):
     N's ceiling curve and its one-way line S = N·log2 k (right)."""
     plt = pyplot()
     bounded = [r for r in rows if r.get("state_bits") is not None]
-    panels = 2 if bounded else 1
+    exchanged = [r for r in rows if r.get("state_bits") is None and r.get("run_bits_used") is not None]
+    panels = 1 + bool(bounded) + bool(exchanged)
     fig, axes = plt.subplots(1, panels, figsize=(6.2 * panels, 5.0), squeeze=False)
     ax = axes[0][0]
     first = {}
@@ -79,8 +80,45 @@ def replicate_figure(rows: list[dict], curves: dict, title: str):
         ax.grid(True, alpha=0.3)
         if curves:
             ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
+    if exchanged:
+        _exchange_panel(axes[0][panels - 1], exchanged, widths)
     fig.tight_layout()
     return fig
+
+
+def _exchange_panel(ax, rows: list[dict], widths: list[int]) -> None:
+    """The one-layer transformers run through commsim's attention exchange: over N, the bits the quantised
+    model's exchange really sends, the paper's count 3m(p + ceil(log2 N))H, and the bits the task needs (the
+    reduction's line: N - 1 for Dyck-(2,2), Lemma 1 / Theorem 5; n for EQ_n, Theorem 12)."""
+    need = sorted({(r["N"], r["run_lower_bound_bits"]) for r in rows if r.get("run_lower_bound_bits") is not None})
+    if need:
+        ax.plot([N for N, _ in need], [b for _, b in need], color="black", linestyle=":",
+                label="bits the task needs (the lower bound)")
+    for name, group in _grouped(rows).items():
+        r = group[0]
+        colour, marker = COLOURS.get(r["model"], GREY), MARKERS[widths.index(r["width"]) % len(MARKERS)]
+        ax.plot([g["N"] for g in group], [g["run_bits_used"] for g in group], color=colour, marker=marker,
+                label=f"{name}: bits its exchange sends (at p_eff)")
+        formula = [g for g in group if g.get("run_bits_formula") is not None]
+        if formula:
+            ax.plot([g["N"] for g in formula], [g["run_bits_formula"] for g in formula], color=colour,
+                    marker=marker, linestyle="--", fillstyle="none", label=f"{name}: 3m(p + log N)H")
+    from matplotlib.ticker import FuncFormatter
+    ax.set_yscale("log", base=2)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    ax.set_xlabel("sequence length N")
+    ax.set_ylabel("bits (log scale)")
+    ax.set_title("one-layer attention: the exchange's bits vs the bound", fontsize=10)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1)
+
+
+def _grouped(rows: list[dict]) -> dict[str, list[dict]]:
+    """label -> its rows, sorted by N."""
+    out: dict[str, list[dict]] = {}
+    for r in rows:
+        out.setdefault(_label(r), []).append(r)
+    return {name: sorted(group, key=lambda r: r["N"]) for name, group in out.items()}
 
 
 def _cell(value) -> str:
@@ -120,10 +158,15 @@ def replicate_markdown(frame, rows: list[dict]) -> str:
         lines += [f"- {text_token(v)}" for v in a["violations"]]
     else:
         lines.append("None violated: no quantised recurrent model above its accuracy ceiling (beyond the sampling "
-                     "margin), every certificate verified, the protocol equal to the quantised model.")
+                     "margin), every certificate verified, the protocol equal to the quantised model in every run.")
+    notes = [r for r in rows if r.get("theorem5_note")]
+    if notes:
+        lines += ["", "## Theorem 5's line for the one-layer transformer", ""]
+        lines += [f"- {text_token(_label(r))}, N = {r['N']}: {text_token(r['theorem5_note'])}" for r in notes]
     lines += ["", "## Figure", "", figure_token("replicate"), "", "## Results", ""]
     columns = [c for c in ("model", "layers", "width", "N", "seed", "steps_run", "accuracy", "p_eff", "state_bits",
-                           "one_way_bits", "fano_ceiling", "quantised_accuracy", "run_bits_used", "run_verdict",
+                           "one_way_bits", "fano_ceiling", "eq_random_ceiling", "quantised_accuracy", "run_bits_used",
+                           "run_bits_formula", "run_lower_bound_bits", "mH", "theorem5_min_mH", "run_verdict",
                            "run_certificate") if any(r.get(c) is not None for r in rows)]
     lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for r in rows:
@@ -135,7 +178,9 @@ def replicate_page(frame, rows: list[dict], curves: dict, command: str) -> str:
     """The self-contained, sanitized HTML page of a replicate run."""
     a = frame.attrs
     figure = Figure("replicate", f"{a['figure']}: accuracy over N and over state bits",
-                    "Left: accuracy on fresh strings of length exactly N. Right: each quantised recurrent model at its "
-                    "state bits S, the accuracy ceiling of any one-way protocol with an S-bit message (Fano) and "
-                    "the one-way line S = N·log2 k.", to_svg(replicate_figure(rows, curves, a["title"])))
+                    "Left: accuracy on fresh strings of length exactly N. Then, when the run has them: each quantised "
+                    "recurrent model at its state bits S, with the accuracy ceiling of any one-way protocol with an "
+                    "S-bit message and the one-way line; and each one-layer transformer's attention exchange "
+                    "(Theorem 4), the bits it really sends at p_eff and the paper's count, against the bits the "
+                    "task needs (Theorem 5's line for Dyck-(2,2)).", to_svg(replicate_figure(rows, curves, a["title"])))
     return page(a["title"], replicate_markdown(frame, rows), [figure], command)

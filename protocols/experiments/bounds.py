@@ -14,6 +14,12 @@ one-way line beside them, and a ``commsim.run`` of the quantised model.
 * the run: ``commsim.run("index-idxl", ...)`` of the model restricted to the binary strings of INDEX_N (its
   embedding rows for symbols 0, 1 and the index tokens #1..#N: a k-ary index lookup model answers INDEX_N on
   them), in the same format -- bits used, the bound, the verdict, the certificate when one exists.
+
+String equality (Eq-random, :func:`equality_bound`): the same p_eff and S; the one-way line S >= n = N/2 (EQ_n)
+and the exact accuracy ceiling of an S-bit one-way protocol on Eq-random (:func:`eq_random_ceiling`); the run is
+on ``eq-sep`` (:class:`SeparatedEquality`: the experiment's own layout x [sep] y).  A one-layer transformer
+(:func:`attention_bound`) is run, at its p_eff, through commsim's attention exchange (Theorem 4 of [BHBK24]): the
+bits it really sends on the reduction's split beside the bits the task needs (Theorem 5's line on Dyck-(2,2)).
 """
 from __future__ import annotations
 
@@ -23,6 +29,8 @@ import math
 import numpy as np
 
 import commsim
+from commsim.pipeline.interfaces import Encoded, Reduction
+from protocols.reductions.eq import Inequality
 from protocols.theorems import fano_accuracy_ceiling, index_lookup_one_way_bits
 
 #: the fixed-point widths tried for p_eff, smallest first
@@ -33,6 +41,9 @@ KEEP = 0.01
 
 #: a step-contract model (run one sequence at a time) gets the sampled collision search only up to this N·(k + N)
 STEP_SEARCH_LIMIT = 1000
+
+#: the separator token of the equality experiments (after the bits 0 and 1)
+SEPARATOR = 2
 
 #: the probability with which the sampling margin may be exceeded by chance (Hoeffding)
 DELTA = 1e-6
@@ -52,9 +63,14 @@ def commsim_model(net, vocab_size: int, precision=None):
 
 
 def commsim_accuracy(model, tokens: np.ndarray, labels: np.ndarray) -> float:
-    """The commsim model's accuracy at the last position (its own forward: the recurrence in its format)."""
-    raw = model.forward_batch(np.asarray(tokens), (tokens.shape[1] - 1,))
-    return float(np.mean(raw[:, 0].argmax(axis=1) == np.asarray(labels)))
+    """The commsim model's accuracy at the last position (its own forward in its format: a recurrence's
+    ``forward_batch``, an attention layer's ``decide``)."""
+    tokens = np.asarray(tokens)
+    if hasattr(model, "forward_batch"):
+        decided = model.forward_batch(tokens, (tokens.shape[1] - 1,))[:, 0].argmax(axis=1)
+    else:
+        decided = model.decide(tokens)
+    return float(np.mean(np.asarray(decided) == np.asarray(labels)))
 
 
 def effective_precision(net, vocab_size: int, tokens: np.ndarray, labels: np.ndarray) -> dict:
@@ -77,7 +93,8 @@ def effective_precision(net, vocab_size: int, tokens: np.ndarray, labels: np.nda
             mid = (lo + hi) // 2
             lo, hi = (lo, mid) if keeps(mid) else (mid + 1, hi)
         p_eff = PRECISIONS[lo]
-    return {"float_commsim_accuracy": reference, "p_eff": p_eff, "state_numbers": int(native.state_units),
+    units = getattr(native, "state_units", None)          # a recurrence's; an attention layer has no state
+    return {"float_commsim_accuracy": reference, "p_eff": p_eff, "state_numbers": None if units is None else int(units),
             "quantised_accuracy": None if p_eff is None else tried[p_eff],
             "precisions_tried": ", ".join(f"{p}:{a:.3f}" for p, a in sorted(tried.items()))}
 
@@ -114,18 +131,122 @@ def index_bound(net, *, k: int, N: int, tokens: np.ndarray, labels: np.ndarray, 
     search = S < N and (hasattr(net, "commsim_parts") or N * (k + N) <= STEP_SEARCH_LIMIT)
     report = commsim.run("index-idxl", restricted_to_index(net, k, N), n=N, precision=p_eff,
                          instances=run_instances, seed=seed, certify=search or S >= N)
+    row.update(run_figures(report, searched=search, unsearched=None if search or S >= N else
+                           f"S = {S} < N = {N}: a collision certificate exists (pigeonhole) but was not searched "
+                           f"(a step-contract model at N = {N})"))
+    return row
+
+
+def run_figures(report, *, searched: bool, unsearched: str | None = None) -> dict:
+    """The ``run_*`` columns of a row from a ``commsim.run`` report: bits used, the bound, the verdict, the
+    certificate (``unsearched``: the note when a certificate exists but was not searched)."""
     figures = report.to_row()
     cert = report.certificate
-    row.update({"run_bits_used": figures["bits_used"], "run_lower_bound_bits": figures["lower_bound_bits"],
-                "run_bound_applies": figures["bound_applies"], "run_verdict": figures["verdict"],
-                "run_binary_accuracy": figures["model_accuracy"],
-                "run_protocol_matches_model": figures["protocol_matches_model"],
-                "run_certificate": None if cert is None else cert.kind,
-                "run_certificate_verified": None if cert is None else bool(cert.verified),
-                "run_torch_agreement": figures["torch_agreement"],
-                "run_certificate_searched": bool(search),
-                "run_note": (" ".join(cert.explanation.split())[:300] if cert is not None else
-                             None if search or S >= N else
-                             f"S = {S} < N = {N}: a collision certificate exists (pigeonhole) but was not searched "
-                             f"(a step-contract model at N = {N})")})
+    return {"run_bits_used": figures["bits_used"], "run_lower_bound_bits": figures["lower_bound_bits"],
+            "run_bound_applies": figures["bound_applies"], "run_verdict": figures["verdict"],
+            "run_binary_accuracy": figures["model_accuracy"],
+            "run_protocol_matches_model": figures["protocol_matches_model"],
+            "run_certificate": None if cert is None else cert.kind,
+            "run_certificate_verified": None if cert is None else bool(cert.verified),
+            "run_torch_agreement": figures["torch_agreement"],
+            "run_certificate_searched": bool(searched),
+            "run_note": " ".join(cert.explanation.split())[:300] if cert is not None else unsearched}
+
+
+# ---- string equality (Eq-random, Appendix H.2 of [BHBK24]) -----------------------------------------------------
+def eq_random_ceiling(n: int, S: int) -> float:
+    """The best accuracy of any one-way protocol with an ``S``-bit message on Eq-random at half length ``n``
+    (x uniform on {0,1}^n; y = x with probability 1/2, else uniform; the answer [x = y]):
+    1 - (2^-S - 2^-n)/2 for S < n, and 1 from S = n on.  Exact (docs/EXPERIMENTS.md): Alice's message splits
+    her 2^n strings into classes C; Bob, seeing y and the class, errs with the smaller of the masses of
+    "x = y" and "x != y", which is (2^-2n/2)(|C| - 1) for y in C and 0 otherwise, so the error is
+    (2^-2n/2) Σ |C|(|C| - 1), least for 2^S classes of equal size 2^(n-S) -- which the protocol "send the first S
+    bits" achieves.  Public coins do not help on average."""
+    n, S = int(n), int(S)
+    if S >= n:
+        return 1.0
+    return 1.0 - (2.0 ** -S - 2.0 ** -n) / 2
+
+
+class SeparatedEquality(Inequality):
+    """EQ_n in [BHBK24]'s layout of Appendix H.2: a_1..a_n [sep] b_1..b_n, class 1 at the last position meaning
+    "equal" -- the trained models' input, so the quantised model is run through commsim as it was trained (the
+    separator is Bob's: Alice holds the prefix a).  Not registered: the experiment passes it to
+    ``commsim.run``; its bounds are ``eq-ineq``'s (EQ_n needs n bits, one-way and two-way)."""
+
+    id = "eq-sep"
+    task = "eq"
+    length_scale, length_offset = 2, 1
+    n_meaning = "N = 2n + 1 tokens: a_1..a_n, the separator, b_1..b_n"
+    source = "Appendix H.2 of [BHBK24] (Eq-random's layout); Theorems 11 and 12"
+    description = "EQ_n as a [sep] b (the experiments' layout): RNN m*p >= n, attention 3m(p+log N)H >= n"
+
+    def vocabulary(self, n: int) -> list[str]:
+        """The bits and the separator."""
+        return ["0", "1", "[sep]"]
+
+    def encode(self, problem, A, B) -> Encoded:
+        """a (Alice's prefix), the separator, b; the decision at the last position."""
+        n = problem.n
+        tokens = np.full((len(A), 2 * n + 1), SEPARATOR, dtype=np.uint8)
+        tokens[:, :n] = np.asarray(A)
+        tokens[:, n + 1:] = np.asarray(B)
+        return Encoded(tokens, np.arange(n), (2 * n,))
+
+    def decode(self, labels: np.ndarray, B: np.ndarray) -> np.ndarray:
+        """Class 1 means equal."""
+        return np.asarray(labels)[:, 0].astype(np.int16)
+
+    def size_for_length(self, seq_len: int) -> int:
+        """n = (N - 1)/2."""
+        return (seq_len - 1) // 2
+
+    def model_context(self, n: int) -> dict:
+        """The context of any reduction (no memorizing layout: this reduction runs trained models only)."""
+        return Reduction.model_context(self, n)
+
+
+def equality_bound(net, *, N: int, tokens: np.ndarray, labels: np.ndarray, run_instances: int, seed: int) -> dict:
+    """Every bound figure of one trained recurrent Eq-random model at length N (n = N/2 per half): p_eff, S, the
+    one-way line S >= n (EQ_n, Theorem 11), the exact ceiling (:func:`eq_random_ceiling`) and the run of the
+    quantised model on ``eq-sep`` (its pigeonhole certificate searched when S < n and the model is batched)."""
+    n = N // 2
+    found = effective_precision(net, 3, tokens, labels)
+    p_eff = found["p_eff"]
+    row = dict(found)
+    row["one_way_bits"] = n
+    row["sampling_margin"] = round(sampling_margin(len(labels)), 4)
+    if p_eff is None:
+        row.update(state_bits=None, eq_random_ceiling=None, run_verdict=None,
+                   run_note=f"no width up to {PRECISIONS[-1]} bits keeps the accuracy")
+        return row
+    S = found["state_numbers"] * p_eff
+    row["state_bits"] = S
+    row["eq_random_ceiling"] = eq_random_ceiling(n, S)
+    search = S < n and hasattr(net, "commsim_parts")
+    report = commsim.run(SeparatedEquality(), net, n=n, precision=p_eff, instances=run_instances, seed=seed,
+                         certify=search or S >= n)
+    row.update(run_figures(report, searched=search, unsearched=None if search or S >= n else
+                           f"S = {S} < n = {n}: a collision certificate exists (pigeonhole) but was not searched "
+                           f"(a step-contract model)"))
+    return row
+
+
+# ---- one-layer attention: the exchange of Theorem 4 ---------------------------------------------------------------
+def attention_bound(net, reduction, *, n: int, vocab_size: int, tokens: np.ndarray, labels: np.ndarray,
+                    run_instances: int, seed: int) -> dict:
+    """A trained one-layer transformer run through commsim's attention exchange (Theorem 4 of [BHBK24]) at its
+    p_eff: the bits the exchange really sends on the reduction's split (``run_bits_used``), the paper's count
+    3m(p + ceil(log2 N))H (``run_bits_formula``), the bits the task needs (``run_lower_bound_bits``), the
+    verdict and the certificate."""
+    found = effective_precision(net, vocab_size, tokens, labels)
+    row = {key: value for key, value in found.items() if key != "state_numbers"}
+    if found["p_eff"] is None:
+        row.update(run_verdict=None, run_note=f"no width up to {PRECISIONS[-1]} bits keeps the accuracy")
+        return row
+    report = commsim.run(reduction, net, n=n, precision=found["p_eff"], instances=run_instances, seed=seed,
+                         certify=True)
+    row.update(run_figures(report, searched=True))
+    row["run_bits_formula"] = report.to_row()["bits_formula"]
+    row["run_protocol"] = report.to_row()["protocol"]
     return row

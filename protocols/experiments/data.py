@@ -9,6 +9,12 @@ Dyck-(2,2): tokens ( ) [ ] (ids 0..3, the order of ``dyck22-fooling``); half the
 exactly N, generated as the paper says (N - 2 steps of a depth-<=2 stack walk, then closing what is open or
 appending a depth-1 pair); the other half corrupt a member at c positions (c uniform in 1..max(1, N/10)), each
 swapping the bracket type or flipping open/close with probability 1/2, resampled while still a member.
+
+Equality, Eq-random (Appendix H.2, the binary variant of Fig. 4): tokens 0, 1 and the separator [sep] (id 2); an
+example is x [sep] y with |x| = |y| = L/2: x uniform, and with probability 1/2 y = x, else y uniform (labelled by
+whether it equals x, so almost always 0).  For training L is drawn uniformly from the even lengths in [N/10, N]
+(the paper's N/10, N/10 + 2, ..., N; an odd N/10 is rounded up to the next even length), one L per batch; for
+evaluation L = N exactly (N even).
 """
 from __future__ import annotations
 
@@ -98,3 +104,29 @@ def dyck_batch(rng: np.random.Generator, N: int, batch: int):
         rows.append(member if positive else _corrupt(rng, member))
         labels.append(int(positive))
     return np.asarray(rows, dtype=np.int64), np.asarray(labels, dtype=np.int64)
+
+
+#: the separator of the equality examples (after the bits 0 and 1)
+SEPARATOR = 2
+
+
+def equality_lengths(N: int) -> list[int]:
+    """The even training lengths of Eq-random at N: N/10 (rounded up to even), N/10 + 2, ..., N."""
+    if N < 2 or N % 2:
+        raise ValueError(f"equality strings have even length >= 2 (two halves), got N = {N}")
+    low = max(2, -(-N // 10))
+    return list(range(low + low % 2, N + 1, 2))
+
+
+def equality_batch(rng: np.random.Generator, N: int, batch: int, *, length: int | None = None):
+    """``(tokens (batch, L + 1), labels (batch,))``: x [sep] y, |x| = |y| = L/2; y = x with probability 1/2,
+    else uniform; label 1 iff y = x.  L = ``length`` or drawn from :func:`equality_lengths` (one L per batch)."""
+    lengths = equality_lengths(int(N))
+    L = int(length) if length is not None else lengths[int(rng.integers(0, len(lengths)))]
+    half = L // 2
+    x = rng.integers(0, 2, size=(batch, half))
+    fresh = rng.integers(0, 2, size=(batch, half))
+    copy = rng.random(batch) < 0.5
+    y = np.where(copy[:, None], x, fresh)
+    tokens = np.concatenate([x, np.full((batch, 1), SEPARATOR), y], axis=1)
+    return tokens.astype(np.int64), (x == y).all(axis=1).astype(np.int64)

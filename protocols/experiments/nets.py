@@ -6,7 +6,9 @@ hands off exactly its state; ``logits`` computes the same function in parallel f
 
 * :class:`Transformer` -- L pre-LN encoder layers (``nn.TransformerEncoderLayer``), learned absolute positions,
   the class head at the last position ([BHBK24]'s GPT-2-style backbone, without causal masking: only the last
-  position is read).
+  position is read).  Its ``forward`` is ``logits``: a one-layer one is what commsim's torch adapter folds into
+  its attention model (``commsim.make_model(net, vocab_size=..., precision=p)``), run through the attention
+  exchange of Theorem 4.
 * :class:`LSTMNet` -- ``nn.LSTM`` (one layer); state (h, c): 2·width numbers; commsim wraps it through its
   ``nn.LSTM`` adapter (``commsim_parts``), batched, rather than through the step contract.
 * :class:`DiagonalSSM` -- one diagonal linear state-space layer h_t = a ⊙ h_{t-1} + B e(x_t), a = sigmoid(λ) in
@@ -45,6 +47,11 @@ class Transformer(nn.Module):
         positions = torch.arange(tokens.shape[1], device=tokens.device)
         x = self.layers(self.embed(tokens) + self.pos(positions)[None])
         return self.head(self.norm(x[:, -1]))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The scores at the last position: the forward commsim's torch adapter reads (a one-layer encoder is
+        folded into commsim's attention model; two layers are refused)."""
+        return self.logits(tokens)
 
 
 class LSTMNet(nn.Module):

@@ -89,8 +89,9 @@ def test_training_is_deterministic():
 
 def test_registered_experiments():
     registry = commsim.load_plugins()
-    assert {"bhbk24-index", "bhbk24-width", "bhbk24-dyck"} <= set(registry.names("experiment"))
-    for name in ("bhbk24-index", "bhbk24-width", "bhbk24-dyck"):
+    names = ("bhbk24-index", "bhbk24-width", "bhbk24-dyck", "bhbk24-equality")
+    assert set(names) <= set(registry.names("experiment"))
+    for name in names:
         experiment = registry.get("experiment", name)
         assert set(experiment.scales) == {"quick", "cpu", "paper"}
         for scale in experiment.scales:
@@ -112,3 +113,26 @@ def test_a_dyck_cell_measures_its_lstm():
 def test_odd_dyck_lengths_are_refused():
     with pytest.raises(ValueError):
         data.dyck_member(np.random.default_rng(0), 7)
+
+
+def test_the_one_layer_transformer_on_dyck_gets_theorem_5s_line_from_its_real_exchange():
+    """The trained 1-layer transformer, quantised at its p_eff, run through commsim's attention exchange on the
+    odd/even split: the bits it really sends and the paper's count beside the N - 1 Lemma 1 needs, Theorem 5's
+    line at p_eff; the row in the page and the figure's exchange panel."""
+    from protocols.theorems import dyck_min_width, exchange_bits
+    from commsim.render.replicate_page import replicate_figure
+    dyck = commsim.load_plugins().get("experiment", "bhbk24-dyck")
+    cell = next(c for c in dyck.cells("quick") if c["model"] == "tf" and c["layers"] == 1 and c["N"] == 8)
+    row = {**cell, **dyck.run_cell(cell)}
+    N, p = cell["N"], row["p_eff"]
+    assert row["run_protocol"] == "attention-exchange" and row["run_protocol_matches_model"] is True
+    assert row["run_lower_bound_bits"] == N - 1 and 0 < row["run_bits_used"] <= row["run_bits_formula"]
+    m = cell["width"] // 4                           # four heads of width m: d = mH
+    assert row["run_bits_formula"] == exchange_bits(m, p, 4, N) and row["mH"] == cell["width"]
+    assert row["theorem5_p"] == p and row["theorem5_min_mH"] == round(float(dyck_min_width(N, p)), 4)
+    assert row["run_certificate"] is None or row["run_certificate_verified"] is True
+    assert dyck.check([row]) == []
+    claim = dyck.claims([row])[-1]
+    assert claim["claim"].startswith("(commsim, not the paper) Theorem 5") and claim["status"] == "reproduced"
+    figure = replicate_figure([row], {}, dyck.title)
+    assert len(figure.axes) == 2 and "exchange" in figure.axes[1].get_title()
