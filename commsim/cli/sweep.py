@@ -12,6 +12,7 @@ from commsim.cli.budget import check_plot_path
 from commsim.cli.common import (console, emit_json, err_console, json_option, parse_instances, plugin_option,
                                 progress_bar)
 from commsim.cli.files import check_target, refuse_empty, write_bytes
+from commsim.core.errors import InputError
 from commsim.core.limits import MEMORY_BUDGET_BYTES, show_bytes
 from commsim.pipeline.executors import EXECUTORS, WORKER_BYTES, WORKERS_PER_CORE
 from commsim.pipeline.sweep import sweep, table_format
@@ -79,6 +80,23 @@ def render_sweep(frame) -> None:
         console.print(escape(f"({number}) {shown}: {reason}"), soft_wrap=False)
 
 
+#: the most dropped rows listed one by one (all are in --json)
+SHOWN_PRUNED = 10
+
+
+def _print_pruned(attrs: dict, out: str) -> None:
+    """How many rows --prune dropped from ``out``, of which kind, and which (the first :data:`SHOWN_PRUNED`)."""
+    stale, total = attrs["pruned_stale"], attrs["pruned"]
+    kinds = ([f"{stale} of this grid's cells made from other spec files or settings"] if stale else []) + \
+        ([f"{total - stale} outside this grid"] if total > stale else [])
+    console.print(escape(f"dropped {total} row{'s' if total != 1 else ''} from {out}: {', '.join(kinds)}"),
+                  soft_wrap=True)
+    for described in attrs["pruned_rows"][:SHOWN_PRUNED]:
+        console.print(escape(f"  {described}"), soft_wrap=True)
+    if total > SHOWN_PRUNED:
+        console.print(f"  and {total - SHOWN_PRUNED} more (--json lists them all)")
+
+
 @cli.command("sweep")
 @click.option("--reduction", "reductions", multiple=True, required=True, metavar="ID[,ID...]",
               help="Reduction(s) to run: repeat the option or give a comma list (commsim list shows them).")
@@ -111,10 +129,14 @@ def render_sweep(frame) -> None:
 @click.option("--plot", "plot_path", callback=refuse_empty, default=None, metavar="FILE",
               help="Faceted plot (.png/.svg): bits vs bound, accuracy, certificate found, over n.")
 @click.option("--no-certificate", is_flag=True, help="Skip the certificate search in every cell.")
+@click.option("--prune", is_flag=True,
+              help="Drop the rows of --out whose cells are not in this grid: rows made from files the specs name "
+                   "that have changed since (an edited python: factory, a new checkpoint or weights file) or with "
+                   "other settings, and rows of other grids. The dropped rows are counted and listed.")
 @plugin_option
 @json_option
 def sweep_command(reductions, models, n, seeds, instances, precision, dtype, executor, scheduler, workers, out,
-                  plot_path, no_certificate, plugins, as_json):
+                  plot_path, no_certificate, prune, plugins, as_json):
     """Run a grid of reductions x model specs x n x seeds, one `commsim run` per cell, as one table.
 
     Each cell keeps the report's key figures (bits used, lower bound, accuracy, protocol = model, the
@@ -124,7 +146,8 @@ def sweep_command(reductions, models, n, seeds, instances, precision, dtype, exe
     --out that is not what a sweep writes (a value of the wrong type, e.g. model_accuracy "high", or
     coordinates other than its cell key's) is not trusted: its cell runs again, its row is replaced, and
     a warning on stderr says so. A file that is not a sweep table at all (no cell key column, no rows)
-    is refused (exit 2) and left as it is.
+    is refused (exit 2) and left as it is. Every row says which commsim made it, when, and a hash of the
+    files its spec names (spec_files_hash); rows of other grids are kept unless --prune.
 
     Trust: with --scheduler, results come back from that cluster as pickles that this process loads --
     whoever controls the cluster can run code in commsim's process, so use only a cluster you trust. The
@@ -143,6 +166,8 @@ def sweep_command(reductions, models, n, seeds, instances, precision, dtype, exe
     if out is not None:
         table_format(out, "--out")
         check_target(out, "--out")
+    elif prune:
+        raise InputError("--prune drops rows of the result table: give --out", "--prune")
     if plot_path is not None:
         check_plot_path(plot_path)
     if scheduler is not None and executor is None:
@@ -152,7 +177,7 @@ def sweep_command(reductions, models, n, seeds, instances, precision, dtype, exe
         frame = sweep(_split(reductions), list(models) or None, n, seeds=seeds, instances=count,
                       precision=precision, dtype=dtype, certify=not no_certificate, executor=executor or "inprocess",
                       scheduler=scheduler, workers=workers, out=out,
-                      write=lambda path, data: write_bytes(path, data, option="--out"), plugins=plugins,
+                      write=lambda path, data: write_bytes(path, data, option="--out"), plugins=plugins, prune=prune,
                       progress=lambda done, total: update(done, total, "sweep: cells"),
                       notify=lambda message: err_console.print(f"Warning: {message}", markup=False, soft_wrap=True))
     if plot_path is not None:
@@ -161,14 +186,19 @@ def sweep_command(reductions, models, n, seeds, instances, precision, dtype, exe
     a = frame.attrs
     if as_json:
         rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+        pruned = {key: a[key] for key in ("pruned", "pruned_stale", "pruned_rows")} if prune else {}
         emit_json({"cells": a["cells"], "run": a["run"], "skipped": a["skipped"], "failed": a["failed"],
-                   "invalid": a["invalid"], "executor": a["executor"], "out": out, "plot": plot_path, "rows": rows})
+                   "invalid": a["invalid"], "executor": a["executor"], "out": out, "plot": plot_path, **pruned,
+                   "rows": rows})
         return
     render_sweep(frame)
     where = f" on {a['executor']}" if a["run"] else ""
     found = f", {a['skipped']} already in {out}" if out is not None else ""
     console.print(escape(f"{a['cells']} cells: {a['run']} run{where}{found}" +
                          (f"; {a['failed']} failed (run again next time)" if a["failed"] else "") +
-                         ("" if out is None else (f"; table written to {out}" if a["run"] else "; nothing to do"))))
+                         ("" if out is None else (f"; table written to {out}" if a["run"] or a.get("pruned")
+                                                  else "; nothing to do"))))
+    if a.get("pruned"):
+        _print_pruned(a, out)
     if plot_path is not None:
         console.print(f"plot written to {escape(plot_path)}")

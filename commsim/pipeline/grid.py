@@ -14,8 +14,9 @@ included when the steps reach it.  Sizes are counted from the range ends before 
 the whole grid is checked against :data:`MAX_CELLS` before anything runs.
 
 A :class:`Cell` is one run (reduction, concrete spec, n, seed, instances, certify); its :meth:`Cell.key`
-hashes exactly that (and the content of every file the spec names), so a resumed sweep recognizes the
-cells it has already run, and a changed checkpoint file is a new cell.
+hashes exactly that (and the content of every file the spec names, :func:`spec_files`), so a resumed sweep
+recognizes the cells it has already run, and a changed checkpoint, weights or factory file is a new cell;
+:meth:`Cell.files_hash` is the files' part alone, the ``spec_files_hash`` column of every row.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ import itertools
 import json
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 
 from commsim.core.errors import InputError
@@ -39,8 +41,14 @@ KEY_VERSION = 1
 
 _RANGE = re.compile(r"^\s*(-?\d{1,19})\s*\.\.\s*(-?\d{1,19})\s*(?::\s*([x+])\s*(\d{1,19}))?\s*$")
 _INT = re.compile(r"^\s*-?\d{1,19}\s*$")
-#: spec keys whose value names a file (its content goes into the cell's key)
-FILE_KEYS = ("weights",)
+#: spec keys whose value names a file (its content goes into the cell's key): npz weights, a Hugging Face config
+FILE_KEYS = ("weights", "config")
+
+#: the largest file whose content is hashed; a larger one is known by its size and modification time
+MAX_HASHED_BYTES = 1 << 30
+
+#: the most files of one model directory (``hf-gpt2:DIR``, ``hf-mamba:DIR``) that are hashed
+MAX_DIRECTORY_FILES = 64
 
 
 # ---- ranges -------------------------------------------------------------------------------------
@@ -195,10 +203,14 @@ def expand_model(pattern: str, *, precision=None, dtype=None) -> list[SpecChoice
 
 # ---- cells --------------------------------------------------------------------------------------
 def _file_digest(path: str) -> str | None:
-    """sha256 of a file's content (None when ``path`` is not a readable regular file)."""
+    """sha256 of a regular file's content -- or, for a file over :data:`MAX_HASHED_BYTES`, its size and
+    modification time -- (None when ``path`` is not a readable regular file: a pipe or a device is never opened)."""
     try:
         if not os.path.isfile(path):
             return None
+        info = os.stat(path)
+        if info.st_size > MAX_HASHED_BYTES:
+            return f"size={info.st_size},mtime_ns={info.st_mtime_ns}"
         h = hashlib.sha256()
         with open(path, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
@@ -208,16 +220,51 @@ def _file_digest(path: str) -> str | None:
         return None
 
 
+def _module_file(name: str) -> str | None:
+    """The source file of the module ``name`` (``mymodels``, ``pkg.models``) as ``python:MODULE:FUNCTION`` finds it
+    -- the current directory first, then ``sys.path`` --, found without importing anything; None when none is."""
+    from importlib.machinery import PathFinder
+    if not all(part.isidentifier() for part in name.split(".")):
+        return None
+    path, found = [os.getcwd(), *(p for p in sys.path if p)], None
+    for part in name.split("."):
+        try:
+            spec = PathFinder.find_spec(part, path)
+        except (ImportError, ValueError, OSError):
+            return None
+        if spec is None:
+            return None
+        path, found = list(spec.submodule_search_locations or []), spec.origin
+    return found if found and found.endswith(".py") else None
+
+
 def spec_files(spec: str) -> dict[str, str]:
-    """The files a concrete spec names (its target segments and ``weights=``) -> their content digests."""
+    """The files a concrete spec names -> their content digests (:func:`_file_digest`): every target segment that
+    is a regular file (``torch:FILE.pt``, ``python:FILE.py:FUNCTION``), the regular files directly inside a target
+    segment that is a directory (``hf-gpt2:DIR``: config and weights; at most :data:`MAX_DIRECTORY_FILES`, by
+    name), the module file of ``python:MODULE:FUNCTION``, and the files of :data:`FILE_KEYS` (``weights=``,
+    ``config=``).  Regular files only; nothing is imported or run."""
     prefix, params = _split_pattern(spec)
-    names = prefix.split(":")[1:] + [v for k, v in params if k in FILE_KEYS]
+    kind, *segments = prefix.split(":")
+    names = segments + [v for k, v in params if k in FILE_KEYS]
     digests = {}
+    if kind == "python" and segments and not os.path.exists(segments[0]):
+        module = _module_file(segments[0])             # named by the module, as the spec names it
+        digests[segments[0]] = None if module is None else _file_digest(module)
     for name in names:
+        if os.path.isdir(name):
+            try:
+                entries = sorted(os.listdir(name))
+            except OSError:
+                continue
+            inside = [os.path.join(name, entry) for entry in entries if os.path.isfile(os.path.join(name, entry))]
+            for path in inside[:MAX_DIRECTORY_FILES]:
+                digests[path] = _file_digest(path)
+            continue
         digest = _file_digest(name)
         if digest is not None:
             digests[name] = digest
-    return digests
+    return {name: digest for name, digest in digests.items() if digest is not None}
 
 
 @dataclass(frozen=True)
@@ -242,6 +289,14 @@ class Cell:
     def key(self) -> str:
         """A short stable hash of :meth:`identity` (16 hex digits)."""
         text = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def files_hash(self) -> str | None:
+        """A short hash (16 hex digits) of the files the spec names and their digests (:func:`spec_files`), None
+        when it names none: rows made before and after a factory or checkpoint edit differ in it."""
+        if not self.files:
+            return None
+        text = json.dumps(dict(self.files), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -10,7 +10,10 @@ are read first and every cell whose key (a hash of the cell, :meth:`~commsim.pip
 there without an error is not run again; the table is rewritten as cells finish (at most every
 ``save_every`` seconds, and once more when the sweep ends or is interrupted), so an interrupted sweep
 loses at most the cells that were running.  A second identical sweep runs nothing and writes nothing.
-Rows of the table that belong to other grids are kept.  A row of this grid that is not what a sweep writes
+Rows of the table that belong to other grids are kept -- unless ``prune``: then every row whose cell is not in
+this grid is dropped, those of this grid's coordinates made from other files (an edited factory or checkpoint:
+another key, :meth:`~commsim.pipeline.grid.Cell.key` hashes the spec's files) or settings and those outside it,
+and the table rewritten.  A row of this grid that is not what a sweep writes
 (:mod:`commsim.pipeline.sweep_rows`: a value of the wrong kind, coordinates other than its key's) is not
 trusted: its cell runs again, and the caller is told.  A file that is not a sweep table at all is refused,
 never overwritten.
@@ -38,7 +41,7 @@ from commsim.pipeline.executors import Executor, check_main_guarded, check_worke
 from commsim.pipeline.grid import Cell, build_grid
 from commsim.pipeline.run import run_reduction
 from commsim.pipeline.stages import check_run_size
-from commsim.pipeline.sweep_rows import COLUMNS, KEY_COLUMNS, TIME_FORMAT, check_row, is_key
+from commsim.pipeline.sweep_rows import COLUMNS, KEY_COLUMNS, TIME_FORMAT, cell_coordinates, check_row, is_key
 from commsim.plugins import load_plugins
 from commsim.spec import ModelSpec
 
@@ -58,7 +61,8 @@ def table_format(path, param: str = "out") -> str:
 def run_cell(cell: Cell, plugins: tuple[str, ...] = ()) -> dict:
     """Run one cell and return its row (:data:`COLUMNS`: the cell's coordinates, then
     :meth:`~commsim.pipeline.report.Report.to_row` -- ``certificate`` is True when a verified certificate was
-    found -- with ``runner_checked``, ``certificate_kind`` and which commsim made the row and when); an
+    found -- with ``runner_checked``, ``certificate_kind`` and which commsim made the row, when and from which
+    files); an
     InputError (the cell cannot run as asked) becomes the row's ``error``.  Module-level, so that the processes and Dask executors can pickle it."""
     row = {"cell": cell.key(), "reduction": cell.reduction, "model": cell.model, "pattern": cell.pattern,
            "n": cell.n, "seed": cell.seed, "instances": "all" if cell.instances is None else cell.instances}
@@ -71,7 +75,7 @@ def run_cell(cell: Cell, plugins: tuple[str, ...] = ()) -> dict:
     except InputError as exc:
         row.update({"error": " ".join(str(exc).split()) or type(exc).__name__,
                     "seconds": round(time.perf_counter() - start, 4)})
-        return {**row, **_provenance()}
+        return {**row, **_provenance(cell)}
     figures = report.to_row()                        # the report's key figures, the API's flat row
     figures.pop("reduction")
     figures["model"] = cell.model if cell.model is not None else figures["model"]
@@ -79,17 +83,19 @@ def run_cell(cell: Cell, plugins: tuple[str, ...] = ()) -> dict:
     row.update({"runner_checked": report.runner_checked,
                 "certificate_kind": None if report.certificate is None else report.certificate.kind,
                 "error": None, "seconds": round(time.perf_counter() - start, 4)})
-    return to_jsonable({**row, **_provenance()})
+    return to_jsonable({**row, **_provenance(cell)})
 
 
-def _provenance() -> dict:
-    """Which commsim made a row (the worker's) and when (UTC, :data:`~commsim.pipeline.sweep_rows.TIME_FORMAT`)."""
+def _provenance(cell: Cell) -> dict:
+    """Which commsim made a row (the worker's), when (UTC, :data:`~commsim.pipeline.sweep_rows.TIME_FORMAT`) and
+    from which files (:meth:`~commsim.pipeline.grid.Cell.files_hash`, None when the spec names none)."""
     from importlib.metadata import PackageNotFoundError, version
     try:
         commsim_version = version("commsim")            # as commsim.__version__ (importing commsim crosses layers)
     except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
         commsim_version = "0.0.0+source"
-    return {"commsim_version": commsim_version, "written_at": datetime.now(timezone.utc).strftime(TIME_FORMAT)}
+    return {"commsim_version": commsim_version, "written_at": datetime.now(timezone.utc).strftime(TIME_FORMAT),
+            "spec_files_hash": cell.files_hash()}
 
 
 # ---- result tables ------------------------------------------------------------------------------
@@ -204,12 +210,38 @@ def _reusable_rows(old: list[dict], cells: dict) -> tuple[dict[str, dict], list[
     return done, invalid
 
 
+def _stale_rows(old: list[dict], cells: list[Cell], keys: set[str]) -> tuple[list[dict], list[dict]]:
+    """The rows of ``old`` whose cells are not in this grid (``keys``), as (stale, outside): a stale row has the
+    coordinates of a cell of the grid (:func:`~commsim.pipeline.sweep_rows.cell_coordinates`) under another key
+    -- made from other files the spec names, or with other settings --; the others are outside the grid."""
+    shapes: dict[tuple, set] = {}
+    for cell in cells:
+        coordinates = cell_coordinates(cell)
+        shape = tuple(sorted(coordinates))
+        shapes.setdefault(shape, set()).add(tuple(coordinates[name] for name in shape))
+    stale, outside = [], []
+    for row in old:
+        if row["cell"] in keys:
+            continue
+        values = check_row(row)[0] or row             # values as a sweep writes them (a CSV's 4.0 is 4)
+        same = any(tuple(values.get(name) for name in shape) in places for shape, places in shapes.items())
+        (stale if same else outside).append(row)
+    return stale, outside
+
+
+def describe_row(row: dict) -> str:
+    """A row's cell in a few words: ``index-idxl elman:width=2 n = 8 seed 0``."""
+    instances = row.get("instances")
+    return (f"{row.get('reduction')} {row.get('model')} n = {row.get('n')} seed {row.get('seed')}"
+            + ("" if instances in (None, "all") else f" instances {instances}"))
+
+
 # ---- the sweep ----------------------------------------------------------------------------------
 def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = None, precision=None, dtype=None,
           certify: bool = True, executor: str = "inprocess", scheduler=None, workers: int | None = None,
           out=None, write: Callable[[str, bytes], None] | None = None, plugins: tuple[str, ...] = (),
           progress: Callable[[int, int], None] | None = None, save_every: float = 1.0,
-          notify: Callable[[str], None] | None = None):
+          notify: Callable[[str], None] | None = None, prune: bool = False):
     """Run every cell of reductions x models x n x seeds and return the rows as a pandas DataFrame.
 
     ``models``: spec patterns with ranges (``"elman:width=2..8:x2,precision=4..8:+4"``), a list of them,
@@ -225,9 +257,19 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     is not trusted: its cell runs again and its row is replaced; ``notify(message)`` says so once (default: a
     :class:`UserWarning`).
 
+    ``prune``: drop the rows of ``out`` whose cells are not in this grid -- stale rows, of this grid's coordinates
+    but made from other files the spec names (a factory or checkpoint edited since: the cell key hashes them) or
+    other settings, and rows outside the grid -- and rewrite ``out`` without them (needs ``out``).
+
     The frame's ``attrs`` say ``cells`` (in the grid), ``run`` (run now), ``skipped`` (found in ``out``),
-    ``failed`` (rows with an error), ``invalid`` (rows of ``out`` found invalid and run again) and ``executor``.
+    ``failed`` (rows with an error), ``invalid`` (rows of ``out`` found invalid and run again), ``executor``,
+    and with ``prune`` ``pruned`` (rows dropped), ``pruned_stale`` (of them, the stale ones) and
+    ``pruned_rows`` (each dropped row's cell in words, :func:`describe_row`, stale ones first).
     """
+    if not isinstance(prune, bool):
+        raise InputError(f"prune must be True or False, got {prune!r}", "prune")
+    if prune and out is None:
+        raise InputError("prune drops rows of the result table out: give out", "prune")
     cells = build_grid(reductions, models, n, seeds, instances=instances, certify=certify, precision=precision,
                        dtype=dtype)
     if not isinstance(executor, Executor):
@@ -258,11 +300,12 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     todo = [i for i, key in enumerate(keys) if key not in done and first[key] == i]
     rows: dict[str, dict] = {key: done[key] for key in keys if key in done}
     grid_keys = set(keys)
+    stale, outside = _stale_rows(old, cells, grid_keys) if prune else ([], [])
 
     def save() -> None:
         if out is None:
             return
-        kept = [row for row in old if row["cell"] not in grid_keys]
+        kept = [] if prune else [row for row in old if row["cell"] not in grid_keys]
         table = [rows[k] for k in dict.fromkeys(keys) if k in rows] + kept
         write(str(out), table_bytes(table, fmt))
 
@@ -270,9 +313,9 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     if progress is not None:
         progress(finished, total)
     ran: list[dict] = []
+    dirty = bool(stale or outside)                   # rows to drop: the table is rewritten even if nothing runs
     if todo:
         last_save = time.monotonic()
-        dirty = False
         try:
             with (contextlib.nullcontext(executor) if isinstance(executor, Executor) else
                   make_executor(executor, scheduler, workers)) as ex:
@@ -291,6 +334,8 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
         finally:
             if dirty:
                 save()
+    elif dirty:
+        save()
     if ran:
         if all(rows[k].get("error") for k in keys):
             raise InputError(f"every cell failed; the first: {ran[0]['error']}")
@@ -298,4 +343,7 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     frame.attrs.update({"cells": total, "run": len(ran), "skipped": sum(1 for key in keys if key in done),
                         "failed": sum(1 for k in dict.fromkeys(keys) if rows[k].get("error")),
                         "invalid": len(invalid), "executor": described, "out": None if out is None else str(out)})
+    if prune:
+        frame.attrs.update({"pruned": len(stale) + len(outside), "pruned_stale": len(stale),
+                            "pruned_rows": [describe_row(row) for row in stale + outside]})
     return frame

@@ -1,8 +1,10 @@
 """What one row of a sweep table holds: its columns, the kind of value in each, and the check of a row read
 back from a result table (a file the user may have edited, or that another program wrote).
 
-Every row says which commsim made it and when (``commsim_version``, ``written_at``), so that rows made before a
-change can be told apart from newer ones; a table written before these columns existed still resumes.
+Every row says which commsim made it, when, and from which files (``commsim_version``, ``written_at``,
+``spec_files_hash``: a hash of the files the model spec names, :meth:`~commsim.pipeline.grid.Cell.files_hash`),
+so that rows made before a change -- an upgrade, an edited factory file or checkpoint -- can be told apart from
+newer ones; a table written before these columns existed still resumes.
 
 A row read back is only reused when every column the table defines holds a value of its kind (a count is a
 non-negative integer, a rate a number in [0, 1], a flag a bool, ...) and its coordinates are those of the
@@ -20,7 +22,7 @@ COLUMNS = ("cell", "reduction", "model", "pattern", "n", "seed", "instances", "p
            "bits_used", "alice_to_bob", "bob_to_alice", "rounds", "bits_formula", "lower_bound_bits",
            "bound_applies", "bound_kind", "budget_ok", "model_accuracy", "model_correct", "protocol_matches_model",
            "runner_checked", "certificate", "certificate_kind", "audited", "torch_agreement", "measured_error",
-           "error", "seconds", "commsim_version", "written_at")
+           "error", "seconds", "commsim_version", "written_at", "spec_files_hash")
 
 #: the columns every row has, a failed cell's too: a file without them is not a sweep table
 KEY_COLUMNS = ("cell", "reduction", "model", "n", "seed", "instances", "error")
@@ -33,7 +35,7 @@ KINDS = {"cell": "key", "reduction": "text", "model": "text", "pattern": "text",
          "budget_ok": "flag", "model_accuracy": "rate", "model_correct": "flag", "protocol_matches_model": "flag",
          "runner_checked": "count", "certificate": "flag", "certificate_kind": "text", "audited": "flag",
          "torch_agreement": "flag", "measured_error": "rate", "error": "text", "seconds": "seconds",
-         "commsim_version": "text", "written_at": "time", "verdict": "text"}
+         "commsim_version": "text", "written_at": "time", "spec_files_hash": "key", "verdict": "text"}
 
 #: what a row of a cell that ran (no ``error``) always has; a failed cell's row has ``error`` instead
 RAN = ("reduction", "model", "n", "seed", "instances", "protocol", "seq_len", "instances_run", "bits_used",
@@ -141,13 +143,20 @@ def check_row(row: dict, cell=None) -> tuple[dict | None, str]:
         if missing:
             return None, f"{missing[0]}: missing in a cell that ran"
     if cell is not None:
-        asked = {"reduction": cell.reduction, "seed": cell.seed,
-                 "instances": "all" if cell.instances is None else cell.instances}
-        if cell.n is not None:
-            asked["n"] = cell.n
-        if cell.model is not None:
-            asked["model"] = cell.model
-        for name, value in asked.items():
+        for name, value in cell_coordinates(cell).items():
             if checked.get(name) != value:
                 return None, f"{name}: {checked.get(name)!r:.40} but its cell key is for {value!r:.40}"
     return checked, ""
+
+
+def cell_coordinates(cell) -> dict:
+    """What every row of ``cell`` (a :class:`~commsim.pipeline.grid.Cell`) says of it, as a sweep writes it:
+    ``reduction``, ``seed``, ``instances``, and ``n`` and ``model`` when the cell names them (a cell of the
+    reduction's default size or model has the report's in its row)."""
+    coordinates = {"reduction": cell.reduction, "seed": cell.seed,
+                   "instances": "all" if cell.instances is None else cell.instances}
+    if cell.n is not None:
+        coordinates["n"] = cell.n
+    if cell.model is not None:
+        coordinates["model"] = cell.model
+    return coordinates
