@@ -88,17 +88,20 @@ def save_tiny_mamba(directory: str, vocab_size: int = 16, hidden: int = 8, state
 
 
 def tiny_llama(vocab_size: int = 32, hidden: int = 16, heads: int = 4, kv_heads: int = 2, head_dim: int | None = None,
-               layers: int = 1, seq_len: int = 32, seed: int = 0, init: float = 0.5):
+               layers: int = 1, seq_len: int = 32, seed: int = 0, init: float = 0.5, classes: int | None = None):
     """A tiny random ``LlamaForCausalLM`` (RMSNorm, RoPE, gated MLP, grouped-query attention: ``kv_heads`` key/value
     heads for ``heads`` query heads); ``init``: the weights' standard deviation (large enough that the attention
-    and the MLP matter)."""
+    and the MLP matter); ``classes``: an ``lm_head`` to that many classes instead of the vocabulary."""
     from transformers import LlamaConfig, LlamaForCausalLM
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
                          num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
                          head_dim=head_dim or hidden // heads, max_position_embeddings=seq_len,
                          initializer_range=init, pad_token_id=0, bos_token_id=0, eos_token_id=0)
-    return LlamaForCausalLM(config).eval()
+    model = LlamaForCausalLM(config).eval()
+    if classes is not None:
+        model.lm_head = nn.Linear(hidden, classes, bias=False)
+    return model
 
 
 def save_tiny_llama(directory: str, **sizes) -> str:

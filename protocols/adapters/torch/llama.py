@@ -15,7 +15,10 @@ model (Theorem 4 of [BHBK24]), folded by :mod:`.fold` as GPT-2 is (:mod:`.gpt2`)
 * psi: everything after the attention at the query position -- ``o_proj``'s bias, the residual, the
   ``post_attention_layernorm``, the gated MLP down(act(gate(x)) * up(x)), the final ``norm`` and ``lm_head``.
 
-More than one layer is refused (Lemma 5 of [BHBK24], :data:`~.fold.TWO_LAYERS`).
+More than one layer: no one-layer exchange simulates it (Lemma 5 of [BHBK24], :data:`~.fold.TWO_LAYERS`).  A
+``LlamaForCausalLM`` of any depth becomes a :class:`LayeredLlama`, which ``commsim run`` refuses with that reason
+and which keeps the model's own function for ``commsim matrix --model SPEC --reduction R --n N``
+(:mod:`commsim.pipeline.model_function`); a ``LlamaModel`` of more layers is refused outright.
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from protocols.adapters.torch.fold import (
     check_table_size,
     embedding_grid,
     fold_pre_attention,
+    LastPositionForward,
     last_position_forward,
     quantized,
     split_heads,
@@ -46,8 +50,8 @@ from protocols.adapters.torch.layers import (
 )
 
 #: what a multi-layer Llama gets instead (it has a function, whatever its depth)
-MATRIX_HINT = ("for any depth, `commsim matrix --model SPEC --reduction R --n N` gives the communication matrix of a "
-               "model's own function at small n")
+MATRIX_HINT = ("what is exact at any depth is the communication matrix of this model's own function at small n: "
+               "`commsim matrix --model SPEC --reduction R --n N`")
 
 
 def _rms_norm(norm, fmt: NumberFormat):
@@ -82,6 +86,28 @@ def rope_base(config, rotary, head_dim: int) -> float:
     return base
 
 
+class LayeredLlama:
+    """A ``LlamaForCausalLM`` of more than one layer (module docstring): ``no_protocol_reason`` says why no exchange
+    simulates it (``commsim run`` refuses it with that reason), ``forward(tokens)`` gives its decisions -- the argmax
+    of its own forward's outputs at the last position (ties to the lowest class; one output: 1 iff > 0, as
+    :meth:`~protocols.models.attention.AttentionLayer.labels`) -- for the matrix of its function."""
+
+    def __init__(self, module, layers: int, spec: str = ""):
+        self.torch_forward = LastPositionForward(module)
+        self.spec = spec or "hf-llama"
+        self.no_protocol_reason = f"this Llama has {layers} layers; {TWO_LAYERS}; {MATRIX_HINT}"
+
+    def forward(self, tokens) -> np.ndarray:
+        """The decisions (B,) of the module's own forward on token ids (B, L)."""
+        outputs = np.asarray(self.torch_forward(tokens), dtype=np.float64)
+        if outputs.shape[-1] == 1:
+            return (outputs[:, 0] > 0).astype(np.int64)
+        return np.argmax(outputs, axis=-1).astype(np.int64)
+
+    def __repr__(self) -> str:
+        return f"<LayeredLlama {self.spec}: {self.no_protocol_reason[:40]}...>"
+
+
 class LlamaPost:
     """Everything after the attention at the query position (picklable): r + MLP(post_attention_layernorm(r)), the
     gated MLP down(act(gate(x)) * up(x)), then the final norm and the head."""
@@ -98,9 +124,9 @@ class LlamaPost:
 
 
 def wrap_llama(model, fmt: NumberFormat | None = None, *, head=None, vocab_size: int | None = None,
-               seq_len: int | None = None, spec: str = "") -> TorchAttention:
-    """Wrap a one-layer Hugging Face Llama (``LlamaForCausalLM``, or ``LlamaModel`` with ``head=``): module
-    docstring."""
+               seq_len: int | None = None, spec: str = "") -> TorchAttention | LayeredLlama:
+    """Wrap a one-layer Hugging Face Llama (``LlamaForCausalLM``, or ``LlamaModel`` with ``head=``); a deeper
+    ``LlamaForCausalLM`` is a :class:`LayeredLlama` (module docstring)."""
     from transformers import LlamaForCausalLM, LlamaModel
     if isinstance(model, LlamaForCausalLM):
         body, lm_head = model.model, model.lm_head
@@ -110,7 +136,14 @@ def wrap_llama(model, fmt: NumberFormat | None = None, *, head=None, vocab_size:
         raise AdapterError(f"expected a transformers LlamaForCausalLM or LlamaModel, got {type(model).__name__}")
     cfg = body.config
     if len(body.layers) != 1:
-        raise AdapterError(f"this Llama has {len(body.layers)} layers; {TWO_LAYERS}; {MATRIX_HINT}")
+        if lm_head is None or head is not None:
+            raise AdapterError(f"this Llama has {len(body.layers)} layers; {TWO_LAYERS}")
+        own = format_for_dtype(next(model.parameters()).dtype)
+        if fmt is not None and fmt != own:
+            raise AdapterError(f"this Llama has {len(body.layers)} layers, so no exchange simulates it and its "
+                               f"function is its own forward at {own.name}; precision=/dtype= {fmt.name} does not "
+                               f"apply", "precision")
+        return LayeredLlama(model, len(body.layers), spec)
     block = body.layers[0]
     attn = block.self_attn
     H, H_kv, m = cfg.num_attention_heads, cfg.num_key_value_heads, attn.head_dim

@@ -4,7 +4,8 @@ attention exchange: RMSNorm before the attention is phi, RoPE in transformers' r
 attention (2 key/value heads for 4 query heads: the exchange's bits are per query head), and the residual,
 post-attention RMSNorm, gated MLP, final norm and lm_head are psi.  protocol = model bit for bit, ``--audit`` = the
 in-process run, torch agreement within the documented tolerance, bits_used = the hand count, a narrow fixed-point
-variant gets a verified certificate on index-idxl; rope_scaling and two layers are refused with the reason."""
+variant gets a verified certificate on index-idxl; rope_scaling is refused naming it, and two layers are refused by
+``run`` with Lemma 5 while ``commsim matrix`` reads their function from the module's own forward."""
 from __future__ import annotations
 
 import json
@@ -18,10 +19,13 @@ torch.set_num_threads(1)
 
 from agreement_checks import assert_trusted  # noqa: E402
 from commsim.cli import main as cli_main  # noqa: E402
+from commsim.core.errors import NotApplicable  # noqa: E402
+from commsim.plugins import load_plugins  # noqa: E402
 from commsim.pipeline.run import run_reduction  # noqa: E402
 from examples.real_models import save_tiny_llama, tiny_llama  # noqa: E402
 from protocols.adapters.torch import agreement, from_torch  # noqa: E402
 from protocols.adapters.torch.layers import AdapterError  # noqa: E402
+from protocols.adapters.torch.llama import LayeredLlama  # noqa: E402
 
 N = 4                                   # index-idxl at n = 4: vocabulary n + 2, length n + 1
 D, H, H_KV, M, P = 16, 4, 2, 4, 32      # hidden, query heads, key/value heads, head width, float32 bits
@@ -127,8 +131,38 @@ def test_rope_scaling_is_refused_naming_it(tmp_path, capsys):
     assert code == 2 and "rope_scaling 'linear'" in err and "Traceback" not in err
 
 
-def test_two_layers_are_refused_with_lemma_5(dirs, capsys):
-    with pytest.raises(AdapterError, match="2 layers.*Lemma 5.*commsim matrix"):
-        from_torch(tiny_llama(layers=2))
+def test_two_layers_are_refused_with_lemma_5_and_keep_their_function_for_the_matrix(dirs, capsys):
+    layered = from_torch(tiny_llama(layers=2))
+    assert isinstance(layered, LayeredLlama) and "2 layers" in layered.no_protocol_reason
+    with pytest.raises(NotApplicable, match="2 layers.*Lemma 5.*commsim matrix"):
+        run_reduction("index-idxl", layered, N, instances=4, certify=False)
     code, _, err = cli(["run", "index-idxl", "--model", f"hf-llama:{dirs['two']}", "--n", str(N)], capsys)
-    assert code == 2 and "Lemma 5" in err and "Traceback" not in err
+    assert code == 2 and "Lemma 5" in err and "commsim matrix" in err and "Traceback" not in err
+    with pytest.raises(AdapterError, match="2 layers") as refused:       # its function is its own float32 forward
+        run_reduction("index-idxl", f"hf-llama:{dirs['two']}:precision=8", N, instances=4, certify=False)
+    assert refused.value.param == "precision"
+    with pytest.raises(AdapterError, match="2 layers"):                   # a LlamaModel has no function to keep
+        from_torch(tiny_llama(layers=2).model, head=torch.nn.Linear(D, 2))
+
+
+def test_the_matrix_of_a_two_layer_llama_s_function_is_its_own_forward(capsys):
+    """commsim matrix on a two-layer Llama with a two-class head: every (Alice, Bob) instance of index-idxl at n = 3
+    through the module's own forward, one at a time, gives the same matrix and ranks."""
+    spec, n = "python:examples.real_models:tiny_llama:layers=2,classes=2", 3
+    reduction = load_plugins().get("reduction", "index-idxl")
+    context = reduction.model_context(n)          # what the python: factory receives: the task's sizes
+    hf = tiny_llama(vocab_size=context["vocab_size"], seq_len=context["seq_len"], layers=2, classes=2)
+    problem = reduction.problem(n)
+    own = np.zeros((len(problem.alice_inputs()), len(problem.bob_inputs())), dtype=np.int64)
+    for i, a in enumerate(problem.alice_inputs()):
+        for j, b in enumerate(problem.bob_inputs()):
+            tokens = reduction.encode(problem, a[None], np.asarray(b)[None]).tokens
+            with torch.no_grad():
+                logits = hf(torch.as_tensor(tokens, dtype=torch.long)).logits[0, -1]
+            own[i, j] = reduction.decode(np.array([[int(torch.argmax(logits))]]), np.asarray(b)[None])[0]
+    code, out, err = cli(["matrix", "--model", spec, "--reduction", "index-idxl", "--n", str(n), "--json"], capsys)
+    assert code == 0, err
+    d = json.loads(out)["model_function"]
+    assert (d["rows"], d["cols"], d["ones"]) == (*own.shape, int(own.sum()))
+    assert d["rank_real"] == np.linalg.matrix_rank(own.astype(float))
+    assert d["distinct_rows"] == len({tuple(r) for r in own}) and 0 < own.sum() < own.size
