@@ -2,7 +2,8 @@
 
 Every logit, the maximum, the rounded weights e_i, the exact partial sums Z_A, Z_B, U_A, U_B (integers
 in units of the grid), the division and the output -- and the transcript the runner recorded, decoded
-back to those numbers.
+back to those numbers.  The last step (:mod:`protocols.lessons.third_order_step`): where the exchange stops,
+third-order attention.
 """
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from commsim.teach import Lesson, Step
 from commsim.theory.bounds import ceil_log2
 from protocols.lessons.common import codes_text, positions_text, vector_text
 from protocols.lessons.common import size_arg as _size
+from protocols.lessons.third_order_step import third_order_step
 from protocols.theorems import query_bits
 
 PROTOCOL_SPEC = "attention:heads=1,width=2,dim=8,precision=10,seed=0"
@@ -198,7 +200,9 @@ def attention_protocol(n: int | None = None) -> Lesson:
         notes=f"{text}. Consequence: any f a layer computes has communication complexity at most this, for every "
               f"split — so a problem needing more bits (Dyck-(2,2), EQ, DISJ) is out of reach of a small layer.",
         reference="Theorem 4 of [BHBK24]"))
+    steps.append(third_order_step(N))
     return Lesson("attention-protocol", f"One attention layer is a cheap protocol (Theorem 4, N = {N})",
                   "The max-logit / partial-softmax exchange run on a real layer: every logit, the maximum, the "
-                  "rounded weights, Z_A and Z_B, the exact sums, and an output identical to the direct forward.",
+                  "rounded weights, Z_A and Z_B, the exact sums, and an output identical to the direct forward; then "
+                  "where it stops: third-order attention, whose pair logits mix Alice's and Bob's tokens.",
                   steps, N)
