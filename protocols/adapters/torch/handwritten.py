@@ -9,8 +9,8 @@ running: the innermost one that computed the attention is the core.  :func:`read
 core on its own input and reads, from the recorded tensors:
 
 * q, k, v: which ``nn.Linear`` output (and which third of a packed one) each is, heads split as
-  ``view(B, L, H, d_h).transpose(1, 2)`` -- compared exactly, or after a rotation by position (RoPE,
-  :mod:`.positions`);
+  ``view(B, L, H, d_h).transpose(1, 2)`` -- compared exactly, or after a rotation by position (RoPE, rotate-halves
+  or GPT-J's interleaved pairs, folded into W_Q and W_K as halves: :mod:`.positions`);
 * the scale (``scale=`` of SDPA, default 1/sqrt(d_h); for an explicit softmax, the ratio of its input to
   q k^T at the query row) and the mask at the query (the last position): nothing hidden (a causal mask
   hides nothing from the last query), or a bias linear in the key position (ALiBi, :mod:`.positions`);
@@ -34,7 +34,7 @@ from torch.overrides import TorchFunctionMode
 
 from protocols.adapters.torch.layers import AdapterError, tensor
 from protocols.adapters.torch.mha import ReadAttention
-from protocols.adapters.torch.positions import ROPE_BASES, close, read_alibi, read_rope, rotate
+from protocols.adapters.torch.positions import ROPES, close, read_alibi, read_rope, rotate, to_halves
 
 #: what a user declares when the forward cannot be read (:func:`declared_attention`)
 DECLARED = ("query", "key", "value", "out", "heads", "scale", "mask", "rope", "alibi")
@@ -158,7 +158,8 @@ def read_attention(core, x: torch.Tensor, label: str) -> ReadAttention:
         rope_k = rope_q
     if (rope_q is None) != (rope_k is None) or rope_q != rope_k:
         raise AdapterError(f"{label}: {name} rotates its queries and keys differently; commsim reads RoPE with one "
-                           f"base for both")
+                           f"base and layout for both")
+    base, interleaved = rope_q or (None, False)
     for c, what in ((cq, "query"), (ck, "key"), (cv, "value")):
         if not torch.equal(c[3], x):
             raise AdapterError(f"{label}: {name}'s {what} projection {c[0]} reads something other than the "
@@ -178,12 +179,17 @@ def read_attention(core, x: torch.Tensor, label: str) -> ReadAttention:
         return tensor(W), None if c[1].bias is None else tensor(c[1].bias[c[2] * D:(c[2] + 1) * D])
 
     (Wq, bq), (Wk, bk), (Wv, bv) = part(cq), part(ck), part(cv)
+    if interleaved:   # GPT-J pairs are rotate-halves after the same permutation of q's and k's head coordinates
+        order = (np.arange(H)[:, None] * dh + to_halves(dh).numpy()[None, :]).reshape(-1)
+        Wq, Wk = Wq[order], Wk[order]
+        bq, bk = (None if b is None else b[order] for b in (bq, bk))
     what = (f"{name} (hand-written: {'scaled_dot_product_attention' if kind == 'sdpa' else 'explicit softmax'}, "
             f"q/k/v from {', '.join(dict.fromkeys(c[0] for c in (cq, ck, cv)))}"
-            + (f", out {after[0][1]}" if after else "") + (f", RoPE base {rope_q:g}" if rope_q else "")
+            + (f", out {after[0][1]}" if after else "")
+            + (f", RoPE base {base:g}{' interleaved (GPT-J)' if interleaved else ''}" if base else "")
             + (", ALiBi" if alibi is not None else "") + ")")
     return ReadAttention(int(x.shape[-1]), H, Wq, Wk, Wv, bq, bk, bv, tensor(W_O), None if b_O is None else
-                         tensor(b_O), float(scale), rope=rope_q, alibi=alibi, module=core, what=what)
+                         tensor(b_O), float(scale), rope=base, alibi=alibi, module=core, what=what)
 
 
 def _sdpa_bias(call, L, H, label, name):
@@ -204,8 +210,8 @@ def _sdpa_bias(call, L, H, label, name):
 
 
 def _read_scores(S, chunks, H, L, dh, label, name):
-    """(query chunk, key chunk, RoPE base, scale, bias (H, L) or None) whose scores q k^T give the softmax
-    input S at the query row (S = scale q k^T + bias)."""
+    """(query chunk, key chunk, RoPE (base, interleaved) or None, scale, bias (H, L) or None) whose scores q k^T
+    give the softmax input S at the query row (S = scale q k^T + bias)."""
     target = S[:, :, -1, :].double()                          # (B, H, L)
     if not bool(torch.isfinite(target).all()):
         raise AdapterError(f"{label}: {name}'s mask hides positions from the last query; the exchange attends at "
@@ -214,8 +220,8 @@ def _read_scores(S, chunks, H, L, dh, label, name):
         for ck in chunks:
             if ck is cq:
                 continue
-            for base in (None, *ROPE_BASES):
-                q, k = (cq[4], ck[4]) if base is None else (rotate(cq[4], base), rotate(ck[4], base))
+            for rope in (None, *ROPES):
+                q, k = (cq[4], ck[4]) if rope is None else (rotate(cq[4], *rope), rotate(ck[4], *rope))
                 sc = (q.double()[:, :, -1:, :] @ k.double().transpose(-2, -1))[:, :, 0]     # (B, H, L)
                 centred = sc - sc.mean(dim=0, keepdim=True)     # the bias is the same for every row of the batch
                 denom = float((centred * centred).sum())
@@ -226,10 +232,10 @@ def _read_scores(S, chunks, H, L, dh, label, name):
                     if abs(scale - snap) <= 1e-4 * snap:
                         scale = snap
                 if close(target, scale * sc, S.dtype):
-                    return cq, ck, base, scale, None
+                    return cq, ck, rope, scale, None
                 bias = (target - scale * sc).mean(dim=0)
                 if close(target, scale * sc + bias, S.dtype):
-                    return cq, ck, base, scale, bias
+                    return cq, ck, rope, scale, bias
     raise AdapterError(f"{label}: could not read the query and key projections of {name}: no two thirds of its "
                        f"nn.Linear outputs (in {H} heads of {dh}) give its softmax input as scale * q k^T (+ a bias); "
                        f"declare the parts ({', '.join(DECLARED)})")

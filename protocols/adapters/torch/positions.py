@@ -1,7 +1,13 @@
-"""Position schemes read from a hand-written attention's tensors (:mod:`.handwritten`): rotary q/k (RoPE, as in
-Llama and GPT-NeoX: the two halves of each head rotated, angle i * base^(-2j/d_h) at position i) and ALiBi (a bias
-m_h * (j - i) on the logits of head h, as in the ALiBi paper).  Each reading is compared with what the module
-computed; what does not fit is refused, naming it."""
+"""Position schemes read from a hand-written attention's tensors (:mod:`.handwritten`): rotary q/k (RoPE, angle
+i * base^(-2j/d_h) at position i for the j-th pair of each head) and ALiBi (a bias m_h * (j - i) on the logits of
+head h, as in the ALiBi paper).  Each reading is compared with what the module computed; what does not fit is
+refused, naming it.
+
+RoPE comes in two layouts: *halves* (Llama, GPT-NeoX, transformers' ``rotate_half``: coordinate j is paired with
+j + d_h/2) -- the layout of commsim's attention layer -- and *interleaved* (GPT-J, RoFormer: coordinate 2j with
+2j + 1).  Rotating interleaved pairs is rotating halves after the permutation :func:`to_halves` (evens, then odds)
+of each head's coordinates, and q·k is unchanged when q and k are permuted alike, so an interleaved RoPE folds
+exactly into W_Q and W_K (their rows permuted per head; the values are not rotated)."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +19,17 @@ from protocols.adapters.torch.layers import AdapterError
 ROPE_BASES = (10000.0, 500000.0, 1000000.0)
 
 
-def rotate(t: torch.Tensor, base: float) -> torch.Tensor:
-    """(B, H, L, d_h) rotated by position 0..L-1, rotate-halves (float64)."""
+def to_halves(width: int) -> torch.Tensor:
+    """The order of a head's coordinates that takes the interleaved RoPE layout to rotate-halves: evens, then odds
+    (module docstring)."""
+    return torch.cat((torch.arange(0, width, 2), torch.arange(1, width, 2)))
+
+
+def rotate(t: torch.Tensor, base: float, interleaved: bool = False) -> torch.Tensor:
+    """(B, H, L, d_h) rotated by position 0..L-1, rotate-halves or ``interleaved`` pairs (float64)."""
+    if interleaved:
+        order = to_halves(t.shape[-1])
+        return rotate(t[..., order], base)[..., torch.argsort(order)]
     L, dh = t.shape[-2], t.shape[-1]
     inv = 1.0 / (base ** (torch.arange(0, dh, 2, dtype=torch.float64) / dh))
     angles = torch.outer(torch.arange(L, dtype=torch.float64), inv)
@@ -31,11 +46,15 @@ def close(a: torch.Tensor, b: torch.Tensor, dtype=None) -> bool:
                                                       atol=64 * eps * (1 + float(b.abs().max()))))
 
 
-def read_rope(chunk: torch.Tensor, target: torch.Tensor) -> float | None:
-    """The base whose rotation of ``chunk`` (B, H, L, d_h) is ``target``, or None."""
+#: the rotations tried: (base, interleaved), halves first
+ROPES = tuple((base, interleaved) for interleaved in (False, True) for base in ROPE_BASES)
+
+
+def read_rope(chunk: torch.Tensor, target: torch.Tensor) -> tuple[float, bool] | None:
+    """(base, interleaved) of the rotation of ``chunk`` (B, H, L, d_h) that is ``target``, or None."""
     if chunk.shape != target.shape or chunk.shape[-1] % 2:
         return None
-    return next((base for base in ROPE_BASES if close(rotate(chunk, base), target)), None)
+    return next((rope for rope in ROPES if close(rotate(chunk, *rope), target)), None)
 
 
 def read_alibi(bias, heads: int, length: int, label: str, name: str) -> tuple | None:
