@@ -7,7 +7,10 @@ model (Theorem 4 of [BHBK24]), folded by :mod:`.fold` as GPT-2 is (:mod:`.gpt2`)
   position i, the query rotated at its own position): the attention layer's ``rope`` with base ``rope_theta``
   (:mod:`protocols.models.attention_positions`).  Only the default RoPE is read: a ``rope_scaling`` (linear,
   dynamic, yarn, llama3, ...) changes the angles or scales cos/sin (``attention_scaling``) and is refused, naming
-  it; the rotation the module computes is checked against the one folded (its ``inv_freq``);
+  it; the rotation the module computes is checked against the one folded (its ``inv_freq``).  transformers
+  computes the angles and cos/sin in float32 whatever the model's dtype, commsim in float64 rounded once to the
+  format: the same within float32's, float16's and bfloat16's tolerances, but a float64 Llama differs from its
+  module by about 3e-6 (float32's cos/sin), outside float64's tolerance, and its agreement says so;
 * grouped-query attention (``num_key_value_heads`` < ``num_attention_heads``): query head h reads key/value head
   h // (H / H_kv), as transformers' ``repeat_kv``; W_K and W_V are repeated per query head.  The exchange's
   messages are per *query* head -- each query head has its own q_N, logits, max, Z and U (its partial softmax
@@ -77,9 +80,10 @@ def rope_base(config, rotary, head_dim: int) -> float:
                            "rope_scaling")
     base = float(params.get("rope_theta", 10000.0))
     scaling = float(getattr(rotary, "attention_scaling", 1.0))
-    inv_freq = tensor(rotary.inv_freq)
-    expected = tensor(1.0 / (base ** (np.arange(0, head_dim, 2, dtype=np.float32) / np.float32(head_dim))))
-    if scaling != 1.0 or inv_freq.shape != expected.shape or not np.allclose(inv_freq, expected, rtol=1e-6, atol=0):
+    inv_freq = tensor(rotary.inv_freq)        # in the module's dtype after .to(bfloat16): compared to its precision
+    expected = 1.0 / (base ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim))
+    within = 2 * float(np.finfo(np.float32).eps if rotary.inv_freq.dtype.itemsize >= 4 else 2.0 ** -7)
+    if scaling != 1.0 or inv_freq.shape != expected.shape or not np.allclose(inv_freq, expected, rtol=within, atol=0):
         raise AdapterError(f"this Llama's rotary embedding is not the default RoPE of base {base:g} over head width "
                            f"{head_dim} (attention_scaling {scaling:g}, {inv_freq.size} frequencies); commsim folds "
                            f"only rope_scaling=None", "rope_scaling")

@@ -66,6 +66,15 @@ def test_the_fold_is_the_module_rope_and_grouped_query_heads_included():
     assert agreement(model)["ok"] is False
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_half_precision_llama_agrees_within_its_format_s_tolerance(dtype):
+    model = from_torch(tiny_llama().to(getattr(torch, dtype)))      # inv_freq too is cast to the dtype
+    assert model.format.name == dtype
+    result = agreement(model)
+    assert result["ok"] is True, result["note"]
+    assert run_reduction("eq-ineq", model, 2, instances=8, certify=False).protocol_matches_model
+
+
 def test_hf_llama_from_a_local_directory_runs_exactly_with_the_hand_counted_bits(dirs, capsys):
     spec = f"hf-llama:{dirs['gqa']}"
     plain = run_reduction("index-idxl", spec, N, instances=16, seed=0, certify=False)
