@@ -218,8 +218,8 @@ def _probe_graphs(nodes: int, conv: bool) -> np.ndarray:
     return X
 
 
-def wrap_graph(module, fmt=None, *, seq_len: int | None = None, spec: str = "", check: bool = True,
-               **unused) -> TorchGraphAttention:
+def wrap_graph(module, fmt=None, *, seq_len: int | None = None, spec: str = "",
+               check: bool = True) -> TorchGraphAttention:
     """A :class:`TorchGraphAttention` for a graph transformer module (module docstring)."""
     import torch
     fmt = _format(fmt)
@@ -258,7 +258,7 @@ class TorchThirdOrder(ThirdOrderAttention):
     torch_module = None
 
 
-def wrap_third_order(module, fmt=None, *, spec: str = "", **unused) -> TorchThirdOrder:
+def wrap_third_order(module, fmt=None, *, spec: str = "") -> TorchThirdOrder:
     """A :class:`TorchThirdOrder` for a third-order module (module docstring); ``tok`` an ``nn.Embedding``, ``pos``
     an ``nn.Embedding`` or None."""
     import torch.nn as nn
