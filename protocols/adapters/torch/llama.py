@@ -31,13 +31,13 @@ from commsim.core.arithmetic import Dense
 from commsim.core.precision import NumberFormat
 from protocols.adapters.torch.fold import (
     TWO_LAYERS,
+    LastPositionForward,
     OneLayer,
     TorchAttention,
     build_attention,
     check_table_size,
     embedding_grid,
     fold_pre_attention,
-    LastPositionForward,
     last_position_forward,
     quantized,
     split_heads,
@@ -139,10 +139,11 @@ def wrap_llama(model, fmt: NumberFormat | None = None, *, head=None, vocab_size:
     else:
         raise AdapterError(f"expected a transformers LlamaForCausalLM or LlamaModel, got {type(model).__name__}")
     cfg = body.config
+    dtype = next(model.parameters()).dtype
     if len(body.layers) != 1:
         if lm_head is None or head is not None:
             raise AdapterError(f"this Llama has {len(body.layers)} layers; {TWO_LAYERS}")
-        own = format_for_dtype(next(model.parameters()).dtype)
+        own = format_for_dtype(dtype)
         if fmt is not None and fmt != own:
             raise AdapterError(f"this Llama has {len(body.layers)} layers, so no exchange simulates it and its "
                                f"function is its own forward at {own.name}; precision=/dtype= {fmt.name} does not "
@@ -155,7 +156,6 @@ def wrap_llama(model, fmt: NumberFormat | None = None, *, head=None, vocab_size:
         raise AdapterError(f"this Llama has {H} query heads for {H_kv} key/value heads; grouped-query attention "
                            f"needs a whole number of query heads per key/value head", "num_key_value_heads")
     base = rope_base(cfg, body.rotary_emb, m)
-    dtype = next(model.parameters()).dtype
     fmt = format_for_dtype(dtype) if fmt is None else fmt
     d = cfg.hidden_size
     wte = quantized(fmt, body.embed_tokens.weight)
