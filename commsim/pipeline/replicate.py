@@ -12,7 +12,9 @@ An experiment is a plugin (registry kind ``experiment``; [BHBK24]'s are in ``pro
 * ``claims(rows)`` -- the paper's claims checked on the rows: dicts ``claim``, ``paper``, ``ours``,
   ``status`` (``reproduced``, ``not reproduced``, ``not measured``);
 * ``bound_curve(rows, N)`` -- the accuracy ceiling over state bits at length N (``bits``, ``ceiling``,
-  ``line``, ``label``, ``line_label``) or None.
+  ``line``, ``label``, ``line_label``) or None;
+* optionally ``ceiling_column`` -- the row's column holding that ceiling at the quantised model's state bits
+  (what the command's table shows).
 
 Each cell is keyed by a hash of the experiment's name and the cell (:func:`cell_key`); with ``out`` the rows of
 a table written before are read first and every cell whose key is there without an error is not run again; the
@@ -270,7 +272,7 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
     frame.attrs.update({"experiment": exp.name, "title": exp.title, "source": exp.source, "figure": exp.figure,
                         "scale": scale, "cells": len(cells), "run": len(todo), "skipped": len(done),
                         "failed": sum(1 for r in ordered if r.get("error")), "invalid": len(invalid),
-                        "executor": described, "ceiling_column": exp.ceiling_column,
+                        "executor": described, "ceiling_column": getattr(exp, "ceiling_column", None),
                         "violations": list(exp.check(good)), "claims": list(exp.claims(good)),
                         "sizes": dict(exp.scales[scale]), "paper_sizes": dict(exp.scales.get("paper", {})),
                         "out": None if out is None else str(out)})

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import math
+from typing import Callable
 
 import numpy as np
 
@@ -110,31 +111,43 @@ def restricted_to_index(net, k: int, n: int):
     return small
 
 
+def one_way_bound(net, vocab_size: int, tokens: np.ndarray, labels: np.ndarray, *, ceiling_column: str,
+                  ceiling: Callable[[int], float], run: Callable[[int, int], dict]) -> dict:
+    """What every trained recurrent model's row holds (module docstring): p_eff and what it rests on, S, the
+    accuracy ceiling at S (``ceiling(S)``, in ``ceiling_column``) and the ``run_*`` columns of ``run(S, p_eff)``."""
+    found = effective_precision(net, vocab_size, tokens, labels)
+    p_eff = found["p_eff"]
+    row = {**found, "sampling_margin": round(sampling_margin(len(labels)), 4)}
+    if p_eff is None:
+        row.update({"state_bits": None, ceiling_column: None, "run_verdict": None,
+                    "run_note": f"no width up to {PRECISIONS[-1]} bits keeps the accuracy"})
+        return row
+    S = found["state_numbers"] * p_eff
+    row.update({"state_bits": S, ceiling_column: ceiling(S)})
+    row.update(run(S, p_eff))
+    return row
+
+
+def _unsearched(S: int, line: str) -> str:
+    """The note of a row whose certificate exists (S below the one-way ``line``) but was not searched."""
+    return f"S = {S} < {line}: a collision certificate exists (pigeonhole) but was not searched (a step-contract model)"
+
+
 def index_bound(net, *, k: int, N: int, tokens: np.ndarray, labels: np.ndarray, run_instances: int,
                 seed: int) -> dict:
     """Every bound figure of one trained recurrent index-lookup model (module docstring)."""
-    vocab = k + N
-    found = effective_precision(net, vocab, tokens, labels)
-    p_eff = found["p_eff"]
-    row = dict(found)
-    row["one_way_bits"] = round(index_lookup_one_way_bits(k, N), 3)
-    row["sampling_margin"] = round(sampling_margin(len(labels)), 4)
-    if p_eff is None:
-        row.update(state_bits=None, fano_ceiling=None, run_verdict=None,
-                   run_note=f"no width up to {PRECISIONS[-1]} bits keeps the accuracy")
-        return row
-    S = found["state_numbers"] * p_eff
-    row["state_bits"] = S
-    row["fano_ceiling"] = fano_accuracy_ceiling(k, N, S)
-    # the pigeonhole search runs sampled Alice inputs (tens of thousands) through the model; a model commsim runs
-    # through the step contract does so one sequence at a time, so it is searched only when it is small
-    search = S < N and (hasattr(net, "commsim_parts") or N * (k + N) <= STEP_SEARCH_LIMIT)
-    report = commsim.run("index-idxl", restricted_to_index(net, k, N), n=N, precision=p_eff,
-                         instances=run_instances, seed=seed, certify=search or S >= N)
-    row.update(run_figures(report, searched=search, unsearched=None if search or S >= N else
-                           f"S = {S} < N = {N}: a collision certificate exists (pigeonhole) but was not searched "
-                           f"(a step-contract model at N = {N})"))
-    return row
+    def run(S: int, p_eff: int) -> dict:
+        # the pigeonhole search runs sampled Alice inputs (tens of thousands) through the model; a model commsim
+        # runs through the step contract does so one sequence at a time, so it is searched only when it is small
+        search = S < N and (hasattr(net, "commsim_parts") or N * (k + N) <= STEP_SEARCH_LIMIT)
+        report = commsim.run("index-idxl", restricted_to_index(net, k, N), n=N, precision=p_eff,
+                             instances=run_instances, seed=seed, certify=search or S >= N)
+        return run_figures(report, searched=search,
+                           unsearched=None if search or S >= N else _unsearched(S, f"N = {N}"))
+
+    return {"one_way_bits": round(index_lookup_one_way_bits(k, N), 3),
+            **one_way_bound(net, k + N, tokens, labels, ceiling_column="fano_ceiling",
+                            ceiling=lambda S: fano_accuracy_ceiling(k, N, S), run=run)}
 
 
 def run_figures(report, *, searched: bool, unsearched: str | None = None) -> dict:
@@ -211,25 +224,16 @@ def equality_bound(net, *, N: int, tokens: np.ndarray, labels: np.ndarray, run_i
     one-way line S >= n (EQ_n, Theorem 11), the exact ceiling (:func:`eq_random_ceiling`) and the run of the
     quantised model on ``eq-sep`` (its pigeonhole certificate searched when S < n and the model is batched)."""
     n = N // 2
-    found = effective_precision(net, 3, tokens, labels)
-    p_eff = found["p_eff"]
-    row = dict(found)
-    row["one_way_bits"] = n
-    row["sampling_margin"] = round(sampling_margin(len(labels)), 4)
-    if p_eff is None:
-        row.update(state_bits=None, eq_random_ceiling=None, run_verdict=None,
-                   run_note=f"no width up to {PRECISIONS[-1]} bits keeps the accuracy")
-        return row
-    S = found["state_numbers"] * p_eff
-    row["state_bits"] = S
-    row["eq_random_ceiling"] = eq_random_ceiling(n, S)
-    search = S < n and hasattr(net, "commsim_parts")
-    report = commsim.run(SeparatedEquality(), net, n=n, precision=p_eff, instances=run_instances, seed=seed,
-                         certify=search or S >= n)
-    row.update(run_figures(report, searched=search, unsearched=None if search or S >= n else
-                           f"S = {S} < n = {n}: a collision certificate exists (pigeonhole) but was not searched "
-                           f"(a step-contract model)"))
-    return row
+
+    def run(S: int, p_eff: int) -> dict:
+        search = S < n and hasattr(net, "commsim_parts")
+        report = commsim.run(SeparatedEquality(), net, n=n, precision=p_eff, instances=run_instances, seed=seed,
+                             certify=search or S >= n)
+        return run_figures(report, searched=search,
+                           unsearched=None if search or S >= n else _unsearched(S, f"n = {n}"))
+
+    return {"one_way_bits": n, **one_way_bound(net, 3, tokens, labels, ceiling_column="eq_random_ceiling",
+                                                ceiling=lambda S: eq_random_ceiling(n, S), run=run)}
 
 
 # ---- one-layer attention: the exchange of Theorem 4 ---------------------------------------------------------------
@@ -246,7 +250,7 @@ def attention_bound(net, reduction, *, n: int, vocab_size: int, tokens: np.ndarr
         return row
     report = commsim.run(reduction, net, n=n, precision=found["p_eff"], instances=run_instances, seed=seed,
                          certify=True)
-    row.update(run_figures(report, searched=True))
-    row["run_bits_formula"] = report.to_row()["bits_formula"]
-    row["run_protocol"] = report.to_row()["protocol"]
+    figures = report.to_row()
+    row.update(run_figures(report, searched=True), run_bits_formula=figures["bits_formula"],
+               run_protocol=figures["protocol"])
     return row
