@@ -2,6 +2,8 @@
 run on an executor (this process, local processes, Dask), kept as a resumable table."""
 from __future__ import annotations
 
+import re
+
 import click
 from rich import box
 from rich.markup import escape
@@ -36,38 +38,92 @@ def _yes(value) -> str:
     return "—" if value is None else ("[green]yes[/]" if value else "[red]NO[/]")
 
 
+#: where a model's name may go onto the next line of the terminal table: after these, never inside a word
+SPEC_BREAKS = ":,/| "
+
+
+def spec_pieces(text: str) -> list[str]:
+    """``text`` cut after each run of :data:`SPEC_BREAKS` (``python:``, ``mine.py:``, ``width=2,``): the pieces a
+    line of the model column may hold whole."""
+    return [piece for piece in re.findall(rf"[^{re.escape(SPEC_BREAKS)}]*[{re.escape(SPEC_BREAKS)}]*", text) if piece]
+
+
+def wrap_spec(text: str, width: int) -> str:
+    """``text`` on lines of at most ``width`` characters, broken only between :func:`spec_pieces` (a piece longer
+    than ``width`` has a line of its own)."""
+    lines = [""]
+    for piece in spec_pieces(text):
+        if lines[-1] and len(lines[-1]) + len(piece.rstrip()) > width:
+            lines.append("")
+        lines[-1] += piece
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _table(title: str, columns: list[str], cells: list[list[str]], longest: dict[str, int],
+           model_width: int | None = None, fold_model: bool = False) -> Table:
+    """The sweep's table of ``cells`` (one list per row, in ``columns`` order); the model column ``model_width``
+    wide, its text broken by :func:`wrap_spec` and not wrapped again by rich -- unless ``fold_model`` (a console
+    too narrow for a whole piece: rich folds it) --, or left out when None."""
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    for name in columns:
+        if name == "model" and model_width is None:
+            continue
+        table.add_column(name, justify="left" if name in ("reduction", "model", "verdict", "exact", "certificate")
+                         else "right", overflow="fold", min_width=min(longest.get(name, len(name)), 26),
+                         no_wrap=name not in ("reduction", "certificate") and (name != "model" or not fold_model),
+                         width=model_width if name == "model" else None)
+    for row in cells:
+        table.add_row(*(cell for name, cell in zip(columns, row) if name != "model" or model_width is not None))
+    return table
+
+
 def render_sweep(frame) -> None:
     """The rows as a table: per cell, bits used against the bound, accuracy, the certificate (the reduction,
-    seed and protocol = model columns only when they vary); then the reasons of the cells that failed."""
+    seed and protocol = model columns only when they vary); then the reasons of the cells that failed.
+
+    Models are named by what differs between their specs (:func:`~commsim.cli.sweep_plot.spec_labels`, as the
+    plot names them; the part they share is in the title), and the model column takes the width the other
+    columns leave, its names broken onto lines only after a ``:``, ``,`` or ``/`` -- never inside a word."""
+    from rich.measure import Measurement
+
+    from commsim.cli.sweep_plot import spec_labels
     rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+    shown = rows[:SHOWN_ROWS]
     many_reductions = len({r["reduction"] for r in rows}) > 1
     many_seeds = len({r["seed"] for r in rows}) > 1
     inexact = any(r.get("protocol_matches_model") is False for r in rows)
-    title = "commsim sweep" + ("" if many_reductions or not rows else f": {rows[0]['reduction']}")
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    models = list(dict.fromkeys(str(r["model"]) for r in shown))
+    labels, common = spec_labels(models)
+    label = dict(zip(models, labels))
+    title = "commsim sweep" + ("" if many_reductions or not rows else f": {rows[0]['reduction']}") + \
+        (f"\nmodels {common} (the model column says what differs)" if common else "")
     columns = (["reduction"] if many_reductions else []) + ["model", "n"] + (["seed"] if many_seeds else []) + \
         ["bits/bound", "verdict", "acc."] + (["exact"] if inexact else []) + ["certificate"]
-    longest = {name: max([len(str(r[name])) for r in rows[:SHOWN_ROWS]] + [len(name)]) for name in ("reduction", "model")}
-    longest["certificate"] = 9
-    for name in columns:
-        table.add_column(name, justify="left" if name in ("reduction", "model", "verdict", "exact", "certificate")
-                         else "right", overflow="fold", min_width=min(longest.get(name, len(name)), 26),
-                         no_wrap=name not in ("reduction", "model", "certificate"))
+    longest = {"reduction": max([len(str(r["reduction"])) for r in shown] + [len("reduction")]), "certificate": 9}
     failures: dict[str, list[str]] = {}
-    for row in rows[:SHOWN_ROWS]:
-        head = ([escape(str(row["reduction"]))] if many_reductions else []) + [escape(str(row["model"])), str(row["n"])] \
+    cells = []
+    for row in shown:
+        head = ([escape(str(row["reduction"]))] if many_reductions else []) + [label[str(row["model"])], str(row["n"])] \
             + ([str(row["seed"])] if many_seeds else [])
         if row.get("error"):
             failures.setdefault(str(row["error"]), []).append(f"{row['reduction']} {row['model']} n = {row['n']}"
                                                               + (f" seed {row['seed']}" if many_seeds else ""))
-            table.add_row(*head, "", "[red]error[/]", "", *([""] if inexact else []), f"({len(failures)})")
+            cells.append([*head, "", "[red]error[/]", "", *([""] if inexact else []), f"({len(failures)})"])
             continue
         kind = row.get("certificate_kind")
         shown_cert = "—" if kind is None else escape(str(kind)) + ("" if row.get("certificate")
                                                                   else " [red](not verified)[/]")
         bound = f"{row['lower_bound_bits']}" if row.get("bound_applies") else "—"
-        table.add_row(*head, f"{row['bits_used']}/{bound}", _verdict(row), f"{row['model_accuracy']:.3f}",
-                      *([_yes(row.get("protocol_matches_model"))] if inexact else []), shown_cert)
+        cells.append([*head, f"{row['bits_used']}/{bound}", _verdict(row), f"{row['model_accuracy']:.3f}",
+                      *([_yes(row.get("protocol_matches_model"))] if inexact else []), shown_cert])
+    others = Measurement.get(console, console.options, _table(title, columns, cells, longest)).maximum
+    piece = max([len(p.rstrip()) for name in labels for p in spec_pieces(name)] + [len("model")])
+    room = console.width - others - 2                # the model column's own padding
+    width = min(max([len(name) for name in labels] + [len("model")]), max(room, piece if piece <= room else 8))
+    model = columns.index("model")
+    for row in cells:
+        row[model] = escape(wrap_spec(row[model], width))
+    table = _table(title, columns, cells, longest, model_width=width, fold_model=piece > width)
     notes = [] if inexact or not any(r.get("protocol_matches_model") for r in rows) else \
         ["protocol = model bit for bit in every cell that ran"]
     if len(rows) > SHOWN_ROWS:
@@ -76,8 +132,8 @@ def render_sweep(frame) -> None:
     table.caption_justify = "left"
     console.print(table)
     for number, (reason, where) in enumerate(failures.items(), 1):
-        shown = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
-        console.print(escape(f"({number}) {shown}: {reason}"), soft_wrap=False)
+        listed = ", ".join(where[:3]) + (f" and {len(where) - 3} more" if len(where) > 3 else "")
+        console.print(escape(f"({number}) {listed}: {reason}"), soft_wrap=False)
 
 
 #: the most dropped rows listed one by one (all are in --json)
