@@ -338,6 +338,22 @@ def _is_main_guard(test) -> bool:
     return sides == {ast.dump(ast.Name("__name__", ast.Load())), ast.dump(ast.Constant("__main__"))}
 
 
+def spawn_is_safe() -> bool:
+    """May a default start local worker processes (each re-imports ``__main__``)?  Yes when ``__main__`` has no
+    file (an interactive session, ``python -c``) or its file guards its work with ``if __name__ == "__main__":``
+    (a script that does not might start its work again in every worker: a default then stays in this process)."""
+    import ast
+    path = getattr(sys.modules.get("__main__"), "__file__", None)
+    if path is None:
+        return True
+    try:
+        with open(path, encoding="utf-8") as fh:
+            tree = ast.parse(fh.read(), path)
+    except (OSError, SyntaxError, ValueError):
+        return False
+    return any(isinstance(node, ast.If) and _is_main_guard(node.test) for node in ast.walk(tree))
+
+
 def check_main_guarded(kind: str, scheduler=None, processes: bool = True) -> None:
     """Refuse (an InputError naming ``executor``), before any process starts, an executor that starts local
     worker processes (``processes``, ``dask`` without a ``scheduler``) when it is called from the top level of a

@@ -306,14 +306,15 @@ def stream_exhaustive(setup: Prepared, model: Any = None, *, seed: int = 0, audi
     # by default only a model given by its spec goes to other processes (a model object may not pickle)
     if map_fn is None and (workers is not None or spec is None or isinstance(spec, str)):
         count = sweep_workers(setup.problem.input_pairs, workers)
+    if count > 1 and workers is None:   # a default never refuses: unless spawning is safe, this process sweeps
+        from commsim.pipeline.executors import check_main_guarded, spawn_is_safe
+        try:
+            check_main_guarded("processes")
+            count = count if spawn_is_safe() else 1
+        except InputError:
+            count = 1
     if count > 1:
-        from commsim.pipeline.executors import check_main_guarded, make_executor
-        if workers is None:
-            try:   # a default must not refuse: a script without a main guard sweeps in this process
-                check_main_guarded("processes")
-            except InputError:
-                count = 1
-    if count > 1:
+        from commsim.pipeline.executors import make_executor
         with make_executor("processes", workers=count) as executor:
             merged = run_sharded(setup.reduction.id, spec, setup.problem.n,
                                  map_fn=lambda fn, items: (result for _, result in executor.as_completed(fn, items)),

@@ -43,4 +43,7 @@ def pairs_at(problem: Problem, start: int, stop: int) -> tuple[np.ndarray, np.nd
     """The instances of ranks start..stop-1 as aligned (Alice, Bob) arrays: ``all_pairs()`` sliced [start:stop]."""
     ranks = np.arange(start, stop, dtype=np.int64)
     ia, ib = np.divmod(ranks, np.int64(problem.bob_input_count))
-    return inputs_at(problem, "alice", ia), inputs_at(problem, "bob", ib)
+    if not len(ia):
+        return inputs_at(problem, "alice", ia), inputs_at(problem, "bob", ib)
+    first = int(ia[0])    # the Alice ranks are one contiguous range, each repeated: build each input once
+    return inputs_at(problem, "alice", np.arange(first, int(ia[-1]) + 1))[ia - first], inputs_at(problem, "bob", ib)

@@ -36,6 +36,10 @@ from protocols.models.npz import numeric_array, read_npz
 #: rows per chunk of a batched forward (bounds the temporaries)
 _CHUNK_VALUES = 1 << 20
 
+#: children per parent state from which :meth:`RecurrentModel.forward_shared` computes what a parent's steps
+#: share once (:meth:`RecurrentModel._parent_terms`) rather than in every child's step
+SHARED_TERMS_CHILDREN = 4
+
 
 # ---- the interface ----------------------------------------------------------------------------------
 class RecurrentModel:
@@ -110,6 +114,16 @@ class RecurrentModel:
     def step(self, h: np.ndarray, x: np.ndarray, t: int) -> np.ndarray:
         """One step on a batch: the new (quantized) state after token ``x`` at position ``t`` (0-based)."""
         return self._q(self._step(h, x, t))
+
+    def _parent_terms(self, h: np.ndarray):
+        """What every step from a state of ``h`` shares whatever the token (None: nothing; a subclass whose step
+        is a product of the state plus a token's term returns the products, :meth:`_child_steps`)."""
+        return None
+
+    def _child_steps(self, h: np.ndarray, terms, parents: np.ndarray, x: np.ndarray, t: int) -> np.ndarray:
+        """``step(h[parents], x, t)``, given ``terms = _parent_terms(h)`` (a subclass computes the shared part of
+        each parent's steps once; the same operations on the same values, so the same bits)."""
+        return self.step(h[parents], x, t)
 
     def readout(self, h: np.ndarray) -> np.ndarray:
         """The quantized readout values (batch, classes) of a batch of states."""
@@ -271,10 +285,13 @@ class RecurrentModel:
             parents_starts, starts = starts, np.flatnonzero(new)
             # a prefix's parent is the level-(k-1) prefix whose run holds its first row
             parents = np.searchsorted(parents_starts, starts, side="right") - 1
-            x = columns[k, starts]
+            x = columns[k, starts].astype(toks.dtype, copy=False)
+            # the parents' shared terms pay when they have many children (Bob's tokens after Alice's prefix)
+            terms = self._parent_terms(states) if len(starts) >= SHARED_TERMS_CHILDREN * len(states) else None
             level = np.empty((len(starts), self.state_units))
             for s in range(0, len(starts), rows):
-                level[s:s + rows] = self.step(states[parents[s:s + rows]], x[s:s + rows], k)
+                level[s:s + rows] = self.step(states[parents[s:s + rows]], x[s:s + rows], k) if terms is None else \
+                    self._child_steps(states, terms, parents[s:s + rows], x[s:s + rows], k)
             states = level
             node = None if len(starts) == batch else np.cumsum(new) - 1 if k in outs or keep == k + 1 else None
             if k in outs:
@@ -343,6 +360,30 @@ class _Trainable(RecurrentModel):
             params[name] = rng.uniform(-scale, scale, size=shape)
         return cls(params, fmt, spec, **extra)
 
+    def _step(self, h, x, t):
+        """The step: its product of the state, then the rest (:meth:`_after_product`)."""
+        return self._after_product(h, self._product(h), x)
+
+    def _product(self, h: np.ndarray) -> np.ndarray:
+        """The recurrent product of the state (a fresh array): what the steps from one state share."""
+        return self._rec(h[:, :self.width])
+
+    def _after_product(self, h: np.ndarray | None, u: np.ndarray, x: np.ndarray) -> np.ndarray:  # pragma: no cover
+        """The step from the state's product ``u`` (a fresh array, used in place) and the tokens ``x``; ``h`` is
+        the state when :attr:`_AFTER_READS_STATE`, else None."""
+        raise NotImplementedError
+
+    #: does :meth:`_after_product` read the state itself (not only its product)?
+    _AFTER_READS_STATE = True
+
+    def _parent_terms(self, h):
+        """The recurrent products of the parents' states."""
+        return self._product(h)
+
+    def _child_steps(self, h, terms, parents, x, t):
+        """The steps of the children, from their parents' products (gathered: the same values)."""
+        return self._q(self._after_product(h[parents] if self._AFTER_READS_STATE else None, terms[parents], x))
+
     def _readout(self, h: np.ndarray) -> np.ndarray:
         """y = W_out h + b_out, on the h part of the state."""
         y = self._out(h[:, :self.width])
@@ -367,9 +408,10 @@ class Elman(_Trainable):
         super().__init__(params, fmt, spec, activation=activation)
         self.activation = activation
 
-    def _step(self, h, x, t):
-        """act(W_rec h + W_in[x] + b)."""
-        pre = self._rec(h)
+    _AFTER_READS_STATE = False
+
+    def _after_product(self, h, pre, x):
+        """act(W_rec h + W_in[x] + b) from the product W_rec h."""
         pre += self._embed[x]
         if self.activation == "tanh":
             np.tanh(pre, out=pre)
@@ -396,10 +438,9 @@ class LSTM(_Trainable):
         """The two halves of the state, in words."""
         return f"2 x {self.width} unit{'s' if self.width != 1 else ''} of {self.format.name}"
 
-    def _step(self, h, x, t):
-        """The gates i, f, g, o; c rounded before h = o tanh(c); the new state (h, c)."""
+    def _after_product(self, h, z, x):
+        """The gates i, f, g, o from the product z; c rounded before h = o tanh(c); the new state (h, c)."""
         m = self.width
-        z = self._rec(h[:, :m])
         z += self._embed[x]
         # each gate on its own contiguous array, so every elementwise loop sees the same layout
         i = sigmoid(z[:, :m].copy())
@@ -427,12 +468,15 @@ class GRU(_Trainable):
         shapes["recurrent_bias"] = (3 * width,)
         return shapes
 
-    def _step(self, h, x, t):
-        """PyTorch's GRU update (:func:`gru_cell`)."""
-        m = self.width
+    def _product(self, h):
+        """U h + b_hh."""
         u = self._rec(h)
         u += self.params["recurrent_bias"]
-        return gru_cell(self._embed[x], u, h, m)
+        return u
+
+    def _after_product(self, h, u, x):
+        """PyTorch's GRU update (:func:`gru_cell`) from the recurrent part u."""
+        return gru_cell(self._embed[x], u, h, self.width)
 
 
 def gru_cell(a: np.ndarray, u: np.ndarray, h: np.ndarray, m: int) -> np.ndarray:

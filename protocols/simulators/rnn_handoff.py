@@ -238,10 +238,10 @@ class RnnHandoff(Simulator):
         there, not computed twice."""
         count, units = len(tokens), model.state_units
         if t:
-            alice = tokens[:, :t]
-            new = np.empty(count, dtype=bool)
+            new = np.zeros(count, dtype=bool)      # a run starts where a prefix token differs from the row above's
             new[0] = True
-            np.any(alice[1:] != alice[:-1], axis=1, out=new[1:])
+            for column in np.ascontiguousarray(tokens[:, :t].T):
+                new[1:] |= column[1:] != column[:-1]
             starts = np.flatnonzero(new)
             prefix_states = states[node[starts]]
             runs = np.cumsum(new) - 1
@@ -275,9 +275,9 @@ class RnnHandoff(Simulator):
             same = np.zeros(len(first), dtype=bool)
         else:
             same = np.all(received[runs[first]].view(np.uint64) == states[node[first]].view(np.uint64), axis=1)
-        raw = raw_direct.copy()
         if same.all():
-            return raw, 0
+            return raw_direct, 0
+        raw = raw_direct.copy()
         resume = np.flatnonzero(~same[np.cumsum(segment) - 1])
         rows = model.chunk_rows()
         for s in range(0, len(resume), rows):

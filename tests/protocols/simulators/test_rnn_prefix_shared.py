@@ -13,6 +13,7 @@ from commsim.pipeline.interfaces import Encoded
 from protocols.models.dyck_automaton import DyckAutomaton
 from protocols.models.linear_attention import LinearAttention
 from protocols.models.memorize import Memorize
+from protocols.models import recurrent
 from protocols.models.recurrent import random_model
 from protocols.models.ssm import DiagonalSSM
 from protocols.reductions.layouts import StoreAndCompare
@@ -86,11 +87,20 @@ def same_bits(a, b) -> np.ndarray:
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(cases())
-def test_prefix_shared_run_equals_the_per_instance_path(case):
+@given(cases(), st.sampled_from([0, 2, 10 ** 9]))
+def test_prefix_shared_run_equals_the_per_instance_path(case, shared_terms):
     model, encoded = case
-    t = len(encoded.alice_positions)
     protocol, direct, bits = per_instance(model, encoded)
+    before = recurrent.SHARED_TERMS_CHILDREN
+    recurrent.SHARED_TERMS_CHILDREN = shared_terms     # a parent's product once (0: always, 10^9: never)
+    try:
+        check_prefix_shared(model, encoded, protocol, direct, bits)
+    finally:
+        recurrent.SHARED_TERMS_CHILDREN = before
+
+
+def check_prefix_shared(model, encoded, protocol, direct, bits):
+    t = len(encoded.alice_positions)
     raw, (node, states) = model.forward_shared(encoded.tokens, encoded.output_positions, keep=t)
     assert np.array_equal(raw.view(np.uint64), direct.view(np.uint64))
     assert np.array_equal(raw.view(np.uint64), model.forward_batch(encoded.tokens, encoded.output_positions)
