@@ -2,11 +2,15 @@
 not depend on them."""
 from __future__ import annotations
 
+import sys
+import types
+
 import pytest
 
 import commsim.pipeline.executors as executors_mod
 import commsim.pipeline.shards as shards_mod
 from commsim.core.errors import InputError
+from commsim.pipeline.executors import spawn_is_safe
 from commsim.pipeline.shards import PARALLEL_INSTANCES, run_streamed, sweep_workers
 
 MODEL = "elman:width=3,precision=4"
@@ -50,3 +54,15 @@ def test_the_report_is_the_same_on_two_processes_as_in_one(monkeypatch):
 def test_workers_and_a_map_together_are_refused():
     with pytest.raises(InputError, match="workers"):
         run_streamed("index-idxl", MODEL, 6, shard_size=96, chunk=48, workers=2, map_fn=map)
+
+
+def test_a_default_spawns_workers_only_when_the_main_script_is_guarded(monkeypatch, tmp_path):
+    for text, safe in (("run()\n", False), ("if __name__ == '__main__':\n    run()\n", True), ("def (", False)):
+        script = tmp_path / "script.py"
+        script.write_text(text)
+        main = types.ModuleType("__main__")
+        main.__file__ = str(script)
+        monkeypatch.setitem(sys.modules, "__main__", main)
+        assert spawn_is_safe() is safe
+    monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))     # python -c, a notebook
+    assert spawn_is_safe()
