@@ -44,7 +44,14 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
     number format -- ``precision=P`` (P-bit fixed point; an int, or a format name such as ``"fixed16.8"`` or
     ``"bfloat16"``) with an optional ``frac=F``, or ``dtype=NAME`` -- given as to :func:`make_model`, which
     builds the model from the object (a torch module, a dict of its parts) sized to the task.  A spec string
-    names its format inside it (``"lstm:width=8,precision=8"``)."""
+    names its format inside it (``"lstm:width=8,precision=8"``).  ``progress=True`` draws a progress bar (in
+    Jupyter, in the cell's output: :mod:`commsim.cli.progress`)."""
+    if options.get("progress") is True:
+        from commsim.cli.progress import api_progress
+        label = reduction if isinstance(reduction, str) else "run"
+        with api_progress(True, label, stages=True) as progress:
+            return run(reduction, model, n, precision=precision, frac=frac, dtype=dtype,
+                       **{**options, "progress": progress})
     given = [key for key, value in (("precision", precision), ("frac", frac), ("dtype", dtype)) if value is not None]
     if not given:
         return run_reduction(reduction, model, n, **options)
@@ -61,13 +68,18 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
 def sweep(reductions, models=None, n=None, **options):
     """A grid of runs as a pandas DataFrame: ``commsim.sweep("index-idxl", "elman:width=2..8:x2", n="8..16:x2",
     executor="dask", out="r.parquet")`` (:func:`commsim.pipeline.sweep.sweep`; needs ``commsim[sweep]``).
-    ``out`` is written through the command line's atomic file writer and resumed from on the next call."""
+    ``out`` is written through the command line's atomic file writer and resumed from on the next call;
+    ``prune=True`` drops its rows whose cells are no longer in the grid.  ``progress=True`` draws a progress bar
+    (in Jupyter, in the cell's output: :mod:`commsim.cli.progress`)."""
     from commsim.cli.files import write_bytes
+    from commsim.cli.progress import api_progress
     from commsim.pipeline.arguments import sweep_arguments
     from commsim.pipeline.sweep import sweep as run_sweep
-    sweep_arguments(reductions, models, n, options)
+    bar = options.get("progress") is True
+    sweep_arguments(reductions, models, n, {**options, "progress": None} if bar else options)   # before a bar shows
     options.setdefault("write", lambda path, data: write_bytes(path, data, option="out"))
-    return run_sweep(reductions, models, n, **options)
+    with api_progress(options.get("progress"), "sweep: cells") as progress:
+        return run_sweep(reductions, models, n, **{**options, "progress": progress})
 
 
 def save_html(report, path, *, command=None):
@@ -96,11 +108,16 @@ def replicate(experiment, scale="quick", **options):
     N x width x seed: ``commsim.replicate("bhbk24-index", "cpu", executor="processes", out="idx.parquet")``
     (:func:`commsim.pipeline.replicate.replicate`; needs torch).  The frame's ``attrs`` hold the paper's claims
     checked (``claims``) and the invariants broken (``violations``).  ``out`` is written through the command
-    line's atomic file writer and resumed from on the next call."""
+    line's atomic file writer and resumed from on the next call.  ``progress=True`` draws a progress bar (in
+    Jupyter, in the cell's output)."""
     from commsim.cli.files import write_bytes
+    from commsim.cli.progress import api_progress
     from commsim.pipeline.replicate import replicate as run_replicate
-    options.setdefault("write", lambda path, data: write_bytes(path, data, option="out"))
-    return run_replicate(experiment, scale, **options)
+    with api_progress(options.get("progress"), "replicate: cells") as progress:
+        if progress is not None:
+            options["progress"] = progress
+        options.setdefault("write", lambda path, data: write_bytes(path, data, option="out"))
+        return run_replicate(experiment, scale, **options)
 
 
 __all__ = ["run_reduction", "run", "run_instances", "prepare", "Prepared", "search_certificate", "sweep", "replicate", "save_html", "sample", "vocabulary", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",

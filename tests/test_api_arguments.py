@@ -34,8 +34,9 @@ CALLS = {
     "write": lambda v: commsim.sweep("index-idxl", "memorize", n=4, write=v),
     "extra_modules": lambda v: commsim.load_plugins(v),
 }
-#: junk that is a valid value of a parameter (None: the default model, no progress; no plugins; 5 for n)
-VALID = {("model", "None"), ("progress", "None"), ("write", "None"), ("models", "None"), ("n", "None"),
+#: junk that is a valid value of a parameter (None: the default model, no progress; True: a progress bar; no
+#: plugins; 5 for n)
+VALID = {("model", "None"), ("progress", "None"), ("progress", "True"), ("write", "None"), ("models", "None"), ("n", "None"),
          ("audit", "False"), ("certify", "True"), ("n", "5"), ("extra_modules", "[]"), ("extra_modules", "()"),
          ("models", "[]")}
 

@@ -6,6 +6,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from commsim.cli.progress import ProgressBar
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_json
 
@@ -51,41 +52,10 @@ def check_positive(value: int, name: str, minimum: int = 1) -> int:
     return value
 
 
-class progress_bar:
-    """A rich progress bar on stderr for long sweeps; silent under --json or without a terminal.
-
-    Use as ``with progress_bar("instances", enabled) as update: ... update(done, total)``.
-    """
-
-    def __init__(self, description: str, enabled: bool = True):
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeRemainingColumn,
-        )
-        self.enabled = enabled and err_console.is_terminal
-        self._progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TimeRemainingColumn(), console=err_console, transient=True) \
-            if self.enabled else None
-        self._description = description
-        self._task = None
-
-    def __enter__(self):
-        if self._progress is not None:
-            self._progress.start()
-            self._task = self._progress.add_task(self._description, total=None)
-        return self.update
-
-    def update(self, done: int, total: int, description: str | None = None) -> None:
-        if self._progress is not None:
-            fields = {} if description is None else {"description": description}
-            self._progress.update(self._task, completed=done, total=total, **fields)
-
-    def __exit__(self, *exc):
-        if self._progress is not None:
-            self._progress.stop()
+def progress_bar(description: str, enabled: bool = True) -> ProgressBar:
+    """The one progress bar of long work (:class:`~commsim.cli.progress.ProgressBar`: a terminal, a notebook, or
+    nothing), on the commands' stderr console: ``with progress_bar("instances", enabled) as update: ...``."""
+    return ProgressBar(description, enabled, console=err_console)
 
 
 def render_transcript(transcript, title: str = "transcript", limit: int = 40):
