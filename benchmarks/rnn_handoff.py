@@ -2,7 +2,9 @@
 
 1. Exhaustive INDEX sweep (index-idxl, all 2^n * n instances) through the handoff -- every instance's
    state encoded to bits, decoded, resumed, and compared bit for bit with the direct forward -- versus
-   a plain batched forward of the same model over the same inputs.  Target: ratio <= 1.3, and peak
+   a plain batched forward of the same model over the same inputs (row by row, every sequence's N steps; the
+   prefix-shared forward that the sweep's check uses, :meth:`RecurrentModel.forward_shared`, is timed beside
+   it, checked equal bit for bit).  Target: ratio <= 1.3, and peak
    memory under 2 GB at m = 16 (measured in a child process, which builds the instances and runs the
    sweep: the peak includes the ~1 GB of instance arrays at n = 20).
 2. One sequence of length L (default 10^5; eq-ineq split in the middle) through the per-instance
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -64,23 +67,31 @@ def sweep_vs_forward(spec: str, n: int, repeats: int) -> dict:
     from protocols.simulators.rnn_handoff import RNN_HANDOFF
     _, _, A, B, encoded, model = _setup(spec, "index-idxl", n)
     del A, B
-    direct_times, sweep_times = [], []
+    direct_times, shared_times, sweep_times = [], [], []
     sweep = None
     for _ in range(repeats):  # interleaved, best of each: the machine may be shared
         with _Clock() as direct_clock:
             raw = model.forward_batch(encoded.tokens, encoded.output_positions)
         direct_times.append(direct_clock.times)
         labels = model.labels(raw)
-        del raw
+        with _Clock() as shared_clock:
+            shared = model.forward_shared(encoded.tokens, encoded.output_positions)
+        shared_times.append(shared_clock.times)
+        if not np.array_equal(shared.view(np.uint64), raw.view(np.uint64)):
+            raise SystemExit("the prefix-shared forward differs from the row-by-row forward")
+        del raw, shared
         with _Clock() as sweep_clock:
             sweep = RNN_HANDOFF.run_batch(model, encoded)
         sweep_times.append(sweep_clock.times)
     (cpu_direct, wall_direct), (cpu_sweep, wall_sweep) = _best(direct_times), _best(sweep_times)
+    cpu_shared, wall_shared = _best(shared_times)
     return {
         "model": spec, "n": n, "instances": int(encoded.batch), "seq_len": encoded.seq_len,
         "state_bits": model.state_bits, "direct_forward_cpu_s": round(cpu_direct, 3), "sweep_cpu_s": round(cpu_sweep, 3),
         "direct_forward_wall_s": round(wall_direct, 3), "sweep_wall_s": round(wall_sweep, 3),
         "ratio": round(cpu_sweep / cpu_direct, 4), "wall_ratio": round(wall_sweep / wall_direct, 4),
+        "shared_forward_cpu_s": round(cpu_shared, 3), "shared_forward_wall_s": round(wall_shared, 3),
+        "ratio_vs_shared_forward": round(cpu_sweep / cpu_shared, 4),
         "all_exact": bool(np.all(sweep.exact_match)),
         "labels_equal_plain_forward": bool(np.array_equal(sweep.direct_labels, labels)),
         "bits_per_instance": sorted(set(np.unique(sweep.alice_to_bob).tolist())),
@@ -144,7 +155,7 @@ def main(argv=None) -> int:
     if args.memory_probe:
         print(json.dumps(memory_probe(args.model, n)))
         return 0
-    out = {"benchmark": "rnn_handoff", "quick": args.quick}
+    out = {"benchmark": "rnn_handoff", "quick": args.quick, "load_average_before": os.getloadavg()}
     sweep = sweep_vs_forward(args.model, n, repeats)
     runner = runner_vs_forward(args.model, length, max(repeats, 2))
     memory = None
@@ -157,7 +168,7 @@ def main(argv=None) -> int:
         "targets": {"sweep_ratio_max": 1.3, "runner_ratio_max": 1.2, "peak_memory_mb_max": 2048},
         "ok": bool(sweep["ratio"] <= 1.3 and runner["ratio"] <= 1.2 and sweep["all_exact"] and runner["bit_identical"]
                    and (memory is None or memory["peak_rss_mb"] < 2048)),
-        "sweep": sweep, "runner": runner, "memory": memory,
+        "sweep": sweep, "runner": runner, "memory": memory, "load_average_after": os.getloadavg(),
     })
     if args.json:
         print(json.dumps(out, indent=2))
