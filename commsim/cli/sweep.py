@@ -119,7 +119,7 @@ def render_sweep(frame) -> None:
     others = Measurement.get(console, console.options, _table(title, columns, cells, longest)).maximum
     piece = max([len(p.rstrip()) for name in labels for p in spec_pieces(name)] + [len("model")])
     room = console.width - others - 2                # the model column's own padding
-    width = min(max([len(name) for name in labels] + [len("model")]), max(room, piece if piece <= room else 8))
+    width = min(max([len(name) for name in labels] + [len("model")]), max(room, 8))
     model = columns.index("model")
     for row in cells:
         row[model] = escape(wrap_spec(row[model], width))

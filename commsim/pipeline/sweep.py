@@ -62,8 +62,8 @@ def run_cell(cell: Cell, plugins: tuple[str, ...] = ()) -> dict:
     """Run one cell and return its row (:data:`COLUMNS`: the cell's coordinates, then
     :meth:`~commsim.pipeline.report.Report.to_row` -- ``certificate`` is True when a verified certificate was
     found -- with ``runner_checked``, ``certificate_kind`` and which commsim made the row, when and from which
-    files); an
-    InputError (the cell cannot run as asked) becomes the row's ``error``.  Module-level, so that the processes and Dask executors can pickle it."""
+    files); an InputError (the cell cannot run as asked) becomes the row's ``error``.  Module-level, so that the
+    processes and Dask executors can pickle it."""
     row = {"cell": cell.key(), "reduction": cell.reduction, "model": cell.model, "pattern": cell.pattern,
            "n": cell.n, "seed": cell.seed, "instances": "all" if cell.instances is None else cell.instances}
     row.update({f"model.{k}": v for k, v in cell.varied})
