@@ -86,15 +86,15 @@ class ProgressBar:
     def __init__(self, description: str, enabled: bool = True, console=None):
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-        err_console = Console(stderr=True) if console is None else console
+        terminal = Console(stderr=True) if console is None else console
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
         self._progress = self._notebook = self._task = None
         self._description = description
         self.enabled = False
         if not enabled:
             return
-        if err_console.is_terminal:
-            self._progress = Progress(*columns, console=err_console, transient=True)
+        if terminal.is_terminal:
+            self._progress = Progress(*columns, console=terminal, transient=True)
         elif in_jupyter():
             self._progress = Progress(*columns, auto_refresh=False)     # never started: drawn by the display
             self._notebook = _NotebookDisplay(self._progress.get_renderable)
