@@ -97,8 +97,9 @@ API_SLOTS = [("run", ["index-idxl", "memorize"], {"n": 4}, slot) for slot in
     ("vocabulary", ["index-idxl"], {"n": 4}, slot) for slot in (0, "n")] + [
     ("sweep", ["index-idxl", "memorize"], {"n": 4}, slot) for slot in (0, 1, "n", "seeds", "write", "progress")] + [
     ("load_plugins", [[]], {}, 0)]
-#: (function, parameter, junk) where the junk is a valid value: the default model or size, no callback, 5 for a size
-#: or a seed, a set or tuple of names/sizes, an empty list of plugins or of models (the default model)
+#: (function, parameter, junk) where the junk is a valid value: the default model or size, no callback or True (a
+#: progress bar), 5 for a size or a seed, a set or tuple of names/sizes, an empty list of plugins or of models (the
+#: default model)
 API_VALID = {(name, str(slot), json.dumps(junk)) for name, slot, junk in [
     ("run", 1, "@none"), ("run", "n", "@none"), ("run", "n", 5), ("run", "instances", "@none"), ("run", "instances", 5),
     ("run", "seed", 5), ("run", "certify", True), ("run", "progress", "@none"),
@@ -106,7 +107,7 @@ API_VALID = {(name, str(slot), json.dumps(junk)) for name, slot, junk in [
     ("vocabulary", "n", "@none"), ("vocabulary", "n", 5),
     ("sweep", 0, "@set"), ("sweep", 1, "@none"), ("sweep", 1, []), ("sweep", "n", "@none"), ("sweep", "n", 5),
     ("sweep", "n", "@tuple"), ("sweep", "seeds", 5), ("sweep", "seeds", "@tuple"), ("sweep", "write", "@none"),
-    ("sweep", "progress", "@none"), ("load_plugins", 0, [])]}
+    ("sweep", "progress", "@none"), ("run", "progress", True), ("sweep", "progress", True), ("load_plugins", 0, [])]}
 
 
 def api_cases() -> list[dict]:
