@@ -261,10 +261,11 @@ class RecurrentModel:
         toks = self.check_tokens(tokens)
         batch, length = toks.shape
         outs = tuple(int(p) for p in output_positions)
+        if length == 0:
+            raise ModelError("cannot run a model on empty sequences", "tokens")
         bad = [p for p in outs if not 0 <= p < length]
-        if length == 0 or bad:
-            raise ModelError(f"output position {bad[0] if bad else 0} is outside a sequence of length {length}",
-                             "output_positions")
+        if bad:
+            raise ModelError(f"output position {bad[0]} is outside a sequence of length {length}", "output_positions")
         if keep is not None and not 0 <= keep <= length:
             raise InternalError(f"forward_shared keeps level {keep} of sequences of length {length}")
         if not self.shares_prefixes():
@@ -285,7 +286,7 @@ class RecurrentModel:
             parents_starts, starts = starts, np.flatnonzero(new)
             # a prefix's parent is the level-(k-1) prefix whose run holds its first row
             parents = np.searchsorted(parents_starts, starts, side="right") - 1
-            x = columns[k, starts].astype(toks.dtype, copy=False)
+            x = columns[k, starts]
             # the parents' shared terms pay when they have many children (Bob's tokens after Alice's prefix)
             terms = self._parent_terms(states) if len(starts) >= SHARED_TERMS_CHILDREN * len(states) else None
             level = np.empty((len(starts), self.state_units))
@@ -293,7 +294,8 @@ class RecurrentModel:
                 level[s:s + rows] = self.step(states[parents[s:s + rows]], x[s:s + rows], k) if terms is None else \
                     self._child_steps(states, terms, parents[s:s + rows], x[s:s + rows], k)
             states = level
-            node = None if len(starts) == batch else np.cumsum(new) - 1 if k in outs or keep == k + 1 else None
+            # per row its prefix at this level, where needed (every row its own prefix: the rows' order)
+            node = np.cumsum(new) - 1 if (k in outs or keep == k + 1) and len(starts) < batch else None
             if k in outs:
                 read = np.empty((len(starts), self.num_classes))
                 for s in range(0, len(starts), rows):

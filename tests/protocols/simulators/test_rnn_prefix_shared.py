@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from commsim.core.bits import Bits
+from commsim.core.errors import ModelError
 from commsim.core.precision import FixedPoint, FloatFormat
 from commsim.pipeline.interfaces import Encoded
 from protocols.models.dyck_automaton import DyckAutomaton
@@ -198,3 +199,15 @@ def test_a_resume_at_the_wrong_position_is_caught_for_a_model_that_reads_positio
     sweep = RNN_HANDOFF.run_batch(model, enc)
     assert sweep.details["bob_resumed_instances"] == enc.batch
     assert not sweep.exact_match.all()
+
+
+def test_the_shared_forward_refuses_what_the_row_by_row_forward_refuses():
+    model = random_model("elman", 2, "8", vocab=VOCAB)
+    for tokens, outs, param in ((np.zeros((3, 0), dtype=np.int64), (0,), "tokens"),
+                                (np.zeros((3, 4), dtype=np.int64), (4,), "output_positions"),
+                                (np.full((3, 4), VOCAB), (3,), "tokens")):
+        with pytest.raises(ModelError) as shared:
+            model.forward_shared(tokens, outs)
+        with pytest.raises(ModelError) as plain:
+            model.forward_batch(tokens, outs)
+        assert shared.value.param == plain.value.param == param
