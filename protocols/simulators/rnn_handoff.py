@@ -216,8 +216,8 @@ class RnnHandoff(Simulator):
             prefix_runs += len(received)
             resumed += count
             exact[lo:hi] = np.all(raw_protocol.view(np.uint64) == raw_direct.view(np.uint64), axis=(1, 2))
-            protocol_labels[lo:hi] = model.labels(raw_protocol)
             direct_labels[lo:hi] = model.labels(raw_direct)
+            protocol_labels[lo:hi] = direct_labels[lo:hi] if raw_protocol is raw_direct else model.labels(raw_protocol)
             alice_to_bob[lo:hi] = bits
             if progress:
                 progress(hi, batch)
