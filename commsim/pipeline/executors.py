@@ -203,11 +203,13 @@ class Dask(Executor):
 
     def close(self):
         """Close the client, then the cluster this executor started: its workers first, each given
-        :data:`WORKER_CLOSE_SECONDS` to stop (no "still alive ... killing").  After an error or Ctrl-C, quietly: the
-        caller reports it in one line, and what Dask would add while it stops workers in the middle of a task
-        (a warning per worker that its task was cancelled, a closed connection) is not printed."""
+        :data:`WORKER_CLOSE_SECONDS` to stop (never killed in the middle of its teardown: no "still alive ...
+        killing").  Quietly: once the work is over, what Dask says while an embedded cluster stops (on a loaded
+        machine, a worker's heartbeat that meets the closing scheduler) is not the user's to read; after an error
+        or Ctrl-C -- the caller reports it in one line -- neither is what it adds while it stops workers in the
+        middle of a task (a warning per cancelled task, a closed connection), from any cluster."""
         try:
-            if self._failed:
+            if self._failed or self._cluster is not None:
                 self._logs.silence()
                 if self._own_processes and self.client is not None:
                     _silence_workers(self.client)

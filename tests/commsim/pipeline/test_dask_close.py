@@ -1,5 +1,6 @@
-"""Issue 26.5: an embedded Dask cluster is closed cleanly -- its workers are given the time to stop -- so a Dask
-sweep's stderr holds no "Worker process still alive ... killing" (nor any other Dask log line)."""
+"""Issue 26.5: an embedded Dask cluster is closed cleanly -- its workers are given the time to stop, not killed in
+their teardown -- and a Dask sweep's stderr holds no "Worker process still alive ... killing" (nor any other Dask
+log line)."""
 from __future__ import annotations
 
 import subprocess
@@ -24,6 +25,7 @@ from commsim.pipeline.executors import make_executor
 class SlowTeardown(WorkerPlugin):
     def teardown(self, worker):
         time.sleep({delay})
+        open("teardown-done", "w").close()               # reached only if the worker is not killed first
 
 
 if __name__ == "__main__":
@@ -42,3 +44,4 @@ def test_a_dask_sweep_closes_its_cluster_without_killing_a_worker(tmp_path):
     assert done.stdout.strip().splitlines()[-1] == "rows 1 True"
     assert "still alive" not in done.stderr and "killing" not in done.stderr, done.stderr
     assert "distributed." not in done.stderr, done.stderr            # no other shutdown noise either
+    assert (tmp_path / "teardown-done").exists()                      # the worker stopped in its own time
