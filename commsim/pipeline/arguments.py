@@ -60,9 +60,10 @@ def model_argument(value: Any, param: str = "model") -> Any:
 
 
 def callable_argument(value: Any, param: str) -> Any:
-    """None or a function (``progress``, ``write``)."""
+    """None or a function (``progress``, ``write``); ``progress=True`` (draw a bar) is handled before this."""
     if value is not None and not callable(value):
-        raise InputError(f"{param} must be a function or None, got {_shown(value)}", param)
+        shown = "a function, True (draw a bar) or None" if param == "progress" else "a function or None"
+        raise InputError(f"{param} must be {shown}, got {_shown(value)}", param)
     return value
 
 
