@@ -274,12 +274,15 @@ def usable_cores() -> int:
 def sweep_workers(instances: int, workers: int | None = None) -> int:
     """Local worker processes for a streamed sweep of ``instances`` instances: ``workers`` when given (checked:
     at least 1, at most :data:`~commsim.pipeline.executors.WORKERS_PER_CORE` per core and what the memory
-    budget holds), else one per usable core when the run has at least :data:`PARALLEL_INSTANCES` instances and
-    more than one core is usable, else 1 (this process)."""
+    budget holds), else one per usable core when the run has at least :data:`PARALLEL_INSTANCES` instances,
+    more than one core is usable and this process is not itself a worker process, else 1 (this process)."""
     from commsim.pipeline.executors import check_workers
     if workers is not None:
         check_workers("processes", workers)
         return int(workers)
+    import multiprocessing
+    if multiprocessing.parent_process() is not None:    # already a worker (a sweep's cell): no workers of its own
+        return 1
     cores = usable_cores()
     return cores if instances >= PARALLEL_INSTANCES and cores > 1 else 1
 

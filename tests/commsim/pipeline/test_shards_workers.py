@@ -2,6 +2,7 @@
 not depend on them."""
 from __future__ import annotations
 
+import multiprocessing
 import sys
 import types
 
@@ -66,3 +67,10 @@ def test_a_default_spawns_workers_only_when_the_main_script_is_guarded(monkeypat
         assert spawn_is_safe() is safe
     monkeypatch.setitem(sys.modules, "__main__", types.ModuleType("__main__"))     # python -c, a notebook
     assert spawn_is_safe()
+
+
+def test_a_worker_process_sweeps_its_cell_itself(monkeypatch):
+    monkeypatch.setattr(shards_mod, "usable_cores", lambda: 2)
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    assert sweep_workers(PARALLEL_INSTANCES) == 1
+    assert sweep_workers(PARALLEL_INSTANCES, workers=2) == 2
