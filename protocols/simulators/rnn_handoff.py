@@ -294,7 +294,11 @@ class RnnHandoff(Simulator):
         t = split_point(encoded)
         tokens, outs = encoded.tokens, tuple(encoded.output_positions)
         count = len(tokens)
-        states = model.final_states(tokens[:, :t]) if t else model.initial_state(count)
+        if t:   # each distinct prefix's h_t once (the prefix trie of forward_shared), then every row's
+            _, (node, prefix_states) = model.forward_shared(tokens[:, :t], (), keep=t)
+            states = prefix_states[node]
+        else:
+            states = model.initial_state(count)
         message = model.format.encode(states)
         received = model.format.decode(message, count=count * model.state_units).reshape(count, model.state_units)
         _, raw = model.run(tokens[:, t:], state=received, start=t, outputs=outs)
