@@ -45,17 +45,11 @@ from commsim.pipeline.interfaces import (
     Share,
     Simulator,
 )
-from protocols.models.recurrent import RecurrentModel
+from protocols.models.recurrent import SHARED_BLOCK_CHUNKS, RecurrentModel
 from protocols.simulators.arches import RECURRENT_ARCHES
 from protocols.theorems import handoff_bits
 
 MESSAGE_LABEL = "hidden state"
-
-#: row chunks (:meth:`RecurrentModel.chunk_rows`) per block of instances whose shared prefixes are computed
-#: together: enough for long runs of equal prefixes, few enough that a block's arrays stay small (arrays past
-#: 32 MB are fresh memory maps, page-faulted in again every block: measured 0.4 s more system time at n = 20
-#: with 16 chunks than with 4)
-PREFIX_BLOCKS = 4
 
 
 def _positions_text(positions: np.ndarray, limit: int = 8) -> str:
@@ -205,7 +199,7 @@ class RnnHandoff(Simulator):
         direct_labels = np.empty((batch, len(outs)), dtype=ldt)
         exact = np.empty(batch, dtype=bool)
         alice_to_bob = np.empty(batch, dtype=np.int32)
-        block = model.chunk_rows() * PREFIX_BLOCKS     # instances whose shared prefixes are computed together
+        block = model.chunk_rows() * SHARED_BLOCK_CHUNKS     # instances whose shared prefixes are computed together
         prefix_runs = resumed = 0
         for lo in range(0, batch, block):
             hi = min(lo + block, batch)

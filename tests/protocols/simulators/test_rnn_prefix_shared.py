@@ -211,3 +211,20 @@ def test_the_shared_forward_refuses_what_the_row_by_row_forward_refuses():
         with pytest.raises(ModelError) as plain:
             model.forward_batch(tokens, outs)
         assert shared.value.param == plain.value.param == param
+
+
+@pytest.mark.parametrize("kind", ["gru", "linear-attention"])
+def test_rows_in_many_blocks_give_what_one_block_gives(monkeypatch, kind):
+    model = random_model("gru", 2, "10", vocab=VOCAB, seed=5) if kind == "gru" else \
+        LinearAttention.random(2, "10", vocab=VOCAB, seed=5)
+    monkeypatch.setattr(model, "chunk_rows", lambda: 64)
+    monkeypatch.setattr(recurrent, "SHARED_BLOCK_CHUNKS", 3)      # blocks of 192 rows
+    rng = np.random.default_rng(4)
+    tokens = np.concatenate([np.repeat(rng.integers(0, VOCAB, (100, 5)), 10, axis=0),
+                             rng.integers(0, VOCAB, (1000, 2))], axis=1)
+    raw, (node, states) = model.forward_shared(tokens, (5, 6), keep=5)
+    assert np.array_equal(raw.view(np.uint64), model.forward_batch(tokens, (5, 6)).view(np.uint64))
+    assert np.array_equal(states[node].view(np.uint64), model.final_states(tokens[:, :5]).view(np.uint64))
+    assert np.array_equal(model.forward_shared(tokens, (6,)).view(np.uint64), raw[:, 1:].view(np.uint64))
+    sweep = RNN_HANDOFF.run_batch(model, Encoded(tokens, np.arange(5), (5, 6)))
+    assert sweep.exact_match.all() and sweep.details["alice_prefix_runs"] >= 100
