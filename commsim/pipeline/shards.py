@@ -217,8 +217,8 @@ def run_sharded(reduction: str, model: Any = None, n: int | None = None, *, map_
                 shards: int | None = None, shard_size: int | None = None, chunk: int | None = None, seed: int = 0,
                 audit: bool = False, progress: Callable[[str, int, int], None] | None = None,
                 limit: int | None = None, simulator: str | None = None) -> Tally:
-    """:func:`plan_shards`, ``map_fn(run_shard, shards)`` (any ordered map: the builtin, a process pool's,
-    a Dask client's), :func:`merge_shards`.  ``limit``: the most instances (default
+    """:func:`plan_shards`, ``map_fn(run_shard, shards)`` (any map, its results in any order: the builtin, a
+    process pool's, a Dask client's), :func:`merge_shards`.  ``limit``: the most instances (default
     :data:`~commsim.core.limits.MAX_LOCAL_STREAMED_INSTANCES` with the builtin ``map``, else
     :data:`~commsim.core.limits.MAX_STREAMED_INSTANCES`)."""
     if limit is None:
