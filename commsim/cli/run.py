@@ -22,7 +22,6 @@ from commsim.cli.common import (
 )
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
-from commsim.pipeline.executors import check_workers
 from commsim.pipeline.run import run_reduction
 from commsim.pipeline.verdict import MUST_FAIL, WRONG_OUTCOMES
 from commsim.plugins import load_plugins
@@ -130,8 +129,6 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
     if fail_on_certificate and no_certificate:
         raise InputError("--fail-on-certificate needs the certificate search: drop --no-certificate",
                          "--fail-on-certificate")
-    if workers is not None:
-        check_workers("processes", workers)
     load_plugins(plugins)
     count = parse_instances(instances) if instances is not None else \
         load_plugins().get("reduction", reduction, param="reduction").default_instances

@@ -23,6 +23,7 @@ import numpy as np
 from commsim.pipeline.arguments import run_arguments
 from commsim.pipeline.assemble import make_report
 from commsim.pipeline.certificates import find_certificate, in_task_terms, search_by_argument
+from commsim.pipeline.executors import check_workers
 from commsim.pipeline.framework import recheck_certificate
 from commsim.pipeline.interfaces import EvaluationSet
 from commsim.pipeline.report import Report
@@ -54,6 +55,8 @@ def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, 
     :func:`commsim.pipeline.shards.sweep_workers`).
     """
     reduction_id, model_spec = run_arguments(reduction_id, model_spec, audit=audit, certify=certify, progress=progress)
+    if workers is not None:   # checked whether or not this run streams
+        check_workers("processes", workers)
     setup = prepare(reduction_id, model_spec, n, simulator=simulator)
     if streams(setup, instances):  # beyond what one in-memory batch holds: shards, in bounded memory
         return stream_exhaustive(setup, model_spec, seed=seed, audit=audit, certify=certify, progress=progress,

@@ -31,20 +31,12 @@ import numpy as np
 from commsim.core.arithmetic import Dense, Quantizer, label_dtype, sigmoid
 from commsim.core.errors import InternalError, ModelError
 from commsim.core.precision import FixedPoint, FormatError, NumberFormat, parse_format
+from protocols.models import prefix_trie
+from protocols.models.cells import gru_cell
 from protocols.models.npz import numeric_array, read_npz
 
 #: rows per chunk of a batched forward (bounds the temporaries)
 _CHUNK_VALUES = 1 << 20
-
-#: row chunks (:meth:`RecurrentModel.chunk_rows`) per block of :meth:`RecurrentModel.forward_shared`: each block
-#: is one prefix trie.  Enough rows for long runs of equal prefixes, few enough that a block's arrays stay small
-#: (arrays past glibc's 32 MB threshold are fresh memory maps, page-faulted in again every block: at n = 20,
-#: 16 chunks took 0.4 s more system time than 4)
-SHARED_BLOCK_CHUNKS = 4
-
-#: children per parent state from which :meth:`RecurrentModel.forward_shared` computes what a parent's steps
-#: share once (:meth:`RecurrentModel._parent_terms`) rather than in every child's step
-SHARED_TERMS_CHILDREN = 4
 
 
 # ---- the interface ----------------------------------------------------------------------------------
@@ -63,9 +55,8 @@ class RecurrentModel:
 
     kind = "rnn"
 
-    #: may the step or the readout read the position t?  (True unless a subclass says its step and readout read
-    #: only the state and the token: then a run resumed from a state gives what the direct forward gives from an
-    #: equal state, whatever position the resume started at)
+    #: may the step or the readout read the position t?  (False: only the state and the token, so a run resumed
+    #: from a state gives what the direct forward gives from an equal state, whatever position it starts at)
     reads_position = True
 
     def __init__(self, fmt: NumberFormat, width: int, state_units: int, vocab_size: int, num_classes: int,
@@ -122,13 +113,11 @@ class RecurrentModel:
         return self._q(self._step(h, x, t))
 
     def _parent_terms(self, h: np.ndarray):
-        """What every step from a state of ``h`` shares whatever the token (None: nothing; a subclass whose step
-        is a product of the state plus a token's term returns the products, :meth:`_child_steps`)."""
+        """What every step from a state of ``h`` shares whatever the token (None: nothing; :meth:`_child_steps`)."""
         return None
 
     def _child_steps(self, h: np.ndarray, terms, parents: np.ndarray, x: np.ndarray, t: int) -> np.ndarray:
-        """``step(h[parents], x, t)``, given ``terms = _parent_terms(h)`` (a subclass computes the shared part of
-        each parent's steps once; the same operations on the same values, so the same bits)."""
+        """``step(h[parents], x, t)`` given ``terms = _parent_terms(h)``: the same operations, the same bits."""
         return self.step(h[parents], x, t)
 
     def readout(self, h: np.ndarray) -> np.ndarray:
@@ -245,89 +234,10 @@ class RecurrentModel:
             out[s:s + rows] = self.run(toks[s:s + rows])[0]
         return out
 
-    def shares_prefixes(self) -> bool:
-        """Can :meth:`forward_shared` run this model over a prefix trie?  Yes when its outputs are
-        :meth:`readout_at` of the states :meth:`step` makes, i.e. it keeps :meth:`RecurrentModel.run` (a model
-        whose own ``run`` computes outputs another way is run row by row instead)."""
-        return type(self).run is RecurrentModel.run
-
     def forward_shared(self, tokens, output_positions, keep: int | None = None):
-        """The direct forward of :meth:`forward_batch` with every shared prefix computed once.
-
-        Level by level over the rows: the distinct prefixes of length k are the runs of consecutive rows whose
-        first k tokens are equal (a row starts a new one where it started one at level k-1 or its token k-1
-        differs from the row above's), and each new prefix's state is :meth:`step` of its parent's state and
-        its last token, from h_0 -- the model's own step code on the same inputs as :meth:`run`, so the same
-        bits; the readouts at the output positions are :meth:`readout_at` of the level's states.  The result
-        does not depend on the order of the rows (only the work does: rows sorted by their tokens share most).
-
-        Returns the readouts (batch, outputs, classes) and, with ``keep = k``, ``(node, states)``: per row the
-        index of its length-k prefix and those prefixes' states h_k (``states[node[i]]`` is row i's h_k).
-        Rows go in blocks of :data:`SHARED_BLOCK_CHUNKS` row chunks, one trie each (bounded temporaries; a
-        prefix shared across blocks is computed once per block).
-        A model that does not :meth:`shares_prefixes` is run row by row (the same values and shapes)."""
-        toks = self.check_tokens(tokens)
-        batch, length = toks.shape
-        outs = tuple(int(p) for p in output_positions)
-        if length == 0:
-            raise ModelError("cannot run a model on empty sequences", "tokens")
-        bad = [p for p in outs if not 0 <= p < length]
-        if bad:
-            raise ModelError(f"output position {bad[0]} is outside a sequence of length {length}", "output_positions")
-        if keep is not None and not 0 <= keep <= length:
-            raise InternalError(f"forward_shared keeps level {keep} of sequences of length {length}")
-        if not self.shares_prefixes():
-            raw = self.forward_batch(toks, outs)
-            if keep is None:
-                return raw
-            return raw, (np.arange(batch), self.final_states(toks[:, :keep]) if keep else self.initial_state(batch))
-        block = self.chunk_rows() * SHARED_BLOCK_CHUNKS
-        if batch <= block:
-            return self._forward_trie(toks, outs, keep)
-        parts = [self._forward_trie(toks[lo:lo + block], outs, keep) for lo in range(0, batch, block)]
-        if keep is None:
-            return np.concatenate(parts)
-        offsets = np.cumsum([0] + [len(states) for _, (_, states) in parts[:-1]])
-        return (np.concatenate([raw for raw, _ in parts]),
-                (np.concatenate([node + offset for (_, (node, _)), offset in zip(parts, offsets)]),
-                 np.concatenate([states for _, (_, states) in parts])))
-
-    def _forward_trie(self, toks: np.ndarray, outs: tuple[int, ...], keep: int | None):
-        """:meth:`forward_shared` of one block of checked tokens, over one prefix trie."""
-        batch, length = toks.shape
-        raw = np.empty((batch, len(outs), self.num_classes))
-        rows = self.chunk_rows()
-        columns = np.ascontiguousarray(toks.T)            # position-major: each level compares one column
-        new = np.zeros(batch, dtype=bool)                 # rows that start a distinct prefix of the level
-        new[:1] = True
-        starts = np.zeros(min(batch, 1), dtype=np.int64)  # the first row of each distinct prefix
-        states = self.initial_state(len(starts))          # their states
-        kept = (np.zeros(batch, dtype=np.int64), states) if keep == 0 else None
-        for k in range(length):
-            new[1:] |= columns[k, 1:] != columns[k, :-1]
-            parents_starts, starts = starts, np.flatnonzero(new)
-            # a prefix's parent is the level-(k-1) prefix whose run holds its first row
-            parents = np.searchsorted(parents_starts, starts, side="right") - 1
-            x = columns[k, starts]
-            # the parents' shared terms pay when they have many children (Bob's tokens after Alice's prefix)
-            terms = self._parent_terms(states) if len(starts) >= SHARED_TERMS_CHILDREN * len(states) else None
-            level = np.empty((len(starts), self.state_units))
-            for s in range(0, len(starts), rows):
-                level[s:s + rows] = self.step(states[parents[s:s + rows]], x[s:s + rows], k) if terms is None else \
-                    self._child_steps(states, terms, parents[s:s + rows], x[s:s + rows], k)
-            states = level
-            # per row its prefix at this level, where needed (every row its own prefix: the rows' order)
-            node = np.cumsum(new) - 1 if (k in outs or keep == k + 1) and len(starts) < batch else None
-            if k in outs:
-                read = np.empty((len(starts), self.num_classes))
-                for s in range(0, len(starts), rows):
-                    read[s:s + rows] = self.readout_at(level[s:s + rows], x[s:s + rows], k)
-                for slot in (j for j, p in enumerate(outs) if p == k):
-                    raw[:, slot] = read if node is None else read[node]
-            if keep == k + 1:
-                kept = (np.arange(batch) if node is None else node, states)
-        self._run_end(states, length - 1)
-        return raw if keep is None else (raw, kept)
+        """:meth:`forward_batch` over a prefix trie, each distinct prefix's state once (the same bits; row by
+        row for a model whose own ``run`` computes outputs another way): :func:`prefix_trie.forward_shared`."""
+        return prefix_trie.forward_shared(self, tokens, output_positions, keep, type(self).run is RecurrentModel.run)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec}: {self.describe_state()}, {self.state_bits} state bits>"
@@ -388,24 +298,17 @@ class _Trainable(RecurrentModel):
         """The step: its product of the state, then the rest (:meth:`_after_product`)."""
         return self._after_product(h, self._product(h), x)
 
-    def _product(self, h: np.ndarray) -> np.ndarray:
-        """The recurrent product of the state (a fresh array): what the steps from one state share."""
+    def _product(self, h: np.ndarray) -> np.ndarray:  # the recurrent product (a fresh array): what steps share
         return self._rec(h[:, :self.width])
 
-    def _after_product(self, h: np.ndarray | None, u: np.ndarray, x: np.ndarray) -> np.ndarray:  # pragma: no cover
-        """The step from the state's product ``u`` (a fresh array, used in place) and the tokens ``x``; ``h`` is
-        the state when :attr:`_AFTER_READS_STATE`, else None."""
-        raise NotImplementedError
-
-    #: does :meth:`_after_product` read the state itself (not only its product)?
+    #: does ``_after_product(h, u, x)`` -- the step from the product ``u`` (a fresh array, used in place) and the
+    #: tokens, in each subclass -- read the state ``h`` itself (else it is given None)?
     _AFTER_READS_STATE = True
 
-    def _parent_terms(self, h):
-        """The recurrent products of the parents' states."""
+    def _parent_terms(self, h):  # the recurrent products of the parents' states
         return self._product(h)
 
-    def _child_steps(self, h, terms, parents, x, t):
-        """The steps of the children, from their parents' products (gathered: the same values)."""
+    def _child_steps(self, h, terms, parents, x, t):  # the children's steps from their parents' products
         return self._q(self._after_product(h[parents] if self._AFTER_READS_STATE else None, terms[parents], x))
 
     def _readout(self, h: np.ndarray) -> np.ndarray:
@@ -425,14 +328,13 @@ class Elman(_Trainable):
     """Elman RNN: h_t = act(W_rec h_{t-1} + W_in[x_t] + b), act = tanh or ReLU; y_t = W_out h_t + b_out."""
 
     kind = "elman"
+    _AFTER_READS_STATE = False     # act(W_rec h + W_in[x] + b) reads h only through its product
 
     def __init__(self, params, fmt, spec: str = "", activation: str = "tanh"):
         if activation not in ("tanh", "relu"):
             raise ModelError(f"elman activation must be tanh or relu, got {activation!r}")
         super().__init__(params, fmt, spec, activation=activation)
         self.activation = activation
-
-    _AFTER_READS_STATE = False
 
     def _after_product(self, h, pre, x):
         """act(W_rec h + W_in[x] + b) from the product W_rec h."""
@@ -501,19 +403,6 @@ class GRU(_Trainable):
     def _after_product(self, h, u, x):
         """PyTorch's GRU update (:func:`gru_cell`) from the recurrent part u."""
         return gru_cell(self._embed[x], u, h, self.width)
-
-
-def gru_cell(a: np.ndarray, u: np.ndarray, h: np.ndarray, m: int) -> np.ndarray:
-    """PyTorch's GRU update from the input part ``a = W_i x + b_i`` and the recurrent part
-    ``u = W_h h + b_h`` (3m columns each, gates r, z, n): (1 - z) * n + z * h."""
-    r = sigmoid(a[:, :m] + u[:, :m])
-    z = sigmoid(a[:, m:2 * m] + u[:, m:2 * m])
-    n = u[:, 2 * m:] * r
-    n += a[:, 2 * m:]
-    np.tanh(n, out=n)
-    out = (1.0 - z) * n
-    out += z * h
-    return out
 
 
 _TRAINABLE = {"elman": Elman, "lstm": LSTM, "gru": GRU}

@@ -45,7 +45,8 @@ from commsim.pipeline.interfaces import (
     Share,
     Simulator,
 )
-from protocols.models.recurrent import SHARED_BLOCK_CHUNKS, RecurrentModel
+from protocols.models.prefix_trie import SHARED_BLOCK_CHUNKS
+from protocols.models.recurrent import RecurrentModel
 from protocols.simulators.arches import RECURRENT_ARCHES
 from protocols.theorems import handoff_bits
 

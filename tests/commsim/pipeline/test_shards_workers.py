@@ -12,6 +12,7 @@ import commsim.pipeline.executors as executors_mod
 import commsim.pipeline.shards as shards_mod
 from commsim.core.errors import InputError
 from commsim.pipeline.executors import spawn_is_safe
+from commsim.pipeline.run import run_reduction
 from commsim.pipeline.shards import PARALLEL_INSTANCES, run_streamed, sweep_workers
 
 MODEL = "elman:width=3,precision=4"
@@ -74,3 +75,10 @@ def test_a_worker_process_sweeps_its_cell_itself(monkeypatch):
     monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
     assert sweep_workers(PARALLEL_INSTANCES) == 1
     assert sweep_workers(PARALLEL_INSTANCES, workers=2) == 2
+
+
+def test_run_reduction_checks_workers_even_when_the_run_does_not_stream():
+    with pytest.raises(InputError) as info:
+        run_reduction("index-idxl", MODEL, 4, workers=0)
+    assert info.value.param == "workers"
+    assert run_reduction("index-idxl", MODEL, 4, workers=2).instances_run == 4 * 16   # in memory: one process

@@ -14,7 +14,7 @@ from commsim.pipeline.interfaces import Encoded
 from protocols.models.dyck_automaton import DyckAutomaton
 from protocols.models.linear_attention import LinearAttention
 from protocols.models.memorize import Memorize
-from protocols.models import recurrent
+from protocols.models import prefix_trie
 from protocols.models.recurrent import random_model
 from protocols.models.ssm import DiagonalSSM
 from protocols.reductions.layouts import StoreAndCompare
@@ -92,12 +92,12 @@ def same_bits(a, b) -> np.ndarray:
 def test_prefix_shared_run_equals_the_per_instance_path(case, shared_terms):
     model, encoded = case
     protocol, direct, bits = per_instance(model, encoded)
-    before = recurrent.SHARED_TERMS_CHILDREN
-    recurrent.SHARED_TERMS_CHILDREN = shared_terms     # a parent's product once (0: always, 10^9: never)
+    before = prefix_trie.SHARED_TERMS_CHILDREN
+    prefix_trie.SHARED_TERMS_CHILDREN = shared_terms     # a parent's product once (0: always, 10^9: never)
     try:
         check_prefix_shared(model, encoded, protocol, direct, bits)
     finally:
-        recurrent.SHARED_TERMS_CHILDREN = before
+        prefix_trie.SHARED_TERMS_CHILDREN = before
 
 
 def check_prefix_shared(model, encoded, protocol, direct, bits):
@@ -218,7 +218,7 @@ def test_rows_in_many_blocks_give_what_one_block_gives(monkeypatch, kind):
     model = random_model("gru", 2, "10", vocab=VOCAB, seed=5) if kind == "gru" else \
         LinearAttention.random(2, "10", vocab=VOCAB, seed=5)
     monkeypatch.setattr(model, "chunk_rows", lambda: 64)
-    monkeypatch.setattr(recurrent, "SHARED_BLOCK_CHUNKS", 3)      # blocks of 192 rows
+    monkeypatch.setattr(prefix_trie, "SHARED_BLOCK_CHUNKS", 3)      # blocks of 192 rows
     rng = np.random.default_rng(4)
     tokens = np.concatenate([np.repeat(rng.integers(0, VOCAB, (100, 5)), 10, axis=0),
                              rng.integers(0, VOCAB, (1000, 2))], axis=1)
