@@ -76,7 +76,7 @@ def _forward_trie(model, toks: np.ndarray, outs: tuple[int, ...], keep: int | No
     new = np.zeros(batch, dtype=bool)                 # rows that start a distinct prefix of the level
     new[:1] = True
     starts = np.zeros(min(batch, 1), dtype=np.int64)  # the first row of each distinct prefix
-    states = model.initial_state(len(starts))          # their states
+    states = model.initial_state(len(starts))         # their states
     kept = (np.zeros(batch, dtype=np.int64), states) if keep == 0 else None
     for k in range(length):
         new[1:] |= columns[k, 1:] != columns[k, :-1]
