@@ -263,13 +263,14 @@ class RnnHandoff(Simulator):
         position (:attr:`RecurrentModel.reads_position`), Bob's resume is the direct forward's continuation:
         the same pure function (the model's steps and readouts) of identical inputs, so its readouts are the
         direct forward's, computed once.  Every other instance -- a message that did not survive encoding,
-        a wrong run, any model that reads positions -- is resumed with ``model.run`` and compared."""
+        a wrong run, any model that reads positions or computes its run another way than
+        :meth:`RecurrentModel.run` (a subclass's own ``run``) -- is resumed with ``model.run`` and compared."""
         count = len(tokens)
         segment = np.empty(count, dtype=bool)      # instances that share both their run and their direct prefix
         segment[:1] = True
         segment[1:] = (runs[1:] != runs[:-1]) | (node[1:] != node[:-1])
         first = np.flatnonzero(segment)
-        if model.reads_position:
+        if model.reads_position or type(model).run is not RecurrentModel.run:   # its own run: always resume
             same = np.zeros(len(first), dtype=bool)
         else:
             same = np.all(received[runs[first]].view(np.uint64) == states[node[first]].view(np.uint64), axis=1)

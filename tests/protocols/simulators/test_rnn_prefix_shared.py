@@ -201,6 +201,25 @@ def test_a_resume_at_the_wrong_position_is_caught_for_a_model_that_reads_positio
     assert not sweep.exact_match.all()
 
 
+def test_a_subclass_with_its_own_run_is_always_resumed():
+    """An Elman subclass (no position read) whose own ``run`` mishandles a resumed state: the shortcut would
+    equate Bob's resume with the direct forward, so a model with its own ``run`` is always resumed."""
+    base = random_model("elman", 4, "16", vocab=VOCAB, seed=5)
+
+    class OwnRun(type(base)):
+        def run(self, tokens, state=None, start=0, outputs=()):
+            if state is not None:   # the fault: a resume starts from h_0, whatever it received
+                state = self.initial_state(len(np.atleast_2d(tokens)))
+            return super().run(tokens, state, start, outputs)
+
+    model = OwnRun(base.params, base.format)
+    assert not model.reads_position
+    enc = _index_task(model)
+    sweep = RNN_HANDOFF.run_batch(model, enc)
+    assert sweep.details["bob_resumed_instances"] == enc.batch
+    assert not sweep.exact_match.all()
+
+
 def test_the_shared_forward_refuses_what_the_row_by_row_forward_refuses():
     model = random_model("elman", 2, "8", vocab=VOCAB)
     for tokens, outs, param in ((np.zeros((3, 0), dtype=np.int64), (0,), "tokens"),
