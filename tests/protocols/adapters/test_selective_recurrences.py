@@ -173,6 +173,13 @@ def test_hf_rwkv_hands_off_its_five_state_vectors_per_layer(hf_dirs):
 
 
 def test_hf_rwkv_from_a_local_directory_end_to_end(hf_dirs):
+    checked_run(f"hf-rwkv:{hf_dirs['rwkv']}", 5, 80 * 32, audit=False)
+
+
+@pytest.mark.slow
+def test_hf_rwkv_audit_equals_the_in_process_run(hf_dirs):
+    # --audit starts a process per party, each importing torch and transformers: the Mamba test above keeps one
+    # Hugging Face audit in the default run
     checked_run(f"hf-rwkv:{hf_dirs['rwkv']}", 5, 80 * 32)
 
 
