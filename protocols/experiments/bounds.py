@@ -56,11 +56,15 @@ def sampling_margin(count: int, delta: float = DELTA) -> float:
     return math.sqrt(math.log(1 / delta) / (2 * max(int(count), 1)))
 
 
+def runnable(net):
+    """What commsim is given for a trained module: its ``commsim_parts`` (a core commsim's torch adapter wraps,
+    batched) when it has them, else the module itself (its step contract, run one sequence at a time)."""
+    return net.commsim_parts() if hasattr(net, "commsim_parts") else net
+
+
 def commsim_model(net, vocab_size: int, precision=None):
-    """The trained module as commsim runs it, at ``precision`` bits (None: its own dtype): through its
-    ``commsim_parts`` (a core commsim's torch adapter wraps, batched) when it has them, else its step contract."""
-    parts = net.commsim_parts() if hasattr(net, "commsim_parts") else net
-    return commsim.make_model(parts, vocab_size=vocab_size, precision=precision)
+    """The trained module as commsim runs it, at ``precision`` bits (None: its own dtype): :func:`runnable`."""
+    return commsim.make_model(runnable(net), vocab_size=vocab_size, precision=precision)
 
 
 def commsim_accuracy(model, tokens: np.ndarray, labels: np.ndarray) -> float:
@@ -140,7 +144,7 @@ def index_bound(net, *, k: int, N: int, tokens: np.ndarray, labels: np.ndarray, 
         # the pigeonhole search runs sampled Alice inputs (tens of thousands) through the model; a model commsim
         # runs through the step contract does so one sequence at a time, so it is searched only when it is small
         search = S < N and (hasattr(net, "commsim_parts") or N * (k + N) <= STEP_SEARCH_LIMIT)
-        report = commsim.run("index-idxl", restricted_to_index(net, k, N), n=N, precision=p_eff,
+        report = commsim.run("index-idxl", runnable(restricted_to_index(net, k, N)), n=N, precision=p_eff,
                              instances=run_instances, seed=seed, certify=search or S >= N)
         return run_figures(report, searched=search,
                            unsearched=None if search or S >= N else _unsearched(S, f"N = {N}"))
@@ -227,8 +231,8 @@ def equality_bound(net, *, N: int, tokens: np.ndarray, labels: np.ndarray, run_i
 
     def run(S: int, p_eff: int) -> dict:
         search = S < n and hasattr(net, "commsim_parts")
-        report = commsim.run(SeparatedEquality(), net, n=n, precision=p_eff, instances=run_instances, seed=seed,
-                             certify=search or S >= n)
+        report = commsim.run(SeparatedEquality(), runnable(net), n=n, precision=p_eff, instances=run_instances,
+                             seed=seed, certify=search or S >= n)
         return run_figures(report, searched=search,
                            unsearched=None if search or S >= n else _unsearched(S, f"n = {n}"))
 
