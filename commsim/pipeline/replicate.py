@@ -33,7 +33,6 @@ import hashlib
 import json
 import platform
 import time
-import warnings
 from pathlib import Path
 from typing import Callable
 
@@ -42,7 +41,7 @@ from commsim.core.jsonable import to_jsonable
 from commsim.pipeline.executors import Executor, check_workers, make_executor
 from commsim.pipeline.sweep import _plain, nullable_frame, table_format   # one reading of a table's cells
 from commsim.pipeline.sweep import table_bytes as sweep_table_bytes
-from commsim.pipeline.sweep_rows import checked_value, is_key
+from commsim.pipeline.sweep_rows import checked_value, is_key, report_invalid_rows
 from commsim.plugins import load_plugins
 
 #: the scales an experiment may define
@@ -229,14 +228,7 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
     keys = [cell_key(exp.name, cell) for cell in cells]
     old = [] if out is None else read_rows(out)
     done, invalid = reusable_rows(old, exp.name, dict(zip(keys, cells)))
-    if invalid:
-        message = (f"{out}: {len(invalid)} row{'s' if len(invalid) > 1 else ''} of this experiment "
-                   f"{'are' if len(invalid) > 1 else 'is'} not what a cell writes (row {invalid[0]}); running "
-                   f"{'their cells' if len(invalid) > 1 else 'its cell'} again")
-        if notify is None:
-            warnings.warn(message, UserWarning, stacklevel=2)
-        else:
-            notify(message)
+    report_invalid_rows(out, [f"row {row}" for row in invalid], "this experiment", "a cell", notify)
     todo = [i for i, key in enumerate(keys) if key not in done]
     rows = dict(done)
 

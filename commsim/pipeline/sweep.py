@@ -30,7 +30,6 @@ import io
 import json
 import math
 import time
-import warnings
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -41,7 +40,15 @@ from commsim.pipeline.executors import Executor, check_main_guarded, check_worke
 from commsim.pipeline.grid import Cell, build_grid
 from commsim.pipeline.run import run_reduction
 from commsim.pipeline.stages import check_run_size
-from commsim.pipeline.sweep_rows import COLUMNS, KEY_COLUMNS, TIME_FORMAT, cell_coordinates, check_row, is_key
+from commsim.pipeline.sweep_rows import (
+    COLUMNS,
+    KEY_COLUMNS,
+    TIME_FORMAT,
+    cell_coordinates,
+    check_row,
+    is_key,
+    report_invalid_rows,
+)
 from commsim.plugins import load_plugins
 from commsim.spec import ModelSpec
 
@@ -288,14 +295,7 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     old = [] if out is None else read_table(out)
     keys = [cell.key() for cell in cells]
     done, invalid = _reusable_rows(old, dict(zip(keys, cells)))
-    if invalid:
-        message = (f"{out}: {len(invalid)} row{'s' if len(invalid) > 1 else ''} of this grid "
-                   f"{'are' if len(invalid) > 1 else 'is'} not what a sweep writes (cell {invalid[0]}); "
-                   f"running {'their cells' if len(invalid) > 1 else 'its cell'} again")
-        if notify is None:
-            warnings.warn(message, UserWarning, stacklevel=2)
-        else:
-            notify(message)
+    report_invalid_rows(out, [f"cell {cell}" for cell in invalid], "this grid", "a sweep", notify)
     first = {key: i for i, key in reversed(list(enumerate(keys)))}   # a cell listed twice runs once
     todo = [i for i, key in enumerate(keys) if key not in done and first[key] == i]
     rows: dict[str, dict] = {key: done[key] for key in keys if key in done}

@@ -160,3 +160,18 @@ def cell_coordinates(cell) -> dict:
     if cell.model is not None:
         coordinates["model"] = cell.model
     return coordinates
+
+
+def report_invalid_rows(out, invalid: list, of: str, writer: str, notify=None) -> None:
+    """Say (``notify``, else a UserWarning) that ``invalid`` rows of ``out`` (of this grid / experiment) are not what
+    a ``writer`` writes, naming the first, and that their cells run again."""
+    if not invalid:
+        return
+    many = len(invalid) > 1
+    message = (f"{out}: {len(invalid)} row{'s' if many else ''} of {of} {'are' if many else 'is'} not what "
+               f"{writer} writes ({invalid[0]}); running {'their cells' if many else 'its cell'} again")
+    if notify is None:
+        import warnings
+        warnings.warn(message, UserWarning, stacklevel=3)
+    else:
+        notify(message)

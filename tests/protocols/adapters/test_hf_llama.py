@@ -18,7 +18,7 @@ transformers = pytest.importorskip("transformers")
 torch.set_num_threads(1)
 
 from agreement_checks import assert_trusted  # noqa: E402
-from commsim.cli import main as cli_main  # noqa: E402
+from cli_helpers import run_main  # noqa: E402
 from commsim.core.errors import NotApplicable  # noqa: E402
 from commsim.plugins import load_plugins  # noqa: E402
 from commsim.pipeline.run import run_reduction  # noqa: E402
@@ -32,13 +32,7 @@ D, H, H_KV, M, P = 16, 4, 2, 4, 32      # hidden, query heads, key/value heads, 
 
 
 def cli(args, capsys):
-    try:
-        cli_main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if exc.code is not None else 0
-    out, err = capsys.readouterr()
-    return code, out, err
+    return run_main(capsys, *args)
 
 
 @pytest.fixture(scope="module")
