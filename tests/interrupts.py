@@ -76,10 +76,13 @@ def wait_for(condition: Callable[[], bool], what: str, proc: subprocess.Popen | 
         time.sleep(0.02)
 
 
-def ctrl_c(proc: subprocess.Popen, bound: float = 300.0) -> tuple[str, str]:
-    """What a terminal's Ctrl-C does -- SIGINT to the whole process group, workers included -- then wait for
+def ctrl_c(proc: subprocess.Popen, bound: float = 300.0, then: Callable[[], object] | None = None) -> tuple[str, str]:
+    """What a terminal's Ctrl-C does -- SIGINT to the whole process group, workers included -- then
+    ``then()`` (once the signal is sent: such as opening a gate the remaining work waits on), then wait for
     the end: (stdout, stderr)."""
     os.killpg(proc.pid, signal.SIGINT)
+    if then is not None:
+        then()
     try:
         return proc.communicate(timeout=bound)
     except subprocess.TimeoutExpired:

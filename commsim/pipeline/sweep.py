@@ -7,8 +7,8 @@ in this process, local processes, Dask) and the rows come back in grid order wha
 
 Resuming: with ``out`` naming a result table (``.parquet``, ``.csv``, ``.json``), the rows already in it
 are read first and every cell whose key (a hash of the cell, :meth:`~commsim.pipeline.grid.Cell.key`) is
-there without an error is not run again; the table is rewritten as cells finish (at most every
-``save_every`` seconds, and once more when the sweep ends or is interrupted), so an interrupted sweep
+there without an error is not run again; the table is rewritten as cells finish (at the first finished cell,
+then at most every ``save_every`` seconds, and once more when the sweep ends or is interrupted), so an interrupted sweep
 loses at most the cells that were running.  A second identical sweep runs nothing and writes nothing.
 Rows of the table that belong to other grids are kept -- unless ``prune``: then every row whose cell is not in
 this grid is dropped, those of this grid's coordinates made from other files (an edited factory or checkpoint:
@@ -315,7 +315,7 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     ran: list[dict] = []
     dirty = bool(stale or outside)                   # rows to drop: the table is rewritten even if nothing runs
     if todo:
-        last_save = time.monotonic()
+        last_save = -math.inf                        # the first finished cell is on disk at once
         try:
             with (contextlib.nullcontext(executor) if isinstance(executor, Executor) else
                   make_executor(executor, scheduler, workers)) as ex:

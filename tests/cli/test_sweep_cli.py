@@ -64,23 +64,36 @@ def test_the_issue_command_runs_on_an_embedded_cluster_and_a_second_run_does_no_
     assert all(r["protocol_matches_model"] for r in first["rows"])
 
 
+GATE_FACTORY = """
+import os, time
+from commsim import make_model
+
+def gated(vocab_size, width=1):
+    # every cell but the first waits for the file 'gate' (the test makes it once Ctrl-C is sent)
+    while width > 1 and not os.path.exists("gate"):
+        time.sleep(0.01)
+    return make_model(f"elman:width={width},precision=4", vocab_size=vocab_size)
+"""
+
+
 @pytest.mark.parametrize("load", LOADS)
 @pytest.mark.parametrize("executor", ["inprocess", "dask", pytest.param("processes", marks=pytest.mark.slow)])
 def test_ctrl_c_keeps_the_finished_cells_and_the_rerun_does_only_the_rest(tmp_path, executor, load):
     """Ctrl-C to the whole session (what a terminal does: the workers get it too) once the first cells are
     saved: exit 130 and exactly one line on stderr -- no worker's traceback, no Dask warning per cancelled
-    task -- the finished cells kept, and the same command then runs only the rest."""
-    # every instance at n = 16 (16 * 2^16 per cell): since exhaustive recurrent runs share prefixes (issue 30) a
-    # sampled cell takes milliseconds, and all 16 could finish between the first save and the signal
-    args = ["sweep", "--reduction", "index-idxl", "--model", "elman:width=1..16,precision=4", "--n", "16",
-            "--instances", "all", "--no-certificate", "--out", "r.csv", "--executor", executor]
+    task -- the finished cells kept, and the same command then runs only the rest.  Every cell but the first
+    waits for a gate file that the test makes only after the signal, so however slow or fast the machine, the
+    signal arrives while cells are left: no race."""
+    (tmp_path / "gate.py").write_text(GATE_FACTORY)
+    args = ["sweep", "--reduction", "index-idxl", "--model", "python:gate.py:gated:width=1..16", "--n", "8",
+            "--no-certificate", "--out", "r.csv", "--executor", executor]
     if executor != "inprocess":
         args += ["--workers", "2"]
     out = tmp_path / "r.csv"
     with under(load):
         proc = start_commsim(args, cwd=tmp_path)
-        wait_for(out.exists, "the first saved cells", proc)
-        _, err = ctrl_c(proc)
+        wait_for(out.exists, "the first saved cell", proc)
+        _, err = ctrl_c(proc, then=(tmp_path / "gate").touch)
     assert (proc.returncode, err) == (130, "Error: interrupted\n"), (proc.returncode, err)
     done = len(read_table(out))
     assert 1 <= done < 16
@@ -88,7 +101,7 @@ def test_ctrl_c_keeps_the_finished_cells_and_the_rerun_does_only_the_rest(tmp_pa
     assert code == 0, err
     report = json.loads(stdout)
     assert (report["run"], report["skipped"]) == (16 - done, done)
-    assert [r["model"] for r in report["rows"]] == [f"elman:width={w},precision=4" for w in range(1, 17)]
+    assert [r["model"] for r in report["rows"]] == [f"python:gate.py:gated:width={w}" for w in range(1, 17)]
     assert len(read_table(out)) == 16
 
 
