@@ -5,8 +5,8 @@ error, shows its math as MathML (no raw ``$$``), shows every figure with a non-z
 and fits a phone's width.  Every page kind (run, budget, fooling, matrix, tree, automaton, separate, each lesson)
 is also laid out at 390 px, at 1280 px and printed on A4 (:func:`check_layout`): no horizontal page overflow, no
 figure text drawn under 9 px, no math cut off, and on paper no text node outside the printable width.
-Screenshots (and the printed PDFs) go to ``test-artifacts/html/`` (git-ignored; ``COMMSIM_ARTIFACTS``
-moves them).  Without Playwright or Chromium the module skips and says how to install them.
+Screenshots go to ``test-artifacts/html/`` (git-ignored; ``COMMSIM_ARTIFACTS`` moves them): one of each page as
+it first opens, and of each layout that fails (with the printed PDF when print fails).  Without Playwright or Chromium the module skips and says how to install them.
 """
 from __future__ import annotations
 
@@ -51,8 +51,9 @@ def pages_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("pages")
 
 
-def open_page(browser, path: Path, shot: str, **context):
-    """Open ``path`` offline; returns (page, console errors, refused requests).  Saves a full-page screenshot."""
+def open_page(browser, path: Path, shot: str | None, **context):
+    """Open ``path`` offline; returns (page, console errors, refused requests).  Saves a full-page screenshot
+    named ``shot`` (None: none)."""
     ctx = browser.new_context(**context)
     page = ctx.new_page()
     errors, refused = [], []
@@ -68,9 +69,14 @@ def open_page(browser, path: Path, shot: str, **context):
     page.route("**/*", route)
     page.goto(path.as_uri())
     page.wait_for_load_state("load")
+    if shot is not None:
+        _screenshot(page, shot)
+    return ctx, page, errors, refused
+
+
+def _screenshot(page, shot: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / f"{shot}.png"), full_page=True)
-    return ctx, page, errors, refused
 
 
 def check_page(page, errors, refused, need=()):
@@ -155,18 +161,23 @@ LAYOUT_JS = r"""(print) => {
 
 def check_layout(browser, path: Path, shot: str) -> None:
     """At 390 px (a phone) and 1280 px: no horizontal page overflow, no figure text under 9 px, no math cut off
-    (it fits or scrolls in its own box); printed on A4: no text node outside the printable width or its box."""
+    (it fits or scrolls in its own box); printed on A4: no text node outside the printable width or its box.
+    A layout that fails leaves its evidence: the screenshot (and for print, the PDF) named ``shot``."""
     for width in (PHONE, DESKTOP):
-        ctx, page, errors, _ = open_page(browser, path, f"{shot}-{width}", viewport={"width": width, "height": 900})
+        ctx, page, errors, _ = open_page(browser, path, None, viewport={"width": width, "height": 900})
         found = page.evaluate(LAYOUT_JS, False)
+        if found["overflow"] > 1 or found["small"] or found["math"]:
+            _screenshot(page, f"{shot}-{width}")
         ctx.close()
         assert found["overflow"] <= 1, f"{width} px: the page is {found['overflow']} px wider than the screen"
         assert found["small"] == [], f"{width} px: figure text below 9 px: {found['small']}"
         assert found["math"] == [], f"{width} px: math cut off: {found['math']}"
-    ctx, page, errors, _ = open_page(browser, path, f"{shot}-print", viewport={"width": PRINT_WIDTH, "height": 1000})
+    ctx, page, errors, _ = open_page(browser, path, None, viewport={"width": PRINT_WIDTH, "height": 1000})
     page.emulate_media(media="print")
     found = page.evaluate(LAYOUT_JS, True)
-    page.pdf(path=str(ARTIFACTS / f"{shot}.pdf"), format="A4")
+    if found["overflow"] > 1 or found["math"] or found["cut"]:
+        _screenshot(page, f"{shot}-print")
+        page.pdf(path=str(ARTIFACTS / f"{shot}.pdf"), format="A4")
     ctx.close()
     assert found["overflow"] <= 1 and found["math"] == [], f"print: {found}"
     assert found["cut"] == [], f"print: text cut at the edge: {found['cut']}"
