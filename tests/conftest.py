@@ -9,9 +9,8 @@ folders (git-ignored) whatever that variable says.
 Threads: ``pytest -n 2`` already runs one test process per core, so torch's and the BLAS libraries' own thread
 pools (one thread per core each by default) would only fight over the same cores -- OpenMP threads spin while
 they wait: the your-model notebook (torch training) took 17 s beside another test, 6 s alone, 4.6 s with one
-thread beside another test.  Each test process, and each
-process it starts, uses one such thread unless the environment already says otherwise.  Nothing else in the
-environment is changed.
+thread beside another test.  Each test process, and each process it starts, uses one such thread unless the
+environment already says otherwise.  Nothing else in the environment is changed.
 """
 from __future__ import annotations
 
