@@ -54,6 +54,7 @@ def _forward_only(reduction_id: str, spec: str, n: int, refused: NotApplicable):
     if not callable(forward):
         raise InputError(f"model: no simulator wraps {spec!r} ({refused}) and it has no forward(tokens) to evaluate "
                          f"its function with", "model")
+    _check_length(built, spec, reduction, n)
 
     def answers(A, B):
         encoded = reduction.encode(problem, A, B)
@@ -69,3 +70,18 @@ def _forward_only(reduction_id: str, spec: str, n: int, refused: NotApplicable):
         return reduction.decode(labels[:, None], B)
 
     return problem, answers, f"the model's own forward (no simulator wraps it), decoded by {reduction.id}"
+
+
+def _check_length(built, spec: str, reduction, n: int) -> None:
+    """A model of a fixed sequence length (its ``seq_len``; every length up to it when it runs on ``prefixes``)
+    that cannot read the reduction's sequences at size n is bad input (--model or --n), refused before its
+    forward is called."""
+    model_len = getattr(built, "seq_len", None)
+    if not isinstance(model_len, int):
+        return
+    needed = reduction.seq_len(n)
+    fits = 1 <= needed <= model_len if getattr(built, "prefixes", False) else needed == model_len
+    if not fits:
+        reads = f"lengths 1..{model_len}" if getattr(built, "prefixes", False) else f"length {model_len}"
+        raise InputError(f"model: {spec} reads sequences of {reads}; {reduction.id} at --n {n} encodes sequences "
+                         f"of length {needed} (change --n or the model's size)", "model")

@@ -84,6 +84,9 @@ def make_match2(spec, vocab_size=None, seq_len=None, **context):
 def make_eq2(spec, n=None, seq_len=None, reduction=None, **context):
     """Theorem 6 of [BHBK24]: INEQ/EQ in two attention layers of width O(log N) (keys n, gamma, seed, precision)."""
     from protocols.constructions.eq2 import build_eq2
+    if reduction is not None and reduction != "eq-ineq":
+        raise ConstructionError(f"construct:eq2 reads the eq-ineq encoding (x, then y); {reduction} encodes its task "
+                                f"differently", "model")
     half = spec.int("n", n, minimum=1, maximum=MAX_SEQUENCE_LENGTH)
     if half is None:
         half = None if seq_len is None else int(seq_len) // 2

@@ -117,6 +117,13 @@ def test_a_two_layer_transformer_gets_its_function_s_full_rank_not_a_refusal(cap
     (["matrix", "--model", "lstm", "--reduction", "index-idxl", "--n", "99999999999"], "--n"),
     (["matrix", "--model", "lstm", "--reduction", "nope", "--n", "3"], "unknown reduction"),
     (["matrix", "--model", "lstm", "--reduction", "index-idxl", "--n", "3", "--html", "x.html"], "--html"),
+    # a construction on another task's encoding, or sized for another n: refused (was an internal ValueError)
+    (["matrix", "--model", "construct:eq2", "--reduction", "dyck22-fooling", "--n", "4"],
+     "--model: construct:eq2 reads the eq-ineq encoding"),
+    (["matrix", "--model", "construct:idxl", "--reduction", "eq-ineq", "--n", "3"],
+     "--model: construct:idxl reads the index-idxl encoding"),
+    (["matrix", "--model", "construct:eq2:n=4", "--reduction", "eq-ineq", "--n", "3"],
+     "--model: construct:eq2:n=4 reads sequences of length 8; eq-ineq at --n 3 encodes sequences of length 6"),
 ])
 def test_model_matrix_errors_exit_2_with_one_line(args, where, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
