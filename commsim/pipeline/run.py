@@ -33,6 +33,7 @@ from commsim.pipeline.stages import (
     Prepared,
     evaluate,
     evaluation_sets,
+    given_instances,
     lower_bound,
     prepare,
     select_instances,
@@ -70,9 +71,10 @@ def run_instances(reduction_id: str | Any, model: str | Any, n: int, alice: np.n
                   described: str = "given instances", seed: int = 0, audit: bool = False, certify: bool = False,
                   progress: Callable[[str, int, int], None] | None = None) -> Report:
     """The run of :func:`run_reduction` on instances chosen by the caller (``alice``, ``bob``: aligned arrays of
-    the source problem's inputs) -- the same stages, runner audit and report builder; separations use it."""
+    the source problem's inputs, checked as :func:`~commsim.pipeline.stages.given_instances` says) -- the same
+    stages, runner audit and report builder; separations use it."""
     setup = prepare(reduction_id, model, n)
-    chosen = Instances(np.asarray(alice), np.asarray(bob), described)
+    chosen = given_instances(setup.problem, alice, bob, described)
     return evaluate_and_report(setup, chosen, [EvaluationSet("given", chosen.alice, chosen.bob, described)],
                                seed=seed, audit=audit, certify=certify, progress=progress, exhaustive=False)
 

@@ -181,6 +181,46 @@ def select_instances(problem: Problem, instances: int | None, seed: int) -> Inst
     return Instances(*problem.sample(np.random.default_rng(seed), instances), f"{instances} sampled (seed {seed})")
 
 
+def _given_side(problem: Problem, values, param: str, party: str, single: bool):
+    """One party's given inputs (one per row) checked at the API boundary: an array of numbers (not ragged, not
+    empty) whose every row the problem accepts (its ``validate_alice`` / ``validate_bob``); returns the rows as
+    the problem normalizes them.  A bad row is an :class:`InputError` naming ``param`` and the row's index."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        raise InputError(f"{param} must be an array with one {party} input per row, got a ragged or unreadable "
+                         f"{type(values).__name__}", param) from None
+    if arr.ndim == 0 or len(arr) == 0:
+        raise InputError(f"{param} must hold at least one instance ({party}'s input per row), got "
+                         f"{'a scalar' if arr.ndim == 0 else 'none'}", param)
+    if arr.dtype.kind not in "biuf":
+        raise InputError(f"{param} must hold numbers ({party}'s input per row), got dtype {arr.dtype}", param)
+    check_size(len(arr), param, 1, MAX_INSTANCES, "each instance is a full model run and protocol run",
+               noun="number of instances")
+    validate = problem.validate_alice if party == "Alice" else problem.validate_bob
+    distinct, first, inverse = np.unique(arr, axis=0, return_index=True, return_inverse=True)
+    accepted = []
+    for row, at in zip(distinct, first):
+        try:
+            accepted.append(validate(row.item() if row.ndim == 0 and row.dtype.kind in "iub" else row))
+        except InputError as exc:
+            raise InputError(f"{param}{'' if single else f'[{int(at)}]'}: {exc}", param) from None
+    return np.asarray(accepted)[np.asarray(inverse).reshape(-1)]
+
+
+def given_instances(problem: Problem, alice, bob, described: str, names: tuple[str, str] = ("alice", "bob"), *,
+                    single: bool = False) -> Instances:
+    """Instances chosen by the caller (:func:`commsim.pipeline.run.run_instances`, :meth:`Prepared.run_instance`),
+    checked before anything is encoded: aligned, non-empty arrays whose rows are inputs of the problem at its size
+    (an :class:`InputError` naming ``names[0]`` or ``names[1]``, and the bad row unless ``single``: one instance,
+    given as a batch of one), never an error from deep inside the encoding."""
+    A = _given_side(problem, alice, names[0], "Alice", single)
+    B = _given_side(problem, bob, names[1], "Bob", single)
+    if len(A) != len(B):
+        raise InputError(f"{names[1]} must hold one input per row of {names[0]} ({len(A)}), got {len(B)}", names[1])
+    return Instances(A, B, described)
+
+
 def encode_instances(setup: Prepared, chosen: Instances) -> Encoded:
     """The instances as model inputs with the split between the parties; the simulator must have a plan for
     the split (its :meth:`~commsim.pipeline.interfaces.Simulator.plan` refuses one that does not fit)."""
@@ -397,7 +437,8 @@ def direct_answers(setup: Prepared, A: np.ndarray, B: np.ndarray, encoded: Encod
 def run_one_instance(setup: Prepared, alice_input, bob_input, *, audit: bool = False) -> InstanceRun:
     """Encode one instance, split it between the parties, run the simulator's party programs through the
     runner (``audit``: in separate processes), decode the output; also the direct forward's answer."""
-    A, B = _one(alice_input, bob_input)
+    A, B, _ = given_instances(setup.problem, [alice_input], [bob_input], "one instance", ("alice_input", "bob_input"),
+                              single=True)
     encoded = setup.reduction.encode(setup.problem, A, B)
     result = run_protocol(setup.simulator.make_protocol(setup.model, encoded), *encoded.shares(0), audit=audit)
     answer = int(setup.reduction.decode(_labels(result.output)[None], B)[0])
