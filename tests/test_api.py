@@ -198,6 +198,24 @@ def test_save_html_writes_the_run_page_through_the_safe_writer(tmp_path):
     assert "commsim.save_html(report, " in target.read_text(encoding="utf-8")
 
 
+def test_report_to_html_is_save_html(tmp_path, monkeypatch):
+    """DESIGN section 4's Report.to_html(path): the page commsim.save_html writes, through the same code."""
+    pytest.importorskip("jinja2")
+    pytest.importorskip("latex2mathml")
+    report = run_reduction("index-idxl", "memorize:capacity=7", n=4, instances=8, certify=False)
+    calls = []
+    monkeypatch.setattr(commsim, "save_html", lambda *a, **k: calls.append((a, k)))
+    report.to_html(tmp_path / "run.html", command="made by me")
+    assert calls == [((report, tmp_path / "run.html"), {"command": "made by me"})]
+    monkeypatch.undo()
+    report.to_html(tmp_path / "run.html")
+    text = (tmp_path / "run.html").read_text(encoding="utf-8")
+    assert "report.to_html(" in text and "<svg" in text
+    with pytest.raises(commsim.InputError) as info:
+        report.to_html(tmp_path / "run.txt")
+    assert info.value.param == "path" and not (tmp_path / "run.txt").exists()
+
+
 @pytest.mark.parametrize("args, param", [
     (({"not": "a report"}, "x.html"), "report"),
     ((None, "x.html"), "report"),

@@ -130,6 +130,17 @@ class Report:
                 f"data-outcome='{html.escape(verdict.outcome)}'>{html.escape(verdict.text)}</span></p>"
                 f"<table>{rows}</table>{certificate}</div>")
 
+    def to_html(self, path, *, command: str | None = None) -> None:
+        """Save the report as the page ``commsim run --html`` writes: :func:`commsim.save_html` (the same code,
+        the same checks on ``path``; ``command`` is the page footer's "made by" line, default: this call)."""
+        import os
+
+        from commsim import save_html
+        made_by = command
+        if command is None and isinstance(path, (str, os.PathLike)):
+            made_by = f"report.to_html({os.fspath(path)!r})"
+        save_html(self, path, command=made_by)
+
     def to_json(self, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text, exactly what ``commsim run --json`` prints."""
         return to_json(self.to_dict(), indent)
