@@ -243,10 +243,16 @@ def _confirm_pairs(problem: Problem, alice_messages, direct_answers, message_bit
         xs, ys = (x1, x2), (f"index {int(y) + 1}" if np.ndim(y) == 0 else _show(y))
         packed = again.dtype == np.uint8 and again.shape[1] == -(-message_bits // 8)   # the message's own bytes
         message = Bits(again[0], message_bits) if packed else None
+        log_size = alice_search_space(problem)[0]
+        if log_size > message_bits:   # counting forces a repeat
+            why = (f"pigeonhole: {f'2^{log_size:g}' if exhaustive else 'the'} Alice inputs outnumber the "
+                   f"2^{message_bits} possible messages")
+        else:                         # it does not: the model's message map is simply not one-to-one
+            why = (f"not forced by counting: the 2^{log_size:g} Alice inputs do not outnumber the 2^{message_bits} "
+                   f"possible messages; this model's message just does not tell these two apart")
         explanation = (
             f"Alice inputs {_show(xs[fail])} and {_show(xs[other])} hand off the same {message_bits}-bit "
-            f"{_message(message_name)} (pigeonhole: {'2^' + str(int(alice_search_space(problem)[0])) if exhaustive else 'the'} "
-            f"Alice inputs outnumber the 2^{message_bits} possible messages). Bob's input {ys} separates them "
+            f"{_message(message_name)} ({why}). Bob's input {ys} separates them "
             f"({problem.name} = {expected[fail]} vs {expected[other]}), but Bob sees the same message, so the model "
             f"answers the same on both and must be wrong on one: on ({_show(xs[fail])}, {ys}) it answers "
             f"{answers[fail]} where the answer is {expected[fail]}. "

@@ -149,13 +149,29 @@ def attention_disj(n: int | None = None) -> Lesson:
     A_pr, B_pr = p_p.all_pairs()
     said = sorted(set(int(v) for v in setup_of(r_p, p_p, m_p, w_p).direct_answers(A_pr, B_pr)))
     cert, searched = certificate_of(r_p, p_p, m_p, w_p, seed=0)
+    # One-way: a member's transcript is Alice's message. Count them on the members themselves, part by part.
+    members = list(zip(*fs.member_arrays()))
+    transcripts = [run_one(r_p, p_p, m_p, w_p, x, y)[1].transcript.messages for x, y in members]
+    distinct = len({tuple(str(mm.bits) for mm in t) for t in transcripts})
+    parts = {mm.label: len({str(t[i].bits) for t in transcripts}) for i, mm in enumerate(transcripts[0])}
+    constant = [lab for lab, k in parts.items() if k == 1]
+    counting = (f"counting alone would force a repeat ({len(members)} members outnumber the "
+                f"2^{probe.bits_used} possible messages), but the message carries far less than its bits"
+                if len(members) > 2 ** probe.bits_used else
+                f"that is not counting ({len(members)} members do not outnumber the 2^{probe.bits_used} possible "
+                f"messages)")
+    why = (f"{counting}: the probe ignores almost all of Alice's input — "
+           + (f"its {', '.join(constant)} part is the same on every member, and " if constant else "")
+           + "only " + ", ".join(f"{k} value(s) of {lab}" for lab, k in parts.items() if k > 1) + " ever occur.")
     if cert is not None:
         msgs = []
         d = cert.details
-        for lab, mem in (("member " + str(d.get("member_1", {}).get("index")), d.get("member_1")),
-                         ("member " + str(d.get("member_2", {}).get("index")), d.get("member_2"))):
-            if mem:
-                _, r_m, _, _ = run_one(r_p, p_p, m_p, w_p, mem["alice"], mem["bob"])
+        for lab, x in (("member " + str(_member_number(cert.alice_input, n)), cert.alice_input),
+                       ("member " + str(_member_number(d.get("colliding_alice_input"), n)),
+                        d.get("colliding_alice_input"))):
+            if x is not None:
+                x = np.asarray(x, dtype=np.uint8)
+                _, r_m, _, _ = run_one(r_p, p_p, m_p, w_p, x, 1 - x)
                 msgs += [(s, f"{lb} ({lab})", bt) for s, lb, bt in messages_of(r_m.transcript)]
         crossing = f"crossing: a = {value_text(cert.alice_input)}, b = {value_text(cert.bob_input)}: DISJ = {cert.expected}, " \
                    f"model says {cert.model_output}"
@@ -165,17 +181,23 @@ def attention_disj(n: int | None = None) -> Lesson:
         "Right on the fooling set is not enough",
         f"{QSA_PROBE} probes position 1 for a query token, which never appears there: on all {len(A_pr)} "
         f"instances its DISJ answer is {said} — 'disjoint' — so it is right on every fooling-set member (x, ~x). "
-        f"Its {probe.bits_used}-bit messages give the members only {cert.details.get('distinct_transcripts') if cert else '?'} "
-        f"distinct transcripts; two members collide and their crossing — two sets that meet — gets the same "
-        f"answer.",
+        f"Its {probe.bits_used}-bit messages give the {len(members)} members only {distinct} distinct "
+        f"transcript(s), and {why} Two members that collide have a crossing — two sets that meet — which gets "
+        f"the same answer.",
         instance=f"commsim run {qid} --model {QSA_PROBE} --n {n}: bits used {probe.bits_used}, bound "
                  f"{probe.lower_bound.bits}, accuracy {probe.model_accuracy:.4f}\n{searched}\n{crossing}",
         messages=msgs,
-        inequality=rf"\#\text{{transcripts}} < 2^{{{n}}} = |S|",
+        inequality=rf"\#\text{{transcripts}} = {distinct} < 2^{{{n}}} = |S|",
         notes=(f"certificate verified: {cert.verified}. {cert.explanation}" if cert else ""),
-        reference="fooling sets (Facts 1-3 of [BHBK24]); [SHT23]"))
+        reference="fooling sets (Fact 4 of [BHBK24]); [SHT23]"))
     return Lesson("attention-disj", f"DISJ against one attention layer: Match3 and q-sparse averaging (n = {n})",
                   "Two [SHT23] reductions: Match3 on 2n + 1 positions decides DISJ_n (two-way, n bits), and "
                   "q-sparse averaging decides DISJ_q with Alice holding only the query (one-way, "
                   "min(d·p, (2m + 1)·p·H) ≥ q for a self-attending layer).",
                   steps, n)
+
+
+def _member_number(x, n: int) -> int:
+    """The 1-based number of the DISJ fooling-set member (x, ~x) in the set's own order (x read as a binary
+    number, first bit most significant, as :meth:`DisjointComplements.member_arrays` lists them)."""
+    return int("".join(str(int(v)) for v in np.asarray(x).reshape(-1)), 2) + 1
