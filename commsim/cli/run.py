@@ -79,8 +79,11 @@ def render_report(report) -> None:
                    "an untrusted spec.")
 @click.option("--n", "n", type=int, default=None, help="Size of the source problem (default: the reduction's).")
 @click.option("--instances", default=None,
-              help="'all' (exhaustive) or a number of samples (default: all, or the reduction's own sample size when "
-                   "its instances are too many to enumerate, e.g. compose-index).")
+              help="'all' (exhaustive) or a number of samples. Default: the reduction's own sample size where it "
+                   "declares one (compose-index and disj-3cycle: 2000 sampled), else all -- whatever their number: "
+                   "over 2^24 instances are swept in shards (--workers), and over 2^32 (over 2^24 for dyck22-fooling, "
+                   "which judges the model on added sets too) the run exits 2 asking for a number (e.g. eq-ineq at "
+                   "n = 32: give --instances 1000).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sampled instances and searches.")
 @click.option("--audit", is_flag=True, help="Re-run the checked instances with each party in its own process.")
 @click.option("--transcript", "show_transcript", is_flag=True, help="Draw the costliest transcript.")

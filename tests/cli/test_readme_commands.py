@@ -14,11 +14,16 @@ import shlex
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import click
 import pytest
 
 from commsim.cli import cli
+from commsim.core.limits import MAX_LOCAL_STREAMED_INSTANCES
+from commsim.pipeline.shards import streams
+from commsim.pipeline.stages import check_instances, check_run_size
+from commsim.plugins import load_plugins
 
 from .cli_helpers import run_main
 
@@ -66,6 +71,35 @@ def test_every_readme_example_parses(command):
             sub.make_context(args[0], args[1:], parent=ctx)     # options, values and their types
         except click.exceptions.Exit as done:                     # --help and --list end parsing on purpose
             assert done.exit_code == 0
+
+
+def _run_arguments(command: str) -> dict:
+    """The parameters ``commsim run`` parses from an example (its reduction, --n, --instances, ...)."""
+    args = shlex.split(command)[1:]
+    with click.Context(cli) as ctx:
+        return cli.get_command(ctx, "run").make_context("run", args[1:], parent=ctx).params
+
+
+RUNS = [c for c in EXAMPLES if c.startswith("commsim run ") and "--help" not in c]
+
+
+@pytest.mark.parametrize("command", RUNS)
+def test_every_run_example_has_instances_it_can_run(command):
+    """A `commsim run` example without --instances runs every instance (unless its reduction declares a sample
+    size): the instance count must be one `run` accepts -- judged by the run's own rule (stream or one batch) and
+    limits, without building the model -- so an example cannot exit 2 on "too many instances"."""
+    params = _run_arguments(command)
+    if params["instances"] is not None:
+        return
+    red = load_plugins().get("reduction", params["reduction"], param="reduction")
+    if red.default_instances is not None:
+        return
+    n = red.default_n if params["n"] is None else check_run_size(red, params["n"])
+    problem = red.problem(n)
+    if streams(SimpleNamespace(problem=problem, reduction=red), None):
+        assert problem.input_pairs <= MAX_LOCAL_STREAMED_INSTANCES, f"{command}: give --instances"
+    else:
+        check_instances(problem, None, 0)
 
 
 QUICK = [
