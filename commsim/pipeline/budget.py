@@ -25,7 +25,12 @@ from commsim.theory.bounds import LowerBound
 #: the largest source size searched when the simulator's plan has no limit of its own
 MAX_SEARCH = 1 << 58
 #: ``solve``: the largest width, head count and precision tried (a plan's cost grows with the heads)
-MAX_SOLVE = {"width": 1 << 40, "heads": 1 << 12, "precision": 64}
+#: the precisions p a number of ``commsim run``'s models can have, one limit for every architecture: a fixed-point
+#: width (:class:`commsim.core.precision.FixedPoint`, up to 53 bits, exact in float64; a one-bit automaton state)
+#: or float64's 64 bits (float16/bfloat16/float32 are 16 and 32)
+MAX_FIXED_PRECISION = 53
+PRECISIONS = (*range(1, MAX_FIXED_PRECISION + 1), 64)
+MAX_SOLVE = {"width": 1 << 40, "heads": 1 << 12}
 #: what ``budget --n`` and ``run --n`` count (``budget --json``'s ``n_flag``)
 N_FLAG_MEANING = ("budget --n, n, max_n and paper_max_n are the sequence length N in tokens; run --n is the source "
                   "problem's size (run_n: the run --n whose encoding has this N)")
@@ -243,6 +248,9 @@ def _check_sizes(simulator, width: int, precision: int, heads: int) -> None:
     for value, name in ((width, "width"), (precision, "precision"), (heads, "heads")):
         if value < 1:
             raise InputError(f"{name} must be at least 1, got {value}", name)
+    if precision not in PRECISIONS:
+        raise InputError(f"precision must be 1..{MAX_FIXED_PRECISION} (fixed point, exact in float64) or 64 (float64): "
+                         f"the number widths commsim run builds, got {precision}", "precision")
     if heads != 1 and "heads" not in simulator.budget_parameters:
         with_heads = sorted(a for a, s in architectures().items() if "heads" in s.budget_parameters)
         raise InputError(f"heads is only for the architecture(s) {' or '.join(with_heads)}", "heads")
@@ -372,11 +380,13 @@ def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, preci
         raise InputError(f"budget lays out the {shape.name} protocol's plan position by position up to N = {limit}; "
                          f"got N = {N}", "n")
     L = _valid_at_most(reduction, N) or reduction.length_for_size(reduction.min_size)
-    top = MAX_SOLVE[parameter]
+    # the sizes are searched by their index i = 1, 2, ...: the size itself, or the i-th of PRECISIONS
+    size = (lambda i: PRECISIONS[i - 1]) if parameter == "precision" else (lambda i: i)
+    top = len(PRECISIONS) if parameter == "precision" else MAX_SOLVE[parameter]
 
-    def judged(value: int) -> Judgement | None:
-        """The judgement with ``parameter`` = value; None when the architecture has no such size."""
-        s = {**sizes, parameter: value}
+    def judged(i: int) -> Judgement | None:
+        """The judgement with ``parameter`` = size(i); None when the architecture has no such size."""
+        s = {**sizes, parameter: size(i)}
         try:
             return judge(reduction, simulator, shape.plan_width(s["width"]), s["precision"], s["heads"], L, dim)
         except InputError:
@@ -388,33 +398,36 @@ def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, preci
     while parameter == "precision" and hi > lo and judged(hi) is None:
         hi -= 1
     if lo > hi:
-        raise InputError(f"solve {parameter}: no {parameter} in 1..{top} is a size of {shape.name}", "solve")
+        raise InputError(f"solve {parameter}: no {parameter} in 1..{size(top)} is a size of {shape.name}", "solve")
     first = judged(lo)
     why = ""
     if not first.bound.applies:
-        value, why = lo, f"the bound does not apply at N = {L}: {first.bound.reason}; any {parameter} is not ruled out"
+        index, why = lo, (f"the bound does not apply at N = {L}: {first.bound.reason}; any {parameter} is not ruled "
+                          f"out")
     elif first.fits:
-        value, why = lo, f"the smallest {parameter} ({lo}) is not ruled out at N = {L}"
+        index, why = lo, f"the smallest {parameter} ({size(lo)}) is not ruled out at N = {L}"
     else:
         a, b = lo, min(2 * lo, hi)                 # not fits(a); double b until it fits
         while not judged(b).fits:
             if b == hi:
-                raise InputError(f"solve {parameter}: no {parameter} up to {hi} is enough at N = {L} "
+                raise InputError(f"solve {parameter}: no {parameter} up to {size(hi)} is enough at N = {L} "
                                  f"({first.bound.bits} bits needed)", "solve")
             a, b = b, min(2 * b, hi)
         while b - a > 1:
             mid = (a + b) // 2
             a, b = (a, mid) if judged(mid).fits else (mid, b)
-        value = b
+        index = b
+    value = size(index)
     s = {**sizes, parameter: value}
     report = budget(arch, s["width"], s["precision"], task, heads=s["heads"], n=L, dim=dim)
-    below = judged(value - 1) if value > lo else None
+    below = judged(index - 1) if index > lo else None
+    smaller = size(index - 1) if below is not None else None
     report.solve = {
         "parameter": parameter, "n": L, "value": value, "protocol_bits": report.judgement.protocol_bits,
         "lower_bound_bits": report.bound.bits if report.bound.applies else None,
         "one_smaller": (None if below is None else
-                        {"value": value - 1, "protocol_bits": below.protocol_bits, "ruled_out": not below.fits}),
+                        {"value": smaller, "protocol_bits": below.protocol_bits, "ruled_out": not below.fits}),
         "text": why or (f"{parameter} = {value} is the smallest not ruled out at N = {L}: the protocol sends "
                         f"{report.judgement.protocol_bits} bits >= {report.bound.bits} needed; {parameter} = "
-                        f"{value - 1} sends {below.protocol_bits} < {below.bound.bits}")}
+                        f"{smaller} sends {below.protocol_bits} < {below.bound.bits}")}
     return report

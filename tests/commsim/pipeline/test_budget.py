@@ -6,6 +6,7 @@ from click.testing import CliRunner
 
 from commsim.cli import cli
 from commsim.pipeline.budget import budget, simulator_for_arch
+from commsim.pipeline.budget import solve as budget_solve
 from commsim.plugins import load_plugins
 
 
@@ -98,3 +99,32 @@ def test_budget_bad_arguments_exit_2(args, capsys):
         main(["budget", *args])
     assert exc.value.code == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("precision", [54, 63, 65, 100])
+@pytest.mark.parametrize("arch", ["elman", "lstm", "rnn"])
+def test_a_precision_run_cannot_build_is_refused_for_every_arch(arch, precision):
+    """One limit: budget takes the number widths run builds (fixed point up to 53 bits, float64's 64); run
+    refuses the same widths for the recurrent model."""
+    from commsim.core.errors import InputError
+    from commsim.plugins import make_model
+    with pytest.raises(InputError) as exc:
+        budget(arch, 4, precision, "index-idxl")
+    assert exc.value.param == "precision"
+    with pytest.raises(InputError):
+        make_model(f"elman:width=4,precision={precision}", **load_plugins().get("reduction", "index-idxl")
+                   .model_context(4))
+
+
+def test_solve_precision_steps_from_53_to_float64():
+    """The precisions searched are the widths run builds: past 53 bits the next is float64's 64."""
+    s = budget_solve("rnn", "index-idxl", "precision", 62, width=1).solve
+    assert (s["value"], s["one_smaller"]["value"], s["one_smaller"]["ruled_out"]) == (64, 53, True)
+
+
+def test_budget_cli_refuses_precision_100_with_exit_2(capsys):
+    from commsim.cli import main
+    with pytest.raises(SystemExit) as exc:
+        main(["budget", "--arch", "elman", "--width", "4", "--precision", "100", "--reduction", "index-idxl"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exc.value.code == 2 and len(err) == 1 and "precision" in err[0]
