@@ -44,8 +44,9 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
     number format -- ``precision=P`` (P-bit fixed point; an int, or a format name such as ``"fixed16.8"`` or
     ``"bfloat16"``) with an optional ``frac=F``, or ``dtype=NAME`` -- given as to :func:`make_model`, which
     builds the model from the object (a torch module, a dict of its parts) sized to the task.  A spec string
-    names its format inside it (``"lstm:width=8,precision=8"``).  ``progress=True`` draws a progress bar (in
-    Jupyter, in the cell's output: :mod:`commsim.cli.progress`)."""
+    names its format inside it (``"lstm:width=8,precision=8"``).  A torch module runs in eval mode and gets its
+    own train/eval mode back afterwards (:func:`commsim.pipeline.run.modes_kept`).  ``progress=True`` draws a
+    progress bar (in Jupyter, in the cell's output: :mod:`commsim.cli.progress`)."""
     if options.get("progress") is True:
         from commsim.cli.progress import api_progress
         label = reduction if isinstance(reduction, str) else "run"
@@ -58,11 +59,13 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
     if model is None or isinstance(model, str):
         raise InputError(f"{given[0]}= applies to a model object (a torch module, a dict of its parts); a spec string "
                          f"names its number format inside it, e.g. 'lstm:width=8,precision=8'", param=given[0])
+    from commsim.pipeline.run import modes_kept
     from commsim.pipeline.stages import check_run_size
     task = load_plugins().get("reduction", reduction, param="reduction") if isinstance(reduction, str) else reduction
     size = task.default_n if n is None else check_run_size(task, n)
-    built = make_model(model, precision=precision, frac=frac, dtype=dtype, **task.model_context(size))
-    return run_reduction(task, built, size, **options)
+    with modes_kept(model):   # the module's train/eval mode as it was, after the run
+        built = make_model(model, precision=precision, frac=frac, dtype=dtype, **task.model_context(size))
+        return run_reduction(task, built, size, **options)
 
 
 def sweep(reductions, models=None, n=None, **options):

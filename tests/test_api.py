@@ -180,6 +180,28 @@ def test_run_takes_a_module_objects_precision():
     assert info.value.param == "precision"
 
 
+_RUNS = {
+    "run with precision": lambda parts: commsim.run("index-idxl", parts, n=4, instances=8, certify=False, precision=2),
+    "run_reduction": lambda parts: run_reduction("index-idxl", parts, 4, instances=8, certify=False),
+    "run_instances": lambda parts: commsim.run_instances("index-idxl", parts, 4, [[0, 1, 1, 0]], [2]),
+}
+
+
+@pytest.mark.parametrize("path", sorted(_RUNS))
+def test_a_run_gives_the_modules_back_in_their_own_train_eval_mode(path):
+    """The run uses eval mode (no dropout); afterwards every module and submodule has its own mode again."""
+    torch = pytest.importorskip("torch")
+    parts = _gru()
+    parts["head"] = torch.nn.Sequential(torch.nn.Dropout(0.5), torch.nn.Linear(2, 2))
+    parts["core"].eval()
+    parts["head"][1].eval()                            # a submodule whose mode differs from its parent's
+    before = {name: [m.training for m in part.modules()] for name, part in parts.items()}
+    assert True in before["head"] and True in before["embedding"]
+    report = _RUNS[path](parts)                         # on main: every module left in eval mode
+    assert report.protocol_matches_model
+    assert {name: [m.training for m in part.modules()] for name, part in parts.items()} == before
+
+
 # ---- saving the run page from Python (issue 26, item 6) -------------------------------------------------------
 def test_save_html_writes_the_run_page_through_the_safe_writer(tmp_path):
     pytest.importorskip("jinja2")

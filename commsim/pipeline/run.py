@@ -16,7 +16,8 @@ runner, whose outputs and bit counts must equal the sweep's.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -40,6 +41,33 @@ from commsim.pipeline.stages import (
 )
 
 
+def _torch_modules(obj: Any, depth: int = 0) -> Iterator[Any]:
+    """Every torch module (and its submodules) in a model object: a module, or a dict of parts (its values, one
+    level of lists and dicts inside); found by duck typing, so torch is never imported here."""
+    if isinstance(obj, dict) and depth < 2:
+        for value in obj.values():
+            yield from _torch_modules(value, depth + 1)
+    elif isinstance(obj, (list, tuple)) and depth < 2:
+        for value in obj:
+            yield from _torch_modules(value, depth + 1)
+    elif isinstance(getattr(obj, "training", None), bool) and callable(getattr(obj, "modules", None)):
+        yield from obj.modules()
+
+
+@contextmanager
+def modes_kept(model: Any) -> Iterator[None]:
+    """Run with the caller's torch modules as they were after: the adapters put a module in eval mode (a run is
+    the module's inference: no dropout, running batch-norm statistics), and on the way out every module and
+    submodule gets back its own ``training`` flag.  The report holds numbers only, never the module, so nothing
+    after the run needs eval mode; a :func:`prepare`'d setup does, and keeps the module in eval mode."""
+    saved = [(module, module.training) for module in _torch_modules(model)]
+    try:
+        yield
+    finally:
+        for module, training in saved:
+            module.training = training
+
+
 def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, n: int | None = None, *,
                   instances: int | None = None, seed: int = 0, audit: bool = False, certify: bool = True,
                   progress: Callable[[str, int, int], None] | None = None, simulator: str | None = None,
@@ -58,6 +86,14 @@ def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, 
     reduction_id, model_spec = run_arguments(reduction_id, model_spec, audit=audit, certify=certify, progress=progress)
     if workers is not None:   # checked whether or not this run streams
         check_workers("processes", workers)
+    with modes_kept(model_spec):
+        return _run_reduction(reduction_id, model_spec, n, instances=instances, seed=seed, audit=audit,
+                              certify=certify, progress=progress, simulator=simulator, workers=workers)
+
+
+def _run_reduction(reduction_id, model_spec, n, *, instances, seed, audit, certify, progress, simulator,
+                   workers) -> Report:
+    """:func:`run_reduction` once its arguments are checked."""
     setup = prepare(reduction_id, model_spec, n, simulator=simulator)
     if streams(setup, instances):  # beyond what one in-memory batch holds: shards, in bounded memory
         return stream_exhaustive(setup, model_spec, seed=seed, audit=audit, certify=certify, progress=progress,
@@ -73,10 +109,11 @@ def run_instances(reduction_id: str | Any, model: str | Any, n: int, alice: np.n
     """The run of :func:`run_reduction` on instances chosen by the caller (``alice``, ``bob``: aligned arrays of
     the source problem's inputs, checked as :func:`~commsim.pipeline.stages.given_instances` says) -- the same
     stages, runner audit and report builder; separations use it."""
-    setup = prepare(reduction_id, model, n)
-    chosen = given_instances(setup.problem, alice, bob, described)
-    return evaluate_and_report(setup, chosen, [EvaluationSet("given", chosen.alice, chosen.bob, described)],
-                               seed=seed, audit=audit, certify=certify, progress=progress, exhaustive=False)
+    with modes_kept(model):
+        setup = prepare(reduction_id, model, n)
+        chosen = given_instances(setup.problem, alice, bob, described)
+        return evaluate_and_report(setup, chosen, [EvaluationSet("given", chosen.alice, chosen.bob, described)],
+                                   seed=seed, audit=audit, certify=certify, progress=progress, exhaustive=False)
 
 
 def evaluate_and_report(setup: Prepared, chosen: Instances, sets: list[EvaluationSet], *, seed: int, audit: bool,
