@@ -83,5 +83,5 @@ def _check_length(built, spec: str, reduction, n: int) -> None:
     fits = 1 <= needed <= model_len if getattr(built, "prefixes", False) else needed == model_len
     if not fits:
         reads = f"lengths 1..{model_len}" if getattr(built, "prefixes", False) else f"length {model_len}"
-        raise InputError(f"model: {spec} reads sequences of {reads}; {reduction.id} at --n {n} encodes sequences "
-                         f"of length {needed} (change --n or the model's size)", "model")
+        raise InputError(f"model: {spec} reads sequences of {reads}; {reduction.id} at n = {n} encodes sequences "
+                         f"of length {needed} (change n or the model's size)", "model")

@@ -123,7 +123,7 @@ def test_a_two_layer_transformer_gets_its_function_s_full_rank_not_a_refusal(cap
     (["matrix", "--model", "construct:idxl", "--reduction", "eq-ineq", "--n", "3"],
      "--model: construct:idxl reads the index-idxl encoding"),
     (["matrix", "--model", "construct:eq2:n=4", "--reduction", "eq-ineq", "--n", "3"],
-     "--model: construct:eq2:n=4 reads sequences of length 8; eq-ineq at --n 3 encodes sequences of length 6"),
+     "--model: construct:eq2:n=4 reads sequences of length 8; eq-ineq at n = 3 encodes sequences of length 6"),
 ])
 def test_model_matrix_errors_exit_2_with_one_line(args, where, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
