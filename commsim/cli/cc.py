@@ -59,7 +59,7 @@ def cc_command(problem, n, protocol_name, instances, seed, audit, error, show_tr
     if as_json:
         emit_json(report)
         return
-    table = Table(title=f"{report.protocol} protocol for {report.problem} (n = {n})", show_header=False)
+    table = Table(title=escape(f"{report.protocol} protocol for {report.problem} (n = {n})"), show_header=False)
     table.add_column(style="bold")
     table.add_column()
     table.add_row("instances", f"{report.instances_run} ({report.instances})")

@@ -13,7 +13,13 @@ from commsim.core.jsonable import to_json
 
 class _Console(Console):
     """rich's Console, except that a closed pipe (``commsim list | head -1``) is left to the entry point,
-    which ends quietly with exit 0 (rich itself would exit 1)."""
+    which ends quietly with exit 0 (rich itself would exit 1), and that emoji codes are off: text such as a
+    user's ``--n-range 2:100:0`` is printed as it is, never as an emoji.  (Markup stays on for the commands' own
+    styling: text from the user goes through :func:`rich.markup.escape` or ``markup=False``.)"""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("emoji", False)
+        super().__init__(*args, **kwargs)
 
     def on_broken_pipe(self) -> None:
         self.quiet = True

@@ -1,6 +1,8 @@
 """``commsim list``: everything registered."""
 from __future__ import annotations
 
+import re
+
 from rich.markup import escape
 from rich.table import Table
 
@@ -38,9 +40,37 @@ def list_command(plugins, as_json):
     for section, items in data.items():
         if not items:
             continue
+        name_width = max(len(item["name"]) for item in items)
+        text_width = max(console.width - name_width - TABLE_FRAME, MIN_TEXT_WIDTH)
         table = Table(title=section.replace("_", " "), title_justify="left", show_header=False)
-        table.add_column(style="bold cyan")
-        table.add_column()
+        table.add_column(style="bold cyan", no_wrap=True, min_width=name_width)
+        table.add_column(overflow="fold", max_width=text_width)
         for item in items:
-            table.add_row(escape(item["name"]), escape(item["description"]))
+            table.add_row(escape(item["name"]), escape("\n".join(wrap_description(item["description"], text_width))))
         console.print(table)
+
+
+#: the table's frame and padding around its two columns: "│ name │ text │"
+TABLE_FRAME = 7
+#: below this many columns the text is folded where it must be, not wrapped at its commas
+MIN_TEXT_WIDTH = 20
+
+
+def wrap_description(text: str, width: int) -> list[str]:
+    """``text`` in lines of at most ``width`` characters, broken at spaces and after commas -- a model's key list
+    (``heads=H,width=M,...``) is one long word, which a terminal-wide table would otherwise cut short with an
+    ellipsis.  Nothing is dropped: a piece longer than ``width`` stays whole (the table folds it)."""
+    lines: list[str] = []
+    line = ""
+    for piece in re.findall(r"[^\s,]*,|[^\s,]+|\s+", text):
+        if piece.isspace():
+            if line:
+                line += " "
+            continue
+        if line and len(line) + len(piece) > width:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    if line.strip():
+        lines.append(line.rstrip())
+    return lines

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from commsim.cli import cli
@@ -66,10 +67,7 @@ def matrix_command(problem, n, model_spec, reduction_id, restarts, seed, figure,
     M = report.matrix
     rows, cols = M.shape
     if figure and rows <= FIGURE_MAX_SIDE and cols <= FIGURE_MAX_SIDE:
-        console.print(f"[bold]M[x, y] = {problem}(x, y)[/]  (█ = 1, · = 0; rows: Alice, columns: Bob)")
-        width = max(len(M.input_text("alice", i)) for i in range(rows))
-        for i, line in enumerate(M.render()):
-            console.print(f"{M.input_text('alice', i):>{width}} {line}", markup=False)
+        _draw(M, problem)
     table = Table(title=f"communication matrix of {problem} (n = {n})", show_header=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
@@ -93,8 +91,8 @@ def matrix_command(problem, n, model_spec, reduction_id, restarts, seed, figure,
 
 def _draw(M, problem: str) -> None:
     """The matrix as text, rows labelled by Alice's inputs."""
-    rows = M.matrix.shape[0]
-    console.print(f"[bold]M[x, y] = {problem}(x, y)[/]  (█ = 1, · = 0; rows: Alice, columns: Bob)")
+    rows = M.shape[0]
+    console.print(f"[bold]{escape(f'M[x, y] = {problem}(x, y)')}[/]  (█ = 1, · = 0; rows: Alice, columns: Bob)")
     width = max(len(M.input_text("alice", i)) for i in range(rows))
     for i, line in enumerate(M.render()):
         console.print(f"{M.input_text('alice', i):>{width}} {line}", markup=False)
@@ -122,7 +120,7 @@ def _model_matrix(problem, n, model_spec, reduction_id, restarts, seed, figure, 
     rows, cols = own.matrix.matrix.shape
     if figure and rows <= FIGURE_MAX_SIDE and cols <= FIGURE_MAX_SIDE:
         _draw(own.matrix, f"{model_spec} on {reduction_id}")
-    table = Table(title=f"the function of {model_spec} on {reduction_id} (n = {n}) beside {task.name}")
+    table = Table(title=escape(f"the function of {model_spec} on {reduction_id} (n = {n}) beside {task.name}"))
     for column in ("", "model's function", f"task: {task.name}"):
         table.add_column(column, style="bold" if not column else None)
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from commsim.cli import cli
@@ -50,7 +51,7 @@ def tree_command(problem, n, protocol_name, dot_file, html_path, plugins, as_jso
     if as_json:
         emit_json(d)
         return
-    table = Table(title=f"protocol tree: {protocol_name} for {problem} (n = {n})", show_header=False)
+    table = Table(title=escape(f"protocol tree: {protocol_name} for {problem} (n = {n})"), show_header=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column()
     yes = lambda ok: "[green]yes[/]" if ok else "[red]NO[/]"  # noqa: E731
@@ -68,16 +69,16 @@ def tree_command(problem, n, protocol_name, dot_file, html_path, plugins, as_jso
         table.add_row("fooling set separated", f"{yes(fc['separated'])}: {fc['members']} members in "
                                                f"{fc['distinct_leaves']} distinct leaves (bound {fc['bound_bits']} bits)")
     elif fc:
-        table.add_row("fooling set", f"[yellow]not applicable[/]: {fc['reason']}")
+        table.add_row("fooling set", f"[yellow]not applicable[/]: {escape(str(fc['reason']))}")
     if dot_file:
-        table.add_row("DOT", dot_file)
+        table.add_row("DOT", escape(dot_file))
     console.print(table)
     leaves = Table(title="transcript leaves", show_header=True)
     for col in ("transcript", "inputs", "rectangle", "f values", "answers"):
         leaves.add_column(col)
     for leaf in d["leaves"][:16]:
-        leaves.add_row(leaf["transcript"], str(leaf["inputs"]),
-                       leaf["rectangle"] + ("" if leaf["is_rectangle"] else " [red]not a rectangle[/]"),
+        leaves.add_row(escape(leaf["transcript"]), escape(str(leaf["inputs"])),
+                       escape(leaf["rectangle"]) + ("" if leaf["is_rectangle"] else " [red]not a rectangle[/]"),
                        ",".join(map(str, leaf["true_values"])), ",".join(map(str, leaf["outputs"])))
     if len(d["leaves"]) > 16:
         leaves.add_row(f"… {d['transcript_leaves'] - 16} more", "", "", "", "")
