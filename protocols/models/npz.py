@@ -1,6 +1,6 @@
 """Weights files: the arrays of an ``.npz`` archive, read safely (shared by every ``.npz`` weights loader).
 
-Nothing is unpickled (``allow_pickle=False``), the path must be a regular file, and each member's ``.npy``
+Nothing is unpickled (``allow_pickle=False``; an archive holding an object array is refused by name), the path must be a regular file, and each member's ``.npy``
 header is read and judged against the member's size and the memory budget before any array is allocated.
 """
 from __future__ import annotations
@@ -36,8 +36,10 @@ def _npz_sizes(path, where: str) -> int:
                     shape, _, dtype = np.lib.format._read_array_header(member, version)
                 else:
                     shape, _, dtype = read_header(member)
-                if dtype.hasobject:                   # refused on loading (allow_pickle=False): no size to judge
-                    continue
+                if dtype.hasobject:                   # np.load would need allow_pickle=True: never given
+                    raise ModelError(f"{where}: array {info.filename!r} holds pickled Python objects (dtype {dtype}), "
+                                     f"which commsim refuses to load (unpickling can run code from the file); "
+                                     f"save numeric arrays", "model")
                 claimed, held = math.prod(shape) * dtype.itemsize, info.file_size - member.tell()
                 if claimed != held:
                     raise ModelError(f"{where}: array {info.filename!r} claims shape {tuple(shape)} of {dtype} "

@@ -97,7 +97,12 @@ def _corrupt_files(tmp_path: Path) -> list[tuple[str, Path, str]]:
               ("elman", variant(elman, "text.npz", input=np.full((2, 4), "a")), "not numbers"),
               ("attention", variant(att, "att_text.npz", W_Q=np.array("x")), "not numbers"),
               ("attention", variant(att, "att_1d.npz", W_K=np.zeros(3)), "dimension"),
-              ("attention", variant(att, "att_psi.npz", psi_layers=np.array(3)), "psi_W1")]
+              ("attention", variant(att, "att_psi.npz", psi_layers=np.array(3)), "psi_W1"),
+              # an object array (pickled): refused by name, not "truncated or not an .npz file"
+              ("elman", variant(elman, "obj.npz", input=np.array([{"a": 1}, None], dtype=object)),
+               "array 'input.npy' holds pickled Python objects (dtype object), which commsim refuses to load"),
+              ("attention", variant(att, "att_obj.npz", W_Q=np.array([None], dtype=object)),
+               "holds pickled Python objects")]
     return cases
 
 
