@@ -84,3 +84,26 @@ def test_junk_for_any_parameter_is_an_input_error_or_a_valid_value(call, index):
     except InputError:
         return
     assert (call, repr(value)) in VALID, f"{call}={value!r} was accepted"
+
+
+# ---- instances: "all" as the command line and the report spell it; a sample larger than the instances says so ----
+@pytest.mark.parametrize("value", ["all", "ALL", " all "])
+def test_instances_all_is_every_instance_as_on_the_command_line(value):
+    every = commsim.run("index-idxl", "memorize:capacity=3", n=4, instances=value, certify=False)   # main: refused
+    assert every.to_dict() == commsim.run("index-idxl", "memorize:capacity=3", n=4, certify=False).to_dict()
+    assert (every.instances, every.instances_run) == ("all", 4 * 16)
+
+
+def test_instances_other_text_is_refused_naming_it():
+    with pytest.raises(InputError, match="'all' or a number of instances") as caught:
+        commsim.run("index-idxl", "memorize", n=4, instances="some")
+    assert caught.value.param == "instances"
+
+
+@settings(max_examples=12, deadline=None, database=None)
+@given(st.integers(1, 200))
+def test_a_sample_says_when_it_must_repeat_instances(count):
+    """n = 4: 64 distinct instances; a sample of at least that many draws with replacement and says so."""
+    report = commsim.run("index-idxl", "memorize:capacity=3", n=4, instances=count, seed=1, certify=False)
+    assert report.instances_run == count and report.instances.startswith(f"{count} sampled (seed 1)")
+    assert ("with replacement from only 64 distinct instances" in report.instances) == (count >= 64)

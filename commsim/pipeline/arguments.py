@@ -13,8 +13,8 @@ from typing import Any
 from commsim.core.errors import InputError
 from commsim.pipeline.interfaces import Reduction
 
-__all__ = ["callable_argument", "flag_argument", "model_argument", "names_argument", "reduction_argument",
-           "run_arguments", "sweep_arguments"]
+__all__ = ["callable_argument", "flag_argument", "instances_argument", "model_argument", "names_argument",
+           "reduction_argument", "run_arguments", "sweep_arguments"]
 
 #: an attribute no model has: reading it shows whether the object's attribute lookup follows Python's rule
 _ABSENT = "_commsim_absent_attribute_"
@@ -87,6 +87,16 @@ def names_argument(value: Any, param: str, what: str, *, allow_none: bool = Fals
     if items is None or not all(isinstance(item, str) or (allow_none and item is None) for item in items):
         raise InputError(f"{param} must be {what} or a list of them, got {_shown(value)}", param)
     return items
+
+
+def instances_argument(value: Any, param: str = "instances") -> Any:
+    """``"all"`` (any case, as ``--instances all`` and the report's own ``instances`` field spell it) or None:
+    every instance, as None; any other string is refused; a count is judged where it is used (its size)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "all"):
+        return None
+    if isinstance(value, str):
+        raise InputError(f"{param} must be 'all' or a number of instances, got {_shown(value)}", param)
+    return value
 
 
 def run_arguments(reduction: Any, model: Any, *, audit: Any = False, certify: Any = True,

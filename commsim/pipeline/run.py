@@ -21,7 +21,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from commsim.pipeline.arguments import run_arguments
+from commsim.pipeline.arguments import instances_argument, run_arguments
 from commsim.pipeline.assemble import make_report
 from commsim.pipeline.certificates import find_certificate, in_task_terms, search_by_argument
 from commsim.pipeline.executors import check_workers
@@ -69,14 +69,14 @@ def modes_kept(model: Any) -> Iterator[None]:
 
 
 def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, n: int | None = None, *,
-                  instances: int | None = None, seed: int = 0, audit: bool = False, certify: bool = True,
+                  instances: int | str | None = None, seed: int = 0, audit: bool = False, certify: bool = True,
                   progress: Callable[[str, int, int], None] | None = None, simulator: str | None = None,
                   workers: int | None = None) -> Report:
     """Run a reduction end to end and report bits used against the lower bound.
 
     ``reduction_id``: a registered id (or a Reduction); ``model_spec``: a spec string or a model object
-    (default: the reduction's default model); ``n``: the source problem's size.  ``instances`` None means
-    every instance; the model is also judged on the sets the reduction adds (``accuracy_by_set``);
+    (default: the reduction's default model); ``n``: the source problem's size.  ``instances`` None or
+    ``"all"`` means every instance (a count samples that many, with replacement); the model is also judged on the sets the reduction adds (``accuracy_by_set``);
     ``audit`` re-runs the checked instances with each party in its own process; ``certify`` searches for
     an input the model must fail on; ``progress(stage, done, total)`` is called during long work;
     ``simulator`` names the simulator to use (default: the model's kind selects it); ``workers``: the local
@@ -84,6 +84,7 @@ def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, 
     :func:`commsim.pipeline.shards.sweep_workers`).
     """
     reduction_id, model_spec = run_arguments(reduction_id, model_spec, audit=audit, certify=certify, progress=progress)
+    instances = instances_argument(instances)
     if workers is not None:   # checked whether or not this run streams
         check_workers("processes", workers)
     with modes_kept(model_spec):

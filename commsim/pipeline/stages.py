@@ -178,7 +178,11 @@ def select_instances(problem: Problem, instances: int | None, seed: int) -> Inst
     check_instances(problem, instances, seed)
     if instances is None:
         return Instances(*problem.all_pairs(), problem.all_description)
-    return Instances(*problem.sample(np.random.default_rng(seed), instances), f"{instances} sampled (seed {seed})")
+    described = f"{instances} sampled (seed {seed})"
+    if instances >= problem.input_pairs:   # then the sample surely repeats: the report says so
+        described += (f" with replacement from only {problem.input_pairs} distinct instances (instances='all' "
+                      f"runs each once)")
+    return Instances(*problem.sample(np.random.default_rng(seed), instances), described)
 
 
 def _given_side(problem: Problem, values, param: str, party: str, single: bool):
