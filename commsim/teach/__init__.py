@@ -50,23 +50,113 @@ class Lesson:
                 "steps": [s.to_dict() for s in self.steps]}
 
 
-_LATEX_WORDS = {r"\ge": "≥", r"\le": "≤", r"\cdot": "·", r"\lceil": "⌈", r"\rceil": "⌉", r"\log_2": "log2",
-                r"\ne": "≠", r"\quad": "   ", r"\ ": " ", r"\lt": "<", r"\gt": ">", r"\times": "×",
-                r"\mathbb{R}": "R", r"\implies": "⇒", r"\sum": "Σ", r"\max": "max", r"\in": "∈"}
+#: commands that stand for a symbol or a word (matched as whole commands: ``\left`` is never ``\le`` + "ft")
+_LATEX_WORDS = {"ge": "≥", "geq": "≥", "le": "≤", "leq": "≤", "cdot": "·", "lceil": "⌈", "rceil": "⌉",
+                "lfloor": "⌊", "rfloor": "⌋", "ne": "≠", "neq": "≠", "quad": "   ", "qquad": "   ", "lt": "<",
+                "gt": ">", "times": "×", "implies": "⇒", "iff": "⇔", "sum": "Σ", "max": "max", "min": "min",
+                "log": "log", "exp": "exp", "Pr": "Pr", "in": "∈", "notin": "∉", "epsilon": "ε",
+                "varepsilon": "ε", "delta": "δ", "Omega": "Ω", "Theta": "Θ", "approx": "≈", "ll": "≪", "gg": "≫",
+                "to": "→", "rightarrow": "→", "infty": "∞", "mid": "|", "ldots": "...", "dots": "...",
+                "cdots": "...", "langle": "⟨", "rangle": "⟩", "cap": "∩", "cup": "∪", "exists": "∃",
+                "forall": "∀", "Sigma": "Σ", "pm": "±", "equiv": "≡", "sim": "~", "lvert": "|", "rvert": "|"}
+#: commands whose one argument is shown as it is
+_LATEX_AS_IS = {"text", "mathrm", "mathbf", "mathit", "operatorname", "mathbb", "textbf", "textit", "mbox"}
+#: sizing commands and delimiters' wrappers: dropped, the delimiter stays (``\left.`` shows nothing)
+_LATEX_SIZING = {"left", "right", "big", "Big", "bigl", "bigr", "Bigl", "Bigr", "middle"}
+#: escaped single characters
+_LATEX_ESCAPES = {" ": " ", ",": " ", ";": " ", ":": " ", "!": "", "{": "{", "}": "}", "#": "#", "%": "%",
+                  "&": "&", "_": "_", "\\": " ", "|": "‖"}
+
+
+def _latex_command(latex: str, i: int) -> int:
+    """The index after the command that starts at ``latex[i]`` (a backslash): its letters, else one character."""
+    j = i + 1
+    while j < len(latex) and latex[j].isalpha():
+        j += 1
+    return j if j > i + 1 else min(i + 2, len(latex))
+
+
+def _latex_group(latex: str, i: int) -> tuple[str, int]:
+    """The argument at ``latex[i]`` (spaces skipped): a brace group's inside (braces matched, escaped braces
+    skipped), a command, or one character; and the index after it."""
+    while i < len(latex) and latex[i] == " ":
+        i += 1
+    if i >= len(latex):
+        return "", i
+    if latex[i] == "\\":
+        j = _latex_command(latex, i)
+        return latex[i:j], j
+    if latex[i] != "{":
+        return latex[i], i + 1
+    depth, j = 0, i
+    while j < len(latex):
+        if latex[j] == "\\":
+            j = _latex_command(latex, j)
+            continue
+        depth += {"{": 1, "}": -1}.get(latex[j], 0)
+        if depth == 0:
+            return latex[i + 1:j], j + 1
+        j += 1
+    return latex[i + 1:], len(latex)                            # unbalanced: the rest
+
+
+def _factor(text: str) -> str:
+    """``text`` as a factor of a fraction: bare when it is one word or number, else in parentheses."""
+    return text if re.fullmatch(r"[\w.]+", text) else f"({text})"
 
 
 def latex_to_text(latex: str) -> str:
-    """A readable terminal form of the simple LaTeX the lessons use."""
-    import re
-    text = latex
-    for word, sym in sorted(_LATEX_WORDS.items(), key=lambda kv: -len(kv[0])):
-        text = text.replace(word, sym)
-    text = re.sub(r"\\(?:mathrm|text|mathbf|operatorname)\{([^{}]*)\}", r"\1", text)
-    text = re.sub(r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)", text)
-    text = re.sub(r"([_^])\{([^{}]*)\}", lambda m: ("^" if m.group(1) == "^" else "_") + m.group(2)
-                  if len(m.group(2)) == 1 else ("^" if m.group(1) == "^" else "_") + "(" + m.group(2) + ")", text)
-    text = text.replace("{", "").replace("}", "").replace("\\", "")
-    return re.sub(r" {4,}", "   ", text)
+    """A readable terminal form of the LaTeX the lessons use.  Commands are matched whole (``\\left(`` reads
+    "(", never "≤ft("); ``\\frac{a}{b}`` reads a/b, ``\\underbrace{x}_{y}`` reads "x [y]", ``\\log_2`` reads
+    log2, ``_{xy}`` reads _(xy); no backslash or brace is left over."""
+    out, i = [], 0
+    while i < len(latex):
+        c = latex[i]
+        if c == "\\":
+            j = _latex_command(latex, i)
+            name, i = latex[i + 1:j], j
+            if not name.isalpha():                              # \  \, \{ ...
+                out.append(_LATEX_ESCAPES.get(name, name))
+            elif name in _LATEX_SIZING:
+                if latex[i:i + 1] == ".":
+                    i += 1
+            elif name in _LATEX_AS_IS:
+                arg, i = _latex_group(latex, i)
+                out.append(latex_to_text(arg))
+            elif name == "frac":
+                top, i = _latex_group(latex, i)
+                bottom, i = _latex_group(latex, i)
+                out.append(f"{_factor(latex_to_text(top))}/{_factor(latex_to_text(bottom))}")
+            elif name == "sqrt":
+                arg, i = _latex_group(latex, i)
+                out.append(f"√{_factor(latex_to_text(arg))}")
+            elif name in ("underbrace", "overbrace"):
+                body, i = _latex_group(latex, i)
+                k = i
+                while k < len(latex) and latex[k] == " ":
+                    k += 1
+                label = ""
+                if latex[k:k + 1] in ("_", "^") and k < len(latex):
+                    label, i = _latex_group(latex, k + 1)
+                out.append(latex_to_text(body) + (f" [{latex_to_text(label)}]" if label else ""))
+            elif name == "log" and re.match(r"_(\{2\}|2)", latex[i:]):
+                out.append("log2")
+                i += 4 if latex[i + 1] == "{" else 2
+            else:
+                out.append(_LATEX_WORDS.get(name, name))
+        elif c in "_^":
+            arg, i = _latex_group(latex, i + 1)
+            arg = latex_to_text(arg)
+            out.append(c + (arg if len(arg) == 1 else f"({arg})"))
+        elif c == "{":
+            arg, i = _latex_group(latex, i)
+            out.append(latex_to_text(arg))
+        elif c == "}":                                          # unbalanced: dropped
+            i += 1
+        else:
+            out.append(c)
+            i += 1
+    return re.sub(r" {4,}", "   ", "".join(out))
 
 
 def message_line(row: ExchangeRow) -> str:

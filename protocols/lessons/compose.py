@@ -120,7 +120,7 @@ def compose(n: int | None = None) -> Lesson:
     steps.append(Step(
         "Iterated composition and chain of thought (Theorem 2, stated only)",
         "Composing a function with itself many times, a layer that writes intermediate tokens (chain of thought) "
-        "still needs Omega(sqrt(n / (H d p))) generated steps. commsim does not implement it: the theorem gives no "
+        "still needs Ω(√(n / (H d p))) generated steps. commsim does not implement it: the theorem gives no "
         "constant, so it bounds no concrete run, and the model of generated steps is not simulated here.",
         inequality=rf"(n / (H d p))^{{1/2}} = ({n} / ({model.heads}\cdot{model.dim}\cdot{model.precision}))^{{1/2}} = "
                    rf"{scale:.3f}",

@@ -123,7 +123,7 @@ def randomized(n: int | None = None) -> Lesson:
                    rf"\quad\text{{with }} {ip.k} \text{{ bits}}",
         notes="Newman's theorem turns a public-coin protocol into a private-coin one at an extra O(log n) bits: "
               "an upper bound, so the private-coin cost of EQ is O(log n) (the fingerprints above meet it). That it "
-              "is also Omega(log n) is a separate lower bound (a private-coin protocol of c bits gives a "
+              "is also Ω(log n) is a separate lower bound (a private-coin protocol of c bits gives a "
               "deterministic one of 2^O(c) bits), not Newman's. The public-coin cost is O(log 1/eps).",
         reference="random inner products, standard (Kushilevitz and Nisan, ch. 3); Newman 1991"))
 
@@ -159,7 +159,7 @@ def randomized(n: int | None = None) -> Lesson:
         notes=RANDOMIZED["index"][1],
         reference="Ablayev 1996; Kremer, Nisan, Ron 1999 (section 9 of the reference)"))
     steps.append(Step(
-        "DISJ keeps its bound too: Omega(n)",
+        "DISJ keeps its bound too: Ω(n)",
         "Disjointness needs a linear number of bits even for two-way protocols with coins and error 1/3. The "
         "constant is smaller than the deterministic n, and commsim states none: the DISJ-based model bounds "
         "(MQAR, Match3, q-sparse averaging) hold for models that are right with high probability, up to that "

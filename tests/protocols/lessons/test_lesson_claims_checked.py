@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from commsim.plugins import load_plugins
 
@@ -31,3 +33,40 @@ def test_attention_disj_step7_counts_transcripts_and_gives_the_true_reason(n):
     bits = int(re.search(r"Its (\d+)-bit messages", step.claim).group(1))
     assert ("not forced by counting" in step.notes) == (n <= bits)
     assert "Fact 4 of [BHBK24]" in step.reference and "Facts 1-3" not in step.reference
+
+
+# ---- the text form of the lessons' LaTeX --------------------------------------------------------
+RESIDUE = re.compile(r"\\[A-Za-z]|left\(|right\)|underbrace|overbrace|≤ft|\bfrac\b|mathrm|\\text|\bll\b")
+
+
+def test_every_topic_text_output_has_no_latex_residue():
+    from commsim.teach import render_plain
+    from protocols.lessons import TOPICS
+    for topic in TOPICS:
+        text = render_plain(build(topic))
+        assert "{" not in "".join(line for line in text.splitlines() if line.startswith("  so:")), topic
+        assert not RESIDUE.search(text), (topic, RESIDUE.search(text).group(0))
+
+
+def test_latex_to_text_on_the_reported_formulas():
+    from commsim.teach import latex_to_text
+    assert latex_to_text(r"g(N) = \Omega\left(\frac{N}{\log^2 N}\right)") == "g(N) = Ω(N/(log^2 N))"
+    assert latex_to_text(r"\underbrace{2\lceil\log_2 8\rceil}_{\text{two-way}} = 6 \ll "
+                         r"\underbrace{\lceil\log_2 8^{8}\rceil}_{\text{one-way}} = 24") == \
+        "2⌈log2 8⌉ [two-way] = 6 ≪ ⌈log2 8^8⌉ [one-way] = 24"
+    assert latex_to_text(r"a \le b \leq c \ne d \in \left\{1\right\}") == "a ≤ b ≤ c ≠ d ∈ {1}"
+
+
+LATEX_PIECES = [r"\left(", r"\right)", r"\le ", r"\ge ", r"\leq ", r"\lceil", r"\rceil", r"\log_2 ", r"\log^2 ",
+                r"\frac{N}{2}", r"\frac{N - 1}{\log N}", r"\underbrace{x}_{\text{one-way}}", r"\ll ", r"\Omega",
+                r"\text{bits}", r"\mathrm{DISJ}_n", r"\cdot", r"\quad", r"\ ", r"2^{n}", r"x_{i+1}", "N", " = ", "7",
+                r"\#", r"\implies ", r"\epsilon", r"\Pr", r"\min(", r"\max(", ")"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(LATEX_PIECES), max_size=12))
+def test_latex_to_text_leaves_no_command_or_brace(pieces):
+    from commsim.teach import latex_to_text
+    text = latex_to_text("".join(pieces))
+    assert "\\" not in text and "{" not in text and "}" not in text
+    assert not re.search(r"≤ft|≥q|underbrace|left\(|right\)|mathrm", text), text
