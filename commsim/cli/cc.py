@@ -14,16 +14,16 @@ from commsim.cli.common import (
     parse_instances,
     plugin_option,
     progress_bar,
+    protocol_problem,
     render_transcript,
 )
 from commsim.pipeline.cc import run_cc
 from commsim.plugins import load_plugins
-from commsim.theory.problems import PROBLEM_NAMES
 
 
 @cli.command("cc")
-@click.argument("problem", type=click.Choice(PROBLEM_NAMES))
-@click.option("--n", "n", type=int, required=True, help="Problem size (n bits; string length for dyck22).")
+@click.argument("problem", metavar="PROBLEM")
+@click.option("--n", "n", type=int, required=True, help="Problem size (n bits).")
 @click.option("--protocol", "protocol_name", required=True, help="A registered protocol (see `commsim list`).")
 @click.option("--instances", default="all", show_default=True, help="'all' (exhaustive) or a number of samples.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sampled instances.")
@@ -35,7 +35,8 @@ from commsim.theory.problems import PROBLEM_NAMES
 @plugin_option
 @json_option
 def cc_command(problem, n, protocol_name, instances, seed, audit, error, show_transcript, plugins, as_json):
-    """Run a plain two-party protocol for PROBLEM on every (or sampled) instance.
+    """Run a plain two-party protocol for PROBLEM (index, eq or disj: the problems the registered protocols
+    are for) on every (or sampled) instance.
 
     Reports the worst-case bits, bits per direction, rounds and correctness.  A randomized protocol
     (inner-product, fingerprint, sample) draws instance i's coins from the seed and instance i; they are
@@ -51,7 +52,9 @@ def cc_command(problem, n, protocol_name, instances, seed, audit, error, show_tr
       commsim cc index --n 256 --protocol sample --error 0.1 --instances 5000 --transcript
     """
     check_positive(n, "--n")
-    protocol_cls = load_plugins(plugins).get("cc-protocol", protocol_name, param="protocol")
+    registry = load_plugins(plugins)
+    protocol_problem(problem, registry)
+    protocol_cls = registry.get("cc-protocol", protocol_name, param="protocol")
     count = parse_instances(instances)
     with progress_bar(f"{protocol_name} on {problem}", enabled=not as_json) as update:
         report = run_cc(problem, n, protocol_cls, instances=count, seed=seed, audit=audit, progress=update,

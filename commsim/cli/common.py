@@ -9,6 +9,7 @@ from rich.console import Console
 from commsim.cli.progress import ProgressBar
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_json
+from commsim.theory.problems import PROBLEM_NAMES
 
 
 class _Console(Console):
@@ -33,6 +34,18 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print one JS
 plugin_option = click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
                              help="Also load plugins from MODULE (its register(registry) is called). This imports "
                                   "and runs MODULE's code: never pass a module you do not trust.")
+
+
+def protocol_problem(problem: str, registry) -> str:
+    """``cc``'s and ``tree``'s PROBLEM: a problem some registered plain protocol is for (index, eq, disj with
+    the installed protocols; a --plugin may add more).  Dyck-(2,2) has a problem class but no plain protocol:
+    its bounds are read with ``commsim fooling`` and ``commsim matrix``."""
+    served = {p for entry in registry.entries("cc-protocol") for p in getattr(entry.obj, "problems", ())}
+    known = [p for p in PROBLEM_NAMES if p in served] + sorted(served.difference(PROBLEM_NAMES))
+    if problem not in served:
+        raise InputError(f"PROBLEM must be a problem a registered protocol is for ({', '.join(known)}), got "
+                         f"{problem!r}", "problem")
+    return problem
 
 
 def emit_json(obj: Any) -> None:

@@ -6,16 +6,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from commsim.cli import cli
-from commsim.cli.common import console, emit_json, json_option, plugin_option
+from commsim.cli.common import console, emit_json, json_option, plugin_option, protocol_problem
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.cli.files import refuse_empty, write_text
 from commsim.core.errors import InputError
 from commsim.plugins import load_plugins
-from commsim.theory.problems import PROBLEM_NAMES
 
 
 @cli.command("tree")
-@click.argument("problem", metavar="PROBLEM", type=click.Choice(PROBLEM_NAMES))
+@click.argument("problem", metavar="PROBLEM")
 @click.option("--n", "n", type=int, required=True, help="Problem size (small: every input pair is run).")
 @click.option("--protocol", "protocol_name", required=True, help="A registered protocol (see `commsim list`).")
 @click.option("--dot", "dot_file", callback=refuse_empty, type=click.Path(dir_okay=False), default=None,
@@ -24,7 +23,8 @@ from commsim.theory.problems import PROBLEM_NAMES
 @plugin_option
 @json_option
 def tree_command(problem, n, protocol_name, dot_file, html_path, plugins, as_json):
-    """Run a registered protocol on every input pair of PROBLEM and draw its protocol tree: nodes are
+    """Run a registered protocol on every input pair of PROBLEM (index, eq or disj: the problems the registered
+    protocols are for) and draw its protocol tree: nodes are
     transcript prefixes, edges messages; each leaf's inputs must form a rectangle, each answer leaf a
     monochromatic rectangle; depth = worst-case bits.
 
@@ -36,7 +36,9 @@ def tree_command(problem, n, protocol_name, dot_file, html_path, plugins, as_jso
     """
     from commsim.theory.protocol_tree import build_protocol_tree
 
-    protocol_cls = load_plugins(plugins).get("cc-protocol", protocol_name, param="protocol")
+    registry = load_plugins(plugins)
+    protocol_problem(problem, registry)
+    protocol_cls = registry.get("cc-protocol", protocol_name, param="protocol")
     if getattr(protocol_cls, "coins", "none") != "none":
         raise InputError(f"--protocol {protocol_name!r} flips coins, and a protocol tree is drawn for deterministic "
                          f"protocols; run it with `commsim cc {problem} --protocol {protocol_name}`", "protocol")

@@ -94,7 +94,7 @@ BAD_ARGS = [
     (["cc", "index", "--n", "8", "--protocol", "one-way", "--instances", "foo"], "--instances"),
     (["cc", "index", "--n", "8", "--protocol", "one-way", "--instances", "0"], "--instances"),
     (["cc", "eq", "--n", "8", "--protocol", "two-way"], "two-way"),
-    (["cc", "dyck22", "--n", "4", "--protocol", "one-way"], "one-way"),
+    (["cc", "dyck22", "--n", "4", "--protocol", "one-way"], "PROBLEM must be a problem a registered protocol is for"),
     (["cc", "index", "--n", "eight", "--protocol", "one-way"], "eight"),
     (["cc", "index", "--protocol", "one-way"], "--n"),
     (["no-such-command"], "no-such-command"),
@@ -122,5 +122,5 @@ def test_bad_input_with_json_prints_an_error_object(capsys, args, mention):
 
 
 def test_usage_errors_exit_2_through_click_too():
-    result = CliRunner().invoke(cli, ["cc", "parity", "--n", "8", "--protocol", "one-way"])
-    assert result.exit_code == 2 and "parity" in result.stderr
+    result = CliRunner().invoke(cli, ["cc", "index", "--n", "eight", "--protocol", "one-way"])
+    assert result.exit_code == 2 and "eight" in result.stderr

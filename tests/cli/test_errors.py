@@ -74,7 +74,7 @@ def test_flag_message(message, param, flags, shown):
     (["automaton", "ineq", "--n", "5"], "Error: --n must be an even length"),
     (["fooling", "eq", "--n", "13", "--verify"], "Error: --verify: the eq fooling set at n = 13"),
     (["tree", "eq", "--n", "9", "--protocol", "one-way"], "Error: --n = 9: "),
-    (["cc", "dyck22", "--n", "4", "--protocol", "one-way"], "Error: --protocol: protocol 'one-way' is for"),
+    (["cc", "dyck22", "--n", "4", "--protocol", "one-way"], "Error: PROBLEM must be a problem a registered protocol is for"),
     (["run", "eq-ineq", "--instances", "all", "--n", "21"], "Error: --instances: all 4398046511104 instances"),
 ])
 def test_library_errors_are_shown_with_the_flag_typed(capsys, args, first_words):
