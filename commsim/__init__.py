@@ -39,6 +39,22 @@ from commsim.pipeline.stages import Prepared, prepare  # noqa: E402
 from commsim.pipeline.sample import sample, vocabulary  # noqa: E402
 from commsim.plugins import load_plugins, make_model  # noqa: E402
 
+
+def _check_run_keywords(options: dict) -> None:
+    """``commsim.run``'s keywords beyond its own are :func:`run_reduction`'s: any other is an InputError naming
+    it and listing the valid ones (as :func:`make_model` does), not a TypeError from inside."""
+    import difflib
+    import inspect
+
+    keywords = inspect.signature(run_reduction).parameters.items()
+    valid = ["n", "precision", "frac", "dtype"] + [name for name, p in keywords if p.kind is p.KEYWORD_ONLY]
+    for key in options:
+        if key not in valid:
+            close = difflib.get_close_matches(key, valid, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise InputError(f"run got an unknown keyword {key!r}{hint}; valid keywords: {', '.join(valid)}", key)
+
+
 def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None, **options):
     """``commsim.run(reduction, model, n=..., instances=...)``: :func:`run_reduction`, with a model object's
     number format -- ``precision=P`` (P-bit fixed point; an int, or a format name such as ``"fixed16.8"`` or
@@ -47,6 +63,7 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
     names its format inside it (``"lstm:width=8,precision=8"``).  A torch module runs in eval mode and gets its
     own train/eval mode back afterwards (:func:`commsim.pipeline.run.modes_kept`).  ``progress=True`` draws a
     progress bar (in Jupyter, in the cell's output: :mod:`commsim.cli.progress`)."""
+    _check_run_keywords(options)
     if options.get("progress") is True:
         from commsim.cli.progress import api_progress
         label = reduction if isinstance(reduction, str) else "run"

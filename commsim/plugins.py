@@ -200,8 +200,8 @@ def _format_keywords(precision, frac, dtype):
         raise InputError(f"frac must be a non-negative int (fraction bits); got {frac!r}", param="frac")
     param = "dtype" if dtype is not None else "precision"
     try:
-        if dtype is not None:
-            return FloatFormat(str(dtype))
+        if dtype is not None:   # a name, or a torch dtype (torch.float16 prints as 'torch.float16')
+            return FloatFormat(str(dtype).removeprefix("torch.") if type(dtype).__module__ == "torch" else str(dtype))
         if precision is None or isinstance(precision, NumberFormat):
             return precision
         if isinstance(precision, bool) or not isinstance(precision, (int, str)):
@@ -209,7 +209,10 @@ def _format_keywords(precision, frac, dtype):
                              f"'bfloat16'; got {precision!r}", param="precision")
         if frac is None:
             return parse_format(str(precision))
-        return FixedPoint.with_bits(int(str(precision).strip()), int(str(frac).strip()))
+        bits = int(str(precision).strip())
+        FixedPoint.with_bits(bits)   # the width alone first: an error there is precision's, the rest is frac's
+        param = "frac"
+        return FixedPoint.with_bits(bits, int(str(frac).strip()))
     except (InputError, ValueError) as exc:
         raise InputError(str(exc), param=param) from None
 

@@ -107,3 +107,47 @@ def test_a_sample_says_when_it_must_repeat_instances(count):
     report = commsim.run("index-idxl", "memorize:capacity=3", n=4, instances=count, seed=1, certify=False)
     assert report.instances_run == count and report.instances.startswith(f"{count} sampled (seed 1)")
     assert ("with replacement from only 64 distinct instances" in report.instances) == (count >= 64)
+
+
+# ---- argument errors name the argument that is wrong -----------------------------------------------------------
+def _parts():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    return {"embedding": torch.nn.Embedding(8, 4), "core": torch.nn.GRU(4, 2, batch_first=True),
+            "head": torch.nn.Linear(2, 2)}
+
+
+@pytest.mark.parametrize("keywords, param, says", [
+    ({"precision": 2, "frac": 2}, "frac", "fraction bits must be 0..1, got 2"),        # main: param=precision
+    ({"precision": 1, "frac": 0}, "precision", "width must be 2..53"),
+    ({"precison": 2}, "precison", "did you mean 'precision'?"),                         # main: a raw TypeError
+    ({"instances": 8, "sead": 1}, "sead", "valid keywords: n, precision, frac, dtype, instances, seed"),
+])
+def test_run_names_the_wrong_keyword(keywords, param, says):
+    with pytest.raises(InputError) as caught:
+        commsim.run("index-idxl", _parts(), n=4, certify=False, **keywords)
+    assert caught.value.param == param and says in str(caught.value)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_dtype_takes_a_torch_dtype_as_its_name(dtype):
+    torch = pytest.importorskip("torch")
+    by_name = commsim.make_model(_parts(), vocab_size=8, dtype=dtype)
+    by_torch = commsim.make_model(_parts(), vocab_size=8, dtype=getattr(torch, dtype))   # main: "unknown float dtype"
+    assert by_torch.format.name == by_name.format.name == dtype
+    report = commsim.run("index-idxl", _parts(), n=4, instances=8, certify=False, dtype=getattr(torch, dtype))
+    assert report.bits_used == 2 * 16
+    with pytest.raises(InputError, match="unknown float dtype 'int8'") as caught:
+        commsim.make_model(_parts(), vocab_size=8, dtype=torch.int8)
+    assert caught.value.param == "dtype"
+
+
+def test_sweep_names_the_wrong_entry_of_a_list():
+    core = _parts()["core"]
+    with pytest.raises(InputError) as caught:
+        commsim.sweep("index-idxl", ["memorize", core], n=4)
+    message = str(caught.value)
+    assert caught.value.param == "models" and message.startswith("models[1] must be a model spec pattern")
+    assert "GRU(4, 2, batch_first=True)" in message and "commsim.run" in message and "list object" not in message
+    with pytest.raises(InputError, match=r"reductions\[0\] must be a reduction id.*got 5$"):
+        commsim.sweep([5], "memorize", n=4)

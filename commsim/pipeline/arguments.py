@@ -74,8 +74,9 @@ def flag_argument(value: Any, param: str) -> bool:
     return value
 
 
-def names_argument(value: Any, param: str, what: str, *, allow_none: bool = False) -> list:
-    """One name or a list of names (strings; None entries too when ``allow_none``), as a list."""
+def names_argument(value: Any, param: str, what: str, *, allow_none: bool = False, object_hint: str = "") -> list:
+    """One name or a list of names (strings; None entries too when ``allow_none``), as a list; a wrong entry is
+    named by its index (``object_hint`` follows when it is an object, not a number)."""
     if value is None and allow_none:
         return [None]
     if isinstance(value, str):
@@ -84,8 +85,12 @@ def names_argument(value: Any, param: str, what: str, *, allow_none: bool = Fals
         items = list(value) if not isinstance(value, (bytes, bytearray, dict)) else None
     except TypeError:
         items = None
-    if items is None or not all(isinstance(item, str) or (allow_none and item is None) for item in items):
+    if items is None:
         raise InputError(f"{param} must be {what} or a list of them, got {_shown(value)}", param)
+    for at, item in enumerate(items):   # the entry that is wrong, not the whole list
+        if not (isinstance(item, str) or (allow_none and item is None)):
+            raise InputError(f"{param}[{at}] must be {what}{' (or None)' if allow_none else ''}, got "
+                             f"{_shown(item)}{'' if type(item).__module__ == 'builtins' else object_hint}", param)
     return items
 
 
@@ -111,7 +116,8 @@ def run_arguments(reduction: Any, model: Any, *, audit: Any = False, certify: An
 def sweep_arguments(reductions: Any, models: Any, n: Any, options: dict) -> None:
     """The checks ``commsim.sweep`` makes on entry (types only: ranges, sizes and names are the grid's)."""
     names_argument(reductions, "reductions", "a reduction id such as 'index-idxl'")
-    names_argument(models, "models", "a model spec pattern such as 'elman:width=2..8:x2'", allow_none=True)
+    names_argument(models, "models", "a model spec pattern such as 'elman:width=2..8:x2'", allow_none=True,
+                   object_hint=" (a sweep builds its models from spec patterns; run a model object with commsim.run)")
     if n is not None and not isinstance(n, str):
         try:
             values = list(n) if not isinstance(n, (int, bytes, bytearray, dict)) else [n]
