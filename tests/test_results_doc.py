@@ -1,4 +1,5 @@
-"""docs/RESULTS.md and docs/EXPERIMENTS.md stay true: every module:function they name exists, and every test\nRESULTS.md cites exists."""
+"""docs/RESULTS.md and docs/EXPERIMENTS.md stay true: every module:function they name exists, and every test
+RESULTS.md cites exists."""
 from __future__ import annotations
 
 import ast
