@@ -20,6 +20,7 @@ import click
 import pytest
 
 from commsim.cli import cli
+from commsim.cli.common import parse_instances
 from commsim.core.limits import MAX_LOCAL_STREAMED_INSTANCES
 from commsim.pipeline.shards import streams
 from commsim.pipeline.stages import check_instances, check_run_size
@@ -85,14 +86,14 @@ RUNS = [c for c in EXAMPLES if c.startswith("commsim run ") and "--help" not in 
 
 @pytest.mark.parametrize("command", RUNS)
 def test_every_run_example_has_instances_it_can_run(command):
-    """A `commsim run` example without --instances runs every instance (unless its reduction declares a sample
-    size): the instance count must be one `run` accepts -- judged by the run's own rule (stream or one batch) and
-    limits, without building the model -- so an example cannot exit 2 on "too many instances"."""
+    """A `commsim run` example without --instances (or with --instances all) runs every instance (unless its
+    reduction declares a sample size): their number must be one `run` accepts -- judged by the run's own rule
+    (stream or one batch) and limits, without building the model -- so an example cannot exit 2 on "too many
+    instances"."""
     params = _run_arguments(command)
-    if params["instances"] is not None:
-        return
     red = load_plugins().get("reduction", params["reduction"], param="reduction")
-    if red.default_instances is not None:
+    given = params["instances"]       # as `commsim run` reads it: --instances all is every instance too
+    if (parse_instances(given) if given is not None else red.default_instances) is not None:
         return
     n = red.default_n if params["n"] is None else check_run_size(red, params["n"])
     problem = red.problem(n)
