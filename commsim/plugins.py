@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
@@ -82,15 +84,17 @@ class Registry:
         registered before failing stays registered."""
         if not isinstance(module_path, str):
             raise InputError(f"plugin must be a module name (text), got {type(module_path).__name__}", param="plugin")
-        if module_path in self._loaded:
+        if module_path in self._loaded or f"{module_path}:register" in self._loaded:   # its entry point did
             return
         if not module_path or not all(part.isidentifier() for part in module_path.split(".")):
             raise InputError(f"plugin {module_path!r} is not a dotted module name (such as my_plugins or "
                              "pkg.plugins); give the module, not a file or directory path", param="plugin")
+        current_directory_on_path()
         try:
             module = importlib.import_module(module_path)
         except ImportError as exc:
-            raise InputError(f"cannot import plugin module {module_path!r}: {exc}", param="plugin") from exc
+            raise InputError(f"cannot import plugin module {module_path!r}: {exc} (searched from the current "
+                             f"directory, then Python's path)", param="plugin") from exc
         except (Exception, SystemExit) as exc:
             raise InputError(f"importing plugin module {module_path!r} failed: it {user_code_failure(exc)}",
                              param="plugin") from exc
@@ -123,11 +127,22 @@ class Registry:
 
     def load_entry_points(self) -> None:
         for ep in entry_points(group=ENTRY_POINT_GROUP):
-            if ep.value not in self._loaded:
+            # a module loaded by --plugin is the same plugin as its entry point ``module:register`` (found once
+            # the current directory, where its metadata may be, is on sys.path)
+            if ep.value not in self._loaded and not (ep.attr == "register" and ep.module in self._loaded):
                 self._call(ep.load(), ep.value)
 
 
 registry = Registry()
+
+
+def current_directory_on_path() -> None:
+    """Put the current directory first on ``sys.path`` unless it is on it already (as ``python -m`` does), so
+    that a module of the project you are in imports the same way for ``--plugin MODULE`` and for
+    ``python:MODULE:FUNCTION`` specs -- the console script ``commsim`` alone would not find it."""
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
 
 
 def load_plugins(extra_modules: str | tuple[str, ...] | list[str] = ()) -> Registry:

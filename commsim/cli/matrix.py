@@ -6,10 +6,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from commsim.cli import cli
-from commsim.cli.common import console, emit_json, json_option
+from commsim.cli.common import console, emit_json, json_option, plugin_option
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.limits import check_seed
+from commsim.plugins import load_plugins
 from commsim.theory.comm_matrix import analyze_matrix
 from commsim.theory.problems import PROBLEM_NAMES
 
@@ -31,8 +32,9 @@ FIGURE_MAX_SIDE = 64
 @click.option("--figure/--no-figure", default=True, show_default=True,
               help=f"Draw the matrix (when at most {FIGURE_MAX_SIDE} x {FIGURE_MAX_SIDE}).")
 @html_option
+@plugin_option
 @json_option
-def matrix_command(problem, n, model_spec, reduction_id, restarts, seed, figure, html_path, as_json):
+def matrix_command(problem, n, model_spec, reduction_id, restarts, seed, figure, html_path, plugins, as_json):
     """The communication matrix M[x, y] = f(x, y) of PROBLEM (rows: Alice, columns: Bob) and its
     bounds: log-rank over the reals and GF(2), the one-way bound ceil(log2 #distinct rows), and a
     fooling set found by a bounded, seeded search (verified pairwise).
@@ -50,6 +52,7 @@ def matrix_command(problem, n, model_spec, reduction_id, restarts, seed, figure,
     """
     check_seed(seed, "--seed")
     check_html(html_path)
+    load_plugins(plugins)           # a --plugin's model kinds and reductions, for --model and --reduction
     if model_spec is not None or reduction_id is not None:
         _model_matrix(problem, n, model_spec, reduction_id, restarts, seed, figure, html_path, as_json)
         return

@@ -51,6 +51,7 @@ from pathlib import Path
 
 from commsim.core.errors import InputError
 from commsim.core.limits import check_memory
+from commsim.plugins import current_directory_on_path
 from commsim.spec import FORMAT_KEYS, MAX_SPEC_INT, regular_file, user_code_failure
 from protocols.adapters.torch import hf_local
 from protocols.adapters.torch.adapt import from_torch
@@ -93,9 +94,7 @@ def load_factory(target: str):
     module_name, sep, func_name = target.rpartition(":")
     if not sep or not module_name or not func_name:
         raise AdapterError(f"python: needs MODULE:FUNCTION (e.g. python:examples.factories:lstm_index), got {target!r}")
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
+    current_directory_on_path()
     if module_name.endswith(".py") or os.sep in module_name or "/" in module_name or os.path.isfile(module_name):
         path = regular_file(module_name, "the file ", prefix="python: ")
         if path.suffix != ".py":
