@@ -161,7 +161,7 @@ def latex_to_text(latex: str) -> str:
 
 def message_line(row: ExchangeRow) -> str:
     """One message of a step as text: ``Alice → Bob: label (k bits) 0101…``."""
-    size = f"{row.count} bits" if row.count is not None else ""
+    size = row.size() if row.count is not None else ""
     return f"{row.arrow}: {row.label} ({size}) {row.shown(64)}".replace("() ", "")
 
 
@@ -197,7 +197,7 @@ def mermaid_sequence(messages) -> list[str]:
             if r.round != last_round:
                 lines.append(f"    Note over A,B: round {r.round}")
                 last_round = r.round
-            size = f"{r.count} bits" if r.count is not None else _mermaid_text(r.bits)
+            size = r.size() if r.count is not None else _mermaid_text(r.bits)
             arrow = "A->>B" if r.sender == "alice" else "B->>A"
             lines.append(f"    {arrow}: {_mermaid_text(r.label)} ({size})")
     return lines + ["```"]

@@ -145,7 +145,7 @@ def randomized(n: int | None = None) -> Lesson:
     rep_ix = run_cc("index", n, SampledIndex, instances=MEASURED, seed=SEED, error=0.1)
     sampler = SampledIndex(index, 0.1)
     table = "\n".join(f"eps = {e:<5}: (1 - H2(eps))·n = {(1 - binary_entropy(e)) * n:7.2f} -> "
-                      f"{index_one_way_randomized_bits(n, e)} bits" for e in (0.01, 0.05, 0.1, 0.25, 0.4))
+                      f"{_bits_word(index_one_way_randomized_bits(n, e))}" for e in (0.01, 0.05, 0.1, 0.25, 0.4))
     bound = rep_ix.randomized["randomized_bound"]
     steps.append(Step(
         "INDEX one-way keeps its bound: (1 - H2(eps))·n",
@@ -186,3 +186,8 @@ def randomized(n: int | None = None) -> Lesson:
     return Lesson("randomized", "Randomized protocols: which lower bounds survive coins",
                   "EQ falls to fingerprints and random parities; INDEX and DISJ keep their bounds; every coin is "
                   "seeded and recorded.", steps, n)
+
+
+def _bits_word(k: int) -> str:
+    """"1 bit", "5 bits"."""
+    return f"{k} bit{'' if k == 1 else 's'}"

@@ -218,15 +218,16 @@ def rnn_index(n: int | None = None) -> Lesson:
     attention = _run(rid, "construct:idxl", n, exhaustive=1 << 12)
     steps.append(Step(
         "What the bound says at scale — and why attention escapes it",
-        "m·p ≥ N caps the length a recurrent model can index into. A one-layer attention model is not bound: its "
-        "protocol (Theorem 4) is two-way, and INDEX is easy two-way (Bob sends b). Theorem 1's construction "
-        "solves index lookup with width O(log N).",
+        "m·p ≥ N caps the length a recurrent model can index into. A one-layer attention model is not bound: in "
+        "its protocol (Theorem 4) the party holding the query speaks, and on index lookup's split that is Bob — "
+        "one-way Bob → Alice, the direction the N-bit bound (Alice → Bob) does not cover, and INDEX is easy that "
+        "way round (Bob sends b: ⌈log2 N⌉ bits). Theorem 1's construction solves index lookup with width O(log N).",
         instance=(f"{line}\n" if line else f"m = 128, p = 64: m·p = {128 * 64}, so N ≤ {128 * 64}\n")
         + f"commsim run {rid} --model construct:idxl --n {n}: {attention.instances_run} instances "
           f"({attention.instances}), bits used {attention.bits_used}, correct on all: "
           f"{attention.model_correct}; bound applies: {attention.lower_bound.applies} — {attention.lower_bound.note}",
-        inequality=rf"N \le m p = 128 \cdot 64 = {128 * 64}\quad\text{{but}}\quad \text{{two-way CC}}"
-                   rf"(\mathrm{{INDEX}}_{{{n}}}) \le \lceil\log_2 {n}\rceil + 1",
+        inequality=rf"N \le m p = 128 \cdot 64 = {128 * 64}\quad\text{{but}}\quad \text{{one-way CC, Bob}}"
+                   rf"\to\text{{Alice}}(\mathrm{{INDEX}}_{{{n}}}) \le \lceil\log_2 {n}\rceil",
         notes=(f"max N from the budget library: {max_n}" if max_n is not None else
                f"(the budget library has no length bound for {rid} yet; max N = m·p = {128 * 64} directly)"),
         reference="Theorem 3 and Theorem 1 of [BHBK24]; section 6 of [BHBK24] for m = 128, p = 64"))

@@ -121,7 +121,8 @@ class TwoLayerSeparation(Separation):
                         "protocol on a balanced partition needs N/2 = {needed_bits} bits, so a protocol of m*p*H*g(N) "
                         "bits needs g(N) >= {factor_lower:.3g}"},
             {"arch": "any protocol on the partition", "model": "",
-             "source": "log-rank and fooling-set bounds (Facts 1, 2 of [BHBK24])",
+             "source": "the fooling-set bound (Fact 4 of [BHBK24]) and the log-rank bound (standard, not in "
+                       "[BHBK24]: Kushilevitz and Nisan, ch. 1)",
              "formula": "bits >= log2 rank = log2 |fooling set| = N/2"},
             [{"key": "N", "label": "N"}, {"key": "qk_width", "label": "m"}, {"key": "embedding_dim", "label": "d"},
              {"key": "width", "label": "width max(m,d)"}, {"key": "precision", "label": "p"},

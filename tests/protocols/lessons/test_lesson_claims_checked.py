@@ -70,3 +70,30 @@ def test_latex_to_text_leaves_no_command_or_brace(pieces):
     text = latex_to_text("".join(pieces))
     assert "\\" not in text and "{" not in text and "}" not in text
     assert not re.search(r"≤ft|≥q|underbrace|left\(|right\)|mathrm", text), text
+
+
+@pytest.mark.parametrize("topic", ["graph-transformers", "randomized", "attention-disj", "rnn-index"])
+def test_no_lesson_says_one_bits(topic):
+    from commsim.teach import render_plain
+    from protocols.lessons import TOPICS
+    t = TOPICS[topic]
+    for n in sorted({t.minimum, t.default}):
+        text = render_plain(build(topic, n))
+        assert not re.search(r"(?<![-−+] )(?<![\w.])1 bits", text), (topic, n)
+
+
+def test_attributions_match_the_paper():
+    """[BHBK24]: Facts 1, 2, 3 are the DISJ, EQ and INDEX bounds, Fact 4 the fooling-set bound; log-rank is not
+    one of its facts. The attention protocol on index lookup's split is one-way Bob -> Alice."""
+    import json
+
+    from click.testing import CliRunner
+
+    from commsim.cli import cli
+    out = json.loads(CliRunner().invoke(cli, ["separate", "two-layers", "--n", "4", "--json"]).stdout)
+    text = json.dumps(out)
+    assert "Facts 1, 2" not in text and "fooling-set bound (Fact 4 of [BHBK24])" in text
+    assert "log-rank bound (standard, not in [BHBK24]" in text
+    step = [s for s in build("rnn-index").steps if "attention escapes" in s.title][0]
+    assert "two-way" not in step.claim + step.inequality and "Bob → Alice" in step.claim
+    assert "one-way from Bob to Alice" in step.instance           # what the run itself reports
