@@ -11,7 +11,7 @@ from commsim.cli.files import check_target, refuse_empty, write_figure
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.limits import MAX_HEADS, check_size, show_size
-from commsim.pipeline.budget import SOLVABLE, budget, solve
+from commsim.pipeline.budget import SOLVABLE, budget, paper_count_text, paper_max_n_text, solve
 from commsim.plugins import load_plugins
 
 #: the most lengths one --n-range table may have
@@ -82,13 +82,6 @@ ARCH_HELP = ("The architecture, NAME[:key=value]; what --width means: elman, gru
              "ssm:complex=false, d); linear-attention: key/value width d (state d·d numbers; "
              "linear-attention:normalize=true, d·d + d); rnn: the state's numbers themselves; attention: one "
              "layer, m = query/key/value width per head (--heads H, --dim d).")
-
-
-def _paper_line(d: dict) -> str:
-    """The paper's max N (its inequality) with the line on why it differs from the protocol's."""
-    if d["paper_max_n"] is None and d["paper_first_ruled_out"] is None:
-        return d["paper_note"]
-    return f"{d['paper_max_n']} (first ruled out: {d['paper_first_ruled_out']}); {d['paper_note']}"
 
 
 @cli.command("budget")
@@ -173,12 +166,12 @@ def budget_command(arch, width, precision, heads, dim, task, n, solve_for, n_ran
         table.add_row("width", escape(f"{d['width']}: {d['width_meaning']}; {d['state_text']}"))
     if d["protocol_bits"] is not None:
         table.add_row("protocol bits", escape(f"{d['protocol_bits']}: {d['protocol_text']}"))
-    table.add_row("the paper's count", escape(f"{d['bits_formula']}  ({d['bits_formula_text']})"))
+    table.add_row("the paper's count", escape(paper_count_text(d)))
     table.add_row("lower bound", escape(f"{d['lower_bound_bits']} bits — {d['bound_note']}") if d["bound_applies"]
                   else escape(f"does not apply: {d['bound_note']}"))
     table.add_row("max N", ("not ruled out up to N = " + str(d["searched_up_to"]) if d["searched_up_to"] else "unbounded")
                   if d["max_n"] is None else f"{d['max_n']} (first ruled out: {d['first_ruled_out']})")
-    table.add_row("paper's max N", escape(_paper_line(d)))
+    table.add_row("paper's max N", escape(paper_max_n_text(d)))
     for note in d["notes"]:
         table.add_row("note", escape(note))
     table.add_row("verdict", escape(d["verdict"]))

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from commsim.core.errors import InputError, NotApplicable
+from commsim.pipeline.interfaces import ANY_PARTITION
 from commsim.pipeline.arches import ArchShape, arch_shape, architectures, simulator_for_arch  # noqa: F401
 from commsim.plugins import load_plugins
 from commsim.theory.bounds import LowerBound
@@ -147,15 +148,34 @@ def search_lengths(reduction, simulator, width: int, precision: int, heads: int,
     return (length(last_fit) if last_fit is not None else None), length(first_out), searched
 
 
+def no_paper_count(simulator, reduction) -> str:
+    """Why the papers give no count for the protocol budget plans for this reduction ("" when they do: the
+    simulator's :meth:`Simulator.budget_bits`, the count of its own protocol).  A simulator that runs on any
+    partition but is one-way on some split kinds (:attr:`Simulator.one_way_splits`) runs a one-way variant there:
+    its count (Theorem 4's two-way exchange) is not that variant's, and no paper counts the variant's message."""
+    if simulator.partition_kind == ANY_PARTITION and reduction.split in simulator.one_way_splits:
+        return (f"none: {simulator.source.split(';')[0]} counts the two-way exchange; on {reduction.id}'s "
+                f"{reduction.split} split the protocol is one-way (the bound: {reduction.source}), and the papers "
+                f"give no count for the one-way message it sends")
+    return ""
+
+
+def paper_count(simulator, reduction, width: int, precision: int, heads: int, N: int) -> tuple[int, str] | None:
+    """The paper's count for this reduction's protocol at N, (bits, formula text) -- the simulator's
+    :meth:`Simulator.budget_bits`, e.g. Theorem 4's 3m(p + ceil(log2 N))H -- or None when the papers give none
+    for it (:func:`no_paper_count`)."""
+    return None if no_paper_count(simulator, reduction) else simulator.budget_bits(width, precision, heads, N)
+
+
 def paper_fits(reduction, simulator, width: int, precision: int, heads: int, N: int,
                senders: frozenset | None = None) -> bool:
-    """The paper's inequality at length N: its count (:meth:`Simulator.budget_bits`, e.g. Theorem 4's
-    3m(p + ceil(log2 N))H) >= the bound at N in the theorem's own form (:meth:`Reduction.length_bound`, for the
-    parties ``senders`` that speak in the protocol); True when that bound does not apply."""
+    """The paper's inequality at length N: its count (:func:`paper_count`) >= the bound at N in the theorem's own
+    form (:meth:`Reduction.length_bound`, for the parties ``senders`` that speak in the protocol); True when that
+    bound does not apply (the caller asks only where the paper gives a count)."""
     bound = reduction.length_bound(simulator, N, senders=senders)
     if not bound.applies or bound.bits is None:
         return True
-    return simulator.budget_bits(width, precision, heads, N)[0] >= bound.bits
+    return paper_count(simulator, reduction, width, precision, heads, N)[0] >= bound.bits
 
 
 def paper_lengths(reduction, simulator, width: int, precision: int, heads: int,
@@ -182,7 +202,7 @@ class BudgetReport:
     precision: int
     heads: int
     n: int
-    bits: int
+    bits: int | None             # the paper's count for this reduction's protocol (None: the papers give none)
     bits_text: str
     bound: LowerBound
     max_n: int | None
@@ -225,6 +245,21 @@ class BudgetReport:
                 "solve": self.solve, "table": self.table}
 
 
+def paper_count_text(d: dict) -> str:
+    """The paper's count with its formula (a report's ``to_dict``), or why the papers give none for this
+    reduction's protocol."""
+    if d["bits_formula"] is None:
+        return d["bits_formula_text"]
+    return f"{d['bits_formula']}  ({d['bits_formula_text']})"
+
+
+def paper_max_n_text(d: dict) -> str:
+    """The paper's max N (its inequality) with the line on why it differs from the protocol's, or the line alone."""
+    if d["paper_max_n"] is None and d["paper_first_ruled_out"] is None:
+        return d["paper_note"]
+    return f"{d['paper_max_n']} (first ruled out: {d['paper_first_ruled_out']}); {d['paper_note']}"
+
+
 def _size_at_most(reduction, N: int) -> int | None:
     """The largest source size n whose length is <= N (None: none), bisected over the sizes (the lengths grow
     with n; a task may override :meth:`Reduction.length_for_size` with a non-affine one, as Directed 3-Cycle's
@@ -257,23 +292,41 @@ def _check_sizes(simulator, width: int, precision: int, heads: int) -> None:
 
 
 def _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j,
-                applies: bool) -> str:
-    """One line: where the paper's max N comes from and why it differs from the protocol's (or that they agree)."""
+                applies: bool, dim: int) -> str:
+    """One line: where the paper's max N comes from and why it differs from the protocol's (or that they agree),
+    or why there is none."""
     if not applies:
         return "the bound does not apply to this protocol, so the paper's inequality rules out nothing either"
+    none = no_paper_count(simulator, reduction)
+    if none:
+        return "none: the papers give no count for this reduction's protocol; max N is the only one"
+    N = j.n
+    paper_bits, paper_text = paper_count(simulator, reduction, plan_width, precision, heads, N)
+    formula = paper_text.split(" = ")[0]
+    sent = j.protocol_bits
+    limit = simulator.shape_plan_limit
+    if (not (sent is not None and sent > paper_bits) and paper_max_n is not None and paper_max_n != N
+            and (limit is None or paper_max_n <= limit)):
+        # the theorem is cited at paper_max_n: the protocol must not send more than the count there either
+        at = judge(reduction, simulator, plan_width, precision, heads, paper_max_n, dim)
+        count = paper_count(simulator, reduction, plan_width, precision, heads, paper_max_n)[0]
+        if at.protocol_bits is not None and at.protocol_bits > count:
+            N, sent, paper_bits = paper_max_n, at.protocol_bits, count
+    if sent is not None and sent > paper_bits:
+        found = (f"{paper_max_n}" if paper_max_n is not None or paper_out is not None else
+                 f"no ruled-out N up to {reduction.length_for_size(MAX_SEARCH)}")
+        return (f"the paper's count undercounts this protocol ({sent} > {paper_bits} bits at N = {N}; {formula} is "
+                f"the theorem's order-of-magnitude count): the theorem as stated is not what commsim verified, so "
+                f"its max N ({found}) is not supported here; max N is "
+                f"{max_n if max_n is not None else 'unbounded'}, from the bits really sent")
     if paper_max_n is None and paper_out is None:
         return (f"the paper's inequality (its count against the bound) rules out no valid N up to "
                 f"{reduction.length_for_size(MAX_SEARCH)}")
-    N = j.n
-    paper_bits, paper_text = simulator.budget_bits(plan_width, precision, heads, N)
-    formula = paper_text.split(" = ")[0]
     if max_n == paper_max_n:
         return (f"max N and paper_max_n agree: the protocol sends the paper's count {formula} "
-                f"({paper_bits} bits at N = {N})" if j.protocol_bits == paper_bits else
+                f"({paper_bits} bits at N = {N})" if sent == paper_bits else
                 f"max N and paper_max_n agree ({max_n})")
-    sent = j.protocol_bits
-    relation = ("fewer than" if sent is not None and sent < paper_bits else
-                "more than" if sent is not None and sent > paper_bits else "as many as")
+    relation = "fewer than" if sent is not None and sent < paper_bits else "as many as"
     return (f"max N counts the bits this exact protocol sends for the model in the assumptions ({sent} at N = {N}, "
             f"{relation} the paper's count); paper_max_n uses the paper's count {formula} ({paper_bits} there), "
             f"which holds for every model of these sizes: cite paper_max_n for the theorem")
@@ -307,7 +360,7 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
         max_n, first_out, searched = None, None, None
     # the paper's inequality binds where the bound applies to this protocol at all (Appendix C: not to MQAR)
     paper_max_n, paper_out = (paper_lengths(reduction, simulator, plan_width, precision, heads, probe.senders)
-                              if probe.bound.applies else (None, None))
+                              if probe.bound.applies and not no_paper_count(simulator, reduction) else (None, None))
     if n is None:
         N = max_n if max_n else (first_out or (searched if probe.bound.applies and searched else first))
     else:
@@ -318,8 +371,9 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
     if not probe.bound.applies and j.bound.applies:
         j = Judgement(N, probe.bound)
     bound = j.bound
-    bits, bits_text = simulator.budget_bits(plan_width, precision, heads, N)
-    if j.protocol_bits is not None and bits < j.protocol_bits:
+    bits, bits_text = paper_count(simulator, reduction, plan_width, precision, heads, N) or (
+        None, no_paper_count(simulator, reduction))
+    if j.protocol_bits is not None and bits is not None and bits < j.protocol_bits:
         notes.append(f"the paper's count ({bits} bits) is lower than what the protocol really sends "
                      f"({j.protocol_bits} bits); the verdict uses the protocol's bits")
     if not bound.applies:
@@ -340,11 +394,12 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
             continue
         r = judge(reduction, simulator, plan_width, precision, heads, L, dim)
         rows.append({"n": L, "run_n": run_size(reduction, L), "bits": r.protocol_bits,
-                     "bits_formula": simulator.budget_bits(plan_width, precision, heads, L)[0],
+                     "bits_formula": (paper_count(simulator, reduction, plan_width, precision, heads, L)
+                                      or (None,))[0],
                      "lower_bound_bits": r.bound.bits if r.bound.applies else None,
                      "ok": r.fits if r.bound.applies and r.protocol_bits is not None else None})
     paper_note = _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j,
-                             probe.bound.applies)
+                             probe.bound.applies, dim)
     return BudgetReport(shape.name, task, width, precision, heads, N, bits, bits_text, bound, max_n, verdict, rows, j,
                         first_out, searched, reduction.n_meaning, n, notes, paper_max_n, paper_out, paper_note,
                         shape.width_meaning, plan_width if shape.arch is not None else None, shape.state_text(width),

@@ -81,6 +81,7 @@ def run_page(report, command: str) -> str:
 
 def budget_page(report, command: str) -> str:
     """``commsim budget --html``: the verdict, the table over N and the bits-vs-bound curve."""
+    from commsim.pipeline.budget import paper_count_text, paper_max_n_text
     from commsim.render.plots import budget_figure
     d = report.to_dict()
     figures: list[Figure] = []
@@ -88,10 +89,10 @@ def budget_page(report, command: str) -> str:
     md = [f"# {_md(title)}", ""]
     md += _table([("N", f"{d['n']} tokens; run --n {d['run_n']} ({d['n_meaning']})"),
                   ("protocol bits", f"{d['protocol_bits']}: {d['protocol_text']}"),
-                  ("the paper's count", f"{d['bits_formula']} ({d['bits_formula_text']})"),
+                  ("the paper's count", paper_count_text(d)),
                   ("lower bound", f"{d['lower_bound_bits']} bits — {d['bound_note']}"),
                   ("max N", d["max_n"] if d["max_n"] is not None else "not ruled out in the range searched"),
-                  ("paper's max N", f"{d['paper_max_n']}; {d['paper_note']}"),
+                  ("paper's max N", paper_max_n_text(d)),
                   ("verdict", d["verdict"])])
     if d["protocol_bits"] is not None and d["lower_bound_bits"] is not None:
         md += ["$$", rf"\text{{protocol bits}} = {d['protocol_bits']} \;{_relation(d['protocol_bits'], d['lower_bound_bits'])}"

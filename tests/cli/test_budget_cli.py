@@ -239,3 +239,53 @@ def test_budget_plans_the_graph_exchange_with_its_public_nodes_as_run_sends_it()
     ran = invoke("run", "disj-3cycle", "--model", "graph-attention:layers=1,heads=1,width=1,precision=2", "--n", "9",
                  "--instances", "64", "--no-certificate", "--json")
     assert (ran["bits_used"], ran["lower_bound_bits"], ran["budget_ok"]) == (74, 81, False)
+
+
+# ---- fixes: the paper's count only for the protocol the paper counts; an undercount is not cited ----------------
+from commsim.pipeline.budget import judge  # noqa: E402
+
+
+def test_disj_qsa_has_no_papers_count_and_no_papers_max_n():
+    """The one-way qSA protocol is not Theorem 4's two-way exchange: no paper's count, no paper's max N; the bound
+    min(d·p, (2m + 1)·p·H) >= q gives max N = 2·64 + 1 = 129 (m = 4, p = 8, d = 8: min(64, 72) = 64)."""
+    d = budget("attention", 4, 8, "disj-qsa").to_dict()
+    assert d["bits_formula"] is None and d["bits_formula_text"].startswith("none")
+    assert (d["paper_max_n"], d["paper_first_ruled_out"]) == (None, None) and d["paper_note"].startswith("none")
+    assert (d["max_n"], d["first_ruled_out"]) == (129, 131) and d["lower_bound_bits"] == 64
+    assert all(r["bits_formula"] is None for r in budget("attention", 4, 8, "disj-qsa", n_range=[9, 65]).table)
+    out = CliRunner().invoke(cli, ["budget", "--arch", "attention", "--width", "4", "--precision", "8",
+                                   "--reduction", "disj-qsa"])
+    assert out.exit_code == 0, out.output
+    assert "cite paper_max_n" not in out.output and "Theorem 4" in out.output and "409" not in out.output
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(width=st.integers(1, 6), precision=st.integers(2, 53), heads=st.integers(1, 3))
+def test_papers_max_n_is_cited_only_when_the_count_covers_the_protocol(width, precision, heads):
+    """"cite paper_max_n" only when the protocol sends no more than the paper's count at N and at paper_max_n;
+    when it sends more, the note says the count undercounts and the paper's max N is not supported."""
+    d = budget("attention", width, precision, "dyck22-fooling", heads=heads).to_dict()
+    sim, red = simulator_for_arch("attention"), load_plugins().get("reduction", "dyck22-fooling")
+    lengths = [L for L in (d["n"], d["paper_max_n"]) if L is not None and L <= sim.shape_plan_limit]
+    over = [L for L in lengths if judge(red, sim, width, precision, heads, L).protocol_bits
+            > sim.budget_bits(width, precision, heads, L)[0]]
+    assert all(red.is_valid_length(L) for L in lengths)
+    if over:
+        assert "undercounts" in d["paper_note"] and "not supported" in d["paper_note"]
+        assert "cite paper_max_n" not in d["paper_note"]
+    else:
+        assert "undercounts" not in d["paper_note"]
+
+
+def test_dyck_undercount_example_is_not_cited():
+    """m = 1, p = 48, d = 8: the exchange sends 230 bits at N = 230, Theorem 4's count is 168."""
+    d = budget("attention", 1, 48, "dyck22-fooling", dim=8).to_dict()
+    assert (d["protocol_bits"], d["bits_formula"], d["max_n"]) == (230, 168, 230)
+    assert "undercounts this protocol (230 > 168 bits" in d["paper_note"] and "max N is 230" in d["paper_note"]
+    assert "cite paper_max_n" not in d["paper_note"]
+
+
+def test_budget_page_says_none_for_the_papers_count_of_disj_qsa():
+    from commsim.render.reports import budget_page
+    text = budget_page(budget("attention", 4, 8, "disj-qsa"), "commsim budget")
+    assert "none: Theorem 4 of [BHBK24] counts the two-way exchange" in text and "None" not in text
