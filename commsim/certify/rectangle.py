@@ -8,10 +8,11 @@ log2 |S| bits must have such a collision (pigeonhole), and when the protocol sim
 
 :func:`rectangle_certificate` runs this for any protocol that offers a vectorized ``evaluate``:
 
-1. every member of the fooling set (:mod:`commsim.theory.fooling`) is run, in chunks, in shards by rank;
+1. the members of the fooling set (:mod:`commsim.theory.fooling`) are run, in chunks, in shards by rank;
    each transcript is reduced to a row of integer keys (every message value, in order) and to its 128-bit
    digest (:func:`commsim.core.digests.row_digests`, vectorized), and a shard keeps only its distinct digests
-   (:func:`commsim.core.digests.digest_shard`);
+   (:func:`commsim.core.digests.digest_shard`); the sweep stops at the first chunk with a wrong member or the
+   first shard after which two members share a digest (:func:`sweep_fooling_set`);
 2. if the protocol (hence the model) is already wrong on a member, that member is the certificate
    (kind ``"error"``), confirmed by a direct forward of the member alone;
 3. otherwise two members with equal digests are found, inside a shard or across shards
@@ -47,6 +48,30 @@ class _Stop(Exception):
     """Ends a sweep at the first wrong member."""
 
 
+class _SeenDigests:
+    """The distinct digests of the shards swept so far, to tell after each shard whether a repeat has turned up
+    (inside the new shard, or shared with an earlier one) without re-merging every shard each time: the first
+    digest words of the earlier shards are kept as one sorted array (a new shard's are sorted already, and a
+    stable sort of two sorted runs is one merge); a shared first word is only a candidate, settled by
+    :func:`commsim.core.digests.merge_digest_shards` on the full digests."""
+
+    def __init__(self):
+        self.words = np.zeros(0, dtype=np.uint64)
+
+    def repeat_after(self, shards: list[DigestShard]) -> bool:
+        """Has the sweep, up to its last shard, a repeat (two members with one digest)?"""
+        new = shards[-1]
+        if new.pairs:
+            return True
+        words = np.ascontiguousarray(new.digests[:, 0]) if len(new.digests) else np.zeros(0, dtype=np.uint64)
+        at = np.searchsorted(self.words, words)
+        shared = bool(len(self.words)) and bool((self.words[np.minimum(at, len(self.words) - 1)] == words).any())
+        if shared and merge_digest_shards(shards, limit=1):
+            return True
+        self.words = np.sort(np.concatenate([self.words, words]), kind="stable")
+        return False
+
+
 class FoolingSweep:
     """All members of a fooling set through a protocol, as digest shards, and the first wrong member."""
 
@@ -73,10 +98,17 @@ class FoolingSweep:
 
 def sweep_fooling_set(fs, evaluate: Callable, *, one_way: bool = False, chunk: int = CHUNK,
                       progress: Callable | None = None, stop_at_error: bool = True,
-                      shard_size: int = SHARD_MEMBERS) -> FoolingSweep:
-    """Run ``evaluate(A, B) -> (answers, keys)`` on every member of ``fs``, chunk by chunk, in shards of
-    ``shard_size`` members by rank; each shard keeps its distinct transcript digests
+                      stop_at_collision: bool = True, shard_size: int = SHARD_MEMBERS) -> FoolingSweep:
+    """Run ``evaluate(A, B) -> (answers, keys)`` on the members of ``fs``, chunk by chunk, in shards of
+    ``shard_size`` members by rank (with ``stop_at_collision``, the first shard is one chunk and each next one
+    twice as large, up to ``shard_size``); each shard keeps its distinct transcript digests
     (:func:`commsim.core.digests.digest_shard`), so memory is one chunk plus the distinct digests.
+
+    The sweep stops at the end of the first chunk holding a wrong member (``stop_at_error``), or at the end of
+    the first shard after which two members share a transcript (``stop_at_collision``); ``swept`` says how
+    many members it ran.  Stopping there changes no collision found: the earliest repeat in member order (the
+    smallest second member, :meth:`FoolingSweep.first_collision`) lies in the shards swept, and any repeat a
+    later shard could add has a larger second member.
 
     For a one-way set (Alice inputs only), Bob's input is fixed to the first one: a one-way
     protocol's transcript depends on Alice's input alone.
@@ -101,9 +133,14 @@ def sweep_fooling_set(fs, evaluate: Callable, *, one_way: bool = False, chunk: i
         return keys
 
     shards: list[DigestShard] = []
+    seen = _SeenDigests()
+    lo, size = 0, min(chunk, shard_size) if stop_at_collision else shard_size   # shards grow to shard_size
     try:
-        for lo in range(0, fs.size, shard_size):
-            shards.append(digest_shard(keys_of, lo, min(lo + shard_size, fs.size), chunk))
+        while lo < fs.size:
+            shards.append(digest_shard(keys_of, lo, min(lo + size, fs.size), chunk))
+            lo, size = lo + size, min(2 * size, shard_size)
+            if stop_at_collision and lo < fs.size and seen.repeat_after(shards):
+                break
     except _Stop:
         pass
     return FoolingSweep(fs, shards, state["wrong"], state["answer"], state["done"])
@@ -146,7 +183,8 @@ def rectangle_certificate(problem: Problem, evaluate: Callable, direct: Callable
             f"it answers {model}, the answer is {fs.value} (confirmed by a direct forward of this member)",
             verified=model != fs.value,
             details={"member": sweep.wrong, "members_searched": sweep.swept, "fooling_set": fs.construction}), \
-            f"swept {sweep.swept} of {fs.size} fooling-set members; the model is wrong on member {sweep.wrong + 1}"
+            (f"stopped at the first wrong fooling-set member, member {sweep.wrong + 1} of {fs.size}: the model is "
+             f"wrong on it ({_swept(sweep, chunk)})")
     clash, distinct = sweep.first_collision(), sweep.distinct
     if clash is None:
         return None, (f"all {fs.size} fooling-set members have distinct transcripts: no collision, so no "
@@ -199,5 +237,14 @@ def rectangle_certificate(problem: Problem, evaluate: Callable, direct: Callable
             f"{_listed(a)} answers {model}, the true answer is {int(pick.value)}.")
     cert = Certificate("rectangle", _listed(a), _listed(b), int(pick.value), model, explanation, verified=verified,
                        details=details)
-    return cert, (f"swept all {fs.size} fooling-set members ({distinct} distinct transcripts); members {i + 1} "
-                  f"and {j + 1} collide")
+    if sweep.swept == fs.size:
+        return cert, (f"swept all {fs.size} fooling-set members ({distinct} distinct transcripts); members {i + 1} "
+                      f"and {j + 1} collide")
+    return cert, (f"stopped at the first collision: fooling-set members {i + 1} and {j + 1} of {fs.size} share a "
+                  f"transcript ({_swept(sweep, chunk)}; {distinct} distinct transcript{'s' * (distinct != 1)} among "
+                  f"them)")
+
+
+def _swept(sweep: FoolingSweep, chunk: int) -> str:
+    """How much of the fooling set a stopped sweep ran (its members run a chunk at a time)."""
+    return f"{sweep.swept} of {sweep.fooling.size} members swept, {min(chunk, sweep.fooling.size)} at a time"

@@ -181,12 +181,48 @@ def test_rectangle_sweep_finds_a_collision_across_shards(i, j, shard_size):
         codes[codes == max(i, j)] = min(i, j)
         return np.full(len(A), fs.value), codes[:, None]
 
-    sweep = sweep_fooling_set(fs, evaluate, chunk=4, shard_size=shard_size)
+    sweep = sweep_fooling_set(fs, evaluate, chunk=4, shard_size=shard_size, stop_at_collision=False)
     assert len(sweep.shards) == 32 // shard_size and sweep.swept == 32
     if i == j:
         assert sweep.first_collision() is None and sweep.distinct == 32
     else:
         assert sweep.first_collision() == (min(i, j), max(i, j)) and sweep.distinct == 31
+
+
+@given(st.lists(st.integers(0, 40), min_size=1, max_size=256), st.booleans(), st.sampled_from([1, 4, 8]),
+       st.sampled_from([4, 16, 64]), st.one_of(st.none(), st.integers(0, 255)))
+@settings(max_examples=80, deadline=None)
+def test_rectangle_sweep_stops_at_the_first_collision_with_the_same_collision(codes, distinct, chunk, shard_size,
+                                                                               wrong):
+    """EQ_8's fooling set (256 members) with transcripts drawn at random (and maybe one wrong member): the sweep
+    that stops at the first collision or wrong member finds the first of them the full sweep finds, and sweeps no
+    further than the shard holding it; with neither, it sweeps every member."""
+    from commsim.certify.rectangle import sweep_fooling_set
+    from commsim.theory.fooling import fooling_set
+    fs = fooling_set("eq", 8)
+    table = np.resize(np.asarray(codes, dtype=np.int64) * 256, 256) + np.arange(256) * distinct   # repeats or not
+    ran = []
+
+    def evaluate(A, B):
+        rank = (A.astype(np.int64) << np.arange(7, -1, -1)).sum(axis=1)
+        ran.extend(rank.tolist())
+        answers = np.where(rank == wrong, 1 - fs.value, fs.value)
+        return answers, table[rank][:, None]
+
+    full = sweep_fooling_set(fs, evaluate, chunk=chunk, shard_size=shard_size, stop_at_error=False,
+                             stop_at_collision=False)
+    ran.clear()
+    early = sweep_fooling_set(fs, evaluate, chunk=chunk, shard_size=shard_size)
+    assert early.swept == len(ran) and ran == list(range(early.swept))   # members run in rank order, each once
+    clash = full.first_collision()
+    if early.wrong is not None:       # the wrong member came first: its chunk ends before a shard with a repeat
+        assert (early.wrong, early.wrong_answer) == (full.wrong, full.wrong_answer)
+        assert clash is None or clash[1] >= early.swept - shard_size
+    elif clash is not None:           # the same first collision, in the shard of its second member
+        assert early.first_collision() == clash and (full.wrong is None or full.wrong >= early.swept)
+        assert clash[1] < early.swept <= max(2 * (clash[1] + 1), clash[1] + 1 + shard_size, chunk)
+    else:                             # neither: every member swept
+        assert full.wrong is None and early.swept == 256 and early.distinct == full.distinct
 
 
 def test_a_streamed_run_carries_the_same_trust_signals_and_recheck_as_an_in_memory_one():
