@@ -50,7 +50,8 @@ MAX_N = 256
 RANDOMIZED_REASON = ("INDEX over an alphabet of size n stays hard one-way with randomness, but the randomized bound is "
                      "smaller than the ceil(log2 n^n) bits shown: Theorem 1 of [PNP24] makes a one-way message of C "
                      "bits err with probability >= (n log2 n - C)/(3 n log2 n) on random inputs (measured_error), so "
-                     "error eps needs only C >= (1 - 3 eps)·n log2 n bits")
+                     "error eps requires C >= (1 - 3 eps)·n log2 n bits (a necessary condition; Theorem 1 gives "
+                     "no protocol that attains it)")
 #: Alice inputs the collision search hashes (one-value neighbourhoods of a few random g, and uniform ones)
 CANDIDATES = 1 << 14
 

@@ -97,3 +97,18 @@ def test_attributions_match_the_paper():
     step = [s for s in build("rnn-index").steps if "attention escapes" in s.title][0]
     assert "two-way" not in step.claim + step.inequality and "Bob → Alice" in step.claim
     assert "one-way from Bob to Alice" in step.instance           # what the run itself reports
+
+
+def test_compose_index_randomized_note_states_a_necessary_condition():
+    """Theorem 1 of [PNP24] bounds the error of a C-bit message from below: C >= (1 - 3 eps) n log2 n is needed
+    for error eps, which is not a protocol attaining it ("needs only" read as sufficiency)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from commsim.cli import cli
+    out = CliRunner().invoke(cli, ["run", "compose-index", "--n", "3", "--json"]).stdout
+    reasons = re.findall(r'"randomized_reason": "([^"]*)"', out)
+    assert reasons and json.loads(out)
+    for reason in reasons:
+        assert "needs only" not in reason and "requires C >= (1 - 3 eps)" in reason and "necessary" in reason
