@@ -203,10 +203,14 @@ def _sharded_search(problem: Problem, alice_messages, confirm, log_size: float, 
             progress(shards[-1].stop, total)
         if shards[-1].pairs:  # a repeat inside this shard: try it before sweeping further
             done = shards[-1].stop
+            distinct = len(np.unique(np.concatenate([s.digests for s in shards]), axis=0))
+            forced = (f"; by pigeonhole any 2^{message_bits} + 1 = {(1 << message_bits) + 1} inputs hold a repeat"
+                      if (1 << min(message_bits, 64)) < total else "")
             cert, searched = confirm(inputs(shards[-1].pairs), done, (
-                f"searched {what}, in shards of {shard_size}): Alice's {message_bits}-bit messages ({message_name}) "
-                f"digested and compared bit for bit; the first {done} inputs hold {len(shards[-1].pairs)} repeat(s) "
-                f"already (the search stopped at the first verified one)"))
+                f"stopped at the first verified repeat, after {done} of {total} Alice inputs (an exhaustive search "
+                f"of 2^{log_size:g}, in shards of {shard_size}): Alice's {message_bits}-bit messages "
+                f"({message_name}) digested and compared bit for bit; these {done} inputs send only {distinct} "
+                f"distinct message{'s' * (distinct != 1)}{forced}"))
             if cert is not None and cert.verified:
                 return cert, searched
     pairs = merge_digest_shards(shards)

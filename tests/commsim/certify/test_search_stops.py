@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from commsim.certify.pigeonhole import collision_certificate
 from commsim.certify.rectangle import rectangle_certificate
-from commsim.theory.problems import Equality
+from commsim.theory.problems import Equality, Index
 
 
 def _rank(A):
@@ -46,3 +47,16 @@ def test_rectangle_search_with_distinct_transcripts_sweeps_all():
     cert, searched = rectangle_certificate(problem, lambda A, B: (np.ones(len(A), dtype=int), _rank(A)[:, None]),
                                            lambda A, B: np.ones(len(A), dtype=int), chunk=4)
     assert cert is None and searched.startswith("all 256 fooling-set members have distinct transcripts")
+
+
+def test_pigeonhole_search_says_where_it_stopped_and_what_counting_forces():
+    """INDEX_6 with a one-bit message (Alice's first bit): the first shard of 16 inputs already repeats."""
+    problem = Index(6)
+    cert, searched = collision_certificate(problem, lambda A, B=None: np.asarray(A)[:, :1].astype(np.int64),
+                                           lambda A, B: np.asarray(A)[:, 0], message_bits=1, shard_size=16)
+    assert cert.verified and cert.details["alice_inputs_searched"] == 16
+    assert searched.startswith(
+        "stopped at the first verified repeat, after 16 of 64 Alice inputs (an exhaustive search of 2^6, in shards "
+        "of 16): Alice's 1-bit messages (message) digested and compared bit for bit; these 16 inputs send only 1 "
+        "distinct message; by pigeonhole any 2^1 + 1 = 3 inputs hold a repeat")
+    assert "searched all" not in searched and "repeat(s)" not in searched   # main said both "all" and "stopped"
