@@ -32,10 +32,12 @@ FORMATS = ["text", "markdown", "html"]
 @click.argument("topic", required=False)
 @click.option("--list", "list_topics", is_flag=True, help="List the topics.")
 @click.option("--n", "n", type=int, default=None,
-              help="Instance size; each topic has its own range and small default (listed below).")
+              help="Instance size: n (a party's input) for some topics, N (the sequence length) for others; "
+                   "what it is, its range and its small default are listed per topic below.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="Terminal text; Markdown lecture notes with LaTeX math, mermaid diagrams and (with --out) SVG "
-                   "figures written beside the .md; or one self-contained HTML page (MathML, inline SVG figures).")
+                   "figures written beside the .md; or one self-contained HTML page (MathML, inline SVG figures). "
+                   "Not with --json (the lesson's JSON has one form).")
 @click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
               help="Write the output to FILE instead of stdout (with --json: the lesson's JSON; stdout then "
                    "prints one object saying where).")
@@ -68,12 +70,15 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
         if not list_topics and not topic:
             raise InputError("give a TOPIC (see `commsim teach --list`)", "topic")
         return
+    if as_json and fmt != "text":
+        raise InputError(f"--format {fmt} does not combine with --json (the lesson's JSON has one form); drop one "
+                         "of them", "--format")
     if n is not None and n < 1:
         raise InputError(f"--n must be at least 1, got {n}", "--n")
     build = reg.get("topic", topic, param="topic")
     if out is not None:
         check_target(out, "--out")          # before the lesson is built: a bad --out fails fast
-    if fmt == "html" and not as_json:
+    if fmt == "html":
         from commsim.render import require
         require("--format html")
     lesson = build(n)

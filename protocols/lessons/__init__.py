@@ -12,7 +12,8 @@ from typing import NamedTuple
 
 class Topic(NamedTuple):
     """One lesson, in one entry: where its builder lives (``module``, ``function``), its one-line description
-    and the instance sizes that run in seconds (``--n``: default, minimum, maximum, even only)."""
+    and the instance sizes that run in seconds (``--n``: default, minimum, maximum, even only); ``size`` says
+    what --n is for this topic (n, a party's input size, or N, the sequence length)."""
 
     module: str
     function: str
@@ -21,40 +22,47 @@ class Topic(NamedTuple):
     minimum: int
     maximum: int
     even: bool = False
+    size: str = ""
 
 
 #: topic name -> its one entry (``commsim teach --list`` and ``--help`` read it)
 TOPICS = {
     "rnn-index": Topic("rnn", "rnn_index",
                        "recurrent models and index lookup: the hidden-state handoff, m*p >= N (Theorems 2 and 3)",
-                       6, 3, 12),
+                       6, 3, 12, size="N, the length of Alice's string (INDEX_N)"),
     "rnn-eq": Topic("rnn", "rnn_eq",
                     "recurrent models and equality, m*p >= N/2: by communication and by automata (Theorem 11, Lemma 4)",
-                    4, 2, 8),
+                    4, 2, 8, size="n, the bits of each party's string (N = 2n)"),
     "rnn-disj": Topic("rnn", "rnn_disj",
-                      "recurrent models and multi-query recall: DISJ one-way, m*p >= N/2 (Theorem 8)", 4, 2, 10),
+                      "recurrent models and multi-query recall: DISJ one-way, m*p >= N/2 (Theorem 8)", 4, 2, 10,
+                      size="n, the size of DISJ_n (N = 2n labelled keys)"),
     "attention-protocol": Topic("attention_protocol", "attention_protocol",
                                 "one attention layer as a protocol: logits, maximum, Z_A and Z_B, exact output "
-                                "(Theorem 4)", 6, 3, 16),
+                                "(Theorem 4)", 6, 3, 16, size="N, the sequence length"),
     "attention-dyck": Topic("attention_dyck", "attention_dyck",
                             "Dyck-(2,2) against one-layer attention: fooling set, transcript collision, crossing "
-                            "(Lemma 1, Theorem 5)", 8, 4, 16, True),
+                            "(Lemma 1, Theorem 5)", 8, 4, 16, True,
+                            size="N, the string length"),
     "attention-disj": Topic("attention_disj", "attention_disj",
                             "DISJ into Match3 and q-sparse averaging: what one attention layer cannot carry ([SHT23])",
-                            4, 2, 8),
+                            4, 2, 8, size="n, the size of DISJ_n (Match3 on N = 2n + 1 positions)"),
     "fooling-sets": Topic("lower_bounds", "fooling_sets",
-                          "fooling sets for EQ, DISJ, INDEX and Dyck-(2,2); the rectangle property", 4, 2, 8),
+                          "fooling sets for EQ, DISJ, INDEX and Dyck-(2,2); the rectangle property", 4, 2, 8,
+                          size="n, the bits of each party's input (Dyck-(2,2) at N = 2n)"),
     "two-layers": Topic("two_layers", "two_layers",
-                        "why the method stops at one layer: a two-layer model needs N/2 bits (Lemma 5)", 4, 2, 8),
+                        "why the method stops at one layer: a two-layer model needs N/2 bits (Lemma 5)", 4, 2, 8,
+                        size="n, half the sequence length (N = 2n)"),
     "compose": Topic("compose", "compose",
                      "function composition g(f(x)) against one attention layer: the one-way message, the counting "
-                     "argument and the error it forces ([PNP24] Theorems 1 and 2)", 8, 4, 16),
+                     "argument and the error it forces ([PNP24] Theorems 1 and 2)", 8, 4, 16,
+                     size="n, the size of the functions' domain [n]"),
     "graph-transformers": Topic("graph_transformers", "graph_transformers",
                                 "graph transformers and Directed 3-Cycle: the node partition, why keys and values "
-                                "suffice, DISJ on n^2 bits as triangles, L*H*m*p >= (n^2-2)/(4n) ([SHT23])", 3, 2, 6),
+                                "suffice, DISJ on n^2 bits as triangles, L*H*m*p >= (n^2-2)/(4n) ([SHT23])", 3, 2, 6,
+                                size="n, DISJ on n^2 bits (N = 3n nodes)"),
     "randomized": Topic("randomized", "randomized",
                         "randomized protocols: EQ falls to fingerprints, INDEX and DISJ bounds survive coins",
-                        64, 4, 1024),
+                        64, 4, 1024, size="n, the bits of each party's input"),
 }
 
 

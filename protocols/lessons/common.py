@@ -12,12 +12,14 @@ def bits_text(a) -> str:
 
 
 def size_text(topic: str) -> str:
-    """``--n`` of a topic for its help: "--n 3..12 (default 6)" (from its one entry, :data:`TOPICS`)."""
+    """``--n`` of a topic for its help: "--n = N, the sequence length: 3..12 (default 6)" (from its one entry,
+    :data:`TOPICS`)."""
     from protocols.lessons import TOPICS
     if topic not in TOPICS:
         return ""
     t = TOPICS[topic]
-    return f"--n {'even, ' if t.even else ''}{t.minimum}..{t.maximum} (default {t.default})"
+    return (f"--n{' = ' + t.size + ':' if t.size else ''} {'even, ' if t.even else ''}{t.minimum}..{t.maximum} "
+            f"(default {t.default})")
 
 
 def size_arg(n: int | None, topic: str) -> int:
@@ -28,7 +30,8 @@ def size_arg(n: int | None, topic: str) -> int:
     n = t.default if n is None else int(n)
     if n < t.minimum or n > t.maximum or (t.even and n % 2):
         parity = "an even number " if t.even else ""
-        raise InputError(f"n must be {parity}in {t.minimum}..{t.maximum} for {topic}, got {n}", "n")
+        what = f" (here --n is {t.size})" if t.size else ""
+        raise InputError(f"n must be {parity}in {t.minimum}..{t.maximum} for {topic}{what}, got {n}", "n")
     return n
 
 

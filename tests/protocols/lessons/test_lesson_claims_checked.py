@@ -112,3 +112,24 @@ def test_compose_index_randomized_note_states_a_necessary_condition():
     assert reasons and json.loads(out)
     for reason in reasons:
         assert "needs only" not in reason and "requires C >= (1 - 3 eps)" in reason and "necessary" in reason
+
+
+# ---- teach's options --------------------------------------------------------------------------------
+def test_teach_help_says_per_topic_whether_n_is_n_or_N():
+    from click.testing import CliRunner
+
+    from commsim.cli import cli
+    from protocols.lessons import TOPICS
+    text = " ".join(CliRunner().invoke(cli, ["teach", "--help"], terminal_width=400).stdout.split())
+    for name, t in TOPICS.items():
+        assert t.size.split(",")[0] in ("n", "N"), name
+        assert f"[--n = {t.size}:" in text, name
+    assert "--n = n, the bits of each party's string (N = 2n)" in text                       # rnn-eq
+    assert "--n = N, the string length" in text                                             # attention-dyck
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "html"])
+def test_teach_refuses_json_with_a_format(capsys, fmt):
+    from cli_helpers import run_main
+    code, out, err = run_main(capsys, ["teach", "rnn-eq", "--json", "--format", fmt])
+    assert code == 2 and "--format" in err and err.count("\n") == 1
