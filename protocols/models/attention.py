@@ -234,6 +234,17 @@ class AttentionLayer:
         t = np.asarray(query_tokens).reshape(-1, 1)
         return self.embed(t, np.array([position]))[:, 0]
 
+    def embedding_message(self, x: np.ndarray) -> np.ndarray:
+        """x_N (B, d) as the one-way message: its coordinates ``config.message`` (all d when None)."""
+        return x if self.config.message is None else x[:, list(self.config.message)]
+
+    def embedding_from_message(self, values: np.ndarray, position: int) -> np.ndarray:
+        """x_N (B, d) back from :meth:`embedding_message` at ``position``; a layer that declares a ``message``
+        overrides this (here every coordinate is sent)."""
+        if self.config.message is not None:
+            raise NotImplementedError(f"{type(self).__name__} declares a message but cannot rebuild x_N from it")
+        return values
+
     def query_vectors(self, query_tokens: np.ndarray, position: int) -> np.ndarray:
         """q = [W_Q x_N] per head for the query tokens (B,): (B, H, m) (rotated at N with RoPE)."""
         return self.queries_of(self.query_embedding(query_tokens, position), position)

@@ -27,7 +27,10 @@ class AttentionConfig:
     ``rope_base``; ``alibi``: one slope per head; :mod:`protocols.models.attention_positions`).  :class:`AttentionLayer` holds one (its shape attributes read through it); the
     attention exchange's message plan reads only this object, so ``commsim budget`` plans from a config
     built from sizes (:meth:`fixed`) exactly what ``commsim run`` executes.  ``dim`` may be None for a
-    shape that does not know d (then x_N is not a one-way option)."""
+    shape that does not know d (then x_N is not a one-way option).  ``message``: the coordinates of x_N that
+    determine it at its position (None: all d of them) -- a coordinate both parties know (a folded model's
+    constant 1) or one the receiver computes exactly from the others (a stored residual stream's norm) is not
+    sent; :attr:`message_dim` is the width of x_N as a message, the d of the one-way count."""
 
     heads: int
     width: int
@@ -40,6 +43,7 @@ class AttentionConfig:
     rope: bool = False
     rope_base: float = 10000.0
     alibi: tuple[float, ...] | None = None
+    message: tuple[int, ...] | None = None
     arithmetic: object = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -54,6 +58,10 @@ class AttentionConfig:
             object.__setattr__(self, "alibi", tuple(float(a) for a in self.alibi))
             if len(self.alibi) != self.heads:
                 raise InputError(f"alibi has {len(self.alibi)} slopes for {self.heads} heads", "model")
+        if self.message is not None:
+            object.__setattr__(self, "message", tuple(int(i) for i in self.message))
+            if self.dim is None or not self.message or not all(0 <= i < self.dim for i in self.message):
+                raise InputError(f"message must be coordinates in 0..d - 1 of x_N; got {self.message}", "model")
         object.__setattr__(self, "arithmetic", arithmetic_for(self.format))
 
     @classmethod
@@ -79,6 +87,11 @@ class AttentionConfig:
     def residual_width(self) -> int:
         """How many coordinates of x_N psi reads (0: no residual path)."""
         return 0 if self.residual is None else len(self.residual)
+
+    @property
+    def message_dim(self) -> int | None:
+        """The width of x_N as a message: the coordinates that determine it (``message``), else d."""
+        return self.dim if self.message is None else len(self.message)
 
     def query_position(self, seq_len: int) -> int:
         """The position the decision is read at (``query``, default the last)."""

@@ -7,8 +7,11 @@ q = W_Q x_N, k_i = W_K x_i, v_i = W_V x_i, softmax attention at the query positi
 concatenated and projected by W_O, then an arbitrary output map psi.  A real layer is brought to
 that form by folding, never by approximating:
 
-* projection biases (b_Q, b_K, b_V) ride on a constant coordinate 1 of every embedding; the score
-  scale (1/sqrt(d_head) or TransformerLens' ``attn_scale``) is folded into W_Q;
+* projection biases (b_Q, b_K, b_V) ride on a constant coordinate of every embedding (1, or in a fixed-point
+  format without 1 another power of two that carries them exactly, else refused: :func:`bias_carrier`); a
+  module without biases gets no such coordinate.  Both parties know the constant, so it is never sent nor
+  counted in the d of x_N (:func:`embedding_message_coords`); the score scale (1/sqrt(d_head) or
+  TransformerLens' ``attn_scale``) is folded into W_Q;
 * a pre-attention LayerNorm or RMSNorm (GPT-2's ``ln_1``, the norm of a pre-LN block or of
   ``nn.TransformerEncoderLayer(norm_first=True)``) is a function of (position, token): the embedding is
   a table E(i, s) = ln_1(wte[s] + wpe[i]), one row per position and token (:func:`fold_pre_attention`);
@@ -18,8 +21,9 @@ that form by folding, never by approximating:
   every position's embedding (zero weight in W_Q, W_K, W_V) and read by psi through the layer's
   residual path (:class:`protocols.models.attention.AttentionLayer`, ``residual=`` those coordinates).
   The output party gets it for free when it owns the query position; otherwise (the one-way
-  exchange) the query owner sends it as the ``embedding`` message, d·p bits.  The reported width
-  m is the real head width.
+  exchange) the query owner sends it as the ``embedding`` message, d·p bits: e_N alone, as the norm's
+  output is a function of e_N at the public position that the receiver looks up exactly (commsim's own
+  refinement; the papers' message is x_N whole).  The reported width m is the real head width.
 
 Refused, with the reason: more than one layer (Lemma 5 / Corollary 13.1 of [BHBK24]: no protocol
 of this kind exists for two layers), position schemes other than absolute tables, RoPE and ALiBi, soft-capped
@@ -80,6 +84,21 @@ class TorchAttention(TorchTrust, AttentionLayer):
     def embed(self, tokens, positions):
         """x = E(i, s): the table row of each (position, token); broadcasts like the base class."""
         return self.table[np.asarray(positions, dtype=np.int64), np.asarray(tokens, dtype=np.int64)]
+
+    def embedding_from_message(self, values: np.ndarray, position: int) -> np.ndarray:
+        """x_N (B, dim) from its message coordinates (B, k) at the public ``position``: the table row there whose
+        coordinates are the sent ones (every such row is the same: :func:`embedding_message_coords`)."""
+        if self.config.message is None:
+            return values
+        rows = self.table[int(position)]
+        sent = rows[:, list(self.config.message)]
+        out = []
+        for v in np.asarray(values):
+            hit = np.flatnonzero(np.all(sent == v, axis=1))
+            if not hit.size:
+                raise ValueError(f"the embedding message {v} is no token's x_N at position {position}")
+            out.append(rows[hit[0]])
+        return np.stack(out)
 
     def _float_embedding(self, tokens: np.ndarray) -> np.ndarray:
         """The (position, token) table rows, as float64 values."""
@@ -146,8 +165,12 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
     for name, table in layer.inputs.items():
         blocks[name] = (offset, table.shape[2])
         offset += table.shape[2]
-    const = offset
-    offset += 1
+    biases = [b for _, _, b in layer.projections.values() if b is not None]
+    const, one = None, None
+    if biases:   # a constant coordinate carries b_Q, b_K, b_V (none without biases: it would only cost bits)
+        one = bias_carrier(fmt, [(b * (layer.scale if which == "q" else 1.0)) for which, (_, _, b)
+                                 in layer.projections.items() if b is not None])
+        const, offset = offset, offset + 1
     d_res = 0 if layer.residual is None else layer.residual.shape[2]
     shared = next((name for name, t in layer.inputs.items() if t is layer.residual), None)
     if shared is not None:   # the residual stream is an input already (nn.MultiheadAttention): read those coordinates
@@ -161,7 +184,8 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
     for name, t in layer.inputs.items():
         start, size = blocks[name]
         table[:, :, start:start + size] = t
-    table[:, :, const] = 1.0
+    if const is not None:
+        table[:, :, const] = one
     if stored:
         table[:, :, res_at:] = layer.residual
     weights = {}
@@ -172,7 +196,7 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
         full = np.zeros((H, m, dim))
         full[:, :, start:start + size] = np.asarray(W) * scale
         if b is not None:
-            full[:, :, const] = np.asarray(b) * scale
+            full[:, :, const] = np.asarray(b) * scale / one
         weights[which] = full
     d_out = layer.W_O.shape[0]
     W_O = np.asarray(layer.W_O, dtype=np.float64)
@@ -183,10 +207,56 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
     residual = np.arange(res_at, res_at + d_res) if d_res else False   # psi reads e_N: (y, x_N[residual])
     model = TorchAttention(fmt, table, weights["q"], weights["k"], weights["v"], W_O, psi, residual=residual,
                            spec=spec, torch_forward=torch_forward, source=layer.source)
+    message = embedding_message_coords(model.table, const, None if not stored else (res_at, res_at + d_res))
+    if message is not None:
+        model.config = model.config.replace(message=message)
     rope, alibi = layer.extras.get("rope"), layer.extras.get("alibi")
     if rope or alibi is not None:   # the position scheme inside the attention (protocols.models.attention_positions)
         model.config = model.config.replace(rope=bool(rope), rope_base=float(rope or 10000.0), alibi=alibi)
     return model
+
+
+def bias_carrier(fmt: NumberFormat, biases) -> float:
+    """The value c of the constant coordinate that carries the projection biases: weight b / c on it gives
+    [W x + (b / c) c] = [W x + b] exactly when c and every b / c are representable (products and sums are
+    exact, one rounding).  1 when the format has it; else a representable +-2^k that works (a fixed-point
+    format too narrow for 1, e.g. fixed2.1); else AdapterError: a substitute would not be the module."""
+    biases = [np.asarray(b, dtype=np.float64) for b in biases]
+    q = fmt.quantize
+    biases = [q(b) for b in biases]   # the rounded biases the model means
+    for k in sorted(range(-8, 9), key=abs):
+        for c in (2.0 ** k, -2.0 ** k):
+            if q(np.float64(c)) == c and all(np.array_equal(q(b / c) * c, b) for b in biases):
+                return c
+    raise AdapterError(f"the module's q/k/v biases ride on a constant coordinate, but {fmt.name} cannot hold 1 (it "
+                       f"rounds to {float(q(np.float64(1.0)))}) nor another constant that carries these biases "
+                       f"exactly: the {fmt.bits}-bit model would not be the module with its weights rounded; use a "
+                       f"wider precision (or a module without biases)", "precision")
+
+
+def embedding_message_coords(codes: np.ndarray, const: int | None, residual: tuple[int, int] | None):
+    """The coordinates of x_N the one-way ``embedding`` message carries (None: all of them), for the folded
+    (positions, tokens, dim) table ``codes``: never the constant coordinate (both parties know it); with a
+    stored residual stream (coordinates ``residual`` = (start, stop)) only those, when at every position they
+    determine the whole row -- the attention's input (ln_1 of the stream) is then computed by the receiver
+    exactly, by looking the row up at the public position (:meth:`TorchAttention.embedding_from_message`).
+    commsim's own refinement of the [SHT23] message x_N: the papers send x_N whole."""
+    dim = codes.shape[2]
+    candidates = []
+    if residual is not None:
+        candidates.append(tuple(range(*residual)))
+    if const is not None:
+        candidates.append(tuple(i for i in range(dim) if i != const))
+    for coords in candidates:
+        if coords and all(_determines(codes[i], coords) for i in range(codes.shape[0])):
+            return coords
+    return None
+
+
+def _determines(rows: np.ndarray, coords) -> bool:
+    """Do the ``coords`` of the (tokens, dim) ``rows`` determine the whole row (equal coords -> equal row)?"""
+    _, first, inverse = np.unique(rows[:, list(coords)], axis=0, return_index=True, return_inverse=True)
+    return bool(np.array_equal(rows[first[inverse.reshape(-1)]], rows))
 
 
 # ---- pieces the wrappers share -------------------------------------------------------------------

@@ -49,7 +49,7 @@ def simulate(model: AttentionLayer, plan: ExchangePlan, tokens: np.ndarray) -> t
             A, V = np.concatenate([A, A_s], axis=2), np.concatenate([V, V_s.astype(V.dtype)], axis=1)
         Z, U = model.aggregate(A, V, A.max(axis=-1))
         x_query = x[:, model.residual_coords] if plan.residual else None
-        return model.finish(U, Z, x_query), ar.key(x).reshape(B, -1)
+        return model.finish(U, Z, x_query), ar.key(model.embedding_message(x)).reshape(B, -1)
     q = model.query_vectors(T[:, qpos], qpos)
     x_query = model.residual_input(T[:, qpos], qpos)
     keys = [ar.key(q).reshape(B, -1)]

@@ -94,7 +94,8 @@ class AttentionExchangeProtocol(Protocol):
         its own term -- the plan's cheaper message."""
         model, plan, ar = self.model, self.plan, self.model.arithmetic
         if plan.one_way_message == "embedding":
-            yield Send("embedding", ar.encode(model.query_embedding(self._query_token(share), plan.query)[0]))
+            x = model.query_embedding(self._query_token(share), plan.query)
+            yield Send("embedding", ar.encode(model.embedding_message(x)[0]))
             return None
         q = yield from self._send_queries(share)
         if plan.residual:
@@ -110,7 +111,7 @@ class AttentionExchangeProtocol(Protocol):
         model, plan, ar = self.model, self.plan, self.model.arithmetic
         H, m = plan.heads, plan.width
         if plan.one_way_message == "embedding":   # x_N: q_N, the query's own term and psi's input follow
-            x = ar.decode((yield Receive("embedding")), plan.dim)[None]
+            x = model.embedding_from_message(ar.decode((yield Receive("embedding")), plan.dim)[None], plan.query)
             q = model.queries_of(x, plan.query)
             tok, pos = self._own(share)
             A, V = model.scan(tok, pos, q, plan.query)

@@ -68,7 +68,7 @@ class ExchangePlan:
     attend_self: bool
     number_format: str
     residual: int = 0                   # coordinates of x_N that psi reads (0: no residual path)
-    dim: int | None = None              # d, the embedding width (None: unknown, x_N is not an option)
+    dim: int | None = None              # d, x_N's width as a message (None: unknown, x_N is not an option)
     division: str = "once"              # "once" (o = [U / Z]) or "per-weight" (a_i = [e_i / Z] first)
     one_way_message: str = ""           # one-way: "embedding" (x_N) or "query" (q_N [+ self, + x_N coords])
     one_way_reason: str = ""            # one-way: why that message (both widths)
@@ -201,7 +201,7 @@ def make_plan(shape: AttentionConfig | AttentionLayer, seq_len: int, alice_posit
     other = "bob" if owner == "alice" else "alice"
     theirs = bob if owner == "alice" else alice
     H, m, p, ar = cfg.heads, cfg.width, cfg.precision, cfg.arithmetic
-    dim, division, residual = cfg.dim, cfg.division, cfg.residual_width
+    dim, division, residual = cfg.message_dim, cfg.division, cfg.residual_width   # d: x_N's width as a message
     common = dict(seq_len=seq_len, query=qpos, query_owner=owner, alice_positions=alice, bob_positions=bob,
                   heads=H, width=m, precision=p, attend_self=cfg.attend_self, number_format=cfg.format.name,
                   residual=residual, dim=dim, division=division)

@@ -39,7 +39,7 @@ def cli(args, capsys):
 def dirs(tmp_path_factory):
     root = tmp_path_factory.mktemp("llama")
     return {"gqa": save_tiny_llama(str(root / "gqa")),
-            # hidden 1, one head of width 2 (RoPE rotates pairs): x_N's table row is 2·1 + 1 = 3 numbers
+            # hidden 1, one head of width 2 (RoPE rotates pairs): x_N as a message is the stream, 1 number
             "narrow": save_tiny_llama(str(root / "narrow"), vocab_size=130, hidden=1, heads=1, kv_heads=1,
                                       head_dim=2, seq_len=129),
             "two": save_tiny_llama(str(root / "two"), layers=2)}
@@ -48,7 +48,10 @@ def dirs(tmp_path_factory):
 def test_the_fold_is_the_module_rope_and_grouped_query_heads_included():
     hf = tiny_llama()
     model = from_torch(hf)
-    assert (model.heads, model.width, model.residual_width, model.dim) == (H, M, D, 2 * D + 1)
+    # the table row is RMSNorm(wte[s]) and the stream wte[s] (no bias coordinate: Llama has no q/k/v biases);
+    # x_N as a message is the stream alone (d numbers): the receiver computes its RMSNorm at the public position
+    assert (model.heads, model.width, model.residual_width, model.dim) == (H, M, D, 2 * D)
+    assert model.config.message_dim == D
     assert model.config.rope and model.config.rope_base == hf.config.rope_parameters["rope_theta"]
     assert agreement(model)["ok"] is True
     # repeat_kv: query heads 0, 1 read key/value head 0; heads 2, 3 read head 1 (and the two differ)
@@ -73,10 +76,10 @@ def test_hf_llama_from_a_local_directory_runs_exactly_with_the_hand_counted_bits
     spec = f"hf-llama:{dirs['gqa']}"
     plain = run_reduction("index-idxl", spec, N, instances=16, seed=0, certify=False)
     assert_trusted(plain)
-    # Bob holds only the query: one-way, the cheaper message is x_N's table row -- RMSNorm(wte[s]) (d), the
-    # constant 1 of the biases, the residual stream wte[s] (d) -- (2d + 1)·p bits, below q_N and what it needs
-    assert plain.details["bits_by_step"] == {"embedding": (2 * D + 1) * P}
-    assert plain.bits_used == (2 * D + 1) * P < M * P * H + D * P + (M + 1) * P * H
+    # Bob holds only the query: one-way, the cheaper message is x_N -- the residual stream wte[s] (d numbers;
+    # the receiver computes RMSNorm(wte[s]) from it exactly) -- d·p bits, below q_N and what it needs
+    assert plain.details["bits_by_step"] == {"embedding": D * P}
+    assert plain.bits_used == D * P < M * P * H + D * P + (M + 1) * P * H
     audited = run_reduction("index-idxl", spec, N, instances=16, seed=0, certify=False, audit=True)
     assert audited.audited and audited.protocol_matches_model
     assert (audited.bits_used, audited.bits_by_direction, audited.model_accuracy) == \
@@ -85,7 +88,7 @@ def test_hf_llama_from_a_local_directory_runs_exactly_with_the_hand_counted_bits
     code, out, err = cli(["run", "index-idxl", "--model", spec, "--n", str(N), "--instances", "8", "--json"], capsys)
     assert code == 0, err
     report = json.loads(out)
-    assert report["protocol_matches_model"] is True and report["bits_used"] == (2 * D + 1) * P
+    assert report["protocol_matches_model"] is True and report["bits_used"] == D * P
     assert report["torch_agreement"]["ok"] is True
 
 
@@ -102,9 +105,9 @@ def test_grouped_query_attention_sends_its_messages_per_query_head():
 
 
 def test_a_narrow_fixed_point_llama_gets_a_verified_certificate_on_index_idxl(dirs):
-    # 3 numbers of 2 bits = 6 bits from Bob, below ceil(log2 128) = 7: Alice cannot tell every index apart
+    # 1 number of 2 bits from Bob, below ceil(log2 128) = 7: Alice cannot tell every index apart
     report = run_reduction("index-idxl", f"hf-llama:{dirs['narrow']}:precision=2", 128, instances=32)
-    assert report.protocol_matches_model and report.bits_used == 3 * 2 < report.lower_bound.bits == 7
+    assert report.protocol_matches_model and report.bits_used == 1 * 2 < report.lower_bound.bits == 7
     assert not report.budget_ok and report.certificate is not None and report.certificate.verified
 
 

@@ -343,7 +343,10 @@ def test_residual_stream_reaches_psi_without_widening_the_heads(kind):
     assert one.protocol_matches_model and (d["mode"], d["m"], d["residual"]) == ("one-way", m, dim)
     assert one.bits_used == d["total_bits"] == sum(d["bits_by_step"].values()) == one.bits_formula
     query_side = m * p * H + dim * p + (m + 1) * p * H     # q_N, psi's x_N coordinates, the query's own term
-    whole = model.dim * p                                   # x_N whole (the folded table's width): the cheaper wins
+    # x_N as a message is the model's d numbers: not the bias coordinate both parties know, and (GPT-2) not
+    # ln_1 of the stored stream, which the receiver computes from the stream at the public position
+    assert model.config.message_dim == dim < model.dim
+    whole = dim * p                                         # the cheaper wins
     assert d["one_way_message"] == ("embedding" if whole < query_side else "query")
     assert d["bits_by_step"] == ({"embedding": whole} if whole < query_side else
                                  {"query": m * p * H, "embedding": dim * p, "self": (m + 1) * p * H})
@@ -363,8 +366,9 @@ def test_multihead_attention_without_residual_has_no_residual_path():
     assert model.width == 4 and model.residual_width == 0 and model.residual_coords is None
     report = run_idxl(model)
     assert report.protocol_matches_model and report.details["residual"] == 0
-    # one-way, the only embedding message is x_N whole, sent when it is cheaper than q_N and the query's own term
-    assert report.details["bits_by_step"].get("embedding", 0) in (0, model.dim * model.precision)
+    # one-way, the only embedding message is x_N (its d = 8 numbers, not the bias coordinate), sent when it is
+    # cheaper than q_N and the query's own term
+    assert report.details["bits_by_step"].get("embedding", 0) in (0, 8 * model.precision)
 
 
 # ---- factories, files and the command line ---------------------------------------------------------------
