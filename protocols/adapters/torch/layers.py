@@ -318,8 +318,16 @@ def numpy_head(module, inputs: int, fmt: NumberFormat | None, dtype=None, name: 
     else:
         description = type(module).__name__
     probe = np.zeros((1, inputs))
-    for step in steps:
-        probe = step(probe)
+    try:   # a width mismatch, found before any run: the module itself on a row of that width, then the steps
+        if _is_module(module):
+            import torch
+            with torch.no_grad():
+                module(torch.zeros((1, inputs), dtype=dtype or next(module.parameters(), torch.zeros(())).dtype))
+        for step in steps:
+            probe = step(probe)
+    except (IndexError, ValueError, RuntimeError) as exc:
+        raise AdapterError(f"the {name} ({description}) cannot read the {inputs} values the layer gives it "
+                           f"({type(exc).__name__}: {exc})", name.split()[-1]) from None
     return Head(steps, inputs, probe.shape[-1], description)
 
 

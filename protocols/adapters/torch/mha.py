@@ -200,7 +200,12 @@ def wrap_mha(mha, embedding=None, positions=None, head=None, fmt: NumberFormat |
     fmt = format_for_dtype(dtype) if fmt is None else fmt
     pre_fn = per_position(pre, fmt, "between the embedding and the attention")
     norm_fn = per_position(norm, fmt, "between the residual stream and the attention")
-    head_fn = numpy_head(head, att.embed_dim, fmt, dtype, "psi head")
+    d_out = att.W_O.shape[0]   # what psi reads: W_O's output (d; H m without an out projection)
+    if residual != "none" and d_out != att.embed_dim:
+        raise AdapterError(f"the attention's output has {d_out} values (heads x head width, no 'out' projection) "
+                           f"but the residual connection adds the {att.embed_dim}-value input: declare 'out' (an "
+                           f"nn.Linear({d_out}, {att.embed_dim}))", "out")
+    head_fn = numpy_head(head, d_out, fmt, dtype, "head")
     folded = [f"{fn.description} {what}" for fn, what in ((pre_fn, "on the embedding"),
                                                          (norm_fn, "before the attention")) if fn is not None]
     what = (att.what +
