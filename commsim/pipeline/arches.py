@@ -6,6 +6,7 @@ counts and how many numbers the state holds at that width (an LSTM's (h, c): 2m)
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from commsim.core.errors import InputError
@@ -50,6 +51,15 @@ class ArchShape:
     def plan_width(self, width: int) -> int:
         """The width the simulator's plan and count take for ``--width`` = width."""
         return width if self.arch is None else self.arch.state_units(width, self.options)
+
+    def relabel(self, text: str) -> str:
+        """A handoff text (its m·p or m*p, Theorem 2's m: the state's numbers) in this architecture's letters
+        (an LSTM's state is 2m: "2m·p"), so one panel never uses m for two things; unchanged for an attention
+        layer or a state of m numbers."""
+        symbol = "m" if self.arch is None else self.arch.symbol(self.options)
+        if symbol == "m":
+            return text
+        return re.sub(r"(?<![\w)])m([·*])p\b", lambda g: f"{symbol}{g.group(1)}p", text)
 
     def state_text(self, width: int) -> str:
         """The state at this width in words ("" for a simulator's own arch)."""

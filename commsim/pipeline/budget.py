@@ -15,7 +15,7 @@ source problem's size: :func:`run_size` gives it for N), and only the task's val
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from commsim.core.errors import InputError, NotApplicable
 from commsim.pipeline.interfaces import ANY_PARTITION
@@ -400,6 +400,10 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
                      "ok": r.fits if r.bound.applies and r.protocol_bits is not None else None})
     paper_note = _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j,
                              probe.bound.applies, dim)
+    # the handoff's texts name the state's numbers m (Theorem 2); in the architecture's letters (an LSTM's is 2m)
+    j.text, bits_text, paper_note = shape.relabel(j.text), shape.relabel(bits_text), shape.relabel(paper_note)
+    bound = replace(bound, statement=shape.relabel(bound.statement), reason=shape.relabel(bound.reason))
+    j.bound = bound
     return BudgetReport(shape.name, task, width, precision, heads, N, bits, bits_text, bound, max_n, verdict, rows, j,
                         first_out, searched, reduction.n_meaning, n, notes, paper_max_n, paper_out, paper_note,
                         shape.width_meaning, plan_width if shape.arch is not None else None, shape.state_text(width),

@@ -98,8 +98,9 @@ class IndexLookup(_IndexFamily):
         """Theorem 3 of [BHBK24]: m·p >= N."""
         return LowerBound(
             index_one_way_bits(n), "Theorem 3 of [BHBK24] (INDEX one-way: n bits, Fact 3)", ONE_WAY_CONTIGUOUS,
-            f"m*p >= N = {n}: a recurrent model doing index lookup on length-N strings gives a one-way INDEX_N "
-            f"protocol of m*p bits (Theorem 2), and INDEX_N needs N bits one-way", **randomness("index"))
+            f"m*p >= n = {n} (the index size; Theorem 3 calls it N): a recurrent model doing index lookup on "
+            f"length-n strings gives a one-way INDEX_n protocol of m*p bits (Theorem 2), and INDEX_n needs n bits "
+            f"one-way", **randomness("index"))
 
 
 class AssociativeRecall(_IndexFamily):
@@ -150,7 +151,7 @@ class AssociativeRecall(_IndexFamily):
         """Proposition 9 of [BHBK24]: m·p >= n pairs."""
         return LowerBound(
             index_one_way_bits(n), "Proposition 9 of [BHBK24] (INDEX one-way: n bits)", ONE_WAY_CONTIGUOUS,
-            f"m*p >= N = {n} pairs: Alice feeds the pairs (k_i, a_i), sends h_2N, Bob queries k_b (Theorem 2)",
+            f"m*p >= n = {n} pairs: Alice feeds the pairs (k_i, a_i), sends h_2n, Bob queries k_b (Theorem 2)",
             **randomness("index"))
 
 

@@ -25,6 +25,8 @@ class RecurrentArch:
     units: Callable[[int, dict], int]
     state_text: Callable[[int, dict], str]
     options: tuple[tuple[str, bool], ...] = ()
+    #: the state's numbers in the width's own letter ("2m" for an LSTM), for the handoff's m·p: Theorem 2's m
+    symbol: Callable[[dict], str] = lambda o: "m"
 
     def state_units(self, width: int, options: dict) -> int:
         """The numbers in the state of a model of this width (``RecurrentModel.state_units``)."""
@@ -39,16 +41,17 @@ RECURRENT_ARCHES = {arch.name: arch for arch in (
     RecurrentArch("gru", "m, the hidden units (state h: m numbers)",
                   lambda w, o: w, lambda w, o: f"state h: m = {w} numbers"),
     RecurrentArch("lstm", "m, the hidden units (state (h, c): 2m numbers)",
-                  lambda w, o: 2 * w, lambda w, o: f"state (h, c): 2m = 2·{w} = {2 * w} numbers"),
+                  lambda w, o: 2 * w, lambda w, o: f"state (h, c): 2m = 2·{w} = {2 * w} numbers",
+                  symbol=lambda o: "2m"),
     RecurrentArch("ssm", "d, the diagonal units (complex, the default: 2d numbers; ssm:complex=false: d)",
                   lambda w, o: 2 * w if o["complex"] else w,
                   lambda w, o: (f"complex state h: 2d = 2·{w} = {2 * w} numbers (real and imaginary parts)"
                                 if o["complex"] else f"real state h: d = {w} numbers"),
-                  (("complex", True),)),
+                  (("complex", True),), lambda o: "2d" if o["complex"] else "d"),
     RecurrentArch("linear-attention", "d, the key/value width (state S: d·d numbers; "
                   "linear-attention:normalize=true adds z, d more)",
                   lambda w, o: w * w + (w if o["normalize"] else 0),
                   lambda w, o: (f"state S: d·d = {w}·{w}" + (f" + z: d = {w}" if o["normalize"] else "")
                                 + f" = {w * w + (w if o['normalize'] else 0)} numbers"),
-                  (("normalize", False),)),
+                  (("normalize", False),), lambda o: "(d·d + d)" if o["normalize"] else "d·d"),
 )}

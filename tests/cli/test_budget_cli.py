@@ -202,7 +202,7 @@ def test_solved_size_is_not_ruled_out_and_one_smaller_is(case):
     if not again.bound.applies:
         return
     if s["one_smaller"] is not None:
-        lower = {**got, parameter: value - 1}
+        lower = {**got, parameter: s["one_smaller"]["value"]}     # precision: 53 below float64's 64
         below = budget(arch, lower["width"], lower["precision"], task, heads=lower["heads"], n=L)
         assert not below.judgement.fits and s["one_smaller"]["ruled_out"]
     else:
@@ -289,3 +289,16 @@ def test_budget_page_says_none_for_the_papers_count_of_disj_qsa():
     from commsim.render.reports import budget_page
     text = budget_page(budget("attention", 4, 8, "disj-qsa"), "commsim budget")
     assert "none: Theorem 4 of [BHBK24] counts the two-way exchange" in text and "None" not in text
+
+
+@pytest.mark.parametrize("arch, symbol", [("lstm", "2m"), ("ssm", "2d"), ("ssm:complex=false", "d"),
+                                          ("linear-attention", "d·d"), ("elman", "m"), ("rnn", "m")])
+def test_handoff_texts_use_the_architectures_letters_and_the_bound_names_the_index_size(arch, symbol):
+    """An LSTM of hidden size m hands off 2m numbers: the panel says 2m·p, never m·p with m = 2·width; the
+    bound's size is INDEX's n = N - 1 (N is the tokens, the index token included)."""
+    d = budget(arch, 8, 16, "index-idxl", n=4096).to_dict()
+    for text in (d["protocol_text"], d["bits_formula_text"]):
+        assert f"{symbol}·p = {d['state_units'] if d['state_units'] else 8}·16" in text
+        assert symbol == "m" or "m·p" not in text.replace(f"{symbol}·p", "")
+    assert f"{symbol}*p >= n = 4095 (the index size" in d["bound_note"] and "N = 4095" not in d["bound_note"]
+    assert d["n"] == 4096
