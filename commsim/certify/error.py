@@ -6,6 +6,7 @@ from typing import Callable
 import numpy as np
 
 from commsim.certify.types import Certificate
+from commsim.certify.view import problem_name
 from commsim.theory.problems import Problem
 
 
@@ -21,10 +22,11 @@ def error_certificate(problem: Problem, alice, bob, expected: int, answer: int,
     truth = int(expected)
     source = f" on instance {index} of {where}" if where and index is not None else (f" in {where}" if where else "")
     details = {"evaluation_set": where} if where else {}
+    name = problem_name(problem.name)   # the source problem's function ("EQ"), not the model's task ("INEQ")
     if index is not None:
         details["instance_index"] = int(index)
     return Certificate(
         "error", np.asarray(alice).tolist(), np.asarray(bob).tolist(), truth, model_answer,
-        f"the model answers {model_answer} but the {problem.name} answer is {truth}{source} "
+        f"the model answers {name} = {model_answer} where the answer is {name} = {truth}{source} "
         f"(confirmed by a direct forward of this instance)",
         verified=model_answer != truth and model_answer == int(answer), details=details)

@@ -13,6 +13,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from commsim.certify.types import Certificate
+from commsim.certify.view import problem_name
 
 #: instances of the run compared with the framework's forward (a seeded subset when there are more)
 AGREEMENT_INSTANCES = 256
@@ -96,13 +97,16 @@ def recheck_certificate(setup, certificate: Certificate | None) -> Certificate |
                         "agrees": commsim_answer is None or theirs == int(commsim_answer)})
     agrees = all(r["agrees"] for r in results)
     inputs = " and ".join(r["input"] for r in results)
+    source = problem_name(setup.problem.name)   # both answers decoded into the source problem: "EQ", not "INEQ"
+    theirs = [f"{source} = {r['framework_answer']}" for r in results]
     if agrees:
         text = (f" Re-checked with the {name} module's own forward: on {inputs} it answers "
-                f"{' and '.join(str(r['framework_answer']) for r in results)}, as commsim's model does.")
+                f"{' and '.join(theirs)}, as commsim's model does.")
     else:
+        ours = [f"{source} = {r['model_answer']}" for r in results]
         text = (f" Re-checked with the {name} module's own forward: it answers "
-                f"{', '.join(str(r['framework_answer']) + ' on ' + r['input'] for r in results)}, which differs "
-                f"from commsim's model" + (
+                f"{', '.join(t + ' on ' + r['input'] for t, r in zip(theirs, results))}, where commsim's model "
+                f"answers {' and '.join(ours)}" + (
                     " -- so this input is not a failure of the module itself (the certificate is left unverified)."
                     if model.framework_judged else
                     f" -- expected: commsim's model runs at {getattr(getattr(model, 'format', None), 'name', '?')}, "
