@@ -76,7 +76,8 @@ def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, 
 
     ``reduction_id``: a registered id (or a Reduction); ``model_spec``: a spec string or a model object
     (default: the reduction's default model); ``n``: the source problem's size.  ``instances`` None or
-    ``"all"`` means every instance (a count samples that many, with replacement); the model is also judged on the sets the reduction adds (``accuracy_by_set``);
+    ``"all"`` means every instance (a count samples that many, with replacement); the model is also judged on
+    the sets the reduction adds (``accuracy_by_set``);
     ``audit`` re-runs the checked instances with each party in its own process; ``certify`` searches for
     an input the model must fail on; ``progress(stage, done, total)`` is called during long work;
     ``simulator`` names the simulator to use (default: the model's kind selects it); ``workers``: the local

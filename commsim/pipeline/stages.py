@@ -199,6 +199,10 @@ def _given_side(problem: Problem, values, param: str, party: str, single: bool):
                          f"{'a scalar' if arr.ndim == 0 else 'none'}", param)
     if arr.dtype.kind not in "biuf":
         raise InputError(f"{param} must hold numbers ({party}'s input per row), got dtype {arr.dtype}", param)
+    if arr.dtype.kind == "f" and not np.array_equal(arr, np.floor(arr)):   # a problem may cast to ints silently
+        at = int(np.flatnonzero((arr != np.floor(arr)).reshape(len(arr), -1).any(axis=1))[0])
+        raise InputError(f"{param}{'' if single else f'[{at}]'}: {party}'s input must hold whole numbers (symbols, "
+                         f"bits or indices)", param)
     check_size(len(arr), param, 1, MAX_INSTANCES, "each instance is a full model run and protocol run",
                noun="number of instances")
     validate = problem.validate_alice if party == "Alice" else problem.validate_bob

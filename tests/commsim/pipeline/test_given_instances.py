@@ -17,9 +17,11 @@ GOOD = [0, 1, 0, 1, 1, 0]
 @pytest.mark.parametrize("alice, bob, param, says", [
     ([GOOD], [-1], "bob", "bob[0]: Bob's index -1 is out of range 0..5"),
     ([GOOD], [6], "bob", "bob[0]: Bob's index 6 is out of range"),
-    ([GOOD, GOOD], [0, 0.5], "bob", "Bob's input must be an index"),
+    ([GOOD, GOOD], [0, 0.5], "bob", "bob[1]: Bob's input must hold whole numbers"),
+    ([GOOD], [1.0], "bob", "Bob's input must be an index"),
     ([[0, 2, 0, 1, 1, 0]], [1], "alice", "alice[0]: Alice's input must contain only 0 and 1"),
-    ([GOOD, [0, 0.5, 0, 1, 1, 0]], [1, 1], "alice", "alice[1]: Alice's input must contain only 0 and 1"),
+    ([GOOD, [0, 0.5, 0, 1, 1, 0]], [1, 1], "alice", "alice[1]: Alice's input must hold whole numbers"),
+    ([GOOD, [0, float("nan"), 0, 1, 1, 0]], [1, 1], "alice", "alice[1]: Alice's input must hold whole numbers"),
     ([[0, 1, 0]], [1], "alice", "length 6"),
     ([GOOD, [0, 1]], [1, 1], "alice", "ragged"),
     ([GOOD], [1, 2], "bob", "one input per row of alice (1), got 2"),
@@ -59,3 +61,10 @@ def test_given_instances_accepts_exactly_the_problems_inputs(rows):
     chosen = given_instances(problem, A, B, "given")
     assert chosen.alice.tolist() == A and chosen.bob.tolist() == B
     assert problem.evaluate_batch(chosen.alice, chosen.bob).tolist() == [a[b] for a, b in rows]
+
+
+def test_a_fraction_is_refused_where_the_problem_would_cast_it():
+    """Dyck's own check casts symbols to uint8 (0.5 -> 0): the boundary refuses a fraction first."""
+    with pytest.raises(InputError) as caught:
+        run_instances("dyck22-fooling", None, 4, [[0, 0.5]], [[1, 1]])
+    assert caught.value.param == "alice" and "whole numbers" in str(caught.value)
