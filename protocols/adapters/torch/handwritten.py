@@ -93,6 +93,13 @@ def find_attention(module, probe: np.ndarray):
     if len(set(owners)) > 1 or len(owners) > 1:
         from protocols.adapters.torch.fold import TWO_LAYERS
         shown = ", ".join(sorted(set(o or "the module itself" for o in owners)))
+        parent = _heads_parent(module, owners)
+        if parent:   # per-head modules (nn.ModuleList of Head): read_attention checks they are one layer's heads
+            return parent, dict(module.named_modules())[parent]
+        if parent == "":
+            raise AdapterError(f"{type(module).__name__}'s forward computes {len(owners)} softmax attentions "
+                               f"({shown}) and combines them itself: if they are the heads of one layer, put them in "
+                               f"one submodule (x -> proj(cat(heads(x)))); if they are stacked layers, {TWO_LAYERS}")
         raise AdapterError(f"{type(module).__name__}'s forward computes {len(owners)} softmax attentions "
                            f"({shown}); {TWO_LAYERS}")
     if not owners[0]:
@@ -100,6 +107,98 @@ def find_attention(module, probe: np.ndarray):
                            f"commsim reads an attention submodule (x -> attn(x)): move it into one, or return a dict "
                            f"of parts with 'core': {{{', '.join(repr(k) for k in DECLARED)}}}")
     return owners[0], dict(module.named_modules())[owners[0]]
+
+
+def _head_units(owners) -> list[str] | None:
+    """The per-head submodules (one name per attention, in call order) of attentions computed by ``owners``
+    (the innermost running submodule of each): the names one level below their common prefix; None when
+    an attention is computed outside such a unit or two attentions share one."""
+    parts = [o.split(".") if o else [] for o in owners]
+    depth = 0
+    while all(len(p) > depth for p in parts) and len({p[depth] for p in parts}) == 1:
+        depth += 1
+    if any(len(p) <= depth for p in parts):
+        return None
+    units = [".".join(p[:depth + 1]) for p in parts]
+    return units if len(set(units)) == len(units) else None
+
+
+def _heads_parent(module, owners) -> str | None:
+    """The submodule that combines per-head attention modules (their common ancestor that runs a forward:
+    not an nn.ModuleList), "" when that is the module itself, None when the attentions are no such heads."""
+    units = _head_units(owners)
+    if units is None:
+        return None
+    names = dict(module.named_modules())
+    parent = units[0].rpartition(".")[0]
+    while parent and isinstance(names[parent], (nn.ModuleList, nn.ModuleDict)):
+        parent = parent.rpartition(".")[0]
+    return parent
+
+
+def _read_heads(core, x: torch.Tensor, att, linears, out, label: str) -> ReadAttention:
+    """Heads written as separate modules (nn.ModuleList of Head, the makemore / nanoGPT-lecture style): each
+    reads the layer's input x and computes one softmax attention with no output projection of its own; their
+    outputs are concatenated (in call order) and go through at most one output nn.Linear.  Then they are the
+    H heads of one layer (Theorem 4 of [BHBK24] covers H heads) and fold as one multi-head attention."""
+    from protocols.adapters.torch.fold import TWO_LAYERS
+    name = type(core).__name__
+    units = _head_units([e[1] for e in att])
+    if units is None:
+        raise AdapterError(f"{label}: {name} computes {len(att)} softmax attentions on one input, not one per head "
+                           f"submodule; commsim reads one attention (or heads written as one module each)")
+    mods, seen, handles = dict(core.named_modules()), {}, []
+    for u in units:
+        handles.append(mods[u].register_forward_hook(     # a hook's non-None result would replace the output
+            lambda m, a, o, u=u: (seen.setdefault(u, (a[0] if a else None, o)), None)[1]))
+    try:
+        with torch.no_grad():
+            core(x)
+    finally:
+        for h in handles:
+            h.remove()
+    for u in units:
+        inp = seen[u][0]
+        if not isinstance(inp, torch.Tensor) or inp.shape != x.shape or not torch.equal(inp, x):
+            raise AdapterError(f"{label}: {name}'s attentions are not the heads of one layer: {u} reads something "
+                               f"other than the layer's input (one attention over another's output is two layers); "
+                               f"{TWO_LAYERS}")
+    heads = [read_attention(mods[u], x, f"{label}, head {u}") for u in units]
+    for u, h in zip(units, heads):
+        if h.b_O is not None or h.W_O.shape != (h.Wq.shape[0],) * 2 or not np.array_equal(h.W_O, np.eye(h.Wq.shape[0])):
+            raise AdapterError(f"{label}: head {u} has its own output projection; commsim reads per-head modules "
+                               f"whose outputs are concatenated before one projection")
+    first = heads[0]
+    if any(h.width != first.width or h.scale != first.scale or h.rope != first.rope for h in heads) or \
+            len({h.alibi is None for h in heads}) > 1:
+        raise AdapterError(f"{label}: {name}'s heads differ in width, score scale or position scheme; commsim reads "
+                           f"heads of one width, one scale and one position scheme")
+    concat = torch.cat([seen[u][1] for u in units], dim=-1)
+    inside = tuple(u + "." for u in units)
+    after = [lin for lin in linears if lin[3].shape == concat.shape and torch.equal(lin[3], concat)
+             and lin[1] not in units and not lin[1].startswith(inside)]
+    final = concat if not after else after[0][4]
+    got = out[0] if isinstance(out, (tuple, list)) else out
+    if not isinstance(got, torch.Tensor) or got.shape != final.shape or not torch.equal(got, final):
+        raise AdapterError(f"{label}: {name} does something with its heads' outputs besides concatenating them (in "
+                           f"call order) and one output nn.Linear; declare the parts ({', '.join(DECLARED)})")
+    D = sum(h.Wq.shape[0] for h in heads)
+
+    def stacked(attr):
+        bs = [getattr(h, attr) for h in heads]
+        if all(b is None for b in bs):
+            return None
+        return np.concatenate([np.zeros(h.Wq.shape[0]) if b is None else b for h, b in zip(heads, bs)])
+
+    W_O, b_O = (np.eye(D), None) if not after else (tensor(after[0][2].weight), None if after[0][2].bias is None
+                                                     else tensor(after[0][2].bias))
+    alibi = None if first.alibi is None else tuple(a for h in heads for a in h.alibi)
+    H = sum(h.num_heads for h in heads)
+    what = (f"{name} ({len(units)} head modules {', '.join(units)} read as the {H} heads of one attention"
+            + (f", out {after[0][1]}" if after else "") + f"; each: {first.what})")
+    return ReadAttention(int(x.shape[-1]), H, *(np.concatenate([getattr(h, w) for h in heads]) for w in ("Wq", "Wk", "Wv")),
+                         stacked("bq"), stacked("bk"), stacked("bv"), W_O, b_O, first.scale, rope=first.rope,
+                         alibi=alibi, module=core, what=what)
 
 
 def _heads_of(t: torch.Tensor):
@@ -113,6 +212,8 @@ def read_attention(core, x: torch.Tensor, label: str) -> ReadAttention:
     name = type(core).__name__
     events, linears, out = _record(core, lambda: core(x))
     att = [e for e in events if e[0] in ("sdpa", "softmax")]
+    if len(att) > 1:
+        return _read_heads(core, x, att, linears, out, label)
     if len(att) != 1:
         raise AdapterError(f"{label}: {name} computes {len(att)} softmax attentions on one input; commsim reads one")
     at = events.index(att[0])
@@ -121,18 +222,20 @@ def read_attention(core, x: torch.Tensor, label: str) -> ReadAttention:
         S, P = call["input"], y
         used = [e for e in events[at + 1:] if e[0] == "matmul" and e[2]["a"].shape == P.shape
                 and torch.equal(e[2]["a"], P)]
-        if S.dim() != 4 or not used:
+        if S.dim() not in (3, 4) or not used or used[0][2]["b"].dim() != S.dim():
             raise AdapterError(f"{label}: {name}'s softmax is not followed by (weights @ v) over (batch, heads, "
-                               f"length, length) scores; could not read the values: declare the parts "
-                               f"({', '.join(DECLARED)})")
-        v, y = used[0][2]["b"], used[0][3]
+                               f"length, length) or (batch, length, length) scores; could not read the values: "
+                               f"declare the parts ({', '.join(DECLARED)})")
+        v, y, limit = used[0][2]["b"], used[0][3], next(i for i, e in enumerate(events) if e is used[0])   # v: projected by then
+        if S.dim() == 3:   # one head without a heads axis (Karpathy's Head): (B, L, L) scores, (B, L, d_h) values
+            S, v, y = S[:, None], v[:, None], y[:, None]
     else:
-        v, S = call["value"], None
+        v, S, limit = call["value"], None, at
     B, H, L, dh = v.shape
     D = H * dh
     chunks = []                     # (linear name, module, third, tensor (B, H, L, dh)) of the projections before
     for when, lname, mod, inp, o in linears:
-        if when <= at and o.shape[-1] % D == 0 and o.shape[:2] == (B, L):
+        if when <= limit and o.shape[-1] % D == 0 and o.shape[:2] == (B, L):
             for i in range(o.shape[-1] // D):
                 chunks.append((lname, mod, i, inp, o[..., i * D:(i + 1) * D].reshape(B, L, H, dh).transpose(1, 2)))
 
