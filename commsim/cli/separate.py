@@ -103,12 +103,41 @@ def _check_plot_path(plot: str | None) -> Path | None:
     return check_target(path, "--plot")
 
 
-@cli.command("separate")
+#: the --n whose rows --help shows for every task
+HELP_N = 24
+
+
+class SeparateCommand(click.Command):
+    """``separate --help`` ends with every registered separation and the lengths N its rows run over."""
+
+    def format_epilog(self, ctx, formatter):
+        super().format_epilog(ctx, formatter)
+        try:
+            entries = load_plugins().entries("separation")
+        except Exception:      # noqa: BLE001 -- a broken plugin must not break --help; `commsim list` reports it
+            return
+        rows = []
+        for e in entries:
+            try:
+                Ns = ", ".join(str(N) for N in e.obj.lengths(HELP_N))
+                at = f" [rows at --n {HELP_N}: N = {Ns}]"
+            except Exception:  # noqa: BLE001 -- a plugin without lengths() still gets its line
+                at = ""
+            rows.append((e.name, e.description + at))
+        with formatter.section("Separations (see `commsim list`)"):
+            formatter.write_dl(rows)
+
+
+@cli.command("separate", cls=SeparateCommand)
 @click.argument("task", metavar="SEPARATION")
 @click.option("--n", "n", type=int, required=True,
-              help="Largest sequence length N (the rows run over powers of two up to N).")
+              help="Largest sequence length N. Which lengths the rows run over depends on the task (mostly "
+                   "powers of two, and N itself): listed per task below.")
 @click.option("--instances", default="1000", show_default=True,
-              help="Inputs per N when exhaustive checking is too big ('all' forces exhaustive).")
+              help="Seeded inputs per N. Not given: a row checks every input up to the task's own limit "
+                   "(2^10 to 2^16 inputs), else up to 1000 samples (fewer where a row's work is capped). Given: "
+                   "at most that many per N ('all' forces exhaustive). The inputs column says how many were "
+                   "checked (* = all).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sampled inputs and constructions.")
 @click.option("--plot", "plot", callback=refuse_empty, default=None, metavar="FILE", help="Also draw both sides against N (.png or .svg).")
 @click.option("--gamma", type=float, default=None,
@@ -125,29 +154,28 @@ def separate_command(task, n, instances, seed, plot, gamma, q, partition, html_p
     """Both halves of a separation: a verified construction's size against the other
     architecture's lower bound, over sequence lengths up to N.
 
-    \b
-    Tasks (see `commsim list`):
-      idxl    one-layer attention, width O(log N)  vs  recurrent state bits >= N
-      dyck22  recurrent, 3 state bits              vs  one-layer attention mH >= (N-1)/(3(p+log N))
-      eq      two-layer attention, width O(log N)  vs  recurrent and one-layer attention >= N/2 bits
-      nstnb   two-layer attention, width O(log N)  vs  recurrent state bits >= N/2 (nearest neighbour, MQAR)
-      disj    two-layer attention, width O(log N)  vs  recurrent and one-layer attention >= N/2 bits
-      qsa     one-layer attention, width O(q^2 log N)  vs  recurrent state bits >= N - q
-      two-layers  Lemma 5: a full-rank communication matrix on every balanced partition
+    The separations (every registered one, with the lengths its rows run over) are listed
+    below.
 
     \b
     Examples:
       commsim separate idxl --n 1024
       commsim separate dyck22 --n 64 --plot dyck.svg
       commsim separate eq --n 256 --json
+      commsim separate eq --n 16 --instances 50
       commsim separate qsa --n 64 --q 1
       commsim separate two-layers --n 12 --partition 1,3,5,8,10,12
+      commsim separate 3cycle --n 12
+      commsim separate match3 --n 9
     """
     check_positive(n, "--n")
     separation = load_plugins(plugins).get("separation", task, param="task")
     plot_path = _check_plot_path(plot)
     check_html(html_path)
     count = parse_instances(instances)
+    given = click.get_current_context().get_parameter_source("instances") != click.core.ParameterSource.DEFAULT
+    if given and not getattr(separation, "samples", True):
+        raise InputError(f"--instances does not apply to {task}: it samples no inputs", "--instances")
     check_seed(seed, "--seed")
     if count is not None:
         check_size(count, "--instances", 1, MAX_INSTANCES, "each instance is a full model run and protocol run",
@@ -168,7 +196,7 @@ def separate_command(task, n, instances, seed, plot, gamma, q, partition, html_p
                 raise InputError(f"--{name} does not apply to {task}", f"--{name}")
             options[name] = value
     with progress_bar(f"separate {task}", enabled=not as_json) as update:
-        result = separation.run(n, seed=seed, instances=count, progress=update, **options)
+        result = separation.run(n, seed=seed, instances=count, progress=update, instances_given=given, **options)
     data = result.to_dict()
     if plot_path is not None:
         write_plot(data, plot_path)

@@ -19,7 +19,7 @@ from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.theorems import attention_min_width
 
 __all__ = ["EXHAUSTIVE_LIMIT", "lengths", "SeparationResult", "Separation", "INPUTS_NOTE", "crossover_note",
-           "crossing", "instances_for", "inputs_info", "exchange_bits", "attention_check", "recurrent_check",
+           "crossing", "checks_all", "instances_for", "inputs_info", "exchange_bits", "attention_check", "recurrent_check",
            "model_width", "WIDTH_NOTE", "WEAKEST_GAMMA"]
 
 #: at most this many inputs are enumerated for an exhaustive check
@@ -107,6 +107,8 @@ class Separation:
     name = ""
     description = ""
     options: tuple = ()         # extra keyword options run() accepts (e.g. "gamma")
+    samples = True              # rows check seeded samples when the inputs are too many (False: --instances unused)
+    _instances_given = False    # this run's instances_given (see run)
     smallest = 2
     largest = 1 << 14
     even = False
@@ -119,9 +121,12 @@ class Separation:
             raise InputError(f"n must be even for {self.name} (it is a string length N), got {show_size(n)}", "n")
 
     def run(self, n: int, *, seed: int = 0, instances: int | None = 1000, progress=None,
-            **options) -> SeparationResult:
-        """Build, verify and measure both sides at every N of the range."""
+            instances_given: bool = False, **options) -> SeparationResult:
+        """Build, verify and measure both sides at every N of the range.  ``instances`` inputs per N where a
+        row's inputs are too many to check all; with ``instances_given`` (the user asked for that number) also
+        where they are fewer than the row's exhaustive limit but more than ``instances`` (:meth:`checks_all`)."""
         self.check_n(n)
+        self._instances_given = instances_given
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             raise InputError(f"{self.name} takes no option {', '.join(unknown)}")
@@ -140,6 +145,11 @@ class Separation:
     def lengths(self, n: int) -> list[int]:
         """The sequence lengths of the rows (powers of two from ``smallest``, and n)."""
         return lengths(n, self.smallest, self.even)
+
+    def checks_all(self, total: int, limit: int, instances: int | None) -> bool:
+        """Whether a row checks all of its ``total`` inputs (:func:`checks_all`, with this run's
+        ``instances_given``)."""
+        return checks_all(total, limit, instances, self._instances_given)
 
     def row(self, N: int, *, seed: int, instances: int | None, **options) -> dict:  # pragma: no cover - abstract
         """One N: both sides, measured and verified."""
@@ -184,9 +194,19 @@ class Separation:
         return f"no accepted {knobs} brings the crossing into view here{f' (at {fixed})' if fixed else ''}: {text}."
 
 
-def instances_for(problem, count_all: int, instances: int | None, seed: int, cap: int | None = None):
-    """All pairs when few (or asked for), else ``instances`` seeded samples (at most ``cap``)."""
-    if instances is None or count_all <= EXHAUSTIVE_LIMIT:
+def checks_all(total: int, limit: int, instances: int | None, given: bool = False) -> bool:
+    """Whether a row checks all ``total`` inputs: with --instances all (None) always; else when there are at
+    most ``limit`` -- unless the user gave --instances (``given``) below ``total``: then that many samples."""
+    if instances is None:
+        return True
+    return total <= limit and not (given and instances < total)
+
+
+def instances_for(problem, count_all: int, instances: int | None, seed: int, cap: int | None = None,
+                  given: bool = False):
+    """All pairs when few (or asked for), else ``instances`` seeded samples (at most ``cap``); ``given``: the
+    user gave --instances (:func:`checks_all`)."""
+    if checks_all(count_all, EXHAUSTIVE_LIMIT, instances, given):
         if count_all > (1 << 22):
             raise InputError(f"instances: all would enumerate {count_all} inputs; give a number", "instances")
         A, B = problem.all_pairs()

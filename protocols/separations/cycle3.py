@@ -56,7 +56,7 @@ class Cycle3Separation(Separation):
         rng = np.random.default_rng(seed + N)
         reduction = Disj3Cycle()
         problem = reduction.problem(n)
-        if N <= EXHAUSTIVE_NODES or instances is None:
+        if self.checks_all(2 ** (N * (N - 1)), 2 ** (EXHAUSTIVE_NODES * (EXHAUSTIVE_NODES - 1)), instances):
             graphs, described = loopless_digraphs(N), "all"
         else:
             count = max(4, min(instances, WORK // N ** 3))

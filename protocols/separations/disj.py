@@ -43,7 +43,7 @@ class DisjSeparation(Separation):
         problem = make_problem("disj", half)
         model = make_model(f"construct:thres:h=disj,n={half},gamma={gamma},seed={seed}")
         cap = max(8, self.WORK // (N * N * model.width * model.info["heads"]))
-        if 4 ** half <= self.EXHAUSTIVE or instances is None:
+        if self.checks_all(4 ** half, self.EXHAUSTIVE, instances):
             A, B, described = instances_for(problem, 4 ** half, None, seed)
         else:
             count = max(1, min(instances, cap))

@@ -35,7 +35,7 @@ class DyckSeparation(Separation):
         reduction = load_plugins().get("reduction", "dyck22-fooling")
         problem = reduction.problem(N)
         total = 4 ** N
-        if instances is None or total <= EXHAUSTIVE_LIMIT:
+        if self.checks_all(total, EXHAUSTIVE_LIMIT, instances):
             if total > (1 << 22):
                 raise InputError(f"instances: all would enumerate {total} strings; give a number", "instances")
             S = np.array(np.meshgrid(*[np.arange(4)] * N, indexing="ij")).reshape(N, -1).T.astype(np.uint8)

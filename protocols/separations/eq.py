@@ -42,7 +42,8 @@ class EqSeparation(Separation):
         reduction = load_plugins().get("reduction", "eq-ineq")
         half = N // 2
         problem = reduction.problem(half)
-        A, B, described = instances_for(problem, 4 ** half, instances, seed, cap=max(8, self.WORK // (N * N)))
+        A, B, described = instances_for(problem, 4 ** half, instances, seed, cap=max(8, self.WORK // (N * N)),
+                                            given=self._instances_given)
         if described != "all":  # a quarter equal, a quarter differing in one bit (the hard ones), half uniform
             rng = np.random.default_rng(seed + 1)
             kind = np.arange(len(A)) % 4

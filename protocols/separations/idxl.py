@@ -33,7 +33,7 @@ class IdxlSeparation(Separation):
         from protocols.constructions.idxl import build_idxl
         reduction = load_plugins().get("reduction", "index-idxl")
         problem = reduction.problem(N)
-        A, B, described = instances_for(problem, N * 2 ** N, instances, seed)
+        A, B, described = instances_for(problem, N * 2 ** N, instances, seed, given=self._instances_given)
         expected = problem.evaluate_batch(A, B)
         encoded = reduction.encode(problem, A, B)
         model = build_idxl(N, seed=seed, gamma=gamma)
@@ -84,7 +84,7 @@ class IdxlSeparation(Separation):
             rows,
             {"x": "N", "crossing": {"ours": "width_bits", "theirs": "rnn_bound_bits", "text": "the separation is asymptotic"}, "ylabel": "bits", "series": [
                 {"key": "width_bits", "label": "one-layer attention: width·p, width = max(m, d) (construct:idxl)"},
-                {"key": "protocol_bits", "label": "attention exchange bits (two-way)", "style": ":"},
+                {"key": "protocol_bits", "label": "attention exchange bits (one-way, Bob → Alice)", "style": ":"},
                 {"key": "rnn_bound_bits", "label": "recurrent lower bound: m·p ≥ N", "style": "--"}]},
             notes=[crossover_note(rows, "width_bits", "rnn_bound_bits", "the attention layer's width·p",
                                   "the recurrent bound N", self), WIDTH_NOTE,

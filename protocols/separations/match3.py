@@ -68,7 +68,7 @@ class Match3Separation(Separation):
         if N > VERIFY_N:
             return {**row, "instances": None, "inputs": 0, "inputs_shown": "-", "accuracy": None,
                     "reduction_accuracy": None, "verified": None}
-        if instances is None or M ** N <= EXHAUSTIVE_LIMIT:
+        if self.checks_all(M ** N, EXHAUSTIVE_LIMIT, instances):
             Z, described = np.array(list(itertools.product(range(M), repeat=N)), dtype=np.int64), "all"
         else:
             count = max(4, min(instances, WORK // (N ** 3 * unit.width)))

@@ -48,7 +48,7 @@ class NstNbSeparation(Separation):
         # every query when few, else QUERIES sampled ones; inputs within the work budget
         mqar_queries = np.arange(n) if n <= self.QUERIES else np.sort(rng.choice(n, self.QUERIES, replace=False))
         cap = max(2, self.WORK // (len(mqar_queries) * L * L * model.width))
-        if 4 ** n <= self.EXHAUSTIVE or instances is None:
+        if self.checks_all(4 ** n, self.EXHAUSTIVE, instances):
             A, B, described = instances_for(problem, 4 ** n, None, seed)
         else:
             count = max(1, min(instances, cap))

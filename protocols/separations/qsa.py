@@ -74,7 +74,7 @@ class QsaSeparation(Separation):
         q = min(q, N - 2)
         model = build_qsa(N, q, seed=seed)
         total = 2 ** (N - 1) * math.comb(N - 1, q)
-        if instances is None or total <= EXHAUSTIVE_LIMIT:
+        if self.checks_all(total, EXHAUSTIVE_LIMIT, instances):
             T, described = all_qsa(N, q), "all"
         else:
             count = max(8, min(instances, self.WORK // (N * model.width)))

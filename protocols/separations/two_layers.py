@@ -44,6 +44,7 @@ class TwoLayerSeparation(Separation):
     description = ("Lemma 5 / Corollary 13.1: a two-layer model of width O(log N) whose communication matrix has "
                    "rank 2^(N/2) on every balanced partition (no one-layer-style protocol for two layers)")
     options = ("gamma", "partition")
+    samples = False             # every row computes the whole communication matrix (or only builds the model)
     smallest = 2
     largest = 1 << 12
     even = True

@@ -78,14 +78,15 @@ def test_teach_markdown_to_stdout_has_mermaid_but_no_files(tmp_path, monkeypatch
 def test_teach_help_lists_each_topics_n_range():
     text = " ".join(invoke("teach", "--help").split())      # click wraps the help at the terminal width
     assert "Topics (and the --n each accepts)" in text
-    assert "--n even, 4..16 (default 8)" in text and "--n 3..12 (default 6)" in text
+    assert "--n = N, the string length: even, 4..16 (default 8)" in text                 # attention-dyck
+    assert "--n = N, the length of Alice's string (INDEX_N): 3..12 (default 6)" in text    # rnn-index
 
 
 def test_piped_teach_output_has_no_boxes_and_keeps_rows_whole():
     text = invoke("teach", "attention-protocol", "--n", "3")
     assert "╭" not in text and "│" not in text
     messages = [line for line in text.splitlines() if line.startswith("  message:")]
-    assert messages and all(re.search(r"\(\d+ bits\) [01]+…?$", line) for line in messages)
+    assert messages and all(re.search(r"\(\d+ bits?\) [01]+…?$", line) for line in messages)
 
 
 def test_separate_html_has_both_sides_the_plot_and_the_table(capsys, tmp_path):

@@ -37,7 +37,7 @@ def test_idxl_json():
 
 
 def test_dyck22_json():
-    d = invoke("separate", "dyck22", "--n", "8", "--instances", "200", "--json")
+    d = invoke("separate", "dyck22", "--n", "8", "--json")
     assert [r["N"] for r in d["rows"]] == [2, 4, 8]
     assert d["all_verified"] is True
     for row in d["rows"]:
@@ -109,13 +109,14 @@ def test_separations_registered_with_run():
         assert callable(sep.run) and sep.description
 
 
-@pytest.mark.parametrize("task,n", [("nstnb", 8), ("disj", 8), ("qsa", 8), ("two-layers", 6)])
-def test_issue16_separations_json_and_table(task, n):
-    d = invoke("separate", task, "--n", str(n), "--instances", "64", "--json")
+@pytest.mark.parametrize("task,n,more", [("nstnb", 8, ["--instances", "64"]), ("disj", 8, ["--instances", "64"]),
+                                         ("qsa", 8, ["--instances", "64"]), ("two-layers", 6, [])])
+def test_issue16_separations_json_and_table(task, n, more):
+    d = invoke("separate", task, "--n", str(n), *more, "--json")
     assert KEYS <= set(d) and d["task"] == task and d["all_verified"] is True
     keys = {c["key"] for c in d["columns"]} | {s["key"] for s in d["plot"]["series"]}
     assert keys <= set(d["rows"][0])
-    out = invoke("separate", task, "--n", str(n), "--instances", "64")
+    out = invoke("separate", task, "--n", str(n), *more)
     assert f"commsim separate {task}" in out and "at N = " in out
 
 
@@ -124,3 +125,40 @@ def test_two_layers_plot_marks_both_sides(tmp_path):
     path = tmp_path / "two.svg"
     d = invoke("separate", "two-layers", "--n", "6", "--partition", "1,2,6", "--plot", str(path), "--json")
     assert path.read_bytes()[:5] == b"<?xml" and d["rows"][-1]["user_partition"] == [1, 2, 6]
+
+
+def test_an_explicit_instances_caps_every_row_and_the_output_says_how_many():
+    """--instances K given: at most K inputs per N, also where the task would check all of them (eq at N = 16:
+    65536 pairs); not given: every input up to the task's limit, as before."""
+    d = invoke("separate", "eq", "--n", "16", "--instances", "50", "--json")
+    assert [(r["N"], r["instances"], r["inputs"]) for r in d["rows"]] == [(4, "all", 16), (8, "50 sampled", 50),
+                                                                         (16, "50 sampled", 50)]
+    d = invoke("separate", "eq", "--n", "8", "--json")
+    assert [(r["instances"], r["inputs"]) for r in d["rows"]] == [("all", 16), ("all", 256)]
+    d = invoke("separate", "dyck22", "--n", "4", "--instances", "8", "--json")
+    assert [r["inputs"] for r in d["rows"]] == [8, 8] and d["all_verified"]
+
+
+def test_instances_is_refused_where_no_input_is_sampled(capsys):
+    code, _, err = run_main(capsys, "separate", "two-layers", "--n", "4", "--instances", "5")
+    assert code == 2 and "--instances" in err and err.count("\n") == 1
+
+
+def test_help_lists_every_separation_with_its_row_lengths():
+    from click.testing import CliRunner
+
+    from commsim.cli import cli
+    text = " ".join(CliRunner().invoke(cli, ["separate", "--help"], terminal_width=300).stdout.split())
+    for sep in load_plugins().entries("separation"):
+        rows = ", ".join(str(N) for N in sep.obj.lengths(24))
+        assert f"{sep.name} " in text and f"[rows at --n 24: N = {rows}]" in text, sep.name
+    assert {"3cycle", "match3"} <= {e.name for e in load_plugins().entries("separation")}
+    assert "N = 2, 4, 6, 8, 10, 12, 16, 24" in text                  # two-layers: every even N up to 12
+    assert "powers of two up to N)" not in text
+
+
+def test_idxl_plot_legend_says_one_way_like_its_notes():
+    d = invoke("separate", "idxl", "--n", "8", "--json")
+    label = {s["key"]: s["label"] for s in d["plot"]["series"]}["protocol_bits"]
+    assert "one-way, Bob → Alice" in label and "two-way" not in label
+    assert any("only Bob" in note for note in d["notes"])
