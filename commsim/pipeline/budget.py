@@ -15,6 +15,7 @@ source problem's size: :func:`run_size` gives it for N), and only the task's val
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field, replace
 
 from commsim.core.errors import InputError, NotApplicable
@@ -160,32 +161,44 @@ def no_paper_count(simulator, reduction) -> str:
     return ""
 
 
-def paper_count(simulator, reduction, width: int, precision: int, heads: int, N: int) -> tuple[int, str] | None:
+def paper_count(simulator, reduction, width: int, precision: int, heads: int, N: int,
+                dim: int = 8) -> tuple[int, str] | None:
     """The paper's count for this reduction's protocol at N, (bits, formula text) -- the simulator's
-    :meth:`Simulator.budget_bits`, e.g. Theorem 4's 3m(p + ceil(log2 N))H -- or None when the papers give none
-    for it (:func:`no_paper_count`)."""
-    return None if no_paper_count(simulator, reduction) else simulator.budget_bits(width, precision, heads, N)
+    :meth:`Simulator.budget_bits`, e.g. Theorem 4's 3m(p + ceil(log2 N))H, or [PNP24]'s H(d + 1)p for a count
+    that takes the embedding width d -- or None when the papers give none for it (:func:`no_paper_count`)."""
+    if no_paper_count(simulator, reduction):
+        return None
+    takes_dim = "dim" in inspect.signature(simulator.budget_bits).parameters
+    return simulator.budget_bits(width, precision, heads, N, **({"dim": dim} if takes_dim else {}))
+
+
+def planning_simulator(reduction, simulator):
+    """The simulator whose protocol ``run`` executes for this reduction: the reduction's variant of the
+    architecture's simulator (:attr:`Reduction.simulator_variants`, e.g. composition's one-way public-query
+    message) when it names one, else the simulator itself."""
+    variant = reduction.simulator_variants.get(simulator.name)
+    return simulator if variant is None else load_plugins().get("simulator", variant)
 
 
 def paper_fits(reduction, simulator, width: int, precision: int, heads: int, N: int,
-               senders: frozenset | None = None) -> bool:
+               senders: frozenset | None = None, dim: int = 8) -> bool:
     """The paper's inequality at length N: its count (:func:`paper_count`) >= the bound at N in the theorem's own
     form (:meth:`Reduction.length_bound`, for the parties ``senders`` that speak in the protocol); True when that
     bound does not apply (the caller asks only where the paper gives a count)."""
     bound = reduction.length_bound(simulator, N, senders=senders)
     if not bound.applies or bound.bits is None:
         return True
-    return paper_count(simulator, reduction, width, precision, heads, N)[0] >= bound.bits
+    return paper_count(simulator, reduction, width, precision, heads, N, dim)[0] >= bound.bits
 
 
 def paper_lengths(reduction, simulator, width: int, precision: int, heads: int,
-                  senders: frozenset | None = None) -> tuple[int | None, int | None]:
+                  senders: frozenset | None = None, dim: int = 8) -> tuple[int | None, int | None]:
     """(paper_max_n, the smallest valid N the paper's inequality rules out): the inequality, not the plan, so
     searched up to :data:`MAX_SEARCH` whatever the plan's limit (None, None: nothing ruled out there).  The bound
     is the one for the parties ``senders`` that speak in the protocol (who speaks depends on the split, not N)."""
     length = reduction.length_for_size
     last_fit, first_out = _search(
-        reduction, lambda n: paper_fits(reduction, simulator, width, precision, heads, length(n), senders),
+        reduction, lambda n: paper_fits(reduction, simulator, width, precision, heads, length(n), senders, dim),
         MAX_SEARCH)
     if first_out is None:
         return None, None
@@ -301,7 +314,7 @@ def _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper
     if none:
         return "none: the papers give no count for this reduction's protocol; max N is the only one"
     N = j.n
-    paper_bits, paper_text = paper_count(simulator, reduction, plan_width, precision, heads, N)
+    paper_bits, paper_text = paper_count(simulator, reduction, plan_width, precision, heads, N, dim)
     formula = paper_text.split(" = ")[0]
     sent = j.protocol_bits
     limit = simulator.shape_plan_limit
@@ -309,14 +322,14 @@ def _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper
             and (limit is None or paper_max_n <= limit)):
         # the theorem is cited at paper_max_n: the protocol must not send more than the count there either
         at = judge(reduction, simulator, plan_width, precision, heads, paper_max_n, dim)
-        count = paper_count(simulator, reduction, plan_width, precision, heads, paper_max_n)[0]
+        count = paper_count(simulator, reduction, plan_width, precision, heads, paper_max_n, dim)[0]
         if at.protocol_bits is not None and at.protocol_bits > count:
             N, sent, paper_bits = paper_max_n, at.protocol_bits, count
     if sent is not None and sent > paper_bits:
         found = (f"{paper_max_n}" if paper_max_n is not None or paper_out is not None else
                  f"no ruled-out N up to {reduction.length_for_size(MAX_SEARCH)}")
-        return (f"the paper's count undercounts this protocol ({sent} > {paper_bits} bits at N = {N}; {formula} is "
-                f"the theorem's order-of-magnitude count): the theorem as stated is not what commsim verified, so "
+        return (f"the paper's count undercounts this protocol ({sent} > {paper_bits} bits at N = {N}: {formula} "
+                f"leaves out bits this exact protocol sends): the theorem as stated is not what commsim verified, so "
                 f"its max N ({found}) is not supported here; max N is "
                 f"{max_n if max_n is not None else 'unbounded'}, from the bits really sent")
     if paper_max_n is None and paper_out is None:
@@ -343,6 +356,7 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
     _check_sizes(simulator, width, precision, heads)
     plan_width = shape.plan_width(width)
     reduction = load_plugins().get("reduction", task, param="task")
+    simulator = planning_simulator(reduction, simulator)
     if n is not None and n < 1:
         raise InputError(f"n must be at least 1, got {n}", "n")
     limit = simulator.shape_plan_limit
@@ -359,7 +373,7 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
     else:
         max_n, first_out, searched = None, None, None
     # the paper's inequality binds where the bound applies to this protocol at all (Appendix C: not to MQAR)
-    paper_max_n, paper_out = (paper_lengths(reduction, simulator, plan_width, precision, heads, probe.senders)
+    paper_max_n, paper_out = (paper_lengths(reduction, simulator, plan_width, precision, heads, probe.senders, dim)
                               if probe.bound.applies and not no_paper_count(simulator, reduction) else (None, None))
     if n is None:
         N = max_n if max_n else (first_out or (searched if probe.bound.applies and searched else first))
@@ -371,7 +385,7 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
     if not probe.bound.applies and j.bound.applies:
         j = Judgement(N, probe.bound)
     bound = j.bound
-    bits, bits_text = paper_count(simulator, reduction, plan_width, precision, heads, N) or (
+    bits, bits_text = paper_count(simulator, reduction, plan_width, precision, heads, N, dim) or (
         None, no_paper_count(simulator, reduction))
     if j.protocol_bits is not None and bits is not None and bits < j.protocol_bits:
         notes.append(f"the paper's count ({bits} bits) is lower than what the protocol really sends "
@@ -394,7 +408,7 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
             continue
         r = judge(reduction, simulator, plan_width, precision, heads, L, dim)
         rows.append({"n": L, "run_n": run_size(reduction, L), "bits": r.protocol_bits,
-                     "bits_formula": (paper_count(simulator, reduction, plan_width, precision, heads, L)
+                     "bits_formula": (paper_count(simulator, reduction, plan_width, precision, heads, L, dim)
                                       or (None,))[0],
                      "lower_bound_bits": r.bound.bits if r.bound.applies else None,
                      "ok": r.fits if r.bound.applies and r.protocol_bits is not None else None})
@@ -432,6 +446,7 @@ def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, preci
     sizes = {"width": width, "precision": precision, "heads": heads}
     _check_sizes(simulator, *(1 if k == parameter else v for k, v in sizes.items()))
     reduction = load_plugins().get("reduction", task, param="task")
+    simulator = planning_simulator(reduction, simulator)
     if N < 1:
         raise InputError(f"n must be at least 1, got {N}", "n")
     limit = simulator.shape_plan_limit

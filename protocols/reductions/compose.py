@@ -210,6 +210,10 @@ class CompositionReduction(Reduction):
         n = (int(seq_len) - 1) // 2
         return range(n), (2 * n,)
 
+    def public_positions(self, seq_len: int):
+        """The query x, known to both (as :meth:`encode` has it)."""
+        return (2 * ((int(seq_len) - 1) // 2),)
+
     def check(self, model, simulator, problem) -> None:
         vocab = getattr(model, "vocab_size", None)
         need = len(self.vocabulary(problem.n))
@@ -233,8 +237,8 @@ class CompositionReduction(Reduction):
             f"{ceil_log2(n)} bits and Alice answers g(y)", bits=2 * ceil_log2(n), source="composition two-way protocol")
 
     def length_bound(self, simulator, seq_len: int, senders: frozenset | None = None) -> LowerBound:
-        """ceil(log2 n^n) at N = 2n + 1 for a one-way protocol (a recurrent model's handoff on this prefix split);
-        not applicable to the two-way exchange ``commsim budget --arch attention`` plans."""
+        """ceil(log2 n^n) at N = 2n + 1 for a one-way protocol (a recurrent model's handoff on this prefix split,
+        the attention's public-query message); not applicable to a two-way protocol."""
         n = max((int(seq_len) - 1) // 2, 1)
         bound = LowerBound(composition_one_way_bits(n), "Theorem 1 of [PNP24], deterministic form (INDEX over an "
                            "alphabet of size n)", Conditions("one-way", "Alice g's pairs (a prefix), Bob the rest"),

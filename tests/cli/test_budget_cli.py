@@ -302,3 +302,26 @@ def test_handoff_texts_use_the_architectures_letters_and_the_bound_names_the_ind
         assert symbol == "m" or "m·p" not in text.replace(f"{symbol}·p", "")
     assert f"{symbol}*p >= n = 4095 (the index size" in d["bound_note"] and "N = 4095" not in d["bound_note"]
     assert d["n"] == 4096
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_budget_plans_the_public_query_message_run_sends_for_compose_index(seed):
+    """budget plans what run runs for composition: the reduction's one-way public-query variant (Alice's partial
+    softmax), so budget's protocol_bits and directions are run's, the [PNP24] one-way bound applies and the
+    paper's count is [PNP24]'s H(d + 1)p."""
+    rng = np.random.default_rng(seed)
+    m, p, H, d, n = (int(rng.integers(1, 4)), int(rng.integers(2, 9)), int(rng.integers(1, 3)),
+                     int(rng.integers(1, 5)), int(rng.integers(2, 6)))
+    ran = run_reduction("compose-index", f"attention:heads={H},width={m},dim={d},precision={p},classes={n},seed=0",
+                        n, instances=4, certify=False).to_dict()
+    got = budget("attention", m, p, "compose-index", heads=H, n=2 * n + 1, dim=d).to_dict()
+    assert got["protocol_bits"] == ran["bits_used"] and got["bits_by_direction"] == ran["bits_by_direction"]
+    assert got["bits_by_direction"]["bob_to_alice"] == 0
+    assert got["bound_applies"] and got["lower_bound_bits"] == ran["lower_bound_bits"]
+    assert got["bits_formula"] == ran["bits_formula"] == H * (d + 1) * p
+
+
+def test_tester_compose_index_example_is_one_way_and_bounded():
+    d = budget("attention", 1, 4, "compose-index", n=9, dim=2).to_dict()
+    assert d["bound_applies"] and d["lower_bound_bits"] == 8 and d["bound_direction"] == "one-way"
+    assert d["max_n"] is not None and d["bits_by_direction"]["bob_to_alice"] == 0

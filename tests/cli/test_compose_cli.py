@@ -37,10 +37,11 @@ def test_run_compose_above_the_bound_is_not_ruled_out(capsys):
     assert code == 2 and "fixed-point" in " ".join(err.split())
 
 
-def test_budget_compose_rnn_is_one_way_and_attention_points_to_run():
+def test_budget_compose_rnn_is_one_way_and_attention_plans_the_public_query_message():
     d = invoke("budget", "--arch", "rnn", "--width", "2", "--precision", "4", "--task", "compose-index", "--n", "17",
                "--json")
     assert d["protocol_bits"] == 8 and d["lower_bound_bits"] == 24 and d["max_n"] == 9 and d["first_ruled_out"] == 11
     d = invoke("budget", "--arch", "attention", "--width", "2", "--precision", "4", "--task", "compose-index", "--n",
-               "17", "--json")
-    assert d["lower_bound_bits"] is None and "commsim run compose-index" in d["verdict"]
+               "17", "--json")     # what run runs: Alice's one-way partial softmax (K = 6 candidate maxima at frac 2)
+    assert d["bits_by_direction"] == {"alice_to_bob": 124, "bob_to_alice": 0} and d["lower_bound_bits"] == 24
+    assert d["bits_formula"] == 1 * (8 + 1) * 4 and (d["max_n"], d["first_ruled_out"]) == (67, 69)

@@ -41,7 +41,7 @@ from commsim.pipeline.interfaces import (
     MessagePlan,
     Simulator,
 )
-from protocols.models.attention import AttentionLayer
+from protocols.models.attention import AttentionConfig, AttentionLayer
 from protocols.simulators.attention.exchange import PlanCache, batch_keys, batch_run
 from protocols.theorems import composition_message_bits
 
@@ -176,6 +176,30 @@ class PublicQueryProtocol(Protocol):
         return np.asarray(model.labels(raw)).reshape(-1), ar.to_values(raw)[0]
 
 
+def public_query_plan(model, seq_len: int, alice_positions, bob_positions, query: int,
+                      public_positions) -> PublicQueryPlan:
+    """Alice's message for a layer (an :class:`AttentionLayer` or its :class:`AttentionConfig`: only the shape and
+    the format are read) at length N on this partition; NotApplicable when the protocol cannot be exact."""
+    if not model.arithmetic.is_fixed:
+        raise NotApplicable(f"the exact one-way message is implemented for fixed-point formats (precision=P, "
+                            f"frac=F); under {model.format.name} the candidate maxima are every float in a "
+                            f"wide range", "model")
+    if model.division != "once":
+        raise NotApplicable("per-weight division rounds each e_i / Z with the global Z, which Alice cannot "
+                            "know in a one-way protocol; use division=once", "model")
+    alice = tuple(int(p) for p in alice_positions)
+    if query in alice or query not in public_positions or not alice:
+        raise NotApplicable("the public-query message needs Bob to own the query position, Alice to know its "
+                            "token (a public position) and to own at least one position", "partition")
+    if model.query is not None and model.query_position(seq_len) != query:
+        raise NotApplicable(f"the model reads position {model.query_position(seq_len)}, the task {query}", "model")
+    ar, K = model.arithmetic, candidate_count(model)
+    lo, hi = ar.sum_range(len(alice))
+    return PublicQueryPlan(query, alice, tuple(int(p) for p in bob_positions), model.heads, model.width,
+                           model.precision, model.dim, K, max((len(alice) * ar.one_units).bit_length(), 1),
+                           max((-lo - 1).bit_length(), hi.bit_length()) + 1)
+
+
 def model_query(model: AttentionLayer, token: int, position: int) -> np.ndarray:
     """q_N per head (1, H, m) for the query token at its position."""
     return model.query_vectors(np.array([int(token)]), position)
@@ -222,33 +246,42 @@ class PublicQueryExchange(Simulator):
 
     @staticmethod
     def _make_plan(model: AttentionLayer, encoded: Encoded) -> PublicQueryPlan:
-        if not model.arithmetic.is_fixed:
-            raise NotApplicable(f"the exact one-way message is implemented for fixed-point formats (precision=P, "
-                                f"frac=F); under {model.format.name} the candidate maxima are every float in a "
-                                f"wide range", "model")
-        if model.division != "once":
-            raise NotApplicable("per-weight division rounds each e_i / Z with the global Z, which Alice cannot "
-                                "know in a one-way protocol; use division=once", "model")
         if len(encoded.output_positions) != 1:
             raise NotApplicable("the public-query message computes one query position", "model")
-        query = int(encoded.output_positions[0])
-        alice = tuple(int(p) for p in encoded.alice_positions)
-        if query in alice or query not in encoded.public_positions or not alice:
-            raise NotApplicable("the public-query message needs Bob to own the query position, Alice to know its "
-                                "token (a public position) and to own at least one position", "partition")
-        if model.query is not None and model.query_position(encoded.seq_len) != query:
-            raise NotApplicable(f"the model reads position {model.query_position(encoded.seq_len)}, the task {query}",
-                                "model")
-        ar, K = model.arithmetic, candidate_count(model)
-        lo, hi = ar.sum_range(len(alice))
-        return PublicQueryPlan(query, alice, tuple(int(p) for p in encoded.bob_positions), model.heads, model.width,
-                               model.precision, model.dim, K, max((len(alice) * ar.one_units).bit_length(), 1),
-                               max((-lo - 1).bit_length(), hi.bit_length()) + 1)
+        return public_query_plan(model, encoded.seq_len, encoded.alice_positions, encoded.bob_positions,
+                                 int(encoded.output_positions[0]), encoded.public_positions)
+
+    # ---- declarations read by commsim budget (a reduction's variant: budget plans what run runs)
+    shape_plan_limit = 1 << 20               # as the exchange's: budget evaluates the plan up to 2^20
+
+    def shape_plan(self, width: int, precision: int, heads: int, seq_len: int, alice_positions,
+                   output_positions, dim: int | None = 8, public_positions=(), **_) -> MessagePlan:
+        """The message ``run`` sends for the papers' layer of these sizes at length N on this partition
+        (:meth:`AttentionConfig.fixed <protocols.models.attention.AttentionConfig.fixed>`, as the exchange's
+        budget plan: fixed point, p // 2 fraction bits, division once, d = ``dim``)."""
+        if len(output_positions) != 1:
+            raise NotApplicable("the public-query message computes one query position", "model")
+        config = AttentionConfig.fixed(heads, width, precision, dim=dim)
+        alice = set(int(i) for i in alice_positions)
+        plan = public_query_plan(config, int(seq_len), sorted(alice),
+                                 [i for i in range(int(seq_len)) if i not in alice], int(output_positions[0]),
+                                 public_positions)
+        return self._message_plan(plan)
+
+    def budget_bits(self, width: int, precision: int, heads: int, seq_len: int, dim: int = 8) -> tuple[int, str]:
+        """[PNP24]'s count of Alice's one-way message, H(d + 1)p (:func:`protocols.theorems.
+        composition_message_bits`), whatever N."""
+        count = composition_message_bits(heads, dim, precision)
+        return count, f"H(d + 1)p = {heads}·({dim} + 1)·{precision} = {count} ([PNP24], Theorem 1)"
 
     def plan(self, model, encoded: Encoded) -> MessagePlan:
         """Alice's message, one way, beside [PNP24]'s count H(d + 1)p; the input must fit the model."""
         model.check_input(encoded.seq_len, encoded.tokens)
-        plan = self.exchange_plan(model, encoded)
+        return self._message_plan(self.exchange_plan(model, encoded))
+
+    @staticmethod
+    def _message_plan(plan: PublicQueryPlan) -> MessagePlan:
+        """Alice's message as a :class:`MessagePlan`, beside [PNP24]'s count H(d + 1)p."""
         H, d, p, K = plan.heads, plan.dim, plan.precision, plan.candidates
         count = composition_message_bits(H, d, p)
         formula_text = (f"H(d + 1)p = {H}·({d} + 1)·{p} = {count} bits ([PNP24]: per head a normaliser and a "
