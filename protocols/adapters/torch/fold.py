@@ -165,11 +165,12 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
     for name, table in layer.inputs.items():
         blocks[name] = (offset, table.shape[2])
         offset += table.shape[2]
-    biases = [b for _, _, b in layer.projections.values() if b is not None]
+    # each bias as the model means it: rounded once, with the score scale for b_Q
+    biases = {which: fmt.quantize(np.asarray(b) * (layer.scale if which == "q" else 1.0))
+              for which, (_, _, b) in layer.projections.items() if b is not None}
     const, one = None, None
     if biases:   # a constant coordinate carries b_Q, b_K, b_V (none without biases: it would only cost bits)
-        one = bias_carrier(fmt, [(b * (layer.scale if which == "q" else 1.0)) for which, (_, _, b)
-                                 in layer.projections.items() if b is not None])
+        one = bias_carrier(fmt, list(biases.values()))
         const, offset = offset, offset + 1
     d_res = 0 if layer.residual is None else layer.residual.shape[2]
     shared = next((name for name, t in layer.inputs.items() if t is layer.residual), None)
@@ -196,7 +197,7 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
         full = np.zeros((H, m, dim))
         full[:, :, start:start + size] = np.asarray(W) * scale
         if b is not None:
-            full[:, :, const] = np.asarray(b) * scale / one
+            full[:, :, const] = biases[which] / one   # exact: bias_carrier checked it is representable
         weights[which] = full
     d_out = layer.W_O.shape[0]
     W_O = np.asarray(layer.W_O, dtype=np.float64)
@@ -217,13 +218,11 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
 
 
 def bias_carrier(fmt: NumberFormat, biases) -> float:
-    """The value c of the constant coordinate that carries the projection biases: weight b / c on it gives
-    [W x + (b / c) c] = [W x + b] exactly when c and every b / c are representable (products and sums are
+    """The value c of the constant coordinate that carries the (rounded) projection biases b: weight b / c on it
+    gives [W x + (b / c) c] = [W x + b] exactly when c and every b / c are representable (products and sums are
     exact, one rounding).  1 when the format has it; else a representable +-2^k that works (a fixed-point
     format too narrow for 1, e.g. fixed2.1); else AdapterError: a substitute would not be the module."""
-    biases = [np.asarray(b, dtype=np.float64) for b in biases]
     q = fmt.quantize
-    biases = [q(b) for b in biases]   # the rounded biases the model means
     for k in sorted(range(-8, 9), key=abs):
         for c in (2.0 ** k, -2.0 ** k):
             if q(np.float64(c)) == c and all(np.array_equal(q(b / c) * c, b) for b in biases):

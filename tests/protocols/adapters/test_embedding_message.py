@@ -97,6 +97,13 @@ def test_biases_ride_on_a_constant_that_is_never_sent_and_is_exact(d, heads, see
         exact = np.einsum("pvd,md->vpm", x, Wx) + bx                      # (token, position, H m)
         want = fmt.quantize(exact).reshape(8, 8, heads, d // heads)
         assert np.array_equal(ar.to_values(got), want)
+    # q_N: the score scale folded into W_Q and b_Q, each rounded once, then [W x + b] (a carrier c != 1 must carry
+    # the rounded b_Q, not round b_Q / c on its own)
+    s = 1.0 / np.sqrt(d // heads)
+    Wq, bq = fmt.quantize(W[:d] * s), fmt.quantize(b[:d] * s)
+    got = model.queries_of(model.table[3], 3)                                # every token at position 3
+    want = fmt.quantize(x[3] @ Wq.T + bq).reshape(8, heads, d // heads)
+    assert np.array_equal(ar.to_values(got), want)
 
 
 def test_one_not_representable_and_no_exact_carrier_is_refused():
@@ -113,6 +120,18 @@ def test_one_not_representable_and_no_exact_carrier_is_refused():
     model = from_torch(net, vocab_size=8, seq_len=8, precision=2)
     const = model.dim - 1
     assert np.all(model.arithmetic.to_values(model.table[..., const]) == -1.0)   # the carrier, exact
+
+
+def test_a_carrier_other_than_1_carries_the_rounded_scaled_query_bias():
+    """fixed2.1, carrier -1: b_Q = 0.5 times the scale 1/sqrt(2) rounds (down) to 0, so q = [0 x + 0] = 0 --
+    not [-[0.354]] * -1 = 0.5 (rounding b_Q / c on its own)."""
+    net = _mha(2, 1, 0)
+    with torch.no_grad():
+        net.a.in_proj_bias.copy_(torch.tensor([0.5, 0.5, 0.0, -0.5, 0.5, 0.0]))
+        net.a.in_proj_weight.zero_()
+    model = from_torch(net, vocab_size=8, seq_len=8, precision=2)
+    assert model.arithmetic.to_values(model.table[..., -1]).tolist() == [[-1.0] * 8] * 8
+    assert np.all(model.arithmetic.to_values(model.queries_of(model.table[3], 3)) == 0.0)
 
 
 def _stream_model(d=4, heads=2, seed=3):
