@@ -16,6 +16,12 @@ core on its own input and reads, from the recorded tensors:
   hides nothing from the last query), or a bias linear in the key position (ALiBi, :mod:`.positions`);
 * the output projection: the ``nn.Linear`` called on the heads' outputs concatenated.
 
+One head without a heads axis -- (batch, length, length) scores, ``softmax(q @ k^T * scale) @ v`` as in
+Karpathy's ``Head`` -- is read as H = 1.  Heads written one module each (``MultiHead(heads=ModuleList([Head,
+...]), proj)``) are the H heads of one layer when every head reads the layer's input, has no output projection
+of its own and their outputs are concatenated (in call order) before at most one ``nn.Linear``
+(:func:`_read_heads`); attentions that read one another's output are two layers (refused, Lemma 5).
+
 What it reads becomes an :class:`~protocols.adapters.torch.mha.ReadAttention`, folded like
 ``nn.MultiheadAttention``; the whole model is then verified against the module's own forward
 (:mod:`.discover`).  What cannot be read is refused, naming it; the declared-parts fallback
