@@ -164,12 +164,14 @@ def no_paper_count(simulator, reduction) -> str:
 def paper_count(simulator, reduction, width: int, precision: int, heads: int, N: int,
                 dim: int = 8) -> tuple[int, str] | None:
     """The paper's count for this reduction's protocol at N, (bits, formula text) -- the simulator's
-    :meth:`Simulator.budget_bits`, e.g. Theorem 4's 3m(p + ceil(log2 N))H, or [PNP24]'s H(d + 1)p for a count
-    that takes the embedding width d -- or None when the papers give none for it (:func:`no_paper_count`)."""
+    :meth:`Simulator.budget_bits`, e.g. Theorem 4's 3m(p + ceil(log2 N))H, [PNP24]'s H(d + 1)p (it takes the
+    embedding width d), a graph transformer's count over the owned nodes (it takes the public positions) -- or None when the papers give none for it (:func:`no_paper_count`)."""
     if no_paper_count(simulator, reduction):
         return None
-    takes_dim = "dim" in inspect.signature(simulator.budget_bits).parameters
-    return simulator.budget_bits(width, precision, heads, N, **({"dim": dim} if takes_dim else {}))
+    # the count's further sizes, for a count that takes them: the embedding width d, the positions both know
+    takes = inspect.signature(simulator.budget_bits).parameters
+    extra = {"dim": lambda: dim, "public_positions": lambda: reduction.public_positions(N)}
+    return simulator.budget_bits(width, precision, heads, N, **{k: f() for k, f in extra.items() if k in takes})
 
 
 def planning_simulator(reduction, simulator):

@@ -198,7 +198,7 @@ class Disj3Cycle(Reduction):
             cycle3_disj_bits(n), "DISJ on n^2 bits (Fact 1 of [BHBK24]) through Directed 3-Cycle ([SHT23])",
             Conditions(direction="two-way", partition="any", deterministic=True),
             f"bits exchanged >= n^2 = {n * n}: with 2n = {2 * n} owned nodes, L*H*m*p >= (n^2 - 2)/(4n) = "
-            f"{float(lhmp):.3g} (N = {3 * n} nodes)", **randomness("disj"))
+            f"{float(lhmp):.3g} (3n = {3 * n} nodes)", **randomness("disj"))
 
     def lower_bound(self, model, plan, problem, encoded) -> LowerBound:
         """DISJ_{n^2}'s n^2 bits bind every protocol on this split, one-way or two-way."""

@@ -102,7 +102,7 @@ def _plan(nodes: int, alice: int, bob: int, public: int, shapes: list[tuple[int,
     uniform = all(s == shapes[0] for s in shapes)
     formula = graph_exchange_bits(L, H, m, precision, alice + bob) if uniform else ab + ba
     text = (f"per layer and head the key and value of every owned node (Alice {alice}, Bob {bob}, public "
-            f"{public} of N = {nodes} nodes), then one bit each: {ab} bits Alice -> Bob, {ba} bits Bob -> Alice")
+            f"{public} of {nodes} nodes), then one bit each: {ab} bits Alice -> Bob, {ba} bits Bob -> Alice")
     return MessagePlan(ab, ba, rounds, text, {"nodes": nodes, "layers": L, "public_nodes": public},
                        formula=formula,
                        formula_text=graph_exchange_text(L, H, m, precision, alice + bob) if uniform else
@@ -264,10 +264,19 @@ class GraphExchange(Simulator):
         part = node_partition(seq_len, alice_positions, public_positions)
         return _plan(part.nodes, len(part.alice), len(part.bob), len(part.public), shapes, int(precision))
 
-    def budget_bits(self, width, precision, heads, seq_len):
+    def budget_bits(self, width, precision, heads, seq_len, public_positions=range(0)):
+        """L·H·(owned nodes)·2m·p + 2 at L = 1, the public nodes (``public_positions``, whole rows) not owned:
+        commsim's exact count of the node-partition protocol, the form in which [SHT23]'s LHm = Omega~(N) is
+        proved (the public nodes are computed by both, never sent)."""
         nodes = nodes_of_length(seq_len) or 0
-        bits = graph_exchange_bits(1, heads, width, precision, nodes)
-        return bits, graph_exchange_text(1, heads, width, precision, nodes) + " (L = 1, every node owned)"
+        public = _whole_rows(public_positions, nodes) if nodes else 0
+        if public is None:
+            public = len(node_partition(seq_len, range(0), public_positions).public)
+        owned = nodes - public
+        bits = graph_exchange_bits(1, heads, width, precision, owned)
+        return bits, (graph_exchange_text(1, heads, width, precision, owned) + f" (L = 1; {owned} of the {nodes} "
+                      f"nodes owned, {public} public; commsim's exact count of the node-partition protocol behind "
+                      f"[SHT23]'s LHm = Omega~(N))")
 
     def make_protocol(self, model: GraphAttention, encoded: Encoded) -> GraphExchangeProtocol:
         return GraphExchangeProtocol(model, self._part(model, encoded))

@@ -325,3 +325,20 @@ def test_tester_compose_index_example_is_one_way_and_bounded():
     d = budget("attention", 1, 4, "compose-index", n=9, dim=2).to_dict()
     assert d["bound_applies"] and d["lower_bound_bits"] == 8 and d["bound_direction"] == "one-way"
     assert d["max_n"] is not None and d["bits_by_direction"]["bob_to_alice"] == 0
+
+
+@pytest.mark.parametrize("m, p", [(1, 2), (2, 3), (1, 8)])
+def test_graph_count_owns_2n_nodes_as_the_3cycle_bound_does(m, p):
+    """disj-3cycle: the count is L·H·(2n owned nodes)·2m·p + 2 (the public W rows are not sent), the form of the
+    bound (n^2 - 2)/(4n); so the count's max N is the first n with 4nmp + 2 < n^2 (m = 1, p = 2: n = 9, 74 < 81, as
+    `teach graph-transformers` shows), and the panel's N is only tokens (the nodes are 3n)."""
+    d = budget("graph-attention", m, p, "disj-3cycle").to_dict()
+    n_out = next(n for n in range(2, 10 ** 4) if 4 * n * m * p + 2 < n * n)
+    assert (d["paper_max_n"], d["paper_first_ruled_out"]) == ((3 * (n_out - 1)) ** 2, (3 * n_out) ** 2)
+    n = int(d["n"] ** 0.5) // 3
+    assert d["bits_formula"] == 2 * n * 2 * m * p + 2 == d["protocol_bits"]
+    assert "commsim's exact count" in d["bits_formula_text"] and "every node owned" not in d["bits_formula_text"]
+    for text in (d["protocol_text"], d["bits_formula_text"], d["bound_note"]):
+        assert f"N = {3 * n}" not in text
+    if (m, p) == (1, 2):
+        assert (d["paper_max_n"], d["paper_first_ruled_out"]) == (576, 729)
