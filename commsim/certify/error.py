@@ -20,7 +20,8 @@ def error_certificate(problem: Problem, alice, bob, expected: int, answer: int,
     a, b = np.asarray(alice)[None], np.asarray(bob).reshape(1, *np.shape(bob))
     model_answer = int(np.asarray(direct_answers(a, b))[0])
     truth = int(expected)
-    source = f" on instance {index} of {where}" if where and index is not None else (f" in {where}" if where else "")
+    # the text counts from 1 (as a reader does); details["instance_index"] keeps the 0-based index
+    source = f" on instance {index + 1} of {where}" if where and index is not None else (f" in {where}" if where else "")
     details = {"evaluation_set": where} if where else {}
     name = problem_name(problem.name)   # the source problem's function ("EQ"), not the model's task ("INEQ")
     if index is not None:

@@ -107,7 +107,7 @@ def fooling_command(problem, n, verify, show, html_path, as_json):
         if problem == "dyck22":
             members.add_column("string")
         for i in range(count):
-            row = [str(i), input_text(fs.problem, A[i]), input_text(fs.problem, B[i]) if B is not None else "any b"]
+            row = [str(i + 1), input_text(fs.problem, A[i]), input_text(fs.problem, B[i]) if B is not None else "any b"]
             if problem == "dyck22":
                 row.append(fs.language.decode(strings[i]))
             members.add_row(*(_shortened(cell) for cell in row))

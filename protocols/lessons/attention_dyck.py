@@ -77,7 +77,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
         steps.append(Step("The fooling-set sweep", f"no transcript collision: {searched}", reference="Lemma 1"))
     else:
         d = cert.details
-        m1, m2 = d["member_1"], d["member_2"]
+        m1, m2 = d["member_1"], d["member_2"]      # "index": 0-based in the certificate's JSON; text counts from 1
         runs = []
         for mem in (m1, m2):
             _, r, ans, dirr = run_one(reduction, problem, model, simulator, mem["alice"], mem["bob"])
@@ -85,15 +85,15 @@ def attention_dyck(n: int | None = None) -> Lesson:
         t1, t2 = runs[0][1].transcript, runs[1][1].transcript
         s1 = problem.interleave(np.asarray([m1["alice"]]), np.asarray([m1["bob"]]))[0]
         s2 = problem.interleave(np.asarray([m2["alice"]]), np.asarray([m2["bob"]]))[0]
-        msgs = [(s, f"{lab} (member {m1['index']})", b) for s, lab, b in messages_of(t1)] + \
-               [(s, f"{lab} (member {m2['index']})", b) for s, lab, b in messages_of(t2)]
+        msgs = [(s, f"{lab} (member {m1['index'] + 1})", b) for s, lab, b in messages_of(t1)] + \
+               [(s, f"{lab} (member {m2['index'] + 1})", b) for s, lab, b in messages_of(t2)]
         steps.append(Step(
             "The sweep: two members with the same transcript",
             f"Run every member of the fooling set through the protocol and compare transcripts. Distinct "
             f"transcripts found: {d['distinct_transcripts']} for {d['members']} members. Whenever that is fewer "
             f"than the members, two of them collide; with fewer than N − 1 = {N - 1} bits a collision is forced "
             f"by pigeonhole (2^bits transcripts < 2^(N−1) members).",
-            instance=f"member {m1['index']}: {lang.decode(s1)}\nmember {m2['index']}: {lang.decode(s2)}\n"
+            instance=f"member {m1['index'] + 1}: {lang.decode(s1)}\nmember {m2['index'] + 1}: {lang.decode(s2)}\n"
                      f"transcripts equal (runner, bit for bit): {t1.digest() == t2.digest()}",
             holdings={"alice": f"{lang.decode(m1['alice'])} or {lang.decode(m2['alice'])}",
                       "bob": f"{lang.decode(m1['bob'])} or {lang.decode(m2['bob'])}"},
@@ -106,19 +106,19 @@ def attention_dyck(n: int | None = None) -> Lesson:
         _, rc, ans_c, dir_c = run_one(reduction, problem, model, simulator, a, b)
         steps.append(Step(
             "The crossing: the rectangle property forces a wrong answer",
-            f"Give Alice member {m1['index']}'s half and Bob member {m2['index']}'s half. At every message each "
+            f"Give Alice member {m1['index'] + 1}'s half and Bob member {m2['index'] + 1}'s half. At every message each "
             f"party sees only its own half and the transcript so far — the same as in one of the two member runs — "
             f"so the crossing gets the same transcript and the same answer, 1. But by Lemma 1 it is not a member.",
             instance=f"crossing: {lang.decode(crossing)} (member? {int(lang.is_member(crossing[None])[0])})\n"
                      f"protocol answers {ans_c}; the model's direct forward answers {dir_c}; the truth is "
                      f"{cert.expected}\ntranscript equal to the members': {rc.transcript.digest() == t1.digest()}",
-            holdings={"alice": f"{lang.decode(a)} (member {m1['index']})", "bob": f"{lang.decode(b)} (member {m2['index']})"},
+            holdings={"alice": f"{lang.decode(a)} (member {m1['index'] + 1})", "bob": f"{lang.decode(b)} (member {m2['index'] + 1})"},
             messages=messages_of(rc.transcript),
             inequality=r"T(x_1, y_1) = T(x_2, y_2) \implies T(x_1, y_2) = T(x_1, y_1)",
             notes=f"certificate verified: {cert.verified}. {cert.explanation}",
             reference="Lemma 1 of [BHBK24]; the rectangle property (behind Fact 4 of [BHBK24])",
             figures=[{"kind": "certificate", "certificate": cert.to_dict(), "problem": "dyck22",
-                      "caption": f"members {m1['index']} and {m2['index']} and their crossing, each party's half "
+                      "caption": f"members {m1['index'] + 1} and {m2['index'] + 1} and their crossing, each party's half "
                                  "(Alice: odd positions, Bob: even); highlighted: where the crossing differs "
                                  "from each member"}]))
         steps.append(_probe_contrast(N, x))

@@ -23,7 +23,7 @@ SMALL_MODEL, BELOW_N = "graph-attention:layers=1,heads=1,width=1,precision=2,see
 
 
 def _edges(X: np.ndarray, n: int) -> str:
-    names = [f"u{i}" for i in range(n)] + [f"v{i}" for i in range(n)] + [f"w{i}" for i in range(n)]
+    names = [f"{g}{i}" for g in "uvw" for i in range(1, n + 1)]        # nodes counted from 1, as the text does
     return ", ".join(f"{names[i]}→{names[j]}" for i, j in zip(*np.nonzero(X)))
 
 
@@ -49,15 +49,16 @@ def graph_transformers(n: int | None = None) -> Lesson:
     a[common] = b[common] = 1
     X = cycle3_graphs(a[None], b[None])[0]
     on_cycle = np.flatnonzero(directed_3cycle(X)[0])
-    x, y = divmod(common, n)
+    x, y = (k + 1 for k in divmod(common, n))                              # 1-based, as the text counts
     checked = sum(check_reduction(k) for k in (1, 2))
-    cycle_nodes = ", ".join("uvw"[i // n] + str(i % n) for i in on_cycle)
+    cycle_nodes = ", ".join("uvw"[i // n] + str(i % n + 1) for i in on_cycle)
     steps = [Step(
         f"DISJ on n² = {n * n} bits as a digraph on N = {N} nodes",
-        "Nodes in three groups U, V, W of n each. Alice's bit a_(x·n+y) is the edge u_x → v_y, Bob's b_(x·n+y) the "
-        "edge v_y → w_x, and a public matching w_x → u_x closes the loop. Every edge goes U → V → W → U, so a "
-        "directed triangle is u_x → v_y → w_x → u_x: it exists exactly when a_(x·n+y) = b_(x·n+y) = 1.",
-        instance=f"a = {_bits(a)}, b = {_bits(b)} (they share element {common}: x = {x}, y = {y})\n"
+        "Nodes in three groups U, V, W of n each, numbered 1..n. Alice's bit a_((x−1)·n+y) is the edge u_x → v_y, "
+        "Bob's b_((x−1)·n+y) the edge v_y → w_x, and a public matching w_x → u_x closes the loop. Every edge goes "
+        "U → V → W → U, so a directed triangle is u_x → v_y → w_x → u_x: it exists exactly when a_((x−1)·n+y) = "
+        "b_((x−1)·n+y) = 1.",
+        instance=f"a = {_bits(a)}, b = {_bits(b)} (they share element {common + 1}: x = {x}, y = {y})\n"
                  f"edges: {_edges(X, n)}\nnodes on a directed 3-cycle: "
                  f"{cycle_nodes}\n"
                  f"checked on every pair at n = 1, 2 ({checked} pairs): a 3-cycle exists iff the sets intersect",

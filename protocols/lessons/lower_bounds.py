@@ -48,14 +48,15 @@ def fooling_sets(n: int | None = None) -> Lesson:
         reference=fs.source))
     dy = fooling_set("dyck22", N)
     dver = dy.verify()
-    s = dy.strings(3, 4)[0]
+    shown = 3                                   # 0-based in the set's order; the text counts from 1
+    s = dy.strings(shown, shown + 1)[0]
     lang = dy.language
     steps.append(Step(
         f"Dyck-(2,2) at N = {N}: every member is in the fooling set",
         f"There are exactly {dy.size} = 2^(N-1) members of length {N}. Split odd positions to Alice and even to "
         "Bob: the odd half of a member has exactly one even half completing it, so crossing two members gives a "
         "non-member.",
-        instance=f"member #3: {lang.decode(s)}  (Alice: {lang.decode(s[0::2])}, Bob: {lang.decode(s[1::2])})",
+        instance=f"member #{shown + 1} of {dy.size}: {lang.decode(s)}  (Alice: {lang.decode(s[0::2])}, Bob: {lang.decode(s[1::2])})",
         holdings={"alice": "symbols at positions 1, 3, 5, ...", "bob": "symbols at positions 2, 4, 6, ..."},
         inequality=rf"\mathrm{{CC}}_{{\text{{odd/even}}}}(\text{{Dyck-(2,2)}}_{{{N}}}) \ge \log_2 2^{{{N}-1}} = {N - 1}",
         notes=f"verified: {dver.ok} ({dver.method})",

@@ -133,3 +133,63 @@ def test_teach_refuses_json_with_a_format(capsys, fmt):
     from cli_helpers import run_main
     code, out, err = run_main(capsys, ["teach", "rnn-eq", "--json", "--format", fmt])
     assert code == 2 and "--format" in err and err.count("\n") == 1
+
+
+# ---- numbering: every member, instance and element a reader sees counts from 1 -----------------------
+def test_attention_dyck_names_the_same_members_in_steps_and_notes():
+    lesson = build("attention-dyck")
+    sweep = [s for s in lesson.steps if s.title.startswith("The sweep")][0]
+    crossing = [s for s in lesson.steps if s.title.startswith("The crossing")][0]
+    shown = [int(k) for k in re.findall(r"^member (\d+):", sweep.instance, flags=re.M)]
+    noted = [int(k) for k in re.search(r"members (\d+) and (\d+) collide", sweep.notes).groups()]
+    assert shown == noted and min(shown) >= 1
+    assert [int(k) for k in re.search(r"members (\d+) and (\d+) of", crossing.notes).groups()] == noted
+    assert f"member {noted[0]}'s half and Bob member {noted[1]}'s half" in crossing.claim
+    from commsim.theory.fooling import fooling_set
+    fs = fooling_set("dyck22", lesson.n)
+    for k in noted:                                   # member k is the k-th string of the set's own order
+        assert f"member {k}: {fs.language.decode(fs.strings(k - 1, k)[0])}" in sweep.instance
+
+
+def test_fooling_sets_lesson_counts_its_dyck_member_from_1():
+    from commsim.theory.fooling import fooling_set
+    lesson = build("fooling-sets")
+    step = [s for s in lesson.steps if s.title.startswith("Dyck-(2,2)")][0]
+    k, string = re.search(r"member #(\d+) of \d+: (\S+)", step.instance).groups()
+    fs = fooling_set("dyck22", 2 * lesson.n)
+    assert fs.language.decode(fs.strings(int(k) - 1, int(k))[0]) == string
+
+
+@pytest.mark.parametrize("problem", ["eq", "disj", "index", "dyck22"])
+def test_fooling_command_numbers_members_from_1(problem):
+    from click.testing import CliRunner
+
+    from commsim.cli import cli
+    from commsim.theory.fooling import fooling_set
+    out = CliRunner().invoke(cli, ["fooling", problem, "--n", "4"], terminal_width=200).stdout
+    rows = re.findall(r"^\W*(\d+)\s*[│|]\s*(\S+)", out.split("first 4 members")[1], flags=re.M)
+    assert [int(k) for k, _ in rows] == [1, 2, 3, 4]
+    fs = fooling_set(problem, 4)
+    first = fs.problem.split(fs.strings(0, 1))[0][0] if problem == "dyck22" else fs.member_arrays(0, 1)[0][0]
+    assert rows[0][1] == "".join(str(int(v)) for v in first) or problem == "dyck22"
+
+
+def test_graph_transformers_counts_elements_and_nodes_from_1():
+    lesson = build("graph-transformers")
+    n = lesson.n
+    step = lesson.steps[0]
+    a, b, k, x, y = re.search(r"a = (\d+), b = (\d+) \(they share element (\d+): x = (\d+), y = (\d+)\)",
+                              step.instance).groups()
+    k, x, y = int(k), int(x), int(y)
+    assert 1 <= x <= n and 1 <= y <= n and k == (x - 1) * n + y and a[k - 1] == b[k - 1] == "1"
+    assert f"u{x}→v{y}" in step.instance and "u0" not in step.instance and "v0" not in step.instance
+
+
+def test_attention_disj_certificate_counts_the_instance_from_1():
+    from commsim.pipeline.run import run_reduction
+    from protocols.lessons.common import reduction_default
+    step = [s for s in build("attention-disj").steps if s.title == "A real layer on every instance"][0]
+    cert = run_reduction("disj-match3", reduction_default("disj-match3"), 4).certificate
+    if cert is not None and "instance_index" in cert.details:
+        assert f"on instance {cert.details['instance_index'] + 1} of" in step.instance
+    assert "on instance 0 " not in step.instance
