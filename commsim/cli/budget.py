@@ -114,8 +114,9 @@ def budget_command(arch, width, precision, heads, dim, task, n, solve_for, n_ran
     disj-mqar N = 3n, dyck22-fooling N even); max_n is a valid length, first_ruled_out the smallest ruled out.
     protocol_bits is what the simulator really sends at N (the attention exchange's message plan, laid
     out for the papers' layer: the query attends to itself, no residual path, fixed point of p bits
-    with p // 2 fraction bits; the handoff's state of m·p bits); bits_formula is the paper's count, and
-    paper_max_n the largest N the paper's inequality (count >= bound) does not rule out.  --solve answers the
+    with p // 2 fraction bits; the handoff's state of m·p bits); bits_formula is the paper's count for that
+    protocol (none where the papers give none), and paper_max_n the largest N the paper's inequality (count >=
+    bound) does not rule out.  --solve answers the
     inverse question at --n.
 
     \b

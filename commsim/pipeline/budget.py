@@ -4,12 +4,13 @@ smallest width, precision or head count that a length N does not rule out.
 
 The protocol's bits are the simulator's own plan for an architecture of those sizes at length N on the
 task's partition (:meth:`Simulator.shape_plan`: the attention exchange's message plan, the handoff's
-m·p), computed without running; the paper's count (:meth:`Simulator.budget_bits`) is shown beside it as
+m·p; a reduction's variant, :func:`planning_simulator`, as run runs it), computed without running; the paper's
+count for that protocol (:func:`paper_count`; none where the papers give none) is shown beside it as
 ``bits_formula``, and the largest N the paper's own inequality (count >= bound) does not rule out as
-``paper_max_n``.  The bound as a function of N comes from the reduction (:meth:`Reduction.length_bound`),
-for the parties that really speak in the plan.  N is always the sequence length in tokens (``run --n`` is the
-source problem's size: :func:`run_size` gives it for N), and only the task's valid lengths
-(:meth:`Reduction.is_valid_length`) are judged.
+``paper_max_n`` (said to be unsupported where the count undercounts the protocol).  The bound as a function of
+N comes from the reduction (:meth:`Reduction.length_bound`), for the parties that really speak in the plan.  N
+is always the sequence length in tokens (``run --n`` is the source problem's size: :func:`run_size` gives it for
+N), and only the task's valid lengths (:meth:`Reduction.is_valid_length`) are judged.
 
 ``--arch`` names an architecture (:mod:`commsim.pipeline.arches`).
 """
@@ -26,12 +27,12 @@ from commsim.theory.bounds import LowerBound
 
 #: the largest source size searched when the simulator's plan has no limit of its own
 MAX_SEARCH = 1 << 58
-#: ``solve``: the largest width, head count and precision tried (a plan's cost grows with the heads)
 #: the precisions p a number of ``commsim run``'s models can have, one limit for every architecture: a fixed-point
 #: width (:class:`commsim.core.precision.FixedPoint`, up to 53 bits, exact in float64; a one-bit automaton state)
 #: or float64's 64 bits (float16/bfloat16/float32 are 16 and 32)
 MAX_FIXED_PRECISION = 53
 PRECISIONS = (*range(1, MAX_FIXED_PRECISION + 1), 64)
+#: ``solve``: the largest width and head count tried (a plan's cost grows with the heads; precision: PRECISIONS)
 MAX_SOLVE = {"width": 1 << 40, "heads": 1 << 12}
 #: what ``budget --n`` and ``run --n`` count (``budget --json``'s ``n_flag``)
 N_FLAG_MEANING = ("budget --n, n, max_n and paper_max_n are the sequence length N in tokens; run --n is the source "
@@ -165,7 +166,8 @@ def paper_count(simulator, reduction, width: int, precision: int, heads: int, N:
                 dim: int = 8) -> tuple[int, str] | None:
     """The paper's count for this reduction's protocol at N, (bits, formula text) -- the simulator's
     :meth:`Simulator.budget_bits`, e.g. Theorem 4's 3m(p + ceil(log2 N))H, [PNP24]'s H(d + 1)p (it takes the
-    embedding width d), a graph transformer's count over the owned nodes (it takes the public positions) -- or None when the papers give none for it (:func:`no_paper_count`)."""
+    embedding width d), a graph transformer's count over the owned nodes (it takes the public positions) -- or
+    None when the papers give none for it (:func:`no_paper_count`)."""
     if no_paper_count(simulator, reduction):
         return None
     # the count's further sizes, for a count that takes them: the embedding width d, the positions both know
@@ -312,8 +314,7 @@ def _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper
     or why there is none."""
     if not applies:
         return "the bound does not apply to this protocol, so the paper's inequality rules out nothing either"
-    none = no_paper_count(simulator, reduction)
-    if none:
+    if no_paper_count(simulator, reduction):
         return "none: the papers give no count for this reduction's protocol; max N is the only one"
     N = j.n
     paper_bits, paper_text = paper_count(simulator, reduction, plan_width, precision, heads, N, dim)
