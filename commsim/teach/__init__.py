@@ -83,8 +83,11 @@ def _latex_group(latex: str, i: int) -> tuple[str, int]:
         i += 1
     if i >= len(latex):
         return "", i
-    if latex[i] == "\\":
+    if latex[i] == "\\":                                      # a command, with its argument(s) when it takes any
         j = _latex_command(latex, i)
+        name = latex[i + 1:j]
+        for _ in range({"frac": 2, "sqrt": 1}.get(name, 1 if name in _LATEX_AS_IS else 0)):
+            j = _latex_group(latex, j)[1]
         return latex[i:j], j
     if latex[i] != "{":
         return latex[i], i + 1

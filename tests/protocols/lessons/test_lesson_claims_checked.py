@@ -36,7 +36,7 @@ def test_attention_disj_step7_counts_transcripts_and_gives_the_true_reason(n):
 
 
 # ---- the text form of the lessons' LaTeX --------------------------------------------------------
-RESIDUE = re.compile(r"\\[A-Za-z]|left\(|right\)|underbrace|overbrace|≤ft|\bfrac\b|mathrm|\\text|\bll\b")
+RESIDUE = re.compile(r"\\[A-Za-z]|left\(|right\)|underbrace|overbrace|≤ft|\bfrac\b|mathrm|\\text|\bll\b|[_^]\(\)")
 
 
 def test_every_topic_text_output_has_no_latex_residue():
@@ -55,12 +55,13 @@ def test_latex_to_text_on_the_reported_formulas():
                          r"\underbrace{\lceil\log_2 8^{8}\rceil}_{\text{one-way}} = 24") == \
         "2⌈log2 8⌉ [two-way] = 6 ≪ ⌈log2 8^8⌉ [one-way] = 24"
     assert latex_to_text(r"a \le b \leq c \ne d \in \left\{1\right\}") == "a ≤ b ≤ c ≠ d ∈ {1}"
+    assert latex_to_text(r"\text{rank}_\mathbb{R} = 4, x^\frac{1}{2}") == "rank_R = 4, x^(1/2)"   # a command as index
 
 
 LATEX_PIECES = [r"\left(", r"\right)", r"\le ", r"\ge ", r"\leq ", r"\lceil", r"\rceil", r"\log_2 ", r"\log^2 ",
                 r"\frac{N}{2}", r"\frac{N - 1}{\log N}", r"\underbrace{x}_{\text{one-way}}", r"\ll ", r"\Omega",
                 r"\text{bits}", r"\mathrm{DISJ}_n", r"\cdot", r"\quad", r"\ ", r"2^{n}", r"x_{i+1}", "N", " = ", "7",
-                r"\#", r"\implies ", r"\epsilon", r"\Pr", r"\min(", r"\max(", ")"]
+                r"\#", r"\implies ", r"\epsilon", r"\Pr", r"\min(", r"\max(", ")", r"_\mathbb{R}", r"^\frac{1}{2}"]
 
 
 @settings(max_examples=200, deadline=None)
@@ -69,7 +70,7 @@ def test_latex_to_text_leaves_no_command_or_brace(pieces):
     from commsim.teach import latex_to_text
     text = latex_to_text("".join(pieces))
     assert "\\" not in text and "{" not in text and "}" not in text
-    assert not re.search(r"≤ft|≥q|underbrace|left\(|right\)|mathrm", text), text
+    assert not re.search(r"≤ft|≥q|underbrace|left\(|right\)|mathrm|[_^]\(\)", text), text
 
 
 @pytest.mark.parametrize("topic", ["graph-transformers", "randomized", "attention-disj", "rnn-index"])
