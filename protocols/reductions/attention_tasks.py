@@ -227,8 +227,9 @@ def _qsa_message(model, q: int) -> str:
     m, p, H = (getattr(model, k, None) for k in ("width", "precision", "heads"))
     if None in (m, p, H):
         return f"Alice's one message must carry >= {q} bits"
-    attend_self, r, d = getattr(model, "attend_self", True), getattr(model, "residual_width", 0), \
-        getattr(model, "dim", None)
+    config = getattr(model, "config", None)
+    attend_self, r = getattr(model, "attend_self", True), getattr(model, "residual_width", 0)
+    d = getattr(config, "message_dim", getattr(model, "dim", None))     # x_N as sent: no public coordinate
     query = one_way_attention_bits(m, p, H, residual=r, attend_self=attend_self)
     side = ("(2m + 1)·p·H" if attend_self else "m·p·H") + (" + r·p" if r else "")
     if d is None:
@@ -236,8 +237,8 @@ def _qsa_message(model, q: int) -> str:
     bits = min(d * p, query)
     return (f"Alice's message is the cheaper of x_N (d·p = {d * p}, from which Bob computes q_N, her key, value "
             f"and logit) and each head's q_N with " + ("her own logit and value" if attend_self else "nothing else")
-            + (" and x_N's coordinates psi reads" if r else "") + f" ({side} = {query}), so min(d·p, {side}) = "
-            f"{bits} >= q")
+            + (" and x_N's coordinates psi reads" if r else "") + f" ({side} = {query}): min(d·p, {side}) = "
+            f"{bits} bits, which deciding DISJ_q needs to be >= q = {q}")
 
 
 REDUCTIONS = [DisjMatch3, DisjQSA]

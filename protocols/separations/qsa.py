@@ -103,7 +103,7 @@ class QsaSeparation(Separation):
         p, width = model.precision, model_width(model.width, model.dim)
         return {"N": N, "q": q, "qk_width": model.width, "dim": model.dim, "width": width, "precision": p,
                 "width_bits": width * p, "rnn_bound_bits": qsa_recurrent_bits(N, q),
-                "one_layer_message_bits": one_way_message_bits(model.width, p, model.heads, model.dim,
+                "one_layer_message_bits": one_way_message_bits(model.width, p, model.heads, model.config.message_dim,
                                                                attend_self=True),
                 "one_layer_bound_bits": qsa_one_layer_bits(q)}
 

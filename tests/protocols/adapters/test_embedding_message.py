@@ -156,3 +156,15 @@ def test_stored_residual_stream_sends_the_stream_only():
     r = commsim.run("index-idxl", model, n=4, certify=False)
     assert r.protocol_matches_model and r.details["mode"] == "one-way"
     assert r.details["one_way_message"] == "embedding" and r.details["bits_by_step"] == {"embedding": 4 * 16}
+
+
+def test_the_bound_note_counts_x_n_at_the_model_s_d_with_biases_too():
+    """With q/k/v biases the folded model carries a public constant coordinate (dim d + 1); the qSA bound's note
+    states x_N's message at the model's own d, and says the inequality deciding DISJ_q needs, not that it holds."""
+    torch.manual_seed(0)
+    r = commsim.run("disj-qsa", A(2, bias=True), n=5, instances=16, precision=4)
+    model = from_torch(A(2, bias=True), precision=4)
+    assert model.dim == 3 and model.config.message_dim == 2
+    note = r.to_dict()["bound_note"]
+    assert "d·p = 8" in note and "= 8 bits, which deciding DISJ_q needs to be >= q = 5" in note
+    assert r.bits_used == 8
