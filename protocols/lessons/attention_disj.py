@@ -166,8 +166,8 @@ def attention_disj(n: int | None = None) -> Lesson:
     if cert is not None:
         msgs = []
         d = cert.details
-        for lab, x in (("member " + str(_member_number(cert.alice_input, n)), cert.alice_input),
-                       ("member " + str(_member_number(d.get("colliding_alice_input"), n)),
+        for lab, x in (("member " + str(_member_number(cert.alice_input)), cert.alice_input),
+                       ("member " + str(_member_number(d.get("colliding_alice_input"))),
                         d.get("colliding_alice_input"))):
             if x is not None:
                 x = np.asarray(x, dtype=np.uint8)
@@ -197,7 +197,7 @@ def attention_disj(n: int | None = None) -> Lesson:
                   steps, n)
 
 
-def _member_number(x, n: int) -> int:
+def _member_number(x) -> int:
     """The 1-based number of the DISJ fooling-set member (x, ~x) in the set's own order (x read as a binary
     number, first bit most significant, as :meth:`DisjointComplements.member_arrays` lists them)."""
     return int("".join(str(int(v)) for v in np.asarray(x).reshape(-1)), 2) + 1
