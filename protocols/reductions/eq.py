@@ -47,8 +47,11 @@ class Inequality(SourceReduction):
         return Encoded(tokens, np.arange(n), (2 * n - 1,))
 
     def decode(self, labels: np.ndarray, B: np.ndarray) -> np.ndarray:
-        """The model outputs INEQ; the EQ answer is its complement."""
-        return 1 - np.asarray(labels)[:, 0].astype(np.int16)
+        """The model outputs INEQ; the EQ answer is its complement.  A label that is not a bit (a model with more
+        than two classes) is kept as it is: an answer that is neither EQ value, never read as one (1 - 3 = -2 was
+        shown as "EQ = -2")."""
+        ineq = np.asarray(labels)[:, 0].astype(np.int16)
+        return np.where((ineq == 0) | (ineq == 1), 1 - ineq, ineq)
 
     def memory_program(self, n: int) -> MemoryProgram:
         """Store the first half, compare the second bit by bit."""

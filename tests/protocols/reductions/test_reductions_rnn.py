@@ -257,3 +257,10 @@ def test_memorize_and_reductions_do_not_import_each_other():
     for module in ("protocols.models.memorize", "protocols.models.recurrent_spec"):
         imported = graph.find_modules_directly_imported_by(module)
         assert not any(m.startswith("protocols.reductions") for m in imported) and "commsim.plugins" not in imported
+
+
+def test_eq_decoding_keeps_a_label_that_is_not_a_bit():
+    """INEQ 0/1 decodes to EQ 1/0; a label of a model with more classes is no EQ answer at all (never -2)."""
+    red = load_plugins().get("reduction", "eq-ineq")
+    labels = np.array([[0], [1], [3], [2]])
+    assert red.decode(labels, np.zeros((4, 0))).tolist() == [1, 0, 3, 2]
