@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.render.svg import ALICE, BAD, BOB, GOOD, GREY, pyplot
+from commsim.render.svg import ALICE, BAD, BOB, GOOD, GREY, plain_log_labels, pyplot
 
 #: matrices up to this many rows and columns are drawn cell by cell; the protocol tree and the DFA are
 #: drawn up to these many nodes
@@ -17,7 +17,8 @@ DFA_MAX_STATES = 40
 
 
 def budget_figure(report):
-    """Protocol bits and the lower bound against N (log-log), the crossing (max N) marked."""
+    """Protocol bits and the lower bound against N (log-log), the crossing (max N) marked: a dashed line when
+    it lies in the plotted range of N, else a note saying on which side of the range it is."""
     plt = pyplot()
     rows = report.table
     fig, ax = plt.subplots(figsize=(7, 4.2))
@@ -27,10 +28,15 @@ def budget_figure(report):
     if bounded:
         ax.plot([r["n"] for r in bounded], [r["lower_bound_bits"] for r in bounded], marker="s", color=BOB,
                 label=f"lower bound ({report.bound.source})")
-    if report.max_n:
+    low, high = min(r["n"] for r in rows), max(r["n"] for r in rows)
+    if report.max_n and low <= report.max_n <= high:
         ax.axvline(report.max_n, color=GREY, linestyle="--", label=f"max N = {report.max_n}")
+    elif report.max_n:
+        side = f"beyond the range (N ≤ {high})" if report.max_n > high else f"below the range (N ≥ {low})"
+        ax.plot([], [], linestyle="none", label=f"max N = {report.max_n}, {side}: the crossing is not drawn")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
+    plain_log_labels(fig)
     ax.set_xlabel("sequence length N")
     ax.set_ylabel("bits")
     ax.set_title(f"{report.task}: {report.arch}, width {report.width}, p = {report.precision}, H = {report.heads}",
@@ -62,10 +68,11 @@ def separation_figure(data: dict):
             ax.annotate(f"crossing: N = {below[0]}", (below[0], 0.02), xycoords=("data", "axes fraction"),
                         fontsize=8, rotation=90, ha="right", va="bottom")
         else:
-            ax.annotate(f"no crossing up to N = {rows[-1]['N']} ({cross.get('text', 'see the notes')})",
-                        (0.02, 0.02), xycoords="axes fraction", fontsize=8)
+            ax.plot([], [], linestyle="none",      # in the legend, which is placed clear of the curves
+                    label=f"no crossing up to N = {rows[-1]['N']} ({cross.get('text', 'see the notes')})")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log", base=2)
+    plain_log_labels(fig)
     ax.set_xlabel(plot.get("xlabel", "sequence length N"))
     ax.set_ylabel(plot["ylabel"])
     ax.set_title(f"{data['task']}: {data['title']}", fontsize=10)

@@ -61,7 +61,8 @@ def _power_label(value, _pos=None) -> str:
 _SUPERSCRIPTS = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
-def _plain_log_labels(fig) -> None:
+def plain_log_labels(fig) -> None:
+    """Every log axis of ``fig`` labelled by :func:`_power_label` (plain text), its minor ticks unlabelled."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
     for ax in fig.axes:
         for axis in (ax.xaxis, ax.yaxis):
@@ -86,7 +87,7 @@ def to_svg(fig) -> str:
     plt = pyplot()
     buffer = io.StringIO()
     try:
-        _plain_log_labels(fig)
+        plain_log_labels(fig)
         fig.savefig(buffer, format="svg", bbox_inches="tight")
     finally:
         plt.close(fig)
