@@ -196,7 +196,8 @@ def public_query_plan(model, seq_len: int, alice_positions, bob_positions, query
     ar, K = model.arithmetic, candidate_count(model)
     lo, hi = ar.sum_range(len(alice))
     return PublicQueryPlan(query, alice, tuple(int(p) for p in bob_positions), model.heads, model.width,
-                           model.precision, model.config.message_dim, K, max((len(alice) * ar.one_units).bit_length(), 1),
+                           model.precision, getattr(model, "config", model).message_dim, K,   # a layer or its config
+                           max((len(alice) * ar.one_units).bit_length(), 1),
                            max((-lo - 1).bit_length(), hi.bit_length()) + 1)
 
 
