@@ -24,9 +24,8 @@ from commsim.plugins import load_plugins
 @json_option
 def tree_command(problem, n, protocol_name, dot_file, html_path, plugins, as_json):
     """Run a registered protocol on every input pair of PROBLEM (index, eq or disj: the problems the registered
-    protocols are for) and draw its protocol tree: nodes are
-    transcript prefixes, edges messages; each leaf's inputs must form a rectangle, each answer leaf a
-    monochromatic rectangle; depth = worst-case bits.
+    protocols are for) and draw its protocol tree: nodes are transcript prefixes, edges messages; each leaf's
+    inputs must form a rectangle, each answer leaf a monochromatic rectangle; depth = worst-case bits.
 
     \b
     Examples:
