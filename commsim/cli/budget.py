@@ -187,6 +187,6 @@ def budget_command(arch, width, precision, heads, dim, task, n, solve_for, n_ran
                       "—" if r["lower_bound_bits"] is None else str(r["lower_bound_bits"]), ok)
         console.print(t)
     if plot_path:
-        console.print(f"plot written to {plot_path}")
+        console.print(f"plot written to {escape(str(plot_path))}")
     if html_path:
-        console.print(f"report written to {html_path}")
+        console.print(f"report written to {escape(str(html_path))}")

@@ -155,7 +155,7 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
         from commsim.render.reports import run_page
         write_html(html_path, run_page(report, command_line()))
         if not as_json:
-            console.print(f"report written to {html_path}")
+            console.print(f"report written to {escape(str(html_path))}")
     outcome = report.outcome
     if (fail_on_certificate and outcome == MUST_FAIL) or (fail_on_error and outcome in WRONG_OUTCOMES):
         sys.exit(EXIT_CERTIFICATE)   # not click's Exit: the entry point runs click without standalone mode

@@ -71,7 +71,7 @@ def render_separation(data: dict) -> None:
     widths = [max([len(col["label"])] + [len(r[i]) for r in plain]) for i, col in enumerate(data["columns"])]
     needed = sum(w + 3 for w in widths) + 2
     target = console if needed <= console.width else \
-        Console(highlight=False, width=needed, no_color=console.no_color, force_terminal=console.is_terminal)
+        Console(highlight=False, emoji=False, width=needed, no_color=console.no_color, force_terminal=console.is_terminal)
     target.print(table)
     colour = "green" if data["all_verified"] else "red"
     console.print(f"[{colour}]{escape(data['verdict'])}[/]")

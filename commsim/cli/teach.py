@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import click
+from rich.markup import escape
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
@@ -95,7 +96,7 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
         text = lesson_page(lesson, command_line())
         if out is not None:
             write_text(out, text, option="--out")
-            console.print(f"lecture notes (HTML) written to {out}")
+            console.print(f"lecture notes (HTML) written to {escape(str(out))}")
         else:
             click.echo(text, nl=False)
         return
@@ -105,14 +106,14 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
             lesson_markdown(lesson, None)
         if out is not None:                 # the notes and their figures, all or nothing (every target checked first)
             write_files([(path, svg_document(svg)) for path, svg in files] + [(out, text)], option="--out")
-            console.print(f"lecture notes written to {out}" + (f" with {len(files)} figure(s) beside it"
+            console.print(f"lecture notes written to {escape(str(out))}" + (f" with {len(files)} figure(s) beside it"
                                                                if files else ""))
         else:
             click.echo(text, nl=False)
         return
     if out is not None:
         write_text(out, render_plain(lesson), option="--out")
-        console.print(f"walkthrough written to {out}")
+        console.print(f"walkthrough written to {escape(str(out))}")
     elif console.is_terminal:
         render_text(lesson, console)
     else:                                   # piped: plain lines, never wrapped mid-row

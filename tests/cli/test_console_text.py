@@ -36,6 +36,25 @@ def test_a_file_name_in_a_table_is_shown_verbatim(tmp_path, capsys, monkeypatch)
     assert f"│ {name} " in out, out
 
 
+def test_written_file_names_are_shown_verbatim(tmp_path, capsys, monkeypatch):
+    """The "... written to NAME" line of every command that writes a named file."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(common.console, "_width", 300)
+    stem = USER_TEXT.replace("/", "")
+    runs = [(["budget", "--arch", "rnn", "--width", "4", "--precision", "8", "--reduction", "index-idxl",
+              "--plot", f"{stem}.svg", "--html", f"{stem}-b.html"], [f"{stem}.svg", f"{stem}-b.html"]),
+            (["run", "index-idxl", "--n", "4", "--html", f"{stem}-r.html"], [f"{stem}-r.html"]),
+            (["teach", "rnn-index", "--out", f"{stem}.txt"], [f"{stem}.txt"]),
+            (["teach", "rnn-index", "--format", "html", "--out", f"{stem}.html"], [f"{stem}.html"]),
+            (["teach", "rnn-index", "--format", "markdown", "--out", f"{stem}.md"], [f"{stem}.md"])]
+    for args, names in runs:
+        code, out, err = run_main(capsys, *args)
+        assert code == 0, (args, err)
+        for name in names:
+            assert (tmp_path / name).exists()
+            assert f"written to {name}" in out, (args, out[-400:])
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.text(alphabet="ab:[]/ 01=", min_size=1, max_size=30).filter(lambda t: t.strip() == t and t))
 @example("2:100:0")
