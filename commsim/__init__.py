@@ -33,6 +33,7 @@ from commsim.core.errors import InputError, NotApplicable  # noqa: E402
 from commsim.core.party import Protocol, Receive, Send  # noqa: E402
 from commsim.core.precision import FixedPoint, FloatFormat, parse_format  # noqa: E402
 from commsim.core.runner import AuditSession, run_protocol  # noqa: E402
+from commsim.pipeline import report as _report_module  # noqa: E402
 from commsim.pipeline.report import Report  # noqa: E402
 from commsim.pipeline.run import run_instances, run_reduction, search_certificate  # noqa: E402
 from commsim.pipeline.stages import Prepared, prepare  # noqa: E402
@@ -121,6 +122,9 @@ def save_html(report, path, *, command=None):
         raise InputError(f"command must be a string, got {type(command).__name__}", "command")
     made_by = f"commsim.save_html(report, {os.fspath(path)!r})" if command is None else command
     write_html(os.fspath(path), run_page(report, made_by), "path")
+
+
+_report_module.html_writer = save_html      # Report.to_html draws its page here, above the pipeline's layer
 
 
 def replicate(experiment, scale="quick", **options):

@@ -206,8 +206,10 @@ def _sharded_search(problem: Problem, alice_messages, confirm, log_size: float, 
             distinct = len(np.unique(np.concatenate([s.digests for s in shards]), axis=0))
             forced = (f"; by pigeonhole any 2^{message_bits} + 1 = {(1 << message_bits) + 1} inputs hold a repeat"
                       if (1 << min(message_bits, 64)) < total else "")
+            where = (f"searched all {total} Alice inputs" if done == total else
+                     f"stopped at the first shard holding a verified repeat, after {done} of {total} Alice inputs")
             cert, searched = confirm(inputs(shards[-1].pairs), done, (
-                f"stopped at the first verified repeat, after {done} of {total} Alice inputs (an exhaustive search "
+                f"{where} (an exhaustive search "
                 f"of 2^{log_size:g}, in shards of {shard_size}): Alice's {message_bits}-bit messages "
                 f"({message_name}) digested and compared bit for bit; these {done} inputs send only {distinct} "
                 f"distinct message{'s' * (distinct != 1)}{forced}"))

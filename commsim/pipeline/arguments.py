@@ -10,7 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from commsim.core.errors import InputError
+from commsim.core.limits import MAX_INSTANCES, check_size
 from commsim.pipeline.interfaces import Reduction
 
 __all__ = ["callable_argument", "flag_argument", "instances_argument", "model_argument", "names_argument",
@@ -132,3 +135,34 @@ def sweep_arguments(reductions: Any, models: Any, n: Any, options: dict) -> None
         flag_argument(options["certify"], "certify")
     if "plugins" in options:
         names_argument(options["plugins"], "plugins", "a plugin module name")
+
+
+def given_side(problem, values, param: str, party: str, single: bool):
+    """One party's given inputs (:func:`commsim.pipeline.stages.given_instances`) (one per row) checked at the API boundary: an array of numbers (not ragged, not
+    empty) whose every row the problem accepts (its ``validate_alice`` / ``validate_bob``); returns the rows as
+    the problem normalizes them.  A bad row is an :class:`InputError` naming ``param`` and the row's index."""
+    try:
+        arr = np.asarray(values)
+    except (TypeError, ValueError):
+        raise InputError(f"{param} must be an array with one {party} input per row, got a ragged or unreadable "
+                         f"{type(values).__name__}", param) from None
+    if arr.ndim == 0 or len(arr) == 0:
+        raise InputError(f"{param} must hold at least one instance ({party}'s input per row), got "
+                         f"{'a scalar' if arr.ndim == 0 else 'none'}", param)
+    if arr.dtype.kind not in "biuf":
+        raise InputError(f"{param} must hold numbers ({party}'s input per row), got dtype {arr.dtype}", param)
+    if arr.dtype.kind == "f" and not np.array_equal(arr, np.floor(arr)):   # a problem may cast to ints silently
+        at = int(np.flatnonzero((arr != np.floor(arr)).reshape(len(arr), -1).any(axis=1))[0])
+        raise InputError(f"{param}{'' if single else f'[{at}]'}: {party}'s input must hold whole numbers (symbols, "
+                         f"bits or indices)", param)
+    check_size(len(arr), param, 1, MAX_INSTANCES, "each instance is a full model run and protocol run",
+               noun="number of instances")
+    validate = problem.validate_alice if party == "Alice" else problem.validate_bob
+    distinct, first, inverse = np.unique(arr, axis=0, return_index=True, return_inverse=True)
+    accepted = []
+    for row, at in zip(distinct, first):
+        try:
+            accepted.append(validate(row.item() if row.ndim == 0 and row.dtype.kind in "iub" else row))
+        except InputError as exc:
+            raise InputError(f"{param}{'' if single else f'[{int(at)}]'}: {exc}", param) from None
+    return np.asarray(accepted)[np.asarray(inverse).reshape(-1)]

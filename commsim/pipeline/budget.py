@@ -20,8 +20,8 @@ import inspect
 from dataclasses import dataclass, field, replace
 
 from commsim.core.errors import InputError, NotApplicable
-from commsim.pipeline.interfaces import ANY_PARTITION
 from commsim.pipeline.arches import ArchShape, arch_shape, architectures, simulator_for_arch  # noqa: F401
+from commsim.pipeline.interfaces import ANY_PARTITION
 from commsim.plugins import load_plugins
 from commsim.theory.bounds import LowerBound
 
@@ -32,8 +32,6 @@ MAX_SEARCH = 1 << 58
 #: or float64's 64 bits (float16/bfloat16/float32 are 16 and 32)
 MAX_FIXED_PRECISION = 53
 PRECISIONS = (*range(1, MAX_FIXED_PRECISION + 1), 64)
-#: ``solve``: the largest width and head count tried (a plan's cost grows with the heads; precision: PRECISIONS)
-MAX_SOLVE = {"width": 1 << 40, "heads": 1 << 12}
 #: what ``budget --n`` and ``run --n`` count (``budget --json``'s ``n_flag``)
 N_FLAG_MEANING = ("budget --n, n, max_n and paper_max_n are the sequence length N in tokens; run --n is the source "
                   "problem's size (run_n: the run --n whose encoding has this N)")
@@ -290,13 +288,13 @@ def _size_at_most(reduction, N: int) -> int | None:
     return lo
 
 
-def _valid_at_most(reduction, N: int) -> int | None:
+def valid_at_most(reduction, N: int) -> int | None:
     """The largest valid length <= N (None: none)."""
     n = _size_at_most(reduction, N)
     return None if n is None else reduction.length_for_size(n)
 
 
-def _check_sizes(simulator, width: int, precision: int, heads: int) -> None:
+def check_sizes(simulator, width: int, precision: int, heads: int) -> None:
     for value, name in ((width, "width"), (precision, "precision"), (heads, "heads")):
         if value < 1:
             raise InputError(f"{name} must be at least 1, got {value}", name)
@@ -356,7 +354,7 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
     numbers, is what the handoff sends)."""
     simulator = simulator_for_arch(arch)
     shape = arch_shape(arch, simulator)
-    _check_sizes(simulator, width, precision, heads)
+    check_sizes(simulator, width, precision, heads)
     plan_width = shape.plan_width(width)
     reduction = load_plugins().get("reduction", task, param="task")
     simulator = planning_simulator(reduction, simulator)
@@ -381,7 +379,7 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
     if n is None:
         N = max_n if max_n else (first_out or (searched if probe.bound.applies and searched else first))
     else:
-        N = _valid_at_most(reduction, n) or first
+        N = valid_at_most(reduction, n) or first
         if N != n:
             notes.append(f"N = {n} is not a length of {task} ({reduction.n_meaning}); judged at N = {N}")
     j = judge(reduction, simulator, plan_width, precision, heads, N, dim)
@@ -406,7 +404,7 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
     for length in (n_range or []):
         if limit is not None and length > limit:
             continue
-        L = _valid_at_most(reduction, length)
+        L = valid_at_most(reduction, length)
         if L is None:
             continue
         r = judge(reduction, simulator, plan_width, precision, heads, L, dim)
@@ -425,86 +423,3 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
                         first_out, searched, reduction.n_meaning, n, notes, paper_max_n, paper_out, paper_note,
                         shape.width_meaning, plan_width if shape.arch is not None else None, shape.state_text(width),
                         run_size(reduction, N))
-
-
-# ---- the inverse question: the smallest size a length N does not rule out ---------------------------------
-SOLVABLE = ("width", "precision", "heads")
-
-
-def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, precision: int = 1, heads: int = 1,
-          dim: int = 8) -> BudgetReport:
-    """The smallest ``parameter`` (width, precision or heads; the others as given) whose protocol plan at the
-    valid length N is not ruled out by the bound -- the same plan ``commsim run`` executes (:meth:`Simulator.
-    shape_plan`) -- found exactly: the plan's bits grow with each size (every message is made of m numbers per
-    head, of p bits each), so the threshold is bisected after doubling, and the size one below is judged too.
-    Returns the budget report at that size with ``solve`` set."""
-    if parameter not in SOLVABLE:
-        raise InputError(f"solve must be one of {', '.join(SOLVABLE)}, got {parameter!r}", "solve")
-    simulator = simulator_for_arch(arch)
-    shape = arch_shape(arch, simulator)
-    if parameter not in simulator.budget_parameters:
-        raise InputError(f"solve {parameter}: the {shape.name} count does not depend on {parameter}", "solve")
-    if N is None:
-        raise InputError("solve needs n, the sequence length N to solve at", "n")
-    sizes = {"width": width, "precision": precision, "heads": heads}
-    _check_sizes(simulator, *(1 if k == parameter else v for k, v in sizes.items()))
-    reduction = load_plugins().get("reduction", task, param="task")
-    simulator = planning_simulator(reduction, simulator)
-    if N < 1:
-        raise InputError(f"n must be at least 1, got {N}", "n")
-    limit = simulator.shape_plan_limit
-    if limit is not None and N > limit:
-        raise InputError(f"budget lays out the {shape.name} protocol's plan position by position up to N = {limit}; "
-                         f"got N = {N}", "n")
-    L = _valid_at_most(reduction, N) or reduction.length_for_size(reduction.min_size)
-    # the sizes are searched by their index i = 1, 2, ...: the size itself, or the i-th of PRECISIONS
-    size = (lambda i: PRECISIONS[i - 1]) if parameter == "precision" else (lambda i: i)
-    top = len(PRECISIONS) if parameter == "precision" else MAX_SOLVE[parameter]
-
-    def judged(i: int) -> Judgement | None:
-        """The judgement with ``parameter`` = size(i); None when the architecture has no such size."""
-        s = {**sizes, parameter: size(i)}
-        try:
-            return judge(reduction, simulator, shape.plan_width(s["width"]), s["precision"], s["heads"], L, dim)
-        except InputError:
-            return None
-
-    lo, hi = 1, top
-    while lo <= hi and judged(lo) is None:       # the sizes the architecture takes (fixed point: p in 2..53)
-        lo += 1
-    while parameter == "precision" and hi > lo and judged(hi) is None:
-        hi -= 1
-    if lo > hi:
-        raise InputError(f"solve {parameter}: no {parameter} in 1..{size(top)} is a size of {shape.name}", "solve")
-    first = judged(lo)
-    why = ""
-    if not first.bound.applies:
-        index, why = lo, (f"the bound does not apply at N = {L}: {first.bound.reason}; any {parameter} is not ruled "
-                          f"out")
-    elif first.fits:
-        index, why = lo, f"the smallest {parameter} ({size(lo)}) is not ruled out at N = {L}"
-    else:
-        a, b = lo, min(2 * lo, hi)                 # not fits(a); double b until it fits
-        while not judged(b).fits:
-            if b == hi:
-                raise InputError(f"solve {parameter}: no {parameter} up to {size(hi)} is enough at N = {L} "
-                                 f"({first.bound.bits} bits needed)", "solve")
-            a, b = b, min(2 * b, hi)
-        while b - a > 1:
-            mid = (a + b) // 2
-            a, b = (a, mid) if judged(mid).fits else (mid, b)
-        index = b
-    value = size(index)
-    s = {**sizes, parameter: value}
-    report = budget(arch, s["width"], s["precision"], task, heads=s["heads"], n=L, dim=dim)
-    below = judged(index - 1) if index > lo else None
-    smaller = size(index - 1) if below is not None else None
-    report.solve = {
-        "parameter": parameter, "n": L, "value": value, "protocol_bits": report.judgement.protocol_bits,
-        "lower_bound_bits": report.bound.bits if report.bound.applies else None,
-        "one_smaller": (None if below is None else
-                        {"value": smaller, "protocol_bits": below.protocol_bits, "ruled_out": not below.fits}),
-        "text": why or (f"{parameter} = {value} is the smallest not ruled out at N = {L}: the protocol sends "
-                        f"{report.judgement.protocol_bits} bits >= {report.bound.bits} needed; {parameter} = "
-                        f"{smaller} sends {below.protocol_bits} < {below.bound.bits}")}
-    return report

@@ -11,6 +11,15 @@ from commsim.pipeline.verdict import Verdict, judge
 from commsim.theory.bounds import LowerBound
 
 
+def _no_html_writer(report, path, *, command=None) -> None:
+    raise RuntimeError("no page writer is set: import commsim (its save_html draws the page)")
+
+
+#: what :meth:`Report.to_html` calls, ``(report, path, command=...)``: :func:`commsim.save_html`, set when the
+#: ``commsim`` package loads (which it does before any of its modules): pages are drawn in the layers above this one
+html_writer = _no_html_writer
+
+
 @dataclass
 class Report:
     """Everything ``commsim run`` reports; :meth:`to_dict` has the contract's keys."""
@@ -132,14 +141,14 @@ class Report:
 
     def to_html(self, path, *, command: str | None = None) -> None:
         """Save the report as the page ``commsim run --html`` writes: :func:`commsim.save_html` (the same code,
-        the same checks on ``path``; ``command`` is the page footer's "made by" line, default: this call)."""
+        the same checks on ``path``; ``command`` is the page footer's "made by" line, default: this call).  The
+        writer is :data:`html_writer`, which the ``commsim`` package sets: pages are drawn above this layer."""
         import os
 
-        from commsim import save_html
         made_by = command
         if command is None and isinstance(path, (str, os.PathLike)):
             made_by = f"report.to_html({os.fspath(path)!r})"
-        save_html(self, path, command=made_by)
+        html_writer(self, path, command=made_by)
 
     def to_json(self, indent: int | None = 2) -> str:
         """:meth:`to_dict` as JSON text, exactly what ``commsim run --json`` prints."""

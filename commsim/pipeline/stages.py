@@ -24,6 +24,7 @@ from commsim.core.limits import (MAX_EXHAUSTIVE_BITS, MAX_INSTANCES, MAX_SEQUENC
                                   check_size, show_size)
 from commsim.core.party import Protocol, ProtocolError
 from commsim.core.runner import AuditSession, RunResult, run_protocol
+from commsim.pipeline.arguments import given_side
 from commsim.pipeline.interfaces import (
     BatchResult,
     Encoded,
@@ -185,45 +186,14 @@ def select_instances(problem: Problem, instances: int | None, seed: int) -> Inst
     return Instances(*problem.sample(np.random.default_rng(seed), instances), described)
 
 
-def _given_side(problem: Problem, values, param: str, party: str, single: bool):
-    """One party's given inputs (one per row) checked at the API boundary: an array of numbers (not ragged, not
-    empty) whose every row the problem accepts (its ``validate_alice`` / ``validate_bob``); returns the rows as
-    the problem normalizes them.  A bad row is an :class:`InputError` naming ``param`` and the row's index."""
-    try:
-        arr = np.asarray(values)
-    except (TypeError, ValueError):
-        raise InputError(f"{param} must be an array with one {party} input per row, got a ragged or unreadable "
-                         f"{type(values).__name__}", param) from None
-    if arr.ndim == 0 or len(arr) == 0:
-        raise InputError(f"{param} must hold at least one instance ({party}'s input per row), got "
-                         f"{'a scalar' if arr.ndim == 0 else 'none'}", param)
-    if arr.dtype.kind not in "biuf":
-        raise InputError(f"{param} must hold numbers ({party}'s input per row), got dtype {arr.dtype}", param)
-    if arr.dtype.kind == "f" and not np.array_equal(arr, np.floor(arr)):   # a problem may cast to ints silently
-        at = int(np.flatnonzero((arr != np.floor(arr)).reshape(len(arr), -1).any(axis=1))[0])
-        raise InputError(f"{param}{'' if single else f'[{at}]'}: {party}'s input must hold whole numbers (symbols, "
-                         f"bits or indices)", param)
-    check_size(len(arr), param, 1, MAX_INSTANCES, "each instance is a full model run and protocol run",
-               noun="number of instances")
-    validate = problem.validate_alice if party == "Alice" else problem.validate_bob
-    distinct, first, inverse = np.unique(arr, axis=0, return_index=True, return_inverse=True)
-    accepted = []
-    for row, at in zip(distinct, first):
-        try:
-            accepted.append(validate(row.item() if row.ndim == 0 and row.dtype.kind in "iub" else row))
-        except InputError as exc:
-            raise InputError(f"{param}{'' if single else f'[{int(at)}]'}: {exc}", param) from None
-    return np.asarray(accepted)[np.asarray(inverse).reshape(-1)]
-
-
 def given_instances(problem: Problem, alice, bob, described: str, names: tuple[str, str] = ("alice", "bob"), *,
                     single: bool = False) -> Instances:
     """Instances chosen by the caller (:func:`commsim.pipeline.run.run_instances`, :meth:`Prepared.run_instance`),
     checked before anything is encoded: aligned, non-empty arrays whose rows are inputs of the problem at its size
     (an :class:`InputError` naming ``names[0]`` or ``names[1]``, and the bad row unless ``single``: one instance,
     given as a batch of one), never an error from deep inside the encoding."""
-    A = _given_side(problem, alice, names[0], "Alice", single)
-    B = _given_side(problem, bob, names[1], "Bob", single)
+    A = given_side(problem, alice, names[0], "Alice", single)
+    B = given_side(problem, bob, names[1], "Bob", single)
     if len(A) != len(B):
         raise InputError(f"{names[1]} must hold one input per row of {names[0]} ({len(A)}), got {len(B)}", names[1])
     return Instances(A, B, described)

@@ -30,7 +30,7 @@ def size_arg(n: int | None, topic: str) -> int:
     n = t.default if n is None else int(n)
     if n < t.minimum or n > t.maximum or (t.even and n % 2):
         parity = "an even number " if t.even else ""
-        what = f" (here --n is {t.size})" if t.size else ""
+        what = f" (where it is {t.size})" if t.size else ""
         raise InputError(f"n must be {parity}in {t.minimum}..{t.maximum} for {topic}{what}, got {n}", "n")
     return n
 

@@ -156,15 +156,9 @@ class AttentionLayer:
     del _knob
 
     # ---- descriptors
-    @property
-    def precision(self) -> int:
-        """p: bits per number."""
-        return self.config.precision
-
-    @property
-    def residual_width(self) -> int:
-        """How many coordinates of the query's embedding x_N psi reads (0: no residual path)."""
-        return self.config.residual_width
+    precision = property(lambda self: self.config.precision, doc="p: bits per number.")
+    residual_width = property(lambda self: self.config.residual_width,
+                              doc="How many coordinates of the query's embedding x_N psi reads (0: no residual path).")
 
     @property
     def psi_input_width(self) -> int:

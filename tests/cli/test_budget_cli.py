@@ -88,7 +88,8 @@ def test_architectures_are_rnn_and_attention():
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from commsim.pipeline.budget import paper_fits, simulator_for_arch, solve  # noqa: E402
+from commsim.pipeline.budget import paper_fits, simulator_for_arch  # noqa: E402
+from commsim.pipeline.budget_solve import solve  # noqa: E402
 from cli_helpers import invoke, run_main  # noqa: E402
 
 

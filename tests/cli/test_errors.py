@@ -111,7 +111,7 @@ def test_library_errors_are_shown_with_the_flag_typed(capsys, args, first_words)
     (["separate", "dyck22", "--n", "7"], "--n must be even for dyck22"),
     (["separate", "dyck22", "--n", "12", "--instances", "all"], "--instances: all would enumerate 16777216 strings"),
     # a lesson's size
-    (["teach", "attention-dyck", "--n", "3"], "--n must be an even number in 4..16 for attention-dyck, got 3"),
+    (["teach", "attention-dyck", "--n", "3"], "--n must be an even number in 4..16 for attention-dyck (where it is N, the string length), got 3"),
 ])
 def test_bad_input_from_every_layer_names_the_flag_typed(capsys, args, shown):
     code, out, err = run_main(capsys, args)

@@ -56,7 +56,7 @@ def test_pigeonhole_search_says_where_it_stopped_and_what_counting_forces():
                                            lambda A, B: np.asarray(A)[:, 0], message_bits=1, shard_size=16)
     assert cert.verified and cert.details["alice_inputs_searched"] == 16
     assert searched.startswith(
-        "stopped at the first verified repeat, after 16 of 64 Alice inputs (an exhaustive search of 2^6, in shards "
+        "stopped at the first shard holding a verified repeat, after 16 of 64 Alice inputs (an exhaustive search of 2^6, in shards "
         "of 16): Alice's 1-bit messages (message) digested and compared bit for bit; these 16 inputs send only 1 "
         "distinct message; by pigeonhole any 2^1 + 1 = 3 inputs hold a repeat")
     assert "searched all" not in searched and "repeat(s)" not in searched   # main said both "all" and "stopped"

@@ -59,9 +59,9 @@ def test_the_three_layouts_of_an_exchange_draw_the_same_rows(msgs):
     mermaid = "\n".join(mermaid_sequence(msgs))
     lines = [message_line(r) for r in exchange_rows(Step("t", "c", messages=msgs).messages)]
     for row, line in zip(rows, lines):
-        assert line.startswith(f"{row.arrow}: {row.label} ({row.count} bits)")
+        assert line.startswith(f"{row.arrow}: {row.label} ({row.size()})")       # "k bits", "1 bit"
         assert f"{row.label} — {row.size()}" in svg
-        assert f"{row.label} ({row.count} bits)" in mermaid
+        assert f"{row.label} ({row.size()})" in mermaid
     assert mermaid.count("Note over A,B: round") == len({r.round for r in rows})
     from commsim.core.bits import Bits
     transcript = Transcript.build((r.sender, r.label, Bits.from_str(r.bits)) for r in rows)

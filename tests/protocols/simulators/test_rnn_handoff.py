@@ -170,7 +170,7 @@ def test_collision_certificate_for_any_one_way_protocol():
     assert cert.alice_input == [0, 0, 0, 0, 0, 1] and cert.bob_input == 5
     assert cert.expected == 1 and cert.model_output == 0
     assert cert.details["colliding_alice_input"] == [0, 0, 0, 0, 0, 0] and cert.details["message"] == "00000"
-    assert "all 64 Alice inputs" in searched and "exhaustive" in searched
+    assert "searched all 64 Alice inputs" in searched and "exhaustive" in searched
 
 
 def test_collision_certificate_sampled_beyond_the_exhaustive_limit():

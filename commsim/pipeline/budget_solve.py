@@ -1,0 +1,92 @@
+"""``commsim budget --solve``: the inverse question of :mod:`commsim.pipeline.budget` -- the smallest width,
+precision or head count whose protocol plan a sequence length N does not rule out."""
+from __future__ import annotations
+
+from commsim.core.errors import InputError
+from commsim.pipeline.arches import arch_shape, simulator_for_arch
+from commsim.pipeline.budget import (PRECISIONS, BudgetReport, Judgement, budget, check_sizes, judge, planning_simulator,
+                                     valid_at_most)
+from commsim.plugins import load_plugins
+
+#: the largest width and head count tried (a plan's cost grows with the heads; precision: PRECISIONS)
+MAX_SOLVE = {"width": 1 << 40, "heads": 1 << 12}
+SOLVABLE = ("width", "precision", "heads")
+
+
+def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, precision: int = 1, heads: int = 1,
+          dim: int = 8) -> BudgetReport:
+    """The smallest ``parameter`` (width, precision or heads; the others as given) whose protocol plan at the
+    valid length N is not ruled out by the bound -- the same plan ``commsim run`` executes (:meth:`Simulator.
+    shape_plan`) -- found exactly: the plan's bits grow with each size (every message is made of m numbers per
+    head, of p bits each), so the threshold is bisected after doubling, and the size one below is judged too.
+    Returns the budget report at that size with ``solve`` set."""
+    if parameter not in SOLVABLE:
+        raise InputError(f"solve must be one of {', '.join(SOLVABLE)}, got {parameter!r}", "solve")
+    simulator = simulator_for_arch(arch)
+    shape = arch_shape(arch, simulator)
+    if parameter not in simulator.budget_parameters:
+        raise InputError(f"solve {parameter}: the {shape.name} count does not depend on {parameter}", "solve")
+    if N is None:
+        raise InputError("solve needs n, the sequence length N to solve at", "n")
+    sizes = {"width": width, "precision": precision, "heads": heads}
+    check_sizes(simulator, *(1 if k == parameter else v for k, v in sizes.items()))
+    reduction = load_plugins().get("reduction", task, param="task")
+    simulator = planning_simulator(reduction, simulator)
+    if N < 1:
+        raise InputError(f"n must be at least 1, got {N}", "n")
+    limit = simulator.shape_plan_limit
+    if limit is not None and N > limit:
+        raise InputError(f"budget lays out the {shape.name} protocol's plan position by position up to N = {limit}; "
+                         f"got N = {N}", "n")
+    L = valid_at_most(reduction, N) or reduction.length_for_size(reduction.min_size)
+    # the sizes are searched by their index i = 1, 2, ...: the size itself, or the i-th of PRECISIONS
+    size = (lambda i: PRECISIONS[i - 1]) if parameter == "precision" else (lambda i: i)
+    top = len(PRECISIONS) if parameter == "precision" else MAX_SOLVE[parameter]
+
+    def judged(i: int) -> Judgement | None:
+        """The judgement with ``parameter`` = size(i); None when the architecture has no such size."""
+        s = {**sizes, parameter: size(i)}
+        try:
+            return judge(reduction, simulator, shape.plan_width(s["width"]), s["precision"], s["heads"], L, dim)
+        except InputError:
+            return None
+
+    lo, hi = 1, top
+    while lo <= hi and judged(lo) is None:       # the sizes the architecture takes (fixed point: p in 2..53)
+        lo += 1
+    while parameter == "precision" and hi > lo and judged(hi) is None:
+        hi -= 1
+    if lo > hi:
+        raise InputError(f"solve {parameter}: no {parameter} in 1..{size(top)} is a size of {shape.name}", "solve")
+    first = judged(lo)
+    why = ""
+    if not first.bound.applies:
+        index, why = lo, (f"the bound does not apply at N = {L}: {first.bound.reason}; any {parameter} is not ruled "
+                          f"out")
+    elif first.fits:
+        index, why = lo, f"the smallest {parameter} ({size(lo)}) is not ruled out at N = {L}"
+    else:
+        a, b = lo, min(2 * lo, hi)                 # not fits(a); double b until it fits
+        while not judged(b).fits:
+            if b == hi:
+                raise InputError(f"solve {parameter}: no {parameter} up to {size(hi)} is enough at N = {L} "
+                                 f"({first.bound.bits} bits needed)", "solve")
+            a, b = b, min(2 * b, hi)
+        while b - a > 1:
+            mid = (a + b) // 2
+            a, b = (a, mid) if judged(mid).fits else (mid, b)
+        index = b
+    value = size(index)
+    s = {**sizes, parameter: value}
+    report = budget(arch, s["width"], s["precision"], task, heads=s["heads"], n=L, dim=dim)
+    below = judged(index - 1) if index > lo else None
+    smaller = size(index - 1) if below is not None else None
+    report.solve = {
+        "parameter": parameter, "n": L, "value": value, "protocol_bits": report.judgement.protocol_bits,
+        "lower_bound_bits": report.bound.bits if report.bound.applies else None,
+        "one_smaller": (None if below is None else
+                        {"value": smaller, "protocol_bits": below.protocol_bits, "ruled_out": not below.fits}),
+        "text": why or (f"{parameter} = {value} is the smallest not ruled out at N = {L}: the protocol sends "
+                        f"{report.judgement.protocol_bits} bits >= {report.bound.bits} needed; {parameter} = "
+                        f"{smaller} sends {below.protocol_bits} < {below.bound.bits}")}
+    return report
