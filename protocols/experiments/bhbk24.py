@@ -20,7 +20,6 @@ from protocols.experiments.common import (
     LR,
     NEAR_PERFECT,
     _at,
-    _bound_problems,
     _claim,
     _Experiment,
     _seed,
@@ -37,6 +36,7 @@ class IndexLookup(_Experiment):
     source = "[BHBK24] section 6, Fig. 2a; Appendix H.1"
     figure = "Fig. 2a"
     ceiling_column = "fano_ceiling"
+    ceiling_name = "Fano ceiling"
     scales = {
         "quick": {"N": [4, 8], "seeds": [0], "fixed": {"k": 4, "steps": 40, "batch": 32, "eval": 64, "bound_eval": 48,
                                                         "run_instances": 16}},
@@ -85,10 +85,6 @@ class IndexLookup(_Experiment):
         return {"bits": bits, "ceiling": [fano_accuracy_ceiling(k, N, b) for b in bits], "line": line,
                 "label": f"Fano ceiling, N = {N}, k = {k}", "line_label": f"N·log2 k = {line:g}"}
 
-    def check(self, rows: list[dict]) -> list[str]:
-        """No quantised recurrent model above the Fano ceiling (beyond the sampling margin); every certificate
-        verified; the protocol equals the quantised model bit for bit."""
-        return _bound_problems(rows, self.ceiling_column, "Fano ceiling")
 
     def claims(self, rows: list[dict]) -> list[dict]:
         rows = [r for r in rows if not r.get("error")]
@@ -265,7 +261,7 @@ class Dyck(_Experiment):
             if r.get("theorem5_min_mH") is not None and r["accuracy"] == 1.0 and r["mH"] < r["theorem5_min_mH"]:
                 problems.append(f"{label(r)} at N = {r['N']}: perfect on its sample with mH below Theorem 5's line "
                                 f"(a sample, not every string: not a contradiction, but look)")
-        return problems + _bound_problems(rows, None, "")
+        return problems + super().check(rows)
 
     def claims(self, rows: list[dict]) -> list[dict]:
         rows = [r for r in rows if not r.get("error")]

@@ -54,8 +54,9 @@ def _bound_problems(rows: list[dict], ceiling: str, what: str) -> list[str]:
 
 class _Experiment:
     name = title = source = figure = ""
-    #: the row's accuracy ceiling at the quantised model's state bits (None: the task has none)
+    #: the row's accuracy ceiling at the quantised model's state bits (None: the task has none), and its name
     ceiling_column: str | None = None
+    ceiling_name = ""
     scales: dict[str, dict] = {}
     grid: dict[str, list[tuple]] = {}
 
@@ -64,6 +65,11 @@ class _Experiment:
         sizes = self.scales[scale]
         return [{"model": arch, "layers": layers, "width": width, "N": N, "seed": seed, "scale": scale, **sizes["fixed"]}
                 for N in sizes["N"] for arch, layers, width in self.grid[scale] for seed in sizes["seeds"]]
+
+    def check(self, rows: list[dict]) -> list[str]:
+        """No quantised recurrent model above the accuracy ceiling (beyond the sampling margin); every certificate
+        verified; the protocol equals the quantised model bit for bit (:func:`_bound_problems`)."""
+        return _bound_problems(rows, self.ceiling_column, self.ceiling_name)
 
     def bound_curve(self, rows: list[dict], N: int) -> dict | None:
         """The accuracy ceiling over state bits at length N, drawn on the figure (None: no such ceiling)."""
