@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.certify.types import Certificate
-from commsim.pipeline.framework import framework_agreement
+from commsim.pipeline.framework import accuracies_compared, framework_agreement
 from commsim.pipeline.interfaces import MessagePlan
 from commsim.pipeline.measured import measured_error
 from commsim.pipeline.report import Report
@@ -70,6 +70,7 @@ def trust_signals(setup: Prepared, plan: MessagePlan, main: Tally, sample: tuple
         one = setup.reduction.encode(setup.problem, A[rows], B[rows])
         agreement = framework_agreement(setup.model, one, seed)
         if agreement is not None:
+            agreement = accuracies_compared(setup, one, A[rows], B[rows], agreement)
             agreement.update({"instances": int(len(rows)), "of_instances": int(main.instances),
                               "sampled": len(rows) < main.instances})
     err = None

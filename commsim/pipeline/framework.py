@@ -61,6 +61,32 @@ def framework_agreement(model, encoded, seed: int = 0) -> dict | None:
     return result
 
 
+def accuracies_compared(setup, encoded, alice, bob, agreement: dict) -> dict:
+    """``agreement`` with the framework module's own accuracy beside commsim's on the same instances (``alice``,
+    ``bob``, encoded as ``encoded``): both sides' decisions -- by the model's one rule -- against the answers the
+    task wants.  When they differ the module's accuracy is not the one commsim reports: ``ok`` becomes False
+    and the note says so with the counts (a check that can fail whatever the output width)."""
+    theirs = setup.model.framework_labels(encoded.tokens, tuple(encoded.output_positions))
+    if theirs is None:
+        return agreement
+    expected = np.asarray(setup.reduction.labels(setup.problem, alice, bob)).reshape(len(alice), -1)
+    ours = np.asarray(setup.simulator.direct_labels(setup.model, encoded)).reshape(len(alice), -1)
+    theirs = np.asarray(theirs).reshape(len(alice), -1)
+    right_theirs = int(np.all(theirs == expected, axis=1).sum())
+    right_ours = int(np.all(ours == expected, axis=1).sum())
+    out = {**agreement, "framework_accuracy": right_theirs / len(alice), "commsim_accuracy": right_ours / len(alice)}
+    if right_theirs != right_ours:
+        name = agreement.get("framework", "torch")
+        judged = setup.model.framework_judged   # else commsim's model is a rounding of the module: expected
+        if judged:
+            out["ok"] = False
+        out["note"] = (f"{agreement.get('note', '')}; on these {len(alice)} instances the {name} module is right on "
+                       f"{right_theirs} and commsim's model on {right_ours}" +
+                       (": the accuracy reported is not the module's" if judged else
+                        f" (commsim's model runs at {setup.model.format.name}, a rounding of the module)")).lstrip("; ")
+    return out
+
+
 def _framework_answer(setup, alice, bob) -> int | None:
     """The framework forward's answer to one instance, decoded as the model's is; None when unavailable."""
     a = np.asarray(alice)[None]

@@ -32,6 +32,7 @@ from commsim.pipeline.shards import stream_exhaustive, streams
 from commsim.pipeline.stages import (
     Instances,
     Prepared,
+    covers_all,
     evaluate,
     evaluation_sets,
     given_instances,
@@ -102,7 +103,7 @@ def _run_reduction(reduction_id, model_spec, n, *, instances, seed, audit, certi
                                  workers=workers)
     chosen = select_instances(setup.problem, instances, seed)
     return evaluate_and_report(setup, chosen, evaluation_sets(setup, chosen, instances, seed), seed=seed, audit=audit,
-                               certify=certify, progress=progress, exhaustive=instances is None)
+                               certify=certify, progress=progress, exhaustive=covers_all(setup.problem, instances))
 
 
 def run_instances(reduction_id: str | Any, model: str | Any, n: int, alice: np.ndarray, bob: np.ndarray, *,

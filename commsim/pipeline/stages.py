@@ -174,16 +174,21 @@ def check_instances(problem: Problem, instances: int | None, seed: int) -> None:
 
 
 def select_instances(problem: Problem, instances: int | None, seed: int) -> Instances:
-    """Every (alice, bob) pair when ``instances`` is None (at most :data:`MAX_EXHAUSTIVE_INSTANCES`),
-    else that many seeded samples; the request is checked first (:func:`check_instances`)."""
+    """Every (alice, bob) pair when ``instances`` is None (at most :data:`MAX_EXHAUSTIVE_INSTANCES`) or at least
+    the number of distinct instances (a sample that large would only repeat them: each runs once, and the
+    description says so), else that many seeded samples; the request is checked first (:func:`check_instances`)."""
     check_instances(problem, instances, seed)
     if instances is None:
         return Instances(*problem.all_pairs(), problem.all_description)
-    described = f"{instances} sampled (seed {seed})"
-    if instances >= problem.input_pairs:   # then the sample surely repeats: the report says so
-        described += (f" with replacement from only {problem.input_pairs} distinct instances (instances='all' "
-                      f"runs each once)")
-    return Instances(*problem.sample(np.random.default_rng(seed), instances), described)
+    if covers_all(problem, instances):
+        return Instances(*problem.all_pairs(), f"{problem.all_description} -- each once, since {instances} samples "
+                                               f"would only repeat the {problem.input_pairs} distinct instances")
+    return Instances(*problem.sample(np.random.default_rng(seed), instances), f"{instances} sampled (seed {seed})")
+
+
+def covers_all(problem: Problem, instances: int | None) -> bool:
+    """Does the run take every instance (``instances`` None, or a sample at least as large as the space)?"""
+    return instances is None or instances >= problem.input_pairs
 
 
 def given_instances(problem: Problem, alice, bob, described: str, names: tuple[str, str] = ("alice", "bob"), *,
@@ -354,7 +359,7 @@ def evaluation_sets(setup: Prepared, chosen: Instances, instances: int | None, s
     A reduction's :meth:`~commsim.pipeline.interfaces.Reduction.evaluation_sets` may return more: e.g. Dyck-(2,2), whose fooling set holds only members while membership is
     a function of every string of length N, adds the non-members (Lemma 1 of [BHBK24] bounds a protocol that
     decides membership on all strings).  A problem names its exhaustive set with ``all_set = (name, phrase)`` (:class:`Problem`)."""
-    if instances is None:
+    if covers_all(setup.problem, instances):
         name, phrase = setup.problem.all_set
     else:
         name, phrase = "sampled", f"sampled instances (seed {seed})"

@@ -45,6 +45,7 @@ from commsim.core.errors import InputError
 from commsim.core.precision import NumberFormat
 from protocols.models.attention_config import DIVISIONS, AttentionConfig
 from protocols.models.attention_kernel import BLOCK_ELEMENTS, divide, softmax_sums
+from protocols.models.decides import Decides
 from protocols.models.attention_positions import alibi_bias, alibi_float, rotate, rotate_float
 
 __all__ = ["DIVISIONS", "FLOAT_TOLERANCE", "AttentionConfig", "AttentionLayer", "random_layer"]
@@ -54,7 +55,7 @@ FLOAT_TOLERANCE = {"float64": 1e-9, "float32": 1e-4, "float16": 5e-2, "bfloat16"
 
 
 # ---- the layer ----------------------------------------------------------------------------------
-class AttentionLayer:
+class AttentionLayer(Decides):
     """A one-layer attention model under a number format (module docstring: the exact semantics).
 
     ``token_embedding``: (V, d) array or a function of an int array returning (..., d);
@@ -343,12 +344,18 @@ class AttentionLayer:
                 y = self.arithmetic.relu(y)
         return y
 
+    @property
+    def output_width(self) -> int | None:
+        """psi's outputs (None for a psi given as a function: its outputs show the width)."""
+        return self.classes
+
+    def decision_values(self, raw: np.ndarray) -> np.ndarray:
+        """psi's output values of raw outputs in the arithmetic's representation."""
+        return np.asarray(self.arithmetic.to_values(np.asarray(raw)), dtype=np.float64)
+
     def labels(self, raw: np.ndarray) -> np.ndarray:
-        """Decisions: argmax of psi's output (ties to the lowest class); one output: 1 iff > 0."""
-        raw = np.asarray(raw)
-        if raw.shape[1] == 1:
-            return (raw[:, 0] > 0).astype(np.int64)
-        return np.argmax(raw, axis=1).astype(np.int64)
+        """Decisions from psi's outputs, by the layer's decision rule (:class:`Decides`)."""
+        return self.decide(raw)
 
     # ---- the direct forward
     def attended(self, seq_len: int, query: int) -> np.ndarray:

@@ -36,6 +36,7 @@ from commsim.core.arithmetic import FixedArithmetic
 from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint
 from protocols.models.attention_kernel import attend
+from protocols.models.decides import Decides
 from protocols.theorems import graph_nodes as nodes_of_length
 
 __all__ = ["KAPPAS", "GraphHead", "GraphLayer", "GraphAttention", "random_graph_attention", "adjacency_rows",
@@ -79,7 +80,7 @@ class GraphLayer:
     b2: np.ndarray | None = None
 
 
-class GraphAttention:
+class GraphAttention(Decides):
     """A graph transformer over N nodes (module docstring: the exact semantics).
 
     ``fmt``: a :class:`FixedPoint` format; ``E``: (N, d) the row embedding; ``layers``: :class:`GraphLayer`
@@ -215,11 +216,19 @@ class GraphAttention:
             u = ar.add(u, mlp["b2"])
         return ar.add(y, u).astype(np.int64)
 
+    #: one score per node: decided by its sign, or at 1/2 for a probability (:class:`Decides`)
+    output_width = 1
+
+    def decision_values(self, raw: np.ndarray) -> np.ndarray:
+        """Score values of score codes (..., 1)."""
+        return np.asarray(self.arithmetic.to_values(np.asarray(raw)), dtype=np.float64)
+
     def node_labels(self, h: np.ndarray) -> np.ndarray:
-        """Each node's decision from its last state h (B, k, d): 1 iff [h . w] + b > 0, (B, k) int64."""
+        """Each node's decision from its last state h (B, k, d): its score [h . w] + b decided by the model's
+        rule (sign: 1 iff > 0), (B, k) int64."""
         ar = self.arithmetic
         score = ar.add(ar.matmul(h, self._w_out)[..., 0], self._b_out)
-        return (np.asarray(score) > 0).astype(np.int64)
+        return self.decide(np.asarray(score)[..., None])
 
     # ---- the direct forward ---------------------------------------------------------------------------
     def check_input(self, X: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ from commsim.core.errors import InternalError, ModelError
 from commsim.core.precision import FixedPoint, FormatError, NumberFormat, parse_format
 from protocols.models import prefix_trie
 from protocols.models.cells import gru_cell
+from protocols.models.decides import Decides
 from protocols.models.npz import numeric_array, read_npz
 
 #: rows per chunk of a batched forward (bounds the temporaries)
@@ -40,7 +41,7 @@ _CHUNK_VALUES = 1 << 20
 
 
 # ---- the interface ----------------------------------------------------------------------------------
-class RecurrentModel:
+class RecurrentModel(Decides):
     """A finite-precision recurrent model: ``h_t = q(g_t(x_t, h_{t-1}))``, ``y_t = q(f(h_t))``.
 
     Subclasses implement ``_step(h, x, t)`` (float64, not yet quantized; may work in place on a
@@ -129,11 +130,15 @@ class RecurrentModel:
         query), which the party computing the output holds."""
         return self.readout(h)
 
-    @staticmethod
-    def labels(raw: np.ndarray) -> np.ndarray:
-        """Decisions: the argmax of the readout values (ties go to the lowest class)."""
+    @property
+    def output_width(self) -> int:
+        """The readout's values (the classes, or one logit)."""
+        return self.num_classes
+
+    def labels(self, raw: np.ndarray) -> np.ndarray:
+        """Decisions from the readout values, by the model's decision rule (:class:`Decides`)."""
         raw = np.asarray(raw)
-        return np.argmax(raw, axis=-1).astype(label_dtype(raw.shape[-1]))
+        return self.decide(raw, label_dtype(raw.shape[-1]))
 
     def check_tokens(self, tokens) -> np.ndarray:
         """Tokens as a (batch, length) integer array inside the vocabulary (else ModelError: the caller's

@@ -71,6 +71,40 @@ def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None
     ``residual=True`` around an attention core, the pre-LN block ``x + MHA(norm(x))``.  ``reference``: the
     user's module that ``obj`` (a dict of parts, or a core with its parts) stands for; the agreement check
     compares with its own forward (module docstring)."""
+    model = _from_torch(obj, embedding=embedding, positions=positions, head=head, precision=precision,
+                        residual=residual, key_embedding=key_embedding, value_embedding=value_embedding,
+                        vocab_size=vocab_size, seq_len=seq_len, spec=spec, check=check, norm=norm, reference=reference)
+    fmt = resolve_format(precision)
+    if isinstance(model, TorchTrust) and fmt is not None and not model.framework_judged:
+        model.reading = Reading(obj, dict(embedding=embedding, positions=positions, head=head, residual=residual,
+                                          key_embedding=key_embedding, value_embedding=value_embedding,
+                                          vocab_size=vocab_size, seq_len=seq_len, norm=norm, reference=reference))
+    return model
+
+
+class Reading:
+    """commsim's reading of a module at the module's own dtype, for a model run at another format (a fixed-point
+    override): built when the agreement check asks for it (:meth:`TorchTrust.framework_agreement`), so how
+    commsim *reads* the module is judged apart from the rounding to the run's format.  Not carried across
+    processes (the check runs in the parent)."""
+
+    def __init__(self, obj, keywords: dict):
+        self.obj, self.keywords = obj, keywords
+
+    def __call__(self):
+        """The module read at its own dtype (an AdapterError when this kind computes only in fixed point)."""
+        return from_torch(self.obj, **self.keywords, check=False)
+
+    def __getstate__(self):
+        return {"obj": None, "keywords": {}}
+
+    def __bool__(self) -> bool:
+        return self.obj is not None
+
+
+def _from_torch(obj, *, embedding, positions, head, precision, residual, key_embedding, value_embedding, vocab_size,
+                seq_len, spec, check, norm, reference):
+    """:func:`from_torch` without the float64 reading."""
     if reference is not None:
         model = from_torch(obj, embedding=embedding, positions=positions, head=head, precision=precision,
                            residual=residual, key_embedding=key_embedding, value_embedding=value_embedding,

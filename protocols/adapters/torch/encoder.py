@@ -37,6 +37,7 @@ class EncoderPost:
         self.norm_first, self.norm1, self.norm2 = bool(norm_first), norm1, norm2
         self.fc1, self.act, self.fc2, self.out = fc1, act, fc2, out
         self.outputs = out.outputs
+        self.probability = out.probability
 
     def _ff(self, z):
         """The feed-forward block linear2(activation(linear1(z)))."""

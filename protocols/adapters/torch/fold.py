@@ -208,6 +208,7 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
     residual = np.arange(res_at, res_at + d_res) if d_res else False   # psi reads e_N: (y, x_N[residual])
     model = TorchAttention(fmt, table, weights["q"], weights["k"], weights["v"], W_O, psi, residual=residual,
                            spec=spec, torch_forward=torch_forward, source=layer.source)
+    model.output_probability = bool(getattr(layer.post, "probability", False))   # a sigmoid head: decided at 1/2
     message = embedding_message_coords(model.table, const, None if not stored else (res_at, res_at + d_res))
     if message is not None:
         model.config = model.config.replace(message=message)

@@ -207,8 +207,8 @@ class TorchGraphAttention(TorchTrust, GraphAttention):
         return np.repeat(self.node_scores(X).max(axis=1)[:, None, None], len(tuple(positions)), axis=1)
 
     def labels(self, raw: np.ndarray) -> np.ndarray:
-        """The graph's label from its score (B, 1): 1 iff > 0."""
-        return (np.asarray(raw)[:, 0] > 0).astype(np.int64)
+        """The graph's label from its score values (B, 1), by the model's decision rule."""
+        return self.decide_values(raw)
 
 
 def _probe_graphs(nodes: int, conv: bool) -> np.ndarray:

@@ -118,6 +118,11 @@ class Head:
             y = step(y)
         return y
 
+    @property
+    def probability(self) -> bool:
+        """Is the head's one output a probability (its last step a sigmoid: decided at 1/2, not by sign)?"""
+        return self.outputs == 1 and bool(self.steps) and self.steps[-1] is _sigmoid_copy
+
     def __repr__(self) -> str:
         return f"<Head {self.description}: {self.inputs} -> {self.outputs}>"
 

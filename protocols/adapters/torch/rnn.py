@@ -64,6 +64,7 @@ class TorchRecurrent(TorchTrust, RecurrentModel):
         self.per_layer = per_layer
         self.kind = {"rnn-tanh": "elman", "rnn-relu": "elman"}.get(cell, cell)  # lstm / gru / elman
         self.head = head
+        self.output_probability = head.probability
         self.source = source
         self.torch_forward = torch_forward
         q = self.quantize

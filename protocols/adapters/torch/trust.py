@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from commsim.core.decision import Decision
+from commsim.core.errors import InputError
 from protocols.adapters.torch.layers import TOLERANCE, tensor
 
 #: rows compared at once (bounds the memory of long sequences)
@@ -57,35 +59,71 @@ HOW_TO_REFERENCE = ("return {'module': your_module, ...parts} from the factory, 
                     "from_torch")
 
 
-def judge(ours, theirs, fmt_name: str, *, reference: str, whole_model: bool = True, framework: str = "torch") -> dict:
+def compare_decisions(ours, theirs, decision: Decision | None, allowed=None) -> dict:
+    """Both sides' decisions under the model's rule (``decision``; None: the rule the output shape calls for) on
+    aligned outputs (rows, [positions,] outputs): ``label_agreement`` (the share of equal decisions),
+    ``decisions_differ`` (rows with a different decision somewhere) and ``decision_ties`` (of those, the rows
+    where the framework's own decision is within ``allowed`` of flipping: a tie at the format's tolerance, not
+    a misreading)."""
+    rule = decision or Decision.for_outputs(ours.shape[-1])
+    if not ours.size:
+        return {"decision": rule.rule, "label_agreement": 1.0, "decisions_differ": 0, "decision_ties": 0}
+    differ = rule(ours) != rule(theirs)
+    rows = differ.reshape(differ.shape[0], -1).any(axis=1)
+    ties = 0
+    if allowed is not None and rows.any():
+        close = rule.margin(theirs) <= 2 * np.max(allowed, axis=-1)
+        ties = int((differ & close).reshape(differ.shape[0], -1).any(axis=1)[rows].sum())
+    return {"decision": rule.rule, "label_agreement": float(np.mean(~differ)), "decisions_differ": int(rows.sum()),
+            "decision_ties": ties}
+
+
+def _differ_text(decided: dict, rows: int, framework: str) -> str:
+    """The decisions' comparison in words (empty when every decision agrees)."""
+    if not decided["decisions_differ"]:
+        return ""
+    ties = decided["decision_ties"]
+    return (f"; decisions ({decided['decision']}) differ on {decided['decisions_differ']} of {rows} inputs"
+            + (f" ({ties} of them ties within the tolerance)" if ties else "")
+            + f", so commsim's accuracy is not the {framework} module's there")
+
+
+def judge(ours, theirs, fmt_name: str, *, reference: str, whole_model: bool = True, framework: str = "torch",
+          decision: Decision | None = None) -> dict:
     """The one agreement rule (module docstring): commsim's outputs ``ours`` against ``theirs`` from
-    ``reference`` (aligned arrays), for a model in the format named ``fmt_name``.  ``whole_model``: is the
-    reference the user's model itself (else the parts commsim was built from: within the tolerance, not
-    judged)?"""
+    ``reference`` (aligned arrays), for a model in the format named ``fmt_name``, and both sides' decisions under
+    the model's ``decision`` rule.  ``whole_model``: is the reference the user's model itself (else the parts
+    commsim was built from: within the tolerance, not judged)?  A judged comparison fails when the values are
+    outside the tolerance or a decision differs other than at a tie within it."""
     ours, theirs = np.asarray(ours, dtype=np.float64), np.asarray(theirs, dtype=np.float64)
     tol = TOLERANCE.get(fmt_name)
     atol, rtol = tol if tol is not None else (None, None)
     result = {"ok": None, "atol": atol, "rtol": rtol, "max_abs_diff": None, "reference": reference, "note": "",
               "max_allowed": None, "rule": RULE if tol is not None else None, "format": fmt_name,
-              "label_agreement": 0.0}
+              "label_agreement": 0.0, "decisions_differ": None, "decision_ties": None,
+              "decision": None if decision is None else decision.rule}
     if ours.shape != theirs.shape:
         return {**result, "ok": False,
                 "note": f"output shapes differ: commsim {ours.shape}, {reference} {theirs.shape}"}
     diff = np.abs(ours - theirs)
     biggest = float(diff.max(initial=0.0))
-    labels = float(np.mean(np.argmax(ours, -1) == np.argmax(theirs, -1))) if ours.size else 1.0
-    result.update(max_abs_diff=biggest, label_agreement=labels)
+    allowed = None if tol is None else atol + rtol * np.abs(theirs)
+    decided = compare_decisions(ours, theirs, decision, allowed)
+    result.update(max_abs_diff=biggest, **decided)
+    rows = int(ours.shape[0])
     measured = f"max |commsim - {framework}| = {biggest:.3g}"
     if tol is None:
         return {**result, "note": f"not judged: commsim's model runs at {fmt_name}, a different number format from "
-                                  f"the {framework} module's own ({measured} against {reference})"}
-    allowed = atol + rtol * np.abs(theirs)
+                                  f"the {framework} module's own ({measured} against {reference})"
+                                  f"{_differ_text(decided, rows, framework)}"}
     within = bool(np.all(diff <= allowed))
     result["max_allowed"] = float(allowed.max(initial=atol))
     measured += (f", {'within' if within else 'OUTSIDE'} atol + rtol*|{framework}| = {atol:g} + {rtol:g}*|{framework}| "
                  f"for {fmt_name}")
+    misread = decided["decisions_differ"] - decided["decision_ties"]
     if whole_model:
-        return {**result, "ok": within, "note": f"{measured}, against {reference}"}
+        return {**result, "ok": within and not misread,
+                "note": f"{measured}, against {reference}{_differ_text(decided, rows, framework)}"}
     if not within:
         return {**result, "ok": False, "note": f"commsim's model does not follow the parts it was built from "
                                                f"({measured}, against {reference})"}
@@ -190,6 +228,8 @@ class TorchTrust:
 
     framework = "torch"
     torch_forward = None
+    #: commsim's float64 reading of the module, for a model run at another format (adapt.Reading; None: none)
+    reading = None
 
     def framework_agreement(self, tokens, output_positions=None) -> dict | None:
         """The report's ``torch_agreement`` on these token rows, by :func:`judge` against ``torch_forward``: its
@@ -201,13 +241,36 @@ class TorchTrust:
             return None
         reference, whole = reference_of(self.torch_forward)
         judged = judge(compared.ours, compared.theirs, self.format.name, reference=reference, whole_model=whole,
-                       framework=self.framework)
+                       framework=self.framework, decision=self.decision_for(compared.ours))
+        if judged["ok"] is None and self.reading:
+            judged = self._reading_judged(judged, tokens, output_positions)
         return {**judged, "framework": self.framework, "instances": int(tokens.shape[0]),
                 "positions": [int(p) for p in compared.positions]}
 
+    def _reading_judged(self, judged: dict, tokens, output_positions) -> dict:
+        """``judged`` (the run's format, not judged) with commsim's reading of the module at its own dtype judged
+        against the module itself: how commsim reads the module can never hide behind "a different number
+        format"."""
+        try:
+            reading = self.reading()
+        except InputError as exc:
+            return {**judged, "reading": None, "note": f"{judged['note']}; commsim's reading at the module's own "
+                                                       f"dtype could not be built to judge it apart ({exc})"}
+        reading.torch_forward = self.torch_forward
+        compared = compare_outputs(reading, tokens, output_positions)
+        reference, whole = reference_of(self.torch_forward)
+        read = judge(compared.ours, compared.theirs, reading.format.name, reference=reference, whole_model=whole,
+                     framework=self.framework, decision=self.decision_for(compared.ours))
+        kept = {k: read[k] for k in ("ok", "max_abs_diff", "atol", "rtol", "format", "label_agreement",
+                                     "decisions_differ", "note")}
+        verdict = {True: "agrees with", False: "DISAGREES with", None: "is not judged against"}[read["ok"]]
+        return {**judged, "ok": read["ok"], "reading": kept,
+                "note": f"commsim's {reading.format.name} reading of the module {verdict} it ({read['note']}); the run's "
+                        f"{self.format.name} rounding of that reading is not judged ({judged['note']})"}
+
     def framework_labels(self, tokens, output_positions=None) -> np.ndarray | None:
-        """The torch module's own decisions (batch, outputs) at ``output_positions``, labelled as commsim
-        labels its outputs (argmax; one output: > 0); None when no torch forward is kept or it does not
+        """The torch module's own decisions (batch, outputs) at ``output_positions``, decided by the model's own
+        rule (:class:`~protocols.models.decides.Decides`); None when no torch forward is kept or it does not
         give those positions."""
         view = _torch_view(self, tokens, output_positions)
         if view is None:
@@ -216,7 +279,12 @@ class TorchTrust:
         theirs = at_positions(np.asarray(forward(tokens), dtype=np.float64), positions, length)
         if theirs is None:
             return None
-        return np.stack([np.asarray(self.labels(theirs[:, k])).reshape(-1) for k in range(len(positions))], axis=1)
+        return np.stack([np.asarray(self.decide_values(theirs[:, k])).reshape(-1) for k in range(len(positions))],
+                        axis=1)
+
+    def decision_for(self, outputs: np.ndarray) -> Decision:
+        """The rule in force for outputs like ``outputs`` (..., width)."""
+        return self.decision or Decision.for_outputs(np.shape(outputs)[-1], probability=self.output_probability)
 
     @property
     def framework_judged(self) -> bool:
