@@ -56,25 +56,27 @@ def _check_run_keywords(options: dict) -> None:
             raise InputError(f"run got an unknown keyword {key!r}{hint}; valid keywords: {', '.join(valid)}", key)
 
 
-def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None, **options):
+def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None, decision=None, **options):
     """``commsim.run(reduction, model, n=..., instances=...)``: :func:`run_reduction`, with a model object's
     number format -- ``precision=P`` (P-bit fixed point; an int, or a format name such as ``"fixed16.8"`` or
     ``"bfloat16"``) with an optional ``frac=F``, or ``dtype=NAME`` -- given as to :func:`make_model`, which
     builds the model from the object (a torch module, a dict of its parts) sized to the task.  A spec string
     names its format inside it (``"lstm:width=8,precision=8"``).  A torch module runs in eval mode and gets its
     own train/eval mode back afterwards (:func:`commsim.pipeline.run.modes_kept`).  ``progress=True`` draws a
-    progress bar (in Jupyter, in the cell's output: :mod:`commsim.cli.progress`)."""
+    progress bar (in Jupyter, in the cell's output: :mod:`commsim.cli.progress`).  ``decision``: how the model's
+    outputs become decisions -- ``"argmax"``, ``"sign"`` (one logit) or ``"threshold"`` (one probability, at 1/2);
+    default: the rule the output's shape calls for (:mod:`commsim.core.decision`)."""
     _check_run_keywords(options)
     if options.get("progress") is True:
         from commsim.cli.progress import api_progress
         label = reduction if isinstance(reduction, str) else "run"
         with api_progress(True, label, stages=True) as progress:
-            return run(reduction, model, n, precision=precision, frac=frac, dtype=dtype,
+            return run(reduction, model, n, precision=precision, frac=frac, dtype=dtype, decision=decision,
                        **{**options, "progress": progress})
     given = [key for key, value in (("precision", precision), ("frac", frac), ("dtype", dtype)) if value is not None]
-    if not given:
+    if not given and decision is None:
         return run_reduction(reduction, model, n, **options)
-    if model is None or isinstance(model, str):
+    if given and (model is None or isinstance(model, str)):
         raise InputError(f"{given[0]}= applies to a model object (a torch module, a dict of its parts); a spec string "
                          f"names its number format inside it, e.g. 'lstm:width=8,precision=8'", param=given[0])
     from commsim.pipeline.run import modes_kept
@@ -82,7 +84,10 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
     task = load_plugins().get("reduction", reduction, param="reduction") if isinstance(reduction, str) else reduction
     size = task.default_n if n is None else check_run_size(task, n)
     with modes_kept(model):   # the module's train/eval mode as it was, after the run
-        built = make_model(model, precision=precision, frac=frac, dtype=dtype, **task.model_context(size))
+        formats = {key: value for key, value in (("precision", precision), ("frac", frac), ("dtype", dtype))
+                   if value is not None}
+        built = make_model(task.default_model if model is None else model, decision=decision, **formats,
+                           **task.model_context(size))
         return run_reduction(task, built, size, **options)
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
+from commsim.core.decision import RULES
 from commsim.core.errors import InputError, NotApplicable
 from commsim.core.precision import FixedPoint, FloatFormat, NumberFormat, parse_format
 from commsim.spec import ModelSpec, user_code_failure
@@ -183,7 +184,8 @@ def make_model(spec_or_object: str | Any, **context) -> Any:
         raise InputError(f"model must be a spec string (such as 'elman:width=8,precision=8') or a model object "
                          f"(a torch module, ...); got {spec_or_object!r}", param="model")
     is_spec = isinstance(spec_or_object, str)
-    valid = CONTEXT_KEYS if is_spec else CONTEXT_KEYS + FORMAT_KEYWORDS
+    decision = context.pop("decision", None)
+    valid = (CONTEXT_KEYS if is_spec else CONTEXT_KEYS + FORMAT_KEYWORDS) + ("decision",)
     unknown = [key for key in context if key not in valid]
     if unknown:
         key = unknown[0]
@@ -194,13 +196,30 @@ def make_model(spec_or_object: str | Any, **context) -> Any:
     reg = load_plugins()
     if not is_spec:
         fmt = _format_keywords(context.pop("precision", None), context.pop("frac", None), context.pop("dtype", None))
-        return _adapt(reg, spec_or_object, context, fmt)
+        return decided(_adapt(reg, spec_or_object, context, fmt), decision)
     text = spec_or_object
     spec = ModelSpec.parse(text, reg.names("model"))
     factory = reg.get("model", spec.kind, param="model")
+    if spec.has("decision"):   # every kind's key, taken before the factory (a python: factory gets the rest)
+        if decision is not None:
+            raise InputError(f"decision is given twice: {decision!r} and in the spec {text!r}", param="decision")
+        decision = spec.str("decision", choices=tuple(RULES))
+        del spec.params["decision"]
     model = factory(spec, **context)
     spec.finish()
-    return model
+    return decided(model, decision)
+
+
+def decided(model, decision) -> Any:
+    """``model`` deciding by ``decision`` (a rule of :data:`commsim.core.decision.RULES`; None: the one its output
+    shape calls for), through the model's own ``decided_by`` -- an InputError naming ``decision`` for a model
+    that decides from no output values (an automaton) or a rule that cannot decide its outputs."""
+    if decision is None:
+        return model
+    if not callable(getattr(model, "decided_by", None)):
+        raise InputError(f"decision= applies to a model that decides from output values; a {type(model).__name__} "
+                         f"has no such rule", param="decision")
+    return model.decided_by(decision)
 
 
 def _format_keywords(precision, frac, dtype):

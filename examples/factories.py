@@ -34,16 +34,17 @@ class LSTMIndex(nn.Module):
 
 
 def lstm_index(vocab_size: int = 10, hidden: int = 32, layers: int = 1, cell: str = "lstm", weights: str = "",
-               seed: int = 0) -> nn.Module:
+               seed: int = 0, classes: int = 2) -> nn.Module:
     """An LSTM (or cell=gru / rnn) for index lookup; trained weights from ``weights=FILE`` (a checkpoint
-    written by examples/train_lstm_index.py, loaded with weights_only=True), else seeded random ones."""
+    written by examples/train_lstm_index.py, loaded with weights_only=True), else seeded random ones.
+    ``classes=1``: one logit, as a classifier trained with binary_cross_entropy_with_logits reads it."""
     if weights:
         checkpoint = torch.load(weights, map_location="cpu", weights_only=True)
         model = LSTMIndex(**checkpoint["config"])
         model.load_state_dict(checkpoint["state_dict"])
         return model
     torch.manual_seed(seed)
-    return LSTMIndex(vocab_size, hidden, layers, cell=cell)
+    return LSTMIndex(vocab_size, hidden, layers, classes=classes, cell=cell)
 
 
 class AttentionIndex(nn.Module):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.certify.types import Certificate
+from commsim.core.decision import Decision
 from commsim.pipeline.framework import accuracies_compared, framework_agreement
 from commsim.pipeline.interfaces import MessagePlan
 from commsim.pipeline.measured import measured_error
@@ -53,7 +54,16 @@ def make_report(setup: Prepared, plan: MessagePlan, tallies: list[Tally], bound:
         certificate=certificate, certificate_search=searched,
         transcript=max(transcripts, key=lambda t: t.total_bits) if transcripts else None, details=details,
         accuracy_by_set={s["name"]: s["accuracy"] for s in sets}, evaluation_sets=sets,
-        simulator_choice=setup.chosen, **trust_signals(setup, plan, main, agreement_sample, seed=seed, exhaustive=exhaustive))
+        simulator_choice=setup.chosen, decision=model_decision(setup.model),
+        **trust_signals(setup, plan, main, agreement_sample, seed=seed, exhaustive=exhaustive))
+
+
+def model_decision(model) -> dict | None:
+    """The rule the model's outputs were decided by (``decision`` of a model that decides from output values,
+    :class:`commsim.core.decision.Decision`; the plugins' models carry it), as the report states it; None for a
+    model that carries none."""
+    rule = getattr(model, "decision", None)
+    return rule.to_dict() if isinstance(rule, Decision) else None
 
 
 def trust_signals(setup: Prepared, plan: MessagePlan, main: Tally, sample: tuple[np.ndarray, np.ndarray] | None, *,

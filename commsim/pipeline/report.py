@@ -58,6 +58,9 @@ class Report:
     measured_error: dict | None = None
     #: how the simulator was chosen ("by the model's kind", "by name" with --simulator, or as a reduction's variant)
     simulator_choice: str = ""
+    #: how the model's outputs became decisions (commsim.core.decision.Decision.to_dict: rule, text, chosen); None
+    #: for a model that decides by no output values (an automaton)
+    decision: dict | None = None
 
     @property
     def budget_ok(self) -> bool | None:
@@ -92,6 +95,8 @@ class Report:
             "error_bound": None if self.measured_error is None or not self.measured_error["applies"] else
             self.measured_error["bound"],
             "verdict": self.judgement.to_dict(),
+            "decision": None if self.decision is None else self.decision["rule"],
+            "decision_note": None if self.decision is None else f"{self.decision['text']} ({self.decision['chosen']})",
         }
 
     @property
@@ -123,6 +128,7 @@ class Report:
             "certificate_kind": None if cert is None else cert.kind, "verdict": self.outcome, "audited": self.audited,
             "torch_agreement": None if self.torch_agreement is None else self.torch_agreement.get("ok"),
             "measured_error": None if self.measured_error is None else self.measured_error.get("rate"),
+            "decision": None if self.decision is None else self.decision["rule"],
         }
 
     def _repr_html_(self) -> str:

@@ -128,6 +128,8 @@ def run_summary(report) -> list[SummaryRow]:
     if d.get("bound_randomized_note"):
         survives = {True: "survives randomness", False: "deterministic only", None: "randomness: not stated"}
         rows.append(SummaryRow("with coins", f"{survives[d['bound_randomized']]} — {d['bound_randomized_note']}"))
+    if d.get("decision"):
+        rows.append(SummaryRow("decision", d["decision_note"]))
     rows.append(correctness_row(d))
     if d.get("measured_error"):
         rows.append(SummaryRow("error rate", measured_error_text(d["measured_error"])))

@@ -46,7 +46,7 @@ from commsim.core.precision import NumberFormat
 from protocols.models.attention_config import DIVISIONS, AttentionConfig
 from protocols.models.attention_kernel import BLOCK_ELEMENTS, divide, softmax_sums
 from protocols.models.decides import Decides
-from protocols.models.attention_positions import alibi_bias, alibi_float, rotate, rotate_float
+from protocols.models.attention_positions import alibi_bias, rotate
 
 __all__ = ["DIVISIONS", "FLOAT_TOLERANCE", "AttentionConfig", "AttentionLayer", "random_layer"]
 
@@ -355,7 +355,7 @@ class AttentionLayer(Decides):
 
     def labels(self, raw: np.ndarray) -> np.ndarray:
         """Decisions from psi's outputs, by the layer's decision rule (:class:`Decides`)."""
-        return self.decide(raw)
+        return self.decide_raw(raw)
 
     # ---- the direct forward
     def attended(self, seq_len: int, query: int) -> np.ndarray:
@@ -389,41 +389,11 @@ class AttentionLayer(Decides):
         """The model's decisions (B,) at the query position."""
         return self.labels(self.forward_rep(tokens, query))
 
-    def _float_embedding(self, tokens: np.ndarray) -> np.ndarray:
-        """x_i = E_tok(s_i) + E_pos(i) in float64 (the rounded parameters, the sum not rounded)."""
-        val = self.arithmetic.to_values
-        tok = val(self._token_rep(tokens))
-        pos = self._position_rep(np.arange(tokens.shape[1]))
-        return tok if pos is None else tok + val(pos)[None]
-
     def float_forward(self, tokens, query: int | None = None) -> np.ndarray:
-        """A plain float64 forward with the same (rounded) parameters: no intermediate rounding."""
-        tokens = np.atleast_2d(np.asarray(tokens))
-        N = tokens.shape[1]
-        qpos = self.query_position(N) if query is None else int(query)
-        val = self.arithmetic.to_values
-        x = self._float_embedding(tokens)
-        keep = self.attended(N, qpos)
-        Wq, Wk, Wv = val(self.W_Q), val(self.W_K), val(self.W_V)
-        q = np.einsum("hmd,bd->bhm", Wq, x[:, qpos])
-        k = np.einsum("hmd,bnd->bnhm", Wk, x[:, keep])
-        v = np.einsum("hmd,bnd->bnhm", Wv, x[:, keep])
-        if self.rope:
-            q, k = rotate_float(q[:, None], [qpos], self.rope_base)[:, 0], rotate_float(k, keep, self.rope_base)
-        A = np.einsum("bhm,bnhm->bhn", q, k) + (0.0 if self.alibi is None else alibi_float(self.alibi, keep, qpos))
-        w = np.exp(A - A.max(axis=-1, keepdims=True))
-        w = w / w.sum(axis=-1, keepdims=True)
-        o = np.einsum("bhn,bnhm->bhm", w, v).reshape(len(tokens), -1)
-        y = o @ val(self.W_O).T
-        if self.residual_coords is not None:
-            y = np.concatenate([y, x[:, qpos][:, self.residual_coords]], axis=1)
-        if self.psi_fn is not None:
-            return np.asarray(self.psi_fn(y), dtype=np.float64).reshape(len(tokens), -1)
-        for i, (W, b) in enumerate(self.psi_layers):
-            y = y @ val(W).T + val(b)
-            if i < len(self.psi_layers) - 1:
-                y = np.maximum(y, 0.0)
-        return y
+        """A plain float64 forward with the same (rounded) parameters: no intermediate rounding
+        (:func:`protocols.models.attention_float.float_forward`)."""
+        from protocols.models.attention_float import float_forward
+        return float_forward(self, tokens, query)
 
     # ---- save / load (:mod:`protocols.models.attention_io`)
     def save(self, path) -> None:

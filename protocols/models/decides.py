@@ -21,6 +21,8 @@ class Decides:
     given_decision: Decision | None = None
     #: is the one output a probability (a sigmoid head)?  Adapters set it from the head they read.
     output_probability: bool = False
+    #: the output width the last decision saw, for a model whose width only a run shows
+    seen_width: int | None = None
 
     @property
     def output_width(self) -> int | None:
@@ -33,7 +35,7 @@ class Decides:
         unknown; :meth:`decide` then reads it from the outputs)."""
         if self.given_decision is not None:
             return self.given_decision
-        width = self.output_width
+        width = self.output_width or self.seen_width
         return None if width is None else Decision.for_outputs(width, probability=self.output_probability)
 
     def decided_by(self, decision) -> "Decides":
@@ -50,13 +52,15 @@ class Decides:
         """The output values (..., outputs) of raw outputs (the identity; fixed-point models convert codes)."""
         return np.asarray(raw)
 
-    def decide(self, raw, dtype=np.int64) -> np.ndarray:
+    def decide_raw(self, raw, dtype=np.int64) -> np.ndarray:
         """The labels of raw outputs (..., outputs), by the rule in force."""
         return self.decide_values(self.decision_values(raw), dtype)
 
     def decide_values(self, values, dtype=np.int64) -> np.ndarray:
         """The labels of output values (..., outputs), by the rule in force."""
         values = np.asarray(values)
+        if self.output_width is None:
+            self.seen_width = int(values.shape[-1])
         rule = self.decision or Decision.for_outputs(values.shape[-1], probability=self.output_probability)
         if self.given_decision is not None:
             rule.check_width(values.shape[-1])

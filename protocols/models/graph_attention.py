@@ -228,7 +228,7 @@ class GraphAttention(Decides):
         rule (sign: 1 iff > 0), (B, k) int64."""
         ar = self.arithmetic
         score = ar.add(ar.matmul(h, self._w_out)[..., 0], self._b_out)
-        return self.decide(np.asarray(score)[..., None])
+        return self.decide_raw(np.asarray(score)[..., None])
 
     # ---- the direct forward ---------------------------------------------------------------------------
     def check_input(self, X: np.ndarray) -> np.ndarray:

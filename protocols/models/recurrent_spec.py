@@ -8,7 +8,7 @@ from protocols.models.dyck_automaton import DyckAutomaton
 from protocols.models.linear_attention import DEFAULT_DECAY, LinearAttention
 from protocols.models.mamba import SelectiveSSM
 from protocols.models.memorize import Memorize
-from protocols.models.recurrent import _TRAINABLE, load_model
+from protocols.models.trainable import _TRAINABLE, load_model
 from protocols.models.ssm import DiagonalSSM
 
 

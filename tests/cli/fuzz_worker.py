@@ -108,7 +108,7 @@ def make_hazard_files(folder: Path) -> Path:
     not .py files or call sys.exit, an Elman weights file."""
     from commsim.core.precision import FixedPoint
     from protocols.models.attention import random_layer
-    from protocols.models.recurrent import random_model
+    from protocols.models.trainable import random_model
     for name in ("fifo.npz", "fifo.json", "fifo.py", "fifo.pt", "fifo.html", "fifo.csv"):
         if not (folder / name).exists():
             os.mkfifo(folder / name)

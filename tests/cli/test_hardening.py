@@ -28,7 +28,7 @@ from commsim.core.errors import InputError
 from commsim.core.precision import parse_format
 from commsim.spec import ModelSpec
 from protocols.models.attention import random_layer
-from protocols.models.recurrent import random_model
+from protocols.models.trainable import random_model
 
 ROOT = Path(__file__).resolve().parents[2]
 

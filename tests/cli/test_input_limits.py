@@ -149,7 +149,7 @@ def test_a_factory_calling_sys_exit_is_one_error_object(worker, spec, code_shown
 def test_a_model_whose_forward_calls_sys_exit_is_one_error_object(capsys, tmp_path, monkeypatch):
     """SystemExit from a model's own code, called by commsim during the run, is exit 2 naming where."""
     (tmp_path / "exiting_model.py").write_text(
-        "import sys\nfrom protocols.models.recurrent import random_model\n\n"
+        "import sys\nfrom protocols.models.trainable import random_model\n\n"
         "def make():\n    model = random_model('elman', 4, '8', vocab=6)\n"
         "    class Exiting(type(model)):\n        def forward(self, *args, **kwargs):\n            sys.exit(6)\n"
         "        run = step = forward_batch = forward\n"

@@ -29,7 +29,8 @@ from protocols.adapters.torch.layers import (
     without_unpicklable_forward,
 )
 from protocols.adapters.torch.trust import TorchTrust
-from protocols.models.recurrent import RecurrentModel, gru_cell
+from protocols.models.cells import gru_cell
+from protocols.models.recurrent import RecurrentModel
 
 #: torch ``mode`` -> (commsim cell, gates)
 CELLS = {"RNN_TANH": ("rnn-tanh", 1), "RNN_RELU": ("rnn-relu", 1), "LSTM": ("lstm", 4), "GRU": ("gru", 3)}

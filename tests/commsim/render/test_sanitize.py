@@ -126,7 +126,7 @@ def test_page_never_gives_user_text_to_latex2mathml_and_sanitizes_its_own_markdo
 # ---- every page kind -----------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def elman_weights(tmp_path_factory) -> Path:
-    from protocols.models.recurrent import random_model
+    from protocols.models.trainable import random_model
     path = tmp_path_factory.mktemp("w") / "good.npz"
     random_model("elman", 4, "8", vocab=6, classes=2).save(str(path))     # index-idxl at n = 4: 6 tokens
     return path
@@ -151,7 +151,7 @@ def test_run_page_with_a_crafted_weights_file_name(capsys, tmp_path, elman_weigh
 def test_run_page_with_a_model_object_spec_from_the_python_api():
     from commsim.pipeline.run import run_reduction
     from commsim.render.reports import run_page
-    from protocols.models.recurrent import random_model
+    from protocols.models.trainable import random_model
     model = random_model("elman", 4, "8", vocab=8, classes=2)       # index-idxl at n = 6: 8 tokens
     model.spec = ALL                                                # the name a report gives the model
     report = run_reduction("index-idxl", model, n=6)

@@ -89,7 +89,8 @@ def test_the_right_parts_pass_against_the_users_module():
 
 def test_agreement_and_the_report_are_one_rule():
     """The public helper and the report's hook give the same keys and values on the same rows -- including a
-    fixed-point override, which neither judges (on main the helper judged it with a loose (0.1, 0.1))."""
+    fixed-point override, whose rounding neither judges while both judge commsim's reading of the module at its
+    own dtype (on main the helper judged it with a loose (0.1, 0.1))."""
     net = _net()
     tokens = np.random.default_rng(1).integers(0, VOCAB, size=(12, LENGTH))
     for precision in (None, "12"):
@@ -99,8 +100,9 @@ def test_agreement_and_the_report_are_one_rule():
         assert RULE_KEYS <= set(helper) and {k: helper[k] for k in hook} == hook
         assert "agrees" not in helper and "allowed" not in helper
     assert model.format == FixedPoint(12, 6)
-    assert helper["ok"] is None and helper["atol"] is None and helper["note"].startswith("not judged")
-    assert helper["max_abs_diff"] > 0
+    assert helper["atol"] is None and "fixed12.6 rounding of that reading is not judged" in helper["note"]
+    assert helper["ok"] is True and helper["reading"]["ok"] is True and helper["reading"]["format"] == "float32"
+    assert helper["max_abs_diff"] > helper["reading"]["max_abs_diff"]
 
 
 def test_a_reference_that_is_not_a_module_or_does_not_run_is_refused():

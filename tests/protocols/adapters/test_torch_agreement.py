@@ -90,12 +90,13 @@ def test_large_runs_compare_a_seeded_subset():
     assert agreed["sampled"] and agreed["ok"] is True
 
 
-def test_fixed_point_override_is_reported_not_judged():
+def test_fixed_point_override_judges_the_reading_not_the_rounding():
     report = run_reduction("index-idxl", "python:examples.factories:lstm_index:hidden=3,precision=8,frac=4", N,
                            instances=16, certify=False)
     agreed = report.torch_agreement
-    assert agreed["ok"] is None and agreed["atol"] is None and "not judged" in agreed["note"]
+    assert agreed["atol"] is None and "fixed8.4 rounding of that reading is not judged" in agreed["note"]
     assert agreed["max_abs_diff"] > 0
+    assert agreed["ok"] is True and agreed["reading"] == {**agreed["reading"], "ok": True, "format": "float32"}
 
 
 def test_a_disagreeing_forward_fails_the_check():

@@ -436,7 +436,7 @@ def test_unsupported_models_exit_2(tmp_path, capsys, monkeypatch):
 
 def test_python_loader_does_not_import_torch_for_commsim_models(tmp_path):
     (tmp_path / "plain.py").write_text(textwrap.dedent("""
-        from protocols.models.recurrent import random_model
+        from protocols.models.trainable import random_model
         def lstm(vocab_size):
             return random_model("lstm", width=2, fmt="8", vocab=vocab_size)
     """))
@@ -454,7 +454,7 @@ def test_python_loader_does_not_import_torch_for_commsim_models(tmp_path):
 
 
 def test_commsim_model_passes_through_and_refuses_a_precision_override():
-    from protocols.models.recurrent import random_model
+    from protocols.models.trainable import random_model
     model = random_model("gru", width=2, fmt="8", vocab=VOCAB)
     assert from_torch(model) is model
     with pytest.raises(InputError, match="fixes its own number format"):

@@ -161,9 +161,10 @@ def test_float64_layer_matches_plain_forward_closely():
 
 
 def test_labels_break_ties_to_the_lowest_class_and_single_outputs_threshold():
-    model = random_layer(FixedPoint.with_bits(8), vocab=2, positions=3, seed=0)
+    model = random_layer(FixedPoint.with_bits(8), vocab=2, positions=3, classes=3, seed=0)
     assert model.labels(np.array([[3, 3, 1], [0, 5, 5]])).tolist() == [0, 1]
-    assert model.labels(np.array([[0], [1], [-2]])).tolist() == [0, 1, 0]
+    one = random_layer(FixedPoint.with_bits(8), vocab=2, positions=3, classes=1, seed=0)   # one logit: its sign
+    assert one.decision.rule == "sign" and one.labels(np.array([[0], [1], [-2]])).tolist() == [0, 1, 0]
 
 
 def test_callable_embeddings_and_psi_equal_their_tables():
@@ -265,7 +266,7 @@ def _run_cli(capsys, spec: str) -> tuple[int, dict | None, str]:
 def test_frac_is_accepted_like_precision_by_every_kind(kind, capsys, tmp_path):
     """``precision=8,frac=3`` is 8-bit fixed point with 3 fraction bits for the attention layer as for a
     recurrent model: random weights or weights from a file, in-process and on the command line."""
-    from protocols.models.recurrent import random_model
+    from protocols.models.trainable import random_model
     context = load_plugins().get("reduction", "index-idxl").model_context(4)
     spec = f"{kind}:seed=1,frac=3,precision=8"
     assert make_model(spec, **context).format == FixedPoint(8, 3)

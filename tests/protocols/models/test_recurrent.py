@@ -11,7 +11,7 @@ from commsim.theory.dyck import DyckLanguage
 from commsim.theory.problems import all_bit_strings
 from protocols.models.dyck_automaton import DyckAutomaton
 from protocols.models.memorize import Memorize
-from protocols.models.recurrent import GRU, LSTM, Elman, load_model, random_model
+from protocols.models.trainable import GRU, LSTM, Elman, load_model, random_model
 from protocols.reductions.layouts import StoreAndCompare, StoreAndLookup, StoreAndRecall
 
 

@@ -13,7 +13,7 @@ from commsim.pipeline.run import run_reduction
 from commsim.pipeline.stages import select_instances
 from commsim.plugins import load_plugins, make_model
 from commsim.theory.bounds import ceil_log2
-from protocols.models.recurrent import random_model
+from protocols.models.trainable import random_model
 
 RNN_REDUCTIONS = ["index-idxl", "index-assoc", "index-qsa", "eq-ineq", "disj-mqar"]
 CONTRACT_KEYS = {"reduction", "problem", "task", "protocol", "model", "n", "seq_len", "instances_run", "bits_used",

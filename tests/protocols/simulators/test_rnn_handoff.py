@@ -16,7 +16,7 @@ from commsim.pipeline.interfaces import Encoded
 from commsim.theory.problems import Disjointness, DyckProblem, Equality, Index
 from protocols.models.dyck_automaton import DyckAutomaton
 from protocols.models.memorize import Memorize
-from protocols.models.recurrent import random_model
+from protocols.models.trainable import random_model
 from protocols.reductions.layouts import StoreAndCompare
 from protocols.simulators.rnn_handoff import RNN_HANDOFF, HandoffProtocol, split_point
 

@@ -15,7 +15,7 @@ from protocols.models.dyck_automaton import DyckAutomaton
 from protocols.models.linear_attention import LinearAttention
 from protocols.models.memorize import Memorize
 from protocols.models import prefix_trie
-from protocols.models.recurrent import random_model
+from protocols.models.trainable import random_model
 from protocols.models.ssm import DiagonalSSM
 from protocols.reductions.layouts import StoreAndCompare
 from protocols.simulators.rnn_handoff import RNN_HANDOFF, RnnHandoff
