@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from protocols.adapters.torch.layers import AdapterError
+from protocols.adapters.torch.trust import module_output
 
 
 class Traced(NamedTuple):
@@ -128,11 +129,8 @@ def find_roles(traced: Traced, core_name: str, tokens: np.ndarray, label: str) -
 
 
 def _last_output(out):
-    """The module's output at the last position (logits of an output object; the first of a tuple)."""
-    if isinstance(out, (tuple, list)):
-        out = out[0]
-    if hasattr(out, "logits"):
-        out = out.logits
+    """The module's output at the last position (read by :func:`~.trust.module_output`)."""
+    out = module_output(out)
     return out[:, -1] if out.dim() == 3 else out
 
 
