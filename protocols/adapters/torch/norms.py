@@ -13,13 +13,22 @@ not a normalisation commsim reads (None, with the reason).
 from __future__ import annotations
 
 import weakref
+from typing import NamedTuple
 
 import numpy as np
 
-from protocols.adapters.torch.layers import LayerNorm, layer_norm, tensor
-
 #: attributes under which norm modules keep their epsilon
 EPS_NAMES = ("eps", "variance_epsilon", "epsilon", "norm_eps", "layer_norm_eps", "rms_norm_eps")
+
+class Norm(NamedTuple):
+    """A normalisation as read: LayerNorm (``center``) or RMSNorm over the last axis, y = w (x - [mean]) /
+    sqrt(mean square + eps) + b, with the module's own weight and bias (float64 arrays; bias None: none)."""
+
+    weight: np.ndarray
+    bias: np.ndarray | None
+    eps: float
+    center: bool
+
 
 #: epsilons tried when the module keeps none and the solved one does not match
 USUAL_EPS = (1e-5, 1e-6, 1e-8, 1e-12, 1e-7, 1e-10, 1e-4, 1e-3, 0.0)
@@ -80,8 +89,8 @@ def _solved_eps(x, y, weight, bias, center: bool) -> float | None:
 _SEEN: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
-def probe_norm(module) -> tuple[LayerNorm | None, str]:
-    """(the numpy normalisation ``module`` computes, "") or (None, why it is none) (module docstring)."""
+def probe_norm(module) -> tuple[Norm | None, str]:
+    """(the normalisation ``module`` computes, "") or (None, why it is none) (module docstring)."""
     vectors = _vectors(module)
     key = None if vectors is None else tuple((id(t), t._version) for t in vectors if t is not None)
     hit = _SEEN.get(module)
@@ -92,7 +101,7 @@ def probe_norm(module) -> tuple[LayerNorm | None, str]:
     return found
 
 
-def _probe(module, vectors) -> tuple[LayerNorm | None, str]:
+def _probe(module, vectors) -> tuple[Norm | None, str]:
     """:func:`probe_norm` without the memo."""
     import torch
     if vectors is None:
@@ -129,6 +138,6 @@ def _probe(module, vectors) -> tuple[LayerNorm | None, str]:
             gap = float(((yd - ref).abs() / (1.0 + ref.abs())).max())
             worst[center] = min(worst.get(center, np.inf), gap)
             if gap <= unit:
-                return layer_norm(tensor(weight), None if bias is None else tensor(bias), eps, center=center), ""
+                return Norm(w.numpy().copy(), None if b is None else b.numpy().copy(), eps, center), ""
     return None, (f"on random rows it computes neither LayerNorm (F.layer_norm) nor RMSNorm with its own weight and "
                   f"bias for any epsilon tried (closest: {min(worst.values()):.2g} relative, allowed {unit:.2g})")

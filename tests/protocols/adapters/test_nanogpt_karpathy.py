@@ -138,3 +138,13 @@ def test_the_cli_runs_karpathy_s_gpt(tmp_path):
     assert report["protocol_matches_model"] is True
     assert report["torch_agreement"]["ok"] is True
     assert report["torch_agreement"]["reference"] == "GPT's own forward"
+
+
+def test_audit_equals_in_process_run():
+    model = karpathy_gpt(seed=5)
+    plain = commsim.run("index-idxl", model, n=N, instances=4, seed=1, certify=False)
+    audited = commsim.run("index-idxl", model, n=N, instances=4, seed=1, certify=False, audit=True)
+    assert audited.audited and audited.protocol_matches_model and plain.protocol_matches_model
+    assert (audited.bits_used, audited.bits_by_direction, audited.model_accuracy) == \
+        (plain.bits_used, plain.bits_by_direction, plain.model_accuracy)
+    assert audited.torch_agreement == plain.torch_agreement and plain.torch_agreement["ok"] is True
