@@ -103,6 +103,10 @@ def find_attention(module, probe: np.ndarray):
         parent = _heads_parent(module, owners)
         if parent:   # per-head modules (nn.ModuleList of Head): read_attention checks they are one layer's heads
             return parent, dict(module.named_modules())[parent]
+        units = _head_units(owners)
+        if parent == "" and all(u != o for u, o in zip(units, owners)):   # an attention inside each unit: blocks
+            raise AdapterError(f"{type(module).__name__}'s forward computes {len(owners)} softmax attentions "
+                               f"({shown}), one inside each of {', '.join(units)}: stacked layers; {TWO_LAYERS}")
         if parent == "":
             raise AdapterError(f"{type(module).__name__}'s forward computes {len(owners)} softmax attentions "
                                f"({shown}) and combines them itself: if they are the heads of one layer, put them in "

@@ -148,3 +148,11 @@ def test_audit_equals_in_process_run():
     assert (audited.bits_used, audited.bits_by_direction, audited.model_accuracy) == \
         (plain.bits_used, plain.bits_by_direction, plain.model_accuracy)
     assert audited.torch_agreement == plain.torch_agreement and plain.torch_agreement["ok"] is True
+
+
+def test_two_layers_are_refused_as_stacked_blocks_with_lemma_5():
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(block_size=16, vocab_size=VOCAB, n_layer=2, n_head=2, n_embd=8, dropout=0.0)).eval()
+    with pytest.raises(commsim.InputError, match=r"one inside each of transformer\.h\.0, transformer\.h\.1: stacked "
+                                                 r"layers; .*Lemma 5"):
+        commsim.run("index-idxl", model, n=N, instances=8)
