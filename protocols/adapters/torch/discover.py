@@ -83,6 +83,11 @@ def discover(module, fmt, vocab_size, seq_len, spec, check, *, adapt, head=None,
             raise AdapterError(f"{none}, and its forward computes no softmax attention; commsim wraps recurrent cores "
                                f"and one-layer attention")
         cores = [found]
+    inline = None
+    if cores[0][0] == "" and cores[0][1] is module:   # the attention is computed in the module's own forward
+        from protocols.adapters.torch.inline import read_inline
+        inline = read_inline(module, probe, label)
+        cores = [(f"{label}'s own forward", inline.attention.module)]
     rnn = [c for c in cores if isinstance(c[1], nn.RNNBase)]
     att = [c for c in cores if not isinstance(c[1], nn.RNNBase)]
     if rnn and att:
@@ -99,9 +104,9 @@ def discover(module, fmt, vocab_size, seq_len, spec, check, *, adapt, head=None,
             encoder_parts(core)
         except AdapterError as exc:
             raise AdapterError(f"{label}: {exc}") from None
-    roles = _roles(module, core_name, core, probe, label)
-    attention = core
-    if not isinstance(core, _core_types()):
+    roles = _roles(module, core_name, core, probe, label) if inline is None else inline.roles
+    attention = core if inline is None else inline.attention
+    if inline is None and not isinstance(core, _core_types()):
         from protocols.adapters.torch.handwritten import read_attention
         if roles.get("core_input") is None:
             raise AdapterError(f"{label}: {core_name} is not called on a tensor; commsim reads an attention "
@@ -120,8 +125,8 @@ def discover(module, fmt, vocab_size, seq_len, spec, check, *, adapt, head=None,
         heads = head_readings(after, width, next(core.parameters()).dtype) if after else [None]
         head = heads[0]
     before = roles["before"]
-    if check and roles["traced"] and not isinstance(core, nn.RNNBase):
-        read = readout_positions(module, core, probe, _batch_first(core))
+    if check and roles["traced"] and not isinstance(core, nn.RNNBase) and (inline is None or inline.out is not None):
+        read = readout_positions(module, core if inline is None else inline.out, probe, _batch_first(core))
         reason = pooled_readout_reason(label, core_name, read, probe.shape[1])
         if reason:
             raise AdapterError(reason)
@@ -152,7 +157,8 @@ def discover(module, fmt, vocab_size, seq_len, spec, check, *, adapt, head=None,
     for build in candidates:
         native = build(None)
         try:
-            checked = verify(native, module, label, check)
+            # several readings: only the module's own forward tells which is the module, even unchecked
+            checked = verify(native, module, label, check or len(candidates) > 1)
         except AdapterError as exc:
             failures.append(str(exc))
             continue

@@ -91,7 +91,8 @@ def _record(module, run):
 
 def find_attention(module, probe: np.ndarray):
     """(name, submodule) of the innermost submodule whose forward computes a softmax attention (SDPA or an
-    explicit softmax) on probe tokens, or None when the forward computes none."""
+    explicit softmax) on probe tokens -- ("", module) when the module's own forward computes it -- or None when
+    the forward computes none."""
     events, _, _ = _record(module, lambda: module(torch.as_tensor(probe, dtype=torch.long)))
     owners = [e[1] for e in events if e[0] in ("sdpa", "softmax")]
     if not owners:
@@ -102,17 +103,17 @@ def find_attention(module, probe: np.ndarray):
         parent = _heads_parent(module, owners)
         if parent:   # per-head modules (nn.ModuleList of Head): read_attention checks they are one layer's heads
             return parent, dict(module.named_modules())[parent]
+        units = _head_units(owners)
+        if parent == "" and all(u != o for u, o in zip(units, owners)):   # an attention inside each unit: blocks
+            raise AdapterError(f"{type(module).__name__}'s forward computes {len(owners)} softmax attentions "
+                               f"({shown}), one inside each of {', '.join(units)}: stacked layers; {TWO_LAYERS}")
         if parent == "":
             raise AdapterError(f"{type(module).__name__}'s forward computes {len(owners)} softmax attentions "
                                f"({shown}) and combines them itself: if they are the heads of one layer, put them in "
                                f"one submodule (x -> proj(cat(heads(x)))); if they are stacked layers, {TWO_LAYERS}")
         raise AdapterError(f"{type(module).__name__}'s forward computes {len(owners)} softmax attentions "
                            f"({shown}); {TWO_LAYERS}")
-    if not owners[0]:
-        raise AdapterError(f"{type(module).__name__} computes its attention in its own forward, not in a submodule; "
-                           f"commsim reads an attention submodule (x -> attn(x)): move it into one, or return a dict "
-                           f"of parts with 'core': {{{', '.join(repr(k) for k in DECLARED)}}}")
-    return owners[0], dict(module.named_modules())[owners[0]]
+    return owners[0], dict(module.named_modules())[owners[0]]   # "": the module's own forward (.inline)
 
 
 def _head_units(owners) -> list[str] | None:
@@ -222,8 +223,18 @@ def read_attention(core, x: torch.Tensor, label: str) -> ReadAttention:
         return _read_heads(core, x, att, linears, out, label)
     if len(att) != 1:
         raise AdapterError(f"{label}: {name} computes {len(att)} softmax attentions on one input; commsim reads one")
-    at = events.index(att[0])
-    kind, _, call, y = att[0]
+    return read_recorded(events, linears, att[0], x, out, core, name, label)
+
+
+def read_recorded(events, linears, event, x, out, core, name: str, label: str, found: dict | None = None) -> ReadAttention:
+    """The attention of the recorded ``event`` (an SDPA or softmax of :func:`_record`'s ``events``) from the
+    recorded calls: q/k/v, scale, mask, rotation, out projection (module docstring).  ``x``: the attention's
+    input (None: the tensor its query projection reads, which the key and value projections must read too --
+    attention written in a model's own forward, :mod:`.inline`); ``out``: what the attention returns, checked
+    to be the out projection's output (None: not checked here); ``found`` (a dict) gets the names of the
+    ``q``, ``k``, ``v`` and ``out`` nn.Linears read (``out`` None without one)."""
+    at = events.index(event)
+    kind, _, call, y = event[:4]
     if kind == "softmax":
         S, P = call["input"], y
         used = [e for e in events[at + 1:] if e[0] == "matmul" and e[2]["a"].shape == P.shape
@@ -269,19 +280,22 @@ def read_attention(core, x: torch.Tensor, label: str) -> ReadAttention:
         raise AdapterError(f"{label}: {name} rotates its queries and keys differently; commsim reads RoPE with one "
                            f"base and layout for both")
     base, interleaved = rope_q or (None, False)
+    x = cq[3] if x is None else x
     for c, what in ((cq, "query"), (ck, "key"), (cv, "value")):
-        if not torch.equal(c[3], x):
+        if c[3].shape != x.shape or not torch.equal(c[3], x):
             raise AdapterError(f"{label}: {name}'s {what} projection {c[0]} reads something other than the "
                                f"attention's input; commsim reads self-attention over one input")
     concat = _heads_of(y)
     after = [lin for lin in linears if lin[0] > at and lin[3].shape == concat.shape and torch.equal(lin[3], concat)]
     W_O, b_O = (torch.eye(D, dtype=x.dtype), None) if not after else (after[0][2].weight, after[0][2].bias)
     final = concat if not after else after[0][4]
-    got = out[0] if isinstance(out, (tuple, list)) else out
+    got = final if out is None else out[0] if isinstance(out, (tuple, list)) else out
     if not isinstance(got, torch.Tensor) or got.shape != final.shape or not torch.equal(got, final):
         raise AdapterError(f"{label}: {name} does something after its attention besides an output nn.Linear; "
                            f"could not read the out projection: declare the parts ({', '.join(DECLARED)})")
     alibi = read_alibi(bias, H, L, label, name)
+    if found is not None:
+        found.update(q=cq[0], k=ck[0], v=cv[0], out=after[0][1] if after else None)
 
     def part(c):
         W = c[1].weight[c[2] * D:(c[2] + 1) * D]

@@ -232,7 +232,8 @@ def activation(name: str):
 
 def numpy_steps(module, fmt: NumberFormat | None = None) -> list | None:
     """Numpy steps for ``module`` when it is made of known pieces (Linear, pointwise activations,
-    LayerNorm, RMSNorm, Dropout/Identity, Sequential of those); None otherwise.  Weights are rounded to
+    LayerNorm, RMSNorm -- torch's or any module that computes one: :mod:`.norms` --, Dropout/Identity,
+    Sequential of those); None otherwise.  Weights are rounded to
     ``fmt`` when given (every parameter is a number of the format)."""
     import torch.nn as nn
     q = (lambda a: a) if fmt is None else (lambda a: fmt.quantize(a))
@@ -271,7 +272,11 @@ def numpy_steps(module, fmt: NumberFormat | None = None) -> list | None:
     if isinstance(module, nn.RMSNorm) and len(module.normalized_shape) == 1:
         w = None if module.weight is None else q(tensor(module.weight))
         return [layer_norm(w, None, rms_eps(module), center=False)]
-    return None
+    from protocols.adapters.torch.norms import probe_norm   # a norm of the user's own class, by what it computes
+    found, _ = probe_norm(module)
+    if found is None:
+        return None
+    return [layer_norm(q(found.weight), None if found.bias is None else q(found.bias), found.eps, center=found.center)]
 
 
 def rms_eps(module) -> float:

@@ -125,8 +125,9 @@ def per_position(modules, fmt: NumberFormat | None, what: str):
     for module in modules:
         got = numpy_steps(module, fmt)
         if got is None:
-            raise AdapterError(f"{type(module).__name__} sits {what}; commsim folds per-position layers it can "
-                               f"read there (LayerNorm, RMSNorm, Linear, pointwise activations, Dropout)")
+            from protocols.adapters.torch.norms import probe_norm
+            raise AdapterError(f"{type(module).__name__} sits {what} and commsim cannot read it: it is no Linear, "
+                               f"pointwise activation or Dropout, and no normalisation ({probe_norm(module)[1]})")
         steps += got
     return Head(steps, 0, 0, " -> ".join(type(m).__name__ for m in modules)) if modules else None
 

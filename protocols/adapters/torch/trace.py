@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from protocols.adapters.torch.layers import AdapterError
+from protocols.adapters.torch.trust import module_output
 
 
 class Traced(NamedTuple):
@@ -83,22 +84,27 @@ def _reads(x, tokens: np.ndarray) -> str | None:
     return None
 
 
-def find_roles(traced: Traced, core_name: str, tokens: np.ndarray, label: str) -> Roles:
-    """The roles around the core (:class:`Roles`), from the record of one forward."""
+def find_roles(traced: Traced, core_name, tokens: np.ndarray, label: str, span: tuple[int, int] | None = None) -> Roles:
+    """The roles around the core (:class:`Roles`), from the record of one forward.  ``core_name``: the core
+    submodule's name, or the names of the submodules an attention written in the forward itself calls (its
+    projections: :mod:`.inline`) with ``span``, the first and last call index of that attention."""
     import torch.nn as nn
-    if len(traced.calls.get(core_name, ())) > 1:
-        raise AdapterError(f"{label}'s forward applies {core_name} {len(traced.calls[core_name])} times: that is a "
-                           f"stack of layers, not one; commsim wraps one application of the core")
-    if core_name not in traced.calls:
-        raise AdapterError(f"{label}'s forward never calls {core_name}")
-    at = traced.calls[core_name][0]
+    cores = (core_name,) if isinstance(core_name, str) else tuple(core_name)
+    for core in cores:
+        if len(traced.calls.get(core, ())) > 1:
+            raise AdapterError(f"{label}'s forward applies {core} {len(traced.calls[core])} times: that is a "
+                               f"stack of layers, not one; commsim wraps one application of the core")
+        if core not in traced.calls:
+            raise AdapterError(f"{label}'s forward never calls {core}")
+    start, end = span or (traced.calls[cores[0]][0],) * 2
+    at = start
 
     def transparent(name):      # containers of the core or of an embedding: look inside them
         mod = traced.modules[name]
-        return _within(core_name, name) or (not isinstance(mod, nn.Embedding) and
-                                            any(isinstance(m, nn.Embedding) for m in mod.modules()))
+        return any(_within(c, name) for c in cores) or (not isinstance(mod, nn.Embedding) and
+                                                         any(isinstance(m, nn.Embedding) for m in mod.modules()))
 
-    names = [n for n in traced.calls if not _within(n, core_name) and not transparent(n)]
+    names = [n for n in traced.calls if not any(_within(n, c) for c in cores) and not transparent(n)]
     outer = [n for n in names if not any(_within(n, o) and n != o for o in names)]
     outer.sort(key=lambda n: traced.calls[n][0])
     found = {"tokens": [], "positions": []}
@@ -115,10 +121,11 @@ def find_roles(traced: Traced, core_name: str, tokens: np.ndarray, label: str) -
             continue
         if isinstance(mod, (nn.Dropout, nn.Identity)):
             continue
-        if idx[0] < at < idx[-1]:
-            raise AdapterError(f"{label}'s forward calls {name} both before and after {core_name}; commsim cannot "
-                               f"tell its role: return a dict of parts")
-        (before if idx[0] < at else after).append((name, mod))
+        if idx[0] < at and idx[-1] > end:
+            raise AdapterError(f"{label}'s forward calls {name} both before and after {' / '.join(cores)}; commsim "
+                               f"cannot tell its role: return a dict of parts")
+        if idx[0] < at or idx[0] > end:   # (a layer called inside an attention span is read with the attention)
+            (before if idx[0] < at else after).append((name, mod))
     for role in ("tokens", "positions"):
         if len(found[role]) > 1:
             raise AdapterError(f"{label}: several embeddings read the {role} "
@@ -128,11 +135,8 @@ def find_roles(traced: Traced, core_name: str, tokens: np.ndarray, label: str) -
 
 
 def _last_output(out):
-    """The module's output at the last position (logits of an output object; the first of a tuple)."""
-    if isinstance(out, (tuple, list)):
-        out = out[0]
-    if hasattr(out, "logits"):
-        out = out.logits
+    """The module's output at the last position (read by :func:`~.trust.module_output`)."""
+    out = module_output(out)
     return out[:, -1] if out.dim() == 3 else out
 
 

@@ -138,6 +138,32 @@ def reference_of(forward) -> tuple[str, bool]:
     return str(getattr(forward, "reference", "the model's torch_forward")), bool(getattr(forward, "whole_model", True))
 
 
+def module_output(out):
+    """What a user's module returns, as one tensor (batch, [positions,] outputs): the first element of a tuple or
+    list (nanoGPT returns ``(logits, loss)``, loss None without targets), the ``logits`` of an output object or a
+    dict; a (batch, 1, outputs) tensor -- the last position only, as inference code computes
+    ``lm_head(x[:, [-1], :])`` -- as (batch, outputs); a (batch,) tensor as one output per row.  (batch, length,
+    outputs) stays as it is: every position, read at the last where one position is asked for.  Every place that
+    runs a user's module forward reads its output through this function."""
+    if isinstance(out, (tuple, list)):
+        if not out:
+            raise InputError("the module's forward returned an empty tuple; it must return the outputs", "model")
+        out = out[0]
+    if isinstance(out, dict) and "logits" in out:
+        out = out["logits"]
+    elif not hasattr(out, "dim") and hasattr(out, "logits"):
+        out = out.logits
+    if not hasattr(out, "dim"):
+        raise InputError(f"the module's forward returned a {type(out).__name__}; it must return the outputs as a "
+                         f"tensor (batch, outputs) or (batch, length, outputs), or a tuple whose first element is "
+                         f"one", "model")
+    if out.dim() == 3 and out.shape[1] == 1:
+        return out[:, 0]
+    if out.dim() == 1:
+        return out[:, None]
+    return out
+
+
 class ModuleForward:
     """tokens -> a module's own outputs (float64 numpy): the user's model itself.  Picklable when the
     module is."""
@@ -156,11 +182,7 @@ class ModuleForward:
         import torch
         with torch.no_grad():
             out = self.module(torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long))
-            if isinstance(out, (tuple, list)):
-                out = out[0]
-            if hasattr(out, "logits"):
-                out = out.logits
-            return tensor(self.select(out))
+            return tensor(self.select(module_output(out)))
 
     @staticmethod
     def select(out):
@@ -178,6 +200,8 @@ class OutputsCompared:
 def at_positions(theirs: np.ndarray, positions: tuple[int, ...], length: int) -> np.ndarray | None:
     """Torch outputs at ``positions`` (batch, k, classes); None when the forward gave only the last
     position's outputs and another position is asked for."""
+    if theirs.ndim == 3 and theirs.shape[1] == 1 and length > 1:   # the last position only, kept as (batch, 1, V)
+        theirs = theirs[:, 0]
     if theirs.ndim == 3:
         return theirs[:, list(positions)]
     if theirs.ndim == 2 and all(p == length - 1 for p in positions):
