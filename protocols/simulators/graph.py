@@ -202,7 +202,7 @@ def simulate(model: GraphAttention, part: NodePartition, X: np.ndarray):
     B = X.shape[0]
     groups = {"alice": part.alice, "bob": part.bob, "public": part.public}
     h = {g: model.embed(X[:, idx]) for g, idx in groups.items()}
-    layers = [_assemble(h, groups, B, part.nodes, model.dim)]
+    layers = [_assemble(h, groups, B, part.nodes)]
     keys = []
     for depth in range(model.num_layers):
         H, m = model.layer_shape(depth)
@@ -214,15 +214,16 @@ def simulate(model: GraphAttention, part: NodePartition, X: np.ndarray):
             idx = groups[g]
             keys += [K[:, idx].reshape(B, -1), V[:, idx].reshape(B, -1)]
         h = {g: model.attend_rows(h[g], X[:, idx], K, V, depth) for g, idx in groups.items()}
-        layers.append(_assemble(h, groups, B, part.nodes, model.dim))
+        layers.append(_assemble(h, groups, B, part.nodes))
     ors = {g: model.node_labels(h[g]).max(axis=1, initial=0) for g in groups}
     keys += [ors["alice"][:, None], ors["bob"][:, None]]
     labels = (ors["alice"] | ors["bob"] | ors["public"])[:, None]
     return labels.astype(np.int64), np.concatenate(keys, axis=1).astype(np.int64), layers
 
 
-def _assemble(h: dict, groups: dict, B: int, nodes: int, dim: int) -> np.ndarray:
-    out = np.zeros((B, nodes, dim), dtype=np.int64)
+def _assemble(h: dict, groups: dict, B: int, nodes: int) -> np.ndarray:
+    """Every node's state (B, N, d) from the groups' states (d: this layer's width)."""
+    out = np.zeros((B, nodes, next(iter(h.values())).shape[-1]), dtype=np.int64)
     for g, idx in groups.items():
         out[:, idx] = h[g]
     return out
