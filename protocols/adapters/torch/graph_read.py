@@ -360,8 +360,9 @@ def read_graph(module) -> tuple[dict, np.ndarray, np.ndarray]:
             h_in, h_out = seen[1 + i]
             best = _best([(n, lay, float_layer(lay, h_in, Xf, kappa, empty)) for n, lay in options], h_out, tol)
             if best is None:
-                why = (f"{label}.{l_name}[{i}] computes something other than what its parts say (tried "
-                       f"{', '.join(n for n, _ in options)}, an empty neighbourhood giving {empty})")
+                why = (f"{label}.{l_name}[{i}] computes something other than what its parts say (tried: "
+                       f"{'; '.join(n for n, _ in options)}; an empty neighbourhood giving {empty}); "
+                       f"{GRAPH_MODEL_NEEDS}")
                 read = None
                 break
             read.append(best[1])
