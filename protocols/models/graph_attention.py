@@ -15,8 +15,9 @@ and every operation the exact fixed-point arithmetic of :class:`~commsim.core.ar
       o_i  = the exact softmax of row i over j = 0..N-1   (:func:`protocols.models.attention_kernel.attend`:
              M the row maximum, e_j = [exp(A_ij - M)], Z, U exact sums in units, o = [U / Z]);
              under ``mask`` with ``empty="zero"``, o_i = 0 when row i has no edge (an empty neighbourhood)
-    y_i     = [r_i + [h_i W_root] + b_root + sum_t [o_i^t W_O^t] + b_O]   r_i = h_i (``residual``) or 0; the root
-                                                     weight (a per-node linear map) and b_O optional; each sum saturating
+    y_i     = [r_i + [h_i W_root] + b_root + sum_t [o_i^t W_O^t] + b_O]
+                                                     r_i = h_i (``residual``) or 0; the root weight (a per-node
+                                                     linear map) and b_O optional; each sum saturating
     h_i     = [y_i + [W2 relu([y_i W1] + b1)] + b2]  an MLP with a residual (none when the layer has no MLP),
                                                      then relu for ``activation="relu"``
     out_i   = [h_i . w] + b                          node i's score, decided by the model's rule (Directed 3-Cycle:
@@ -48,8 +49,8 @@ from protocols.models.attention_kernel import attend
 from protocols.models.decides import Decides
 from protocols.theorems import graph_nodes as nodes_of_length
 
-__all__ = ["KAPPAS", "EMPTY", "ACTIVATIONS", "GraphHead", "GraphLayer", "GraphAttention", "random_graph_attention", "adjacency_rows",
-           "rows_to_tokens", "nodes_of_length"]
+__all__ = ["KAPPAS", "EMPTY", "ACTIVATIONS", "GraphHead", "GraphLayer", "GraphAttention", "random_graph_attention",
+           "adjacency_rows", "rows_to_tokens", "nodes_of_length"]
 
 #: the edge functions kappa(X_ij, logit) a head may use
 KAPPAS = ("mask", "bias")

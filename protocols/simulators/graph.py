@@ -9,7 +9,9 @@ softmax reads only X_ij, node i's own query and every node's key and value, so p
    p bits per number: Alice first, then Bob;
 2. each party now knows every node's key and value (the public nodes' it computes itself: their states are
    functions of public rows and of what was exchanged), and finishes the softmax of its own rows and of the
-   public rows, then the residual and the MLP: the next states of its own and of the public nodes.
+   public rows, then the residual (or a root weight, a per-node linear map) and the MLP: the next states of its own
+   and of the public nodes.  A row without edges reads only itself, so what an empty neighbourhood gives (uniform
+   attention, or 0 for a message-passing sum over no edges) is computed by the row's owner too.
 
 At the end each party sends one bit, the OR of its own nodes' decisions; Bob outputs the graph's label, the OR of
 both bits and of the public nodes' decisions.  Bits = L·H·(owned nodes)·2m·p + 2, every message of the exact

@@ -6,8 +6,8 @@ A graph model has three parts, found by name:
 * an embedding of the adjacency rows, an ``nn.Linear(N, d)`` (bias allowed) named one of :data:`EMBED_NAMES`;
 * its layers, an ``nn.ModuleList`` named one of :data:`LAYER_NAMES`, each a ``torch_geometric``
   ``TransformerConv``, a block holding one as ``conv`` (with an optional ``mlp``), or a hand-written block with
-  ``query``, ``key``, ``value``, ``out`` linear maps (``heads``/``n_heads``/``num_heads``, ``kappa`` = ``mask``/``bias`` with ``beta``,
-  an optional ``mlp``: ``nn.Sequential(Linear, ReLU, Linear)``);
+  ``query``, ``key``, ``value``, ``out`` linear maps (``heads``/``n_heads``/``num_heads``, ``kappa`` =
+  ``mask``/``bias`` with ``beta``, an optional ``mlp``: ``nn.Sequential(Linear, ReLU, Linear)``);
 * a readout ``nn.Linear(d, 1)`` named one of :data:`READOUT_NAMES`;
 
 and its forward maps adjacency matrices (B, N, N) to node scores (B, N).  What is not in the parts is read from
