@@ -49,6 +49,9 @@ GRAPH_MODEL_NEEDS = (f"a graph model needs an embedding nn.Linear(N, d) of the a
                      f"query/key/value/out nn.Linear), a readout nn.Linear(d, 1) (named {'/'.join(READOUT_NAMES)}), "
                      f"and a forward from adjacency matrices (B, N, N) to node scores (B, N)")
 
+#: what attention over an empty neighbourhood may give (protocols.models.graph_attention.EMPTY)
+EMPTY_SEMANTICS = ("zero", "uniform")
+
 #: probe graphs the reading is chosen and verified on
 PROBES = 8
 
@@ -328,6 +331,35 @@ def _seam(before: tuple[np.ndarray, np.ndarray], after: np.ndarray, tol, *, resi
     return None if found is None else found[1]
 
 
+def _read_layers(label: str, l_name: str, layers, seen: list, X: np.ndarray, tol):
+    """(each layer's reading, their kappas, what an empty neighbourhood gives): per layer the candidate closest to its
+    recorded output, under the ``empty`` whose worst layer is closest; an AdapterError naming the layer none
+    explains."""
+    tried = []
+    for empty in EMPTY_SEMANTICS:
+        read, kappas, worst = [], set(), 0.0
+        for i, layer in enumerate(layers):
+            options, kappa = layer_candidates(layer, f"{label}.{l_name}[{i}]")
+            kappas.add(kappa)
+            h_in, h_out = seen[1 + i]
+            best = _best([(n, lay, float_layer(lay, h_in, X, kappa, empty)) for n, lay in options], h_out, tol)
+            if best is None:
+                tried.append((i, empty, options))
+                break
+            read.append(best[1])
+            worst = max(worst, _close(best[2], h_out, tol))
+        else:
+            tried.append((worst, empty, read, kappas))
+    found = [t for t in tried if len(t) == 4]
+    if found:
+        _, empty, read, kappas = min(found, key=lambda t: t[0])
+        return read, kappas, empty
+    i, _, options = max(tried, key=lambda t: t[0])
+    raise AdapterError(f"{label}.{l_name}[{i}] computes something other than what its parts say (tried: "
+                       f"{'; '.join(n for n, _ in options)}; an empty neighbourhood giving "
+                       f"{' or '.join(EMPTY_SEMANTICS)}); {GRAPH_MODEL_NEEDS}")
+
+
 def read_graph(module) -> tuple[dict, np.ndarray, np.ndarray]:
     """The float64 parts of a graph model (module docstring), the probe graphs and the module's scores on them."""
     label = type(module).__name__
@@ -350,26 +382,7 @@ def read_graph(module) -> tuple[dict, np.ndarray, np.ndarray]:
     if first is None or first[1]:
         raise AdapterError(f"{label}: between {e_name} and {l_name}[0] the forward does something other than the "
                            f"identity or a ReLU; {GRAPH_MODEL_NEEDS}")
-    Xf = X.astype(np.float64)
-    read, kappas, why = None, set(), ""
-    for empty in ("zero", "uniform"):
-        read, kappas = [], set()
-        for i, layer in enumerate(layers):
-            options, kappa = layer_candidates(layer, f"{label}.{l_name}[{i}]")
-            kappas.add(kappa)
-            h_in, h_out = seen[1 + i]
-            best = _best([(n, lay, float_layer(lay, h_in, Xf, kappa, empty)) for n, lay in options], h_out, tol)
-            if best is None:
-                why = (f"{label}.{l_name}[{i}] computes something other than what its parts say (tried: "
-                       f"{'; '.join(n for n, _ in options)}; an empty neighbourhood giving {empty}); "
-                       f"{GRAPH_MODEL_NEEDS}")
-                read = None
-                break
-            read.append(best[1])
-        if read is not None:
-            break
-    if read is None:
-        raise AdapterError(why)
+    read, kappas, empty = _read_layers(label, l_name, layers, seen, X.astype(np.float64), tol)
     if len(kappas) > 1:
         raise AdapterError(f"{label}: every layer must use the same kappa; got {sorted(kappas)}")
     for i, lay in enumerate(read):
