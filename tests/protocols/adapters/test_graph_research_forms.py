@@ -29,9 +29,9 @@ from torch_geometric.nn import TransformerConv  # noqa: E402
 class PygDefaults(nn.Module):
     """A graph transformer as PyG's examples write one: TransformerConv with its defaults, ReLU between."""
 
-    def __init__(self, nodes: int, dim: int = 8, heads: int = 2, layers: int = 2, relu_last: bool = True):
+    def __init__(self, nodes: int, dim: int = 8, heads: int = 2, layers: int = 2, glue: str = "relu"):
         super().__init__()
-        self.nodes, self.relu_last = nodes, relu_last
+        self.nodes, self.glue = nodes, glue
         self.embed = nn.Linear(nodes, dim)
         self.convs = nn.ModuleList(TransformerConv(dim, dim // heads, heads=heads) for _ in range(layers))
         self.head = nn.Linear(dim, 1)
@@ -42,8 +42,10 @@ class PygDefaults(nn.Module):
         for b in range(X.shape[0]):
             h, edges = self.embed(X[b]), edges_of(X[b])
             for i, conv in enumerate(self.convs):
-                h = conv(h, edges)
-                h = h.relu() if self.relu_last or i + 1 < len(self.convs) else h
+                y = conv(h, edges)
+                h = h + y if "residual" in self.glue else y
+                if self.glue.startswith("relu") and (self.glue != "relu-but-last" or i + 1 < len(self.convs)):
+                    h = h.relu()
             out.append(self.head(h)[:, 0])
         return torch.stack(out)
 
@@ -127,12 +129,16 @@ def _every_instance(module, **keywords):
     return report
 
 
-@pytest.mark.parametrize("relu_last", [True, False])
-def test_transformer_conv_with_its_defaults_and_empty_neighbourhoods(relu_last):
+@pytest.mark.parametrize("glue", ["relu", "relu-but-last", "residual", "relu-residual"])
+def test_transformer_conv_with_its_defaults_and_empty_neighbourhoods(glue):
+    """h = conv(h).relu() between the convs (or not after the last), h = h + conv(h), h = (h + conv(h)).relu()."""
     torch.manual_seed(3)
-    module = PygDefaults(6, relu_last=relu_last)
+    module = PygDefaults(6, glue=glue)
     model = from_torch(module)
     assert isinstance(model, TorchGraphAttention) and model.empty == "zero" and model.heads == 2
+    relu = [layer.activation == "relu" for layer in model.layers]
+    assert relu == ([True, False] if glue == "relu-but-last" else [glue.startswith("relu")] * 2)
+    assert all(layer.residual == ("residual" in glue) and layer.W_root is not None for layer in model.layers)
     X = _graphs_with_empty_nodes(6)
     _reading_matches_the_module(model, module, X)
     result = GRAPH_EXCHANGE.run_batch(model, _split(X, ["alice", "bob", "public", "alice", "bob", "bob"]))
