@@ -186,6 +186,13 @@ class _NoEmbedding(nn.Module):
         self.head = nn.Linear(4, 1)
 
 
+class _EdgeIndexForward(PygDefaults):
+    def forward(self, x, edge_index):                        # PyG's usual signature, not adjacency matrices
+        for conv in self.convs:
+            x = conv(x, edge_index).relu()
+        return self.head(x)[:, 0]
+
+
 class _NanOnEmpty(ScaledGraphAttention):
     def __init__(self):
         super().__init__(4, dim=4, heads=1, layers=1)
@@ -210,6 +217,7 @@ class _NormBetween(PygDefaults):
 
 @pytest.mark.parametrize("module, message", [
     (_NoEmbedding(), "a graph model needs an embedding nn.Linear"),
+    (_EdgeIndexForward(4), r"forward did not run on adjacency matrices .* node scores \(B, N\)"),
     (_NanOnEmpty(), "NaN at a node with an empty neighbourhood"),
     (_NormBetween(), r"between convs\[0\] and convs\[1\]"),
 ])
