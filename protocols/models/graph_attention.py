@@ -353,10 +353,10 @@ class GraphAttention(Decides):
 
 
 def random_graph_attention(fmt: FixedPoint, nodes: int, *, layers: int = 1, heads: int = 1, width: int = 2,
-                           dim: int = 4, mlp: int = 4, kappa: str = "mask", seed: int = 0,
+                           dim: int = 4, mlp: int = 4, kappa: str = "mask", empty: str = "uniform", seed: int = 0,
                            spec: str = "") -> GraphAttention:
     """A graph transformer with random weights on the format's grid (normal, scaled by 1/sqrt(fan-in),
-    rounded down); ``mlp`` = 0 leaves the MLPs out."""
+    rounded down); ``mlp`` = 0 leaves the MLPs out; ``empty``: what an empty neighbourhood gives."""
     rng = np.random.default_rng(seed)
     q = fmt.quantize
 
@@ -373,4 +373,4 @@ def random_graph_attention(fmt: FixedPoint, nodes: int, *, layers: int = 1, head
         else:
             built.append(GraphLayer(hs))
     return GraphAttention(fmt, w(nodes, dim, fan=max(nodes // 2, 1)), built, w(dim),
-                          float(q(np.array([rng.normal(0, 0.5)]))[0]), kappa=kappa, spec=spec)
+                          float(q(np.array([rng.normal(0, 0.5)]))[0]), kappa=kappa, empty=empty, spec=spec)

@@ -5,13 +5,23 @@ the real messages and their bits."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint
+from commsim.pipeline.run import run_reduction
 from commsim.core.runner import run_protocol
 from commsim.pipeline.interfaces import Encoded
-from protocols.models.graph_attention import GraphAttention, GraphHead, GraphLayer, rows_to_tokens
+from protocols.models.graph_attention import (
+    EMPTY,
+    GraphAttention,
+    GraphHead,
+    GraphLayer,
+    random_graph_attention,
+    rows_to_tokens,
+)
 from protocols.simulators.graph import GRAPH_EXCHANGE
 from protocols.theorems import graph_exchange_bits
 
@@ -83,3 +93,17 @@ def test_an_empty_neighbourhood_gives_zero_attention_or_uniform():
     assert not parts["residual"]
     alone = ar.add(ar.add(ar.matmul(h0, parts["W_root"]), parts["b_root"]), parts["b_O"])
     assert np.array_equal(hz[:, 2], alone)                   # root map + b_O, no message
+
+
+def test_the_spec_key_empty_builds_either_semantics_and_the_protocol_follows():
+    zero = run_reduction("disj-3cycle", "graph-attention:layers=2,heads=1,width=2,precision=12,empty=zero,seed=1", 2)
+    uniform = run_reduction("disj-3cycle", "graph-attention:layers=2,heads=1,width=2,precision=12,seed=1", 2)
+    assert zero.protocol_matches_model and uniform.protocol_matches_model
+    assert zero.bits_used == uniform.bits_used                 # an empty neighbourhood is its owner's: no extra bit
+    X = np.zeros((1, 6, 6), dtype=np.int64)
+    X[0, 1:, 0] = 1                                            # node 0 has no out-edge, every other node points to it
+    fmt = FixedPoint(12, 6)
+    states = [random_graph_attention(fmt, 6, layers=2, width=2, empty=e, seed=1).states(X)[1] for e in EMPTY]
+    assert np.array_equal(states[0][:, 1:], states[1][:, 1:]) and not np.array_equal(states[0][:, 0], states[1][:, 0])
+    with pytest.raises(InputError, match="empty"):
+        run_reduction("disj-3cycle", "graph-attention:layers=1,empty=none", 2)
