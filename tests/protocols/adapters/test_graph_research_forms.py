@@ -53,27 +53,31 @@ class PygDefaults(nn.Module):
 class ScaledBlock(nn.Module):
     """Hand-written masked graph attention with the usual 1/sqrt(d_h) and biases, an MLP, both residual."""
 
-    def __init__(self, dim: int, n_heads: int):
+    def __init__(self, dim: int, n_heads: int, scaled: str = "sqrt"):
         super().__init__()
-        self.n_heads, self.d_h = n_heads, dim // n_heads
+        self.n_heads, self.d_h, self.scaled = n_heads, dim // n_heads, scaled
+        self.factor = {"sqrt": 1 / math.sqrt(self.d_h), "d_h": 1 / self.d_h, "attribute": 0.3}[scaled]
+        if scaled == "attribute":                            # a scale no rule gives, kept where commsim looks
+            self.scale = self.factor
         self.query, self.key, self.value, self.out = (nn.Linear(dim, dim) for _ in range(4))
         self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(), nn.Linear(2 * dim, dim))
 
     def forward(self, h, X):
         B, N, _ = h.shape
         q, k, v = (f(h).view(B, N, self.n_heads, self.d_h).transpose(1, 2) for f in (self.query, self.key, self.value))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.d_h)
+        scores = q @ k.transpose(-1, -2)
+        scores = scores / math.sqrt(self.d_h) if self.scaled == "sqrt" else scores * self.factor
         scores = scores.masked_fill(X[:, None] == 0, torch.finfo(scores.dtype).min)
         h = h + self.out((torch.softmax(scores, dim=-1) @ v).transpose(1, 2).reshape(B, N, -1))
         return h + self.mlp(h)
 
 
 class ScaledGraphAttention(nn.Module):
-    def __init__(self, nodes: int, dim: int = 8, heads: int = 2, layers: int = 2):
+    def __init__(self, nodes: int, dim: int = 8, heads: int = 2, layers: int = 2, scaled: str = "sqrt"):
         super().__init__()
         self.nodes = nodes
         self.embed = nn.Linear(nodes, dim)
-        self.layers = nn.ModuleList(ScaledBlock(dim, heads) for _ in range(layers))
+        self.layers = nn.ModuleList(ScaledBlock(dim, heads, scaled) for _ in range(layers))
         self.head = nn.Linear(dim, 1)
 
     def forward(self, X):
@@ -184,6 +188,19 @@ class _NoEmbedding(nn.Module):
         super().__init__()
         self.convs = nn.ModuleList([TransformerConv(4, 4)])
         self.head = nn.Linear(4, 1)
+
+
+@pytest.mark.parametrize("scaled", ["d_h", "attribute"])
+def test_other_score_scales_are_read_from_the_forward(scaled):
+    """q k^T / d_h, and a scale the block keeps as an attribute (0.3): read, not assumed."""
+    torch.manual_seed(6)
+    module = ScaledGraphAttention(5, scaled=scaled)
+    model = from_torch(module)
+    _reading_matches_the_module(model, module, _graphs_with_empty_nodes(5))
+    unscaled = ScaledGraphAttention(5, scaled="sqrt")
+    unscaled.load_state_dict(module.state_dict())            # the same weights under 1/sqrt(d_h): another model
+    assert np.abs(from_torch(unscaled).node_scores(_graphs_with_empty_nodes(5)) - model.node_scores(
+        _graphs_with_empty_nodes(5))).max() > 1e-3
 
 
 class _EdgeIndexForward(PygDefaults):
