@@ -9,7 +9,9 @@ softmax reads only X_ij, node i's own query and every node's key and value, so p
    p bits per number: Alice first, then Bob;
 2. each party now knows every node's key and value (the public nodes' it computes itself: their states are
    functions of public rows and of what was exchanged), and finishes the softmax of its own rows and of the
-   public rows, then the residual and the MLP: the next states of its own and of the public nodes.
+   public rows, then the residual (or a root weight, a per-node linear map) and the MLP: the next states of its own
+   and of the public nodes.  A row without edges reads only itself, so what an empty neighbourhood gives (uniform
+   attention, or 0 for a message-passing sum over no edges) is computed by the row's owner too.
 
 At the end each party sends one bit, the OR of its own nodes' decisions; Bob outputs the graph's label, the OR of
 both bits and of the public nodes' decisions.  Bits = L·H·(owned nodes)·2m·p + 2, every message of the exact
@@ -202,7 +204,7 @@ def simulate(model: GraphAttention, part: NodePartition, X: np.ndarray):
     B = X.shape[0]
     groups = {"alice": part.alice, "bob": part.bob, "public": part.public}
     h = {g: model.embed(X[:, idx]) for g, idx in groups.items()}
-    layers = [_assemble(h, groups, B, part.nodes, model.dim)]
+    layers = [_assemble(h, groups, B, part.nodes)]
     keys = []
     for depth in range(model.num_layers):
         H, m = model.layer_shape(depth)
@@ -214,15 +216,16 @@ def simulate(model: GraphAttention, part: NodePartition, X: np.ndarray):
             idx = groups[g]
             keys += [K[:, idx].reshape(B, -1), V[:, idx].reshape(B, -1)]
         h = {g: model.attend_rows(h[g], X[:, idx], K, V, depth) for g, idx in groups.items()}
-        layers.append(_assemble(h, groups, B, part.nodes, model.dim))
+        layers.append(_assemble(h, groups, B, part.nodes))
     ors = {g: model.node_labels(h[g]).max(axis=1, initial=0) for g in groups}
     keys += [ors["alice"][:, None], ors["bob"][:, None]]
     labels = (ors["alice"] | ors["bob"] | ors["public"])[:, None]
     return labels.astype(np.int64), np.concatenate(keys, axis=1).astype(np.int64), layers
 
 
-def _assemble(h: dict, groups: dict, B: int, nodes: int, dim: int) -> np.ndarray:
-    out = np.zeros((B, nodes, dim), dtype=np.int64)
+def _assemble(h: dict, groups: dict, B: int, nodes: int) -> np.ndarray:
+    """Every node's state (B, N, d) from the groups' states (d: this layer's width)."""
+    out = np.zeros((B, nodes, next(iter(h.values())).shape[-1]), dtype=np.int64)
     for g, idx in groups.items():
         out[:, idx] = h[g]
     return out

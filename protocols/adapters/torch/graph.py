@@ -1,69 +1,58 @@
 """Graph transformers and third-order attention from torch ([SHT23]) as commsim's fixed-point models.
 
-A graph transformer written as research code (:mod:`examples.research_graph`: ``embed`` an ``nn.Linear(N, d)``
-on the adjacency rows, ``layers`` an ``nn.ModuleList``, ``readout`` an ``nn.Linear(d, 1)`` giving each node's
-score) becomes a :class:`~protocols.models.graph_attention.GraphAttention`; each layer is read from its parts:
-
-* ``query``, ``key``, ``value`` (``nn.Linear(d, H m)``, no bias), ``out`` (``nn.Linear(H m, d)``, no bias),
-  ``heads``, ``kappa`` (``mask``, or ``bias`` with ``beta`` (H,)) -- ``h + out(concat_t softmax(kappa(X,
-  q_t k_t^T)) v_t)``, so head t's W_O is ``out``'s columns t m .. (t + 1) m;
-* or ``conv``, a ``torch_geometric`` ``TransformerConv`` (``root_weight=False``, ``bias=False``, ``concat=True``,
-  no ``edge_dim``, no ``beta``; H heads of C channels, H C = d) on the messages j -> i of the edges X_ij = 1: head
-  t's W_Q is ``lin_query``'s rows t C .. (t + 1) C scaled by 1/sqrt(C), W_O places its C channels at t C;
-* ``mlp``: ``nn.Sequential(Linear(d, h), ReLU, Linear(h, d))`` on a residual branch, or None.
+A graph transformer written as research code -- an embedding ``nn.Linear(N, d)`` of the adjacency rows, layers in
+an ``nn.ModuleList`` (``torch_geometric``'s ``TransformerConv`` with its defaults, blocks holding one, or
+hand-written attention blocks with any usual score scale), a readout ``nn.Linear(d, 1)`` giving each node's score
+(:mod:`examples.research_graph`) -- is read by :mod:`.graph_read`: its parts, and from its own forward on probe
+graphs what the parts do not say (the score scale, residuals and ReLUs between the parts, and what a node with an
+empty neighbourhood gets: ``TransformerConv`` sums no message to 0, a ``masked_fill`` with the lowest float
+attends uniformly).  The result becomes a :class:`~protocols.models.graph_attention.GraphAttention` with those
+semantics, which the node-partition protocol (:mod:`protocols.simulators.graph`) simulates bit for bit: a root
+weight and an empty neighbourhood are per-node computations each party does for its own nodes.
 
 The weights are rounded down to the fixed-point format (``precision=P[,frac=F]``, default 32 bits with 16 fraction
-bits): commsim's model is that format's graph transformer, which the node-partition protocol simulates bit for
-bit.  Before it is returned, the reading is *verified*: the parts composed in float64 (numpy, the semantics read
-above) must give the module's own node scores on probe graphs within float32's tolerance, else an
-:class:`AdapterError` says the forward is not what the parts say.  One difference is stated, not hidden: a node
-with no out-edge attends uniformly to every node under commsim's mask (and under the research layer's
-``masked_fill`` with the lowest float), while ``TransformerConv`` sums an empty neighbourhood to 0 -- a
-``TransformerConv`` model is verified on graphs where every node has an out-edge, and disagrees elsewhere.
+bits).  Before the model is returned the reading is *verified*: the parts composed in float64 must give the
+module's own node scores on the probe graphs (nodes with empty neighbourhoods among them) within the module
+dtype's tolerance, else an :class:`AdapterError` says the forward is not what the parts say.
 
-The agreement (:class:`TorchGraphAttention`, the engine's ``torch_agreement``) compares the graph's score --
-the largest node score, > 0 iff some node decides 1 -- of commsim's fixed-point model with the module's own
-forward; under fixed point that is reported with its max |commsim - torch|, not judged
-(:mod:`.trust`).  A third-order module (``W_Q``, ``W_K1``, ``W_K2``, ``W_V1``, ``W_V2``, ``tok``, ``pos``,
-``readout``: :class:`examples.research_graph.ThirdOrderSelfAttention`) becomes a
+The agreement (:class:`TorchGraphAttention`, the engine's ``torch_agreement``) compares the graph's score -- the
+largest node score -- of commsim's fixed-point model with the module's own forward; the run's fixed-point format
+is reported, not judged (:mod:`.trust`), and commsim's *reading* of the module is judged apart: the same graph
+model built at :data:`READING_FORMAT` (:class:`FineReading`, the model's ``reading``), whose rounding is far
+below the module's own float32 error, against the module under that format's tolerance
+(:data:`~protocols.adapters.torch.layers.TOLERANCE`), so a misreading shows as ``ok`` False.
+
+A third-order module (``W_Q``, ``W_K1``, ``W_K2``, ``W_V1``, ``W_V2``, ``tok``, ``pos``, ``readout``:
+:class:`examples.research_graph.ThirdOrderSelfAttention`) becomes a
 :class:`~protocols.models.pair_attention.ThirdOrderAttention` the same way; it has no protocol (its pair logits
 mix Alice's and Bob's tokens), so its agreement is :func:`third_order_agreement`: the pair logits and the
 decisions against the module's.
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from commsim.core.precision import FixedPoint
-from protocols.adapters.torch.layers import TOLERANCE, AdapterError, tensor
+from protocols.adapters.torch.graph_read import float_node_scores, is_graph_module, read_graph
+from protocols.adapters.torch.layers import TOLERANCE, AdapterError, dtype_name, tensor
 from protocols.adapters.torch.trust import ModuleForward, TorchTrust
 from protocols.models.graph_attention import GraphAttention, GraphHead, GraphLayer, adjacency_rows
 from protocols.models.pair_attention import ThirdOrderAttention
 
 __all__ = ["is_graph_module", "is_third_order_module", "wrap_graph", "wrap_third_order", "TorchGraphAttention",
-           "TorchThirdOrder", "third_order_agreement", "DEFAULT_FORMAT"]
+           "TorchThirdOrder", "third_order_agreement", "DEFAULT_FORMAT", "READING_FORMAT", "FineReading"]
 
 #: the format a torch model is rounded to when no precision is given
 DEFAULT_FORMAT = FixedPoint(32, 16)
 
-#: probe graphs the reading is verified on
-PROBES = 8
+#: the format commsim's reading of a graph module is judged at (a TOLERANCE entry says why its tolerance holds)
+READING_FORMAT = FixedPoint(53, 32)
 
 
 def _linear(module, name: str):
     import torch.nn as nn
     part = getattr(module, name, None)
     return part if isinstance(part, nn.Linear) else None
-
-
-def is_graph_module(obj) -> bool:
-    """Is ``obj`` a graph transformer written as :mod:`examples.research_graph` writes one (module docstring)?"""
-    import torch.nn as nn
-    embed, readout = _linear(obj, "embed"), _linear(obj, "readout")
-    return (embed is not None and readout is not None and readout.out_features == 1
-            and isinstance(getattr(obj, "layers", None), nn.ModuleList))
 
 
 def is_third_order_module(obj) -> bool:
@@ -81,100 +70,8 @@ def _format(fmt) -> FixedPoint:
 
 def _no_bias(lin, what: str) -> np.ndarray:
     if lin.bias is not None:
-        raise AdapterError(f"{what} has a bias; commsim's graph attention reads q = h W_Q, k = h W_K, v = h W_V "
-                           f"(bias=False)")
+        raise AdapterError(f"{what} has a bias; commsim's third-order attention reads q = x W_Q, ... (bias=False)")
     return tensor(lin.weight).T                                            # (in, out): h @ W
-
-
-def _mlp(layer, label: str):
-    """(W1, b1, W2, b2) of the layer's MLP branch, or Nones."""
-    import torch.nn as nn
-    mlp = getattr(layer, "mlp", None)
-    if mlp is None:
-        return None, None, None, None
-    parts = list(mlp) if isinstance(mlp, nn.Sequential) else []
-    if len(parts) != 3 or not isinstance(parts[0], nn.Linear) or not isinstance(parts[1], nn.ReLU) \
-            or not isinstance(parts[2], nn.Linear):
-        raise AdapterError(f"{label}.mlp must be nn.Sequential(nn.Linear, nn.ReLU, nn.Linear); got {mlp}")
-    bias = lambda lin: np.zeros(lin.out_features) if lin.bias is None else tensor(lin.bias)  # noqa: E731
-    return tensor(parts[0].weight).T, bias(parts[0]), tensor(parts[2].weight).T, bias(parts[2])
-
-
-def _read_conv(conv, dim: int, label: str) -> tuple[list, str]:
-    """The heads (W_Q, W_K, W_V, W_O, beta) of a torch_geometric TransformerConv, and kappa = mask."""
-    H, C = int(conv.heads), int(conv.out_channels)
-    refused = [what for what, bad in (("root_weight=True", conv.root_weight), ("concat=False", not conv.concat),
-                                      ("edge_dim", conv.lin_edge is not None), ("beta=True", conv.lin_beta is not None),
-                                      ("bias=True", conv.lin_query.bias is not None)) if bad]
-    if refused or H * C != dim:
-        raise AdapterError(f"{label}.conv: commsim reads a TransformerConv with root_weight=False, concat=True, "
-                           f"bias=False, no edge_dim, no beta and heads * out_channels = d = {dim} (the block adds "
-                           f"the residual); this one has {', '.join(refused) or f'{H} * {C} channels'}")
-    Wq, Wk, Wv = (_no_bias(getattr(conv, n), f"{label}.conv.{n}") for n in ("lin_query", "lin_key", "lin_value"))
-    heads = []
-    for t in range(H):
-        cols = slice(t * C, (t + 1) * C)
-        W_O = np.zeros((C, dim))
-        W_O[:, cols] = np.eye(C)
-        heads.append((Wq[:, cols] / math.sqrt(C), Wk[:, cols], Wv[:, cols], W_O, 0.0))
-    return heads, "mask"
-
-
-def _read_layer(layer, dim: int, label: str) -> tuple[list, str]:
-    """The heads (W_Q, W_K, W_V, W_O, beta) of a research layer and its kappa."""
-    conv = getattr(layer, "conv", None)
-    if conv is not None and type(conv).__name__ == "TransformerConv":
-        return _read_conv(conv, dim, label)
-    parts = {n: _linear(layer, n) for n in ("query", "key", "value", "out")}
-    if any(p is None for p in parts.values()):
-        raise AdapterError(f"{label} has neither query/key/value/out nn.Linear parts nor a TransformerConv 'conv'")
-    H = int(getattr(layer, "heads", 1))
-    Wq, Wk, Wv = (_no_bias(parts[n], f"{label}.{n}") for n in ("query", "key", "value"))
-    Wo = _no_bias(parts["out"], f"{label}.out")                           # (H m, d)
-    if Wq.shape[1] % H:
-        raise AdapterError(f"{label}: {Wq.shape[1]} query columns do not split into heads = {H}")
-    m = Wq.shape[1] // H
-    kappa = str(getattr(layer, "kappa", "mask"))
-    if kappa not in ("mask", "bias"):
-        raise AdapterError(f"{label}.kappa must be 'mask' or 'bias'; got {kappa!r}")
-    beta = np.zeros(H) if kappa == "mask" else tensor(layer.beta).reshape(H)
-    return [(Wq[:, t * m:(t + 1) * m], Wk[:, t * m:(t + 1) * m], Wv[:, t * m:(t + 1) * m], Wo[t * m:(t + 1) * m],
-             float(beta[t])) for t in range(H)], kappa
-
-
-def read_graph_parts(module) -> dict:
-    """The parts of a graph transformer module as float64 arrays (module docstring)."""
-    label = type(module).__name__
-    E = _no_bias(module.embed, f"{label}.embed")                           # (N, d)
-    dim = E.shape[1]
-    layers, kappas = [], set()
-    for depth, layer in enumerate(module.layers):
-        heads, kappa = _read_layer(layer, dim, f"{label}.layers[{depth}]")
-        layers.append((heads, _mlp(layer, f"{label}.layers[{depth}]")))
-        kappas.add(kappa)
-    if len(kappas) > 1:
-        raise AdapterError(f"{label}: every layer must use the same kappa; got {sorted(kappas)}")
-    readout = module.readout
-    return {"E": E, "layers": layers, "kappa": kappas.pop() if kappas else "mask",
-            "w_out": tensor(readout.weight).reshape(-1),
-            "b_out": 0.0 if readout.bias is None else float(tensor(readout.bias)[0]),
-            "conv": any(getattr(layer, "conv", None) is not None for layer in module.layers)}
-
-
-def float_node_scores(parts: dict, X: np.ndarray) -> np.ndarray:
-    """The parts composed in float64 (the semantics read): every node's score (B, N)."""
-    X = np.asarray(X, dtype=np.float64)
-    h = X @ parts["E"]
-    for heads, (W1, b1, W2, b2) in parts["layers"]:
-        y = h.copy()
-        for W_Q, W_K, W_V, W_O, beta in heads:
-            A = (h @ W_Q) @ np.swapaxes(h @ W_K, 1, 2)
-            A = np.where(X == 1, A, -np.inf) if parts["kappa"] == "mask" else A + beta * X
-            A = np.where(np.isneginf(A).all(axis=2, keepdims=True), 0.0, A)   # no out-edge: uniform
-            w = np.exp(A - A.max(axis=2, keepdims=True))
-            y = y + ((w / w.sum(axis=2, keepdims=True)) @ (h @ W_V)) @ W_O
-        h = y if W1 is None else y + np.maximum(y @ W1 + b1, 0.0) @ W2 + b2
-    return h @ parts["w_out"] + parts["b_out"]
 
 
 class GraphScores(ModuleForward):
@@ -188,18 +85,41 @@ class GraphScores(ModuleForward):
         import torch
         with torch.no_grad():
             X = adjacency_rows(np.asarray(tokens), self.nodes)
-            scores = self.module(torch.as_tensor(X))
-        return tensor(scores).max(axis=1, keepdims=True)
+            scores = tensor(self.module(torch.as_tensor(X)))
+        return scores.reshape(scores.shape[0], -1).max(axis=1, keepdims=True)
+
+
+class FineReading:
+    """commsim's reading of a graph module built at :data:`READING_FORMAT` (the model's ``reading``): called by
+    the agreement check, it gives the graph model of the same parts at that format."""
+
+    def __init__(self, parts: dict, label: str):
+        self.parts, self.label = parts, label
+
+    def __call__(self) -> "TorchGraphAttention":
+        return build_graph(self.parts, READING_FORMAT, spec=f"torch:{self.label}", label=self.label)
 
 
 class TorchGraphAttention(TorchTrust, GraphAttention):
     """A graph transformer rounded from a torch module: the engine's torch hooks on graph scores."""
 
+    _fine_reading: FineReading | None = None
+
+    @property
+    def reading(self) -> FineReading | None:
+        """commsim's reading of the module at :data:`READING_FORMAT` (module docstring)."""
+        return self._fine_reading
+
+    @reading.setter
+    def reading(self, value) -> None:
+        # a graph model cannot be built in the module's float dtype (fixed point only): the generic float
+        # reading from_torch offers for a fixed-point run is replaced by the fine fixed-point one set here
+        if value is None or isinstance(value, FineReading):
+            self._fine_reading = value
+
     def node_scores(self, X: np.ndarray) -> np.ndarray:
-        """Every node's score [h . w] + b as values (B, N) (the decision is > 0)."""
-        ar = self.arithmetic
-        h = self.states(X)[-1]
-        return ar.to_values(ar.add(ar.matmul(h, self._w_out)[..., 0], self._b_out))
+        """Every node's score [h . w] + b as values (B, N) (decided by the model's rule)."""
+        return self.arithmetic.to_values(self.node_score_codes(self.states(X)[-1]))
 
     def forward_batch(self, tokens, positions) -> np.ndarray:
         """The graph score (the largest node score) at the output position: (B, len(positions), 1)."""
@@ -211,43 +131,43 @@ class TorchGraphAttention(TorchTrust, GraphAttention):
         return self.decide_values(raw)
 
 
-def _probe_graphs(nodes: int, conv: bool) -> np.ndarray:
-    X = np.random.default_rng(0).integers(0, 2, size=(PROBES, nodes, nodes))
-    if conv:                     # TransformerConv sums an empty neighbourhood to 0: probe where none is empty
-        X[:, np.arange(nodes), np.arange(nodes)] = 1
-    return X
+def build_graph(parts: dict, fmt: FixedPoint, *, spec: str, label: str) -> TorchGraphAttention:
+    """The graph model of float64 ``parts`` (:func:`.graph_read.read_graph`) rounded down to ``fmt``."""
+    q = lambda a: None if a is None else fmt.quantize(np.asarray(a, dtype=np.float64))  # noqa: E731
+    scalar = lambda x: float(q(np.array([x]))[0])  # noqa: E731
+    layers = [GraphLayer(tuple(GraphHead(*(q(head[n]) for n in ("W_Q", "W_K", "W_V", "W_O")), scalar(head["beta"]),
+                                         *(q(head[n]) for n in ("b_Q", "b_K", "b_V")))
+                               for head in layer["heads"]),
+                         *(q(layer[n]) for n in ("W1", "b1", "W2", "b2", "W_root", "b_root", "b_O")),
+                         residual=layer["residual"], activation=layer["activation"])
+              for layer in parts["layers"]]
+    kind = "TransformerConv" if parts["conv"] else "graph attention"
+    return TorchGraphAttention(fmt, q(parts["E"]), layers, q(parts["w_out"]), scalar(parts["b_out"]),
+                               kappa=parts["kappa"], empty=parts["empty"], b_embed=q(parts["b_E"]),
+                               embed_activation=parts["embed_activation"], spec=spec,
+                               description=f"{label} ({kind} layers) rounded down to {fmt.name}")
 
 
 def wrap_graph(module, fmt=None, *, seq_len: int | None = None, spec: str = "",
                check: bool = True) -> TorchGraphAttention:
     """A :class:`TorchGraphAttention` for a graph transformer module (module docstring)."""
-    import torch
     fmt = _format(fmt)
     label = type(module).__name__
-    parts = read_graph_parts(module)
+    module.eval()
+    parts, X, theirs = read_graph(module)
     nodes = parts["E"].shape[0]
     if seq_len is not None and seq_len != nodes * nodes:
         raise AdapterError(f"{label} reads digraphs on N = {nodes} nodes ({nodes * nodes} adjacency bits); the task "
                            f"has {seq_len} tokens")
     if check:
-        X = _probe_graphs(nodes, parts["conv"])
-        with torch.no_grad():
-            theirs = tensor(module(torch.as_tensor(X)))
         ours = float_node_scores(parts, X)
-        atol, rtol = TOLERANCE["float32"]
+        atol, rtol = TOLERANCE.get(dtype_name(next(module.parameters()).dtype), TOLERANCE["float32"])
         if theirs.shape != ours.shape or not np.all(np.abs(ours - theirs) <= atol + rtol * np.abs(theirs)):
             raise AdapterError(f"{label}'s forward is not the graph transformer read from its parts (embed, layers: "
                                f"query/key/value/out or conv, mlp; readout): its node scores differ on probe graphs")
-    q = fmt.quantize
-    layers = [GraphLayer(tuple(GraphHead(q(W_Q), q(W_K), q(W_V), q(W_O), float(q(np.array([beta]))[0]))
-                               for W_Q, W_K, W_V, W_O, beta in heads),
-                         *(None if w is None else q(w) for w in mlp))
-              for heads, mlp in parts["layers"]]
-    model = TorchGraphAttention(fmt, q(parts["E"]), layers, q(parts["w_out"]), float(q(np.array([parts["b_out"]]))[0]),
-                                kappa=parts["kappa"], spec=spec or f"torch:{label}",
-                                description=f"{label} ({'TransformerConv' if parts['conv'] else 'graph attention'} "
-                                            f"layers) rounded down to {fmt.name}")
+    model = build_graph(parts, fmt, spec=spec or f"torch:{label}", label=label)
     model.torch_forward = GraphScores(module, nodes)
+    model.reading = FineReading(parts, label)
     return model
 
 
