@@ -355,7 +355,7 @@ class AttentionLayer(Decides):
 
     def labels(self, raw: np.ndarray) -> np.ndarray:
         """Decisions from psi's outputs, by the layer's decision rule (:class:`Decides`)."""
-        return self.decide(raw)
+        return Decides.decide(self, raw)
 
     # ---- the direct forward
     def attended(self, seq_len: int, query: int) -> np.ndarray:
