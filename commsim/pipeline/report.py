@@ -20,6 +20,15 @@ def _no_html_writer(report, path, *, command=None) -> None:
 html_writer = _no_html_writer
 
 
+def _effective_keys(found: dict | None) -> dict:
+    """The flat keys of an effective-precision run: ``p_eff``, ``p_eff_tolerance``, ``p_eff_sample`` (None each
+    without one)."""
+    if found is None:
+        return {"p_eff": None, "p_eff_tolerance": None, "p_eff_sample": None}
+    return {"p_eff": found["p_eff"], "p_eff_tolerance": found["tolerance"],
+            "p_eff_sample": f"{found['sample_size']} instances ({found['sample']})"}
+
+
 @dataclass
 class Report:
     """Everything ``commsim run`` reports; :meth:`to_dict` has the contract's keys."""
@@ -58,6 +67,9 @@ class Report:
     measured_error: dict | None = None
     #: how the simulator was chosen ("by the model's kind", "by name" with --simulator, or as a reduction's variant)
     simulator_choice: str = ""
+    #: a run at the effective precision (``precision="effective"``): the search's p_eff, tolerance, sample and what
+    #: follows (:class:`commsim.pipeline.effective.EffectivePrecision`); None for a run in the model's own format
+    effective_precision: dict | None = None
 
     @property
     def budget_ok(self) -> bool | None:
@@ -92,6 +104,9 @@ class Report:
             "error_bound": None if self.measured_error is None or not self.measured_error["applies"] else
             self.measured_error["bound"],
             "verdict": self.judgement.to_dict(),
+            # precision="effective": p_eff, the tolerance and the sample it was searched with (None otherwise)
+            "effective_precision": self.effective_precision,
+            **_effective_keys(self.effective_precision),
         }
 
     @property
