@@ -21,10 +21,12 @@ def format_of(precision: int | None, dtype: str | None):
     if dtype is None:
         if precision is None:
             return None, None, "", ""
-        name = FixedPoint.with_bits(precision).name if precision <= MAX_FIXED_PRECISION else "float64"
+        fixed = isinstance(precision, int) and 2 <= precision <= MAX_FIXED_PRECISION
+        name = (FixedPoint.with_bits(precision).name if fixed else "float64" if precision == 64 else
+                f"{precision}-bit numbers")
         return precision, None, name, (f"{name}: p = {precision} bits per number"
                                        + (f", {precision // 2} of them fraction bits (fixed point; --dtype plans a "
-                                          f"float layer)" if precision <= MAX_FIXED_PRECISION else ""))
+                                          f"float layer)" if fixed else ""))
     if dtype not in DTYPES:
         raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}", "dtype")
     fmt = FloatFormat(dtype)
