@@ -24,14 +24,13 @@ def format_of(precision: int | None, dtype: str | None):
         fixed = isinstance(precision, int) and 2 <= precision <= MAX_FIXED_PRECISION
         name = (FixedPoint.with_bits(precision).name if fixed else "float64" if precision == 64 else
                 f"{precision}-bit numbers")
-        return precision, None, name, (f"{name}: p = {precision} bits per number"
-                                       + (f", {precision // 2} of them fraction bits (fixed point; --dtype plans a "
-                                          f"float layer)" if fixed else ""))
+        fraction = f", {precision // 2} of them fraction bits (fixed point; a float dtype plans a float layer)"
+        return precision, None, name, f"{name}: p = {precision} bits per number" + (fraction if fixed else "")
     if dtype not in DTYPES:
         raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}", "dtype")
     fmt = FloatFormat(dtype)
     if precision is not None and precision != fmt.bits:
-        raise InputError(f"dtype {dtype} has p = {fmt.bits} bits; give --dtype or --precision, not both",
+        raise InputError(f"dtype {dtype} has p = {fmt.bits} bits; give dtype or precision, not both",
                          "dtype")
     return fmt.bits, fmt, dtype, f"{dtype}: p = {fmt.bits} bits per number (floating point)"
 

@@ -134,7 +134,7 @@ def matrix_json(cm: CommMatrix, *, limit: int = JSON_MATRIX_CELLS) -> dict:
     if M.size > limit:
         return {"rows": rows, "cols": cols, "alice_inputs": None, "bob_inputs": None, "cells": None,
                 "omitted": f"{rows} x {cols} = {M.size} cells, more than the {limit} written into the JSON report: "
-                           f"--out FILE writes the whole matrix as CSV"}
+                           f"commsim matrix --out FILE writes the whole matrix as CSV"}
     return {"rows": rows, "cols": cols, "alice_inputs": [cm.input_text("alice", i) for i in range(rows)],
             "bob_inputs": [cm.input_text("bob", j) for j in range(cols)], "cells": M.astype(int).tolist(),
             "omitted": None}
