@@ -148,3 +148,15 @@ def test_the_json_matrix_is_bounded_and_out_writes_it_whole(capsys, tmp_path):
                for j in range(256))
     code, _, err = invoke(["matrix", "disj", "--n", "4", "--out", str(tmp_path) + "/"], capsys)
     assert code == 2 and "--out" in err
+
+
+def test_a_deep_core_whose_forward_cannot_read_tokens_is_refused_with_its_error(capsys, monkeypatch, tmp_path):
+    (tmp_path / "bare_encoder.py").write_text(
+        "import torch.nn as nn\n"
+        "def encoder():\n"
+        "    layer = nn.TransformerEncoderLayer(8, 2, 16, batch_first=True)\n"
+        "    return nn.TransformerEncoder(layer, num_layers=2).eval()\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    code, _, err = invoke(["matrix", "--model", "python:bare_encoder:encoder", "--reduction", "eq-ineq", "--n", "2"],
+                          capsys)
+    assert code == 2 and "--model" in err and "own forward on token ids" in err and "internal error" not in err

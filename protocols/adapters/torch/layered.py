@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from commsim.spec import user_code_failure
 from protocols.adapters.torch.fold import TWO_LAYERS, LastPositionForward
 from protocols.adapters.torch.layers import AdapterError
 from protocols.models.decides import Decides
@@ -32,8 +33,16 @@ class LayeredModule(Decides):
         self.no_protocol_reason = reason if MATRIX_HINT in reason else f"{reason}; {MATRIX_HINT}"
 
     def outputs(self, tokens) -> np.ndarray:
-        """The module's own outputs (B, V) at the last position on token ids (B, L), float64."""
-        out = np.asarray(self.torch_forward(tokens), dtype=np.float64)
+        """The module's own outputs (B, V) at the last position on token ids (B, L), float64; a forward that fails on
+        token ids (a core without its embedding) is an InputError naming the model."""
+        try:
+            out = np.asarray(self.torch_forward(tokens), dtype=np.float64)
+        except Exception as exc:   # the user's code: its failure is reported, never an internal error
+            raise AdapterError(f"{self.spec}'s own forward on token ids (batch, length) {user_code_failure(exc)}; "
+                               f"its function is read from that forward") from exc
+        if out.ndim not in (1, 2):
+            raise AdapterError(f"{self.spec}'s own forward gave outputs of shape {out.shape} at the last position; "
+                               f"its function needs (batch, outputs)")
         return out[:, None] if out.ndim == 1 else out
 
     def forward(self, tokens) -> np.ndarray:
