@@ -62,7 +62,9 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
     ``"bfloat16"``) with an optional ``frac=F``, or ``dtype=NAME`` -- given as to :func:`make_model`, which
     builds the model from the object (a torch module, a dict of its parts) sized to the task.  A spec string
     names its format inside it (``"lstm:width=8,precision=8"``).  A torch module runs in eval mode and gets its
-    own train/eval mode back afterwards (:func:`commsim.pipeline.run.modes_kept`).  ``progress=True`` draws a
+    own train/eval mode back afterwards (:func:`commsim.pipeline.run.modes_kept`).  ``precision="effective"`` (a
+    spec string or a model object) searches the smallest fixed-point width that keeps the model's accuracy and runs
+    the model quantised to it (:mod:`commsim.pipeline.effective`).  ``progress=True`` draws a
     progress bar (in Jupyter, in the cell's output: :mod:`commsim.cli.progress`).  ``decision``: how the model's
     outputs become decisions -- ``"argmax"``, ``"sign"`` (one logit) or ``"threshold"`` (one probability, at 1/2);
     default: the rule the output's shape calls for (:mod:`commsim.core.decision`)."""
@@ -73,6 +75,9 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
         with api_progress(True, label, stages=True) as progress:
             return run(reduction, model, n, precision=precision, frac=frac, dtype=dtype, decision=decision,
                        **{**options, "progress": progress})
+    if isinstance(precision, str) and precision.strip().lower() == "effective":   # p_eff searched, then the run
+        from commsim.pipeline.effective import run_effective
+        return run_effective(reduction, model, n, frac=frac, dtype=dtype, decision=decision, **options)
     given = [key for key, value in (("precision", precision), ("frac", frac), ("dtype", dtype)) if value is not None]
     if not given and decision is None:
         return run_reduction(reduction, model, n, **options)

@@ -11,7 +11,7 @@ from commsim.cli.files import check_target, refuse_empty, write_figure
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.limits import MAX_HEADS, check_size, show_size
-from commsim.pipeline.budget import budget, paper_count_text, paper_max_n_text
+from commsim.pipeline.budget import DTYPES, budget, paper_count_text, paper_max_n_text
 from commsim.pipeline.budget_solve import SOLVABLE, solve
 from commsim.plugins import load_plugins
 
@@ -89,7 +89,11 @@ ARCH_HELP = ("The architecture, NAME[:key=value]; what --width means: elman, gru
 @click.option("--arch", required=True, help=ARCH_HELP)
 @click.option("--width", type=int, default=None,
               help="The architecture's own width (see --arch); the handoff sends the state it makes.")
-@click.option("--precision", type=int, default=None, help="p: bits per number.")
+@click.option("--precision", type=int, default=None,
+              help="p: bits per number, p-bit fixed point with p // 2 fraction bits (the format is printed).")
+@click.option("--dtype", type=click.Choice(DTYPES), default=None,
+              help="Plan a floating-point layer of this dtype instead (p is its width; the attention exchange sends "
+                   "its sums at their exact widths, as run does for attention:dtype=float32).")
 @click.option("--heads", type=int, default=1, show_default=True, help="H: attention heads.")
 @click.option("--dim", type=int, default=8, show_default=True,
               help="d: the attention layer's embedding width (a one-way plan may send x_N, d·p bits).")
@@ -106,8 +110,8 @@ ARCH_HELP = ("The architecture, NAME[:key=value]; what --width means: elman, gru
 @html_option
 @plugin_option
 @json_option
-def budget_command(arch, width, precision, heads, dim, task, n, solve_for, n_range, plot_path, html_path, plugins,
-                   as_json):
+def budget_command(arch, width, precision, dtype, heads, dim, task, n, solve_for, n_range, plot_path, html_path,
+                   plugins, as_json):
     """Protocol bits of an architecture against TASK's lower bound, and the largest N not ruled out.
 
     N (--n, max_n, paper_max_n) is the sequence length in tokens; run --n is the source problem's size, shown
@@ -126,6 +130,7 @@ def budget_command(arch, width, precision, heads, dim, task, n, solve_for, n_ran
       commsim budget --arch lstm --precision 16 --reduction index-idxl --solve width --n 4096
       commsim budget --arch attention --width 8 --precision 16 --heads 2 --reduction dyck22-fooling --n-range 16:4096
       commsim budget --arch rnn --width 16 --precision 8 --reduction eq-ineq --n 512 --json
+      commsim budget --arch attention --width 8 --heads 2 --dtype float32 --reduction dyck22-fooling --n 64
     """
     load_plugins(plugins)
     lengths = parse_range(n_range)
@@ -138,17 +143,23 @@ def budget_command(arch, width, precision, heads, dim, task, n, solve_for, n_ran
         raise InputError(f"dim must be at least 1, got {dim}", "--dim")
     check_size(heads, "--heads", 1, MAX_HEADS, "the message plan holds every head's messages and is rebuilt at "
                "each length the max-N search judges", noun="number of heads")
-    for value, name in ((width, "width"), (precision, "precision")):
+    if dtype is not None and precision is not None:
+        raise InputError(f"--dtype {dtype} sets p; give --dtype or --precision, not both", "--dtype")
+    if dtype is not None and solve_for == "precision":
+        raise InputError("--solve precision searches fixed-point widths; leave out --dtype", "--dtype")
+    for value, name in ((width, "width"), (precision if dtype is None else dtype, "precision")):
         if value is None and solve_for != name:
-            raise InputError(f"--{name} is required (unless --solve {name})", f"--{name}")
+            unless = f"--solve {name}" + (" or --dtype" if name == "precision" else "")
+            raise InputError(f"--{name} is required (unless {unless})", f"--{name}")
     if solve_for:
         if n is None:
             raise InputError(f"--solve {solve_for} needs --n, the sequence length N to solve at", "--n")
         if lengths:
             raise InputError("--solve answers at one --n; leave out --n-range, --plot and --html", "--solve")
-        report = solve(arch, task, solve_for, n, width=width or 1, precision=precision or 1, heads=heads, dim=dim)
+        report = solve(arch, task, solve_for, n, width=width or 1, precision=precision or 1, heads=heads, dim=dim,
+                       dtype=dtype)
     else:
-        report = budget(arch, width, precision, task, heads=heads, n=n, n_range=lengths, dim=dim)
+        report = budget(arch, width, precision, task, heads=heads, n=n, n_range=lengths, dim=dim, dtype=dtype)
     if plot_path:
         plot_budget(report, plot_path)
     if html_path:
@@ -163,6 +174,11 @@ def budget_command(arch, width, precision, heads, dim, task, n, solve_for, n_ran
     table.add_column()
     if d["solve"]:
         table.add_row(f"solved {d['solve']['parameter']}", escape(f"{d['solve']['value']}: {d['solve']['text']}"))
+        paper = d["solve"].get("paper")
+        table.add_row("the paper's answer", escape("none: the papers give no count for this protocol, or the bound "
+                                                   "does not apply" if paper is None else
+                                                   f"{paper['value']}: {paper['text']}"))
+    table.add_row("number format", escape(d["number_format_text"]))
     table.add_row("N", escape(f"{d['n']} tokens; run --n {d['run_n']} ({d['n_meaning']})"))
     if d["state_units"] is not None:
         table.add_row("width", escape(f"{d['width']}: {d['width_meaning']}; {d['state_text']}"))

@@ -7,11 +7,13 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
+from commsim.cli.files import check_target, refuse_empty, write_text
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.limits import check_seed
 from commsim.plugins import load_plugins
 from commsim.theory.comm_matrix import analyze_matrix
+from commsim.theory.model_matrix import JSON_MATRIX_CELLS, matrix_csv, matrix_json, render_answers
 from commsim.theory.problems import PROBLEM_NAMES
 
 #: the figure is drawn when the matrix is at most this many rows and columns
@@ -31,10 +33,13 @@ FIGURE_MAX_SIDE = 64
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fooling-set search.")
 @click.option("--figure/--no-figure", default=True, show_default=True,
               help=f"Draw the matrix (when at most {FIGURE_MAX_SIDE} x {FIGURE_MAX_SIDE}).")
+@click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
+              help="Write the whole matrix as CSV (a header of Bob's inputs, then a line per Alice input). --json "
+                   f"holds it up to {JSON_MATRIX_CELLS} cells and says when it is left out.")
 @html_option
 @plugin_option
 @json_option
-def matrix_command(problem, n, model_spec, reduction_id, restarts, seed, figure, html_path, plugins, as_json):
+def matrix_command(problem, n, model_spec, reduction_id, restarts, seed, figure, out, html_path, plugins, as_json):
     """The communication matrix M[x, y] = f(x, y) of PROBLEM (rows: Alice, columns: Bob) and its
     bounds: log-rank over the reals and GF(2), the one-way bound ceil(log2 #distinct rows), and a
     fooling set found by a bounded, seeded search (verified pairwise).
@@ -49,18 +54,22 @@ def matrix_command(problem, n, model_spec, reduction_id, restarts, seed, figure,
       commsim matrix dyck22 --n 6 --json
       commsim matrix disj --n 8 --restarts 8 --seed 1 --no-figure
       commsim matrix --model construct:eq2 --reduction eq-ineq --n 3
+      commsim matrix disj --n 6 --out disj6.csv
     """
     check_seed(seed, "--seed")
     check_html(html_path)
+    if out is not None:
+        check_target(out, "--out")
     load_plugins(plugins)           # a --plugin's model kinds and reductions, for --model and --reduction
     if model_spec is not None or reduction_id is not None:
-        _model_matrix(problem, n, model_spec, reduction_id, restarts, seed, figure, html_path, as_json)
+        _model_matrix(problem, n, model_spec, reduction_id, restarts, seed, figure, out, html_path, as_json)
         return
     if problem is None:
         raise InputError("give a problem (index, eq, disj, dyck22), or --model SPEC --reduction R",
                          "problem")
     report = analyze_matrix(problem, n, restarts=restarts, seed=seed)
-    d = report.to_dict()
+    d = dict(report.to_dict(), matrix=matrix_json(report.matrix))
+    _write_csv(out, report.matrix)
     if html_path:
         from commsim.render.reports import matrix_page
         write_html(html_path, matrix_page(report, command_line()))
@@ -90,18 +99,32 @@ def matrix_command(problem, n, model_spec, reduction_id, restarts, seed, figure,
     table.add_row("known construction", f"{known} ({'one-way rows' if problem == 'index' else 'two-way'})")
     table.add_row("two-way lower bound", f"{d['two_way_lower_bound_bits']} bits")
     console.print(table)
+    _say_written(out)
+
+
+def _write_csv(out, cm) -> None:
+    """The whole matrix to ``--out`` (through the safe writer), when given."""
+    if out is not None:
+        write_text(out, matrix_csv(cm), option="--out")
+
+
+def _say_written(out) -> None:
+    if out is not None:
+        console.print(f"matrix written to {escape(str(out))} (CSV)")
 
 
 def _draw(M, problem: str) -> None:
-    """The matrix as text, rows labelled by Alice's inputs."""
+    """The matrix as text, rows labelled by Alice's inputs (another answer than 0 or 1, a model's, as ▒)."""
     rows = M.shape[0]
-    console.print(f"[bold]{escape(f'M[x, y] = {problem}(x, y)')}[/]  (█ = 1, · = 0; rows: Alice, columns: Bob)")
+    other = ", ▒ = another answer" if ((M.matrix != 0) & (M.matrix != 1)).any() else ""
+    console.print(f"[bold]{escape(f'M[x, y] = {problem}(x, y)')}[/]  (█ = 1, · = 0{other}; rows: Alice, "
+                  f"columns: Bob)")
     width = max(len(M.input_text("alice", i)) for i in range(rows))
-    for i, line in enumerate(M.render()):
+    for i, line in enumerate(render_answers(M.matrix)):
         console.print(f"{M.input_text('alice', i):>{width}} {line}", markup=False)
 
 
-def _model_matrix(problem, n, model_spec, reduction_id, restarts, seed, figure, html_path, as_json) -> None:
+def _model_matrix(problem, n, model_spec, reduction_id, restarts, seed, figure, out, html_path, as_json) -> None:
     """``matrix --model SPEC --reduction R``: the model's function matrix beside the task's."""
     from commsim.pipeline.model_function import model_answers
     from commsim.theory.model_matrix import WHAT_IT_BOUNDS, analyze_model_matrix
@@ -116,6 +139,7 @@ def _model_matrix(problem, n, model_spec, reduction_id, restarts, seed, figure, 
     report = analyze_model_matrix(task, answers, reduction=reduction_id, model=model_spec, evaluated_by=how,
                                   restarts=restarts, seed=seed)
     d = report.to_dict()
+    _write_csv(out, report.model_matrix.matrix)
     if as_json:
         emit_json(d)
         return
@@ -130,7 +154,7 @@ def _model_matrix(problem, n, model_spec, reduction_id, restarts, seed, figure, 
     def side(r) -> dict:
         x = r.to_dict()
         fs = x["fooling_search"]
-        return {"shape": f"{x['rows']} x {x['cols']}, {x['ones']} ones",
+        return {"shape": f"{x['rows']} x {x['cols']}, {int((r.matrix.matrix == 1).sum())} ones",
                 "rank over the reals": str(x["rank_real"]) + (f" (mod 2^31-1: {x['rank_mod_p']})"
                                                               if x["rank_mod_p"] is not None else ""),
                 "rank over GF(2)": str(x["rank_gf2"]),
@@ -143,5 +167,10 @@ def _model_matrix(problem, n, model_spec, reduction_id, restarts, seed, figure, 
     for key in a:
         table.add_row(key, a[key], b[key])
     table.add_row("instances the model gets wrong", f"{d['disagreements']} of {d['cells']}", "")
+    others = {v: c for v, c in d["model_answers"].items() if v not in (0, 1)}
+    if others:
+        table.add_row("answers other than 0 and 1", ", ".join(f"{v} on {c} cells" for v, c in others.items()) +
+                      " (a many-valued function: the bounds hold for it)", "")
     console.print(table)
     console.print(f"evaluated by {how}; {WHAT_IT_BOUNDS}.")
+    _say_written(out)

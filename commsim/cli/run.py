@@ -103,11 +103,16 @@ def render_report(report) -> None:
 @click.option("--workers", type=int, default=None, metavar="N",
               help="Worker processes of an exhaustive run too large for one batch (over 2^24 instances, swept in "
                    "shards). Default: one per usable CPU core; 1 sweeps in this process. The result is the same.")
+@click.option("--precision", "precision", default=None, metavar="effective",
+              help="'effective': search the smallest fixed-point width p (2..32 bits, p/2 fraction bits) at which the "
+                   "model keeps its accuracy within 0.01 of its own format's, on the run's instances (at most 4096), "
+                   "then run the model quantised to p_eff bits: the verdict is about that quantised model. A fixed "
+                   "format goes in the spec (precision=P).")
 @html_option
 @plugin_option
 @json_option
 def run_command(reduction, model_spec, n, instances, seed, audit, show_transcript, no_certificate, simulator,
-                workers, fail_on_certificate, fail_on_error, html_path, plugins, as_json):
+                workers, fail_on_certificate, fail_on_error, precision, html_path, plugins, as_json):
     """Run REDUCTION with a model: bits used against the lower bound, correctness, exactness,
     and (below the bound) the input on which the model must fail.
 
@@ -128,6 +133,7 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
       commsim run index-idxl --model python:my_model.py:factory --fail-on-certificate
       commsim run dyck22-fooling --html report.html
       commsim run index-idxl --model memorize:capacity=7 --simulator rnn-handoff --json
+      commsim run index-idxl --model construct:idxl --precision effective
     """
     if fail_on_certificate and no_certificate:
         raise InputError("--fail-on-certificate needs the certificate search: drop --no-certificate",
@@ -136,10 +142,17 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
     count = parse_instances(instances) if instances is not None else \
         load_plugins().get("reduction", reduction, param="reduction").default_instances
     check_html(html_path)
+    runner = run_reduction
+    if precision is not None:
+        if precision.strip().lower() != "effective":
+            raise InputError(f"--precision: only 'effective' (got {precision!r}); a fixed format goes in the spec, "
+                             f"e.g. --model lstm:width=8,precision=8", "--precision")
+        from commsim.pipeline.effective import run_effective
+        runner = run_effective
     with progress_bar(reduction, enabled=not as_json) as update:
-        report = run_reduction(reduction, model_spec, n, instances=count, seed=seed, audit=audit,
-                               certify=not no_certificate, simulator=simulator, workers=workers,
-                               progress=lambda stage, done, total: update(done, total, f"{reduction}: {stage}"))
+        report = runner(reduction, model_spec, n, instances=count, seed=seed, audit=audit,
+                        certify=not no_certificate, simulator=simulator, workers=workers,
+                        progress=lambda stage, done, total: update(done, total, f"{reduction}: {stage}"))
     if as_json:
         emit_json(report)
     else:

@@ -12,7 +12,11 @@ N comes from the reduction (:meth:`Reduction.length_bound`), for the parties tha
 is always the sequence length in tokens (``run --n`` is the source problem's size: :func:`run_size` gives it for
 N), and only the task's valid lengths (:meth:`Reduction.is_valid_length`) are judged.
 
-``--arch`` names an architecture (:mod:`commsim.pipeline.arches`).
+``--arch`` names an architecture (:mod:`commsim.pipeline.arches`).  The number format is p-bit fixed point
+(p // 2 fraction bits) unless a float dtype is named (``dtype``: float16, bfloat16, float32, float64; p is its
+width): a simulator whose plan depends on the format beyond p takes it (``shape_plan``'s ``number_format``: the
+attention exchange, whose sums are sent at their exact widths), every other counts p bits per number in any
+format (the handoff's m·p).  The format planned for is always reported (:func:`format_of`).
 """
 from __future__ import annotations
 
@@ -21,6 +25,13 @@ from dataclasses import dataclass, field, replace
 
 from commsim.core.errors import InputError, NotApplicable
 from commsim.pipeline.arches import ArchShape, arch_shape, architectures, simulator_for_arch  # noqa: F401
+from commsim.pipeline.budget_format import (  # noqa: F401  (DTYPES: budget's dtypes, read from here too)
+    DTYPES,
+    MAX_FIXED_PRECISION,
+    format_keywords,
+    format_of,
+    format_scope,
+)
 from commsim.pipeline.interfaces import ANY_PARTITION
 from commsim.plugins import load_plugins
 from commsim.theory.bounds import LowerBound
@@ -30,7 +41,6 @@ MAX_SEARCH = 1 << 58
 #: the precisions p a number of ``commsim run``'s models can have, one limit for every architecture: a fixed-point
 #: width (:class:`commsim.core.precision.FixedPoint`, up to 53 bits, exact in float64; a one-bit automaton state)
 #: or float64's 64 bits (float16/bfloat16/float32 are 16 and 32)
-MAX_FIXED_PRECISION = 53
 PRECISIONS = (*range(1, MAX_FIXED_PRECISION + 1), 64)
 #: what ``budget --n`` and ``run --n`` count (``budget --json``'s ``n_flag``)
 N_FLAG_MEANING = ("budget --n, n, max_n and paper_max_n are the sequence length N in tokens; run --n is the source "
@@ -82,8 +92,9 @@ class Judgement:
         return self.protocol_bits >= self.bound.bits
 
 
-def judge(reduction, simulator, width: int, precision: int, heads: int, N: int, dim: int = 8) -> Judgement:
-    """The protocol's plan and the bound for the parties that speak in it, at the valid length N."""
+def judge(reduction, simulator, width: int, precision: int, heads: int, N: int, dim: int = 8, fmt=None) -> Judgement:
+    """The protocol's plan and the bound for the parties that speak in it, at the valid length N (in the float
+    format ``fmt`` when given: :func:`format_of`)."""
     bound = reduction.length_bound(simulator, N)
     if simulator.split_direction(reduction.split) is None:     # no protocol for the task's split at all
         return Judgement(N, bound if not bound.applies else bound.not_applicable(
@@ -92,7 +103,8 @@ def judge(reduction, simulator, width: int, precision: int, heads: int, N: int, 
     public = reduction.public_positions(N)
     try:
         plan = simulator.shape_plan(width, precision, heads, N, alice, outputs, dim=dim,
-                                    **({"public_positions": public} if public else {}))
+                                    **({"public_positions": public} if public else {}),
+                                    **format_keywords(simulator, fmt))
     except NotApplicable as exc:
         return Judgement(N, bound.not_applicable(str(exc)))
     bound = reduction.length_bound(simulator, N, senders=plan.senders)
@@ -133,7 +145,7 @@ def _search(reduction, fits, top: int) -> tuple[int | None, int | None]:
     return last_fit, first_out
 
 
-def search_lengths(reduction, simulator, width: int, precision: int, heads: int, dim: int = 8):
+def search_lengths(reduction, simulator, width: int, precision: int, heads: int, dim: int = 8, fmt=None):
     """(max_n, first_ruled_out, searched_up_to): the largest valid N the protocol's plan is not ruled out at
     and the smallest it is, over the valid lengths N = scale·n + offset up to the simulator's plan limit
     (``width`` is the plan's: the state's numbers for a recurrent architecture)."""
@@ -141,7 +153,7 @@ def search_lengths(reduction, simulator, width: int, precision: int, heads: int,
     top = MAX_SEARCH if limit is None else (_size_at_most(reduction, limit) or 0)
     length = reduction.length_for_size
     last_fit, first_out = _search(
-        reduction, lambda n: judge(reduction, simulator, width, precision, heads, length(n), dim).fits, top)
+        reduction, lambda n: judge(reduction, simulator, width, precision, heads, length(n), dim, fmt).fits, top)
     searched = length(top) if limit is not None else None
     if first_out is None:
         return None, None, searched
@@ -237,12 +249,15 @@ class BudgetReport:
     state_text: str = ""
     run_n: int | None = None
     solve: dict | None = None
+    number_format: str = ""
+    number_format_text: str = ""
 
     def to_dict(self) -> dict:
         """The ``--json`` object."""
         j = self.judgement
         return {"arch": self.arch, "task": self.task, "width": self.width, "width_meaning": self.width_meaning,
                 "state_units": self.state_units, "state_text": self.state_text, "precision": self.precision,
+                "number_format": self.number_format, "number_format_text": self.number_format_text,
                 "heads": self.heads, "n": self.n, "run_n": self.run_n, "n_requested": self.n_requested,
                 "n_meaning": self.n_meaning, "n_flag": N_FLAG_MEANING,
                 "protocol_bits": j.protocol_bits if j else None, "protocol_text": j.text if j else "",
@@ -307,7 +322,7 @@ def check_sizes(simulator, width: int, precision: int, heads: int) -> None:
 
 
 def _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j,
-                applies: bool, dim: int) -> str:
+                applies: bool, dim: int, fmt=None) -> str:
     """One line: where the paper's max N comes from and why it differs from the protocol's (or that they agree),
     or why there is none."""
     if not applies:
@@ -322,7 +337,7 @@ def _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper
     if (not (sent is not None and sent > paper_bits) and paper_max_n is not None and paper_max_n != N
             and (limit is None or paper_max_n <= limit)):
         # the theorem is cited at paper_max_n: the protocol must not send more than the count there either
-        at = judge(reduction, simulator, plan_width, precision, heads, paper_max_n, dim)
+        at = judge(reduction, simulator, plan_width, precision, heads, paper_max_n, dim, fmt)
         count = paper_count(simulator, reduction, plan_width, precision, heads, paper_max_n, dim)[0]
         if at.protocol_bits is not None and at.protocol_bits > count:
             N, sent, paper_bits = paper_max_n, at.protocol_bits, count
@@ -346,12 +361,15 @@ def _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper
             f"which holds for every model of these sizes: cite paper_max_n for the theorem")
 
 
-def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, n: int | None = None,
-           n_range: list[int] | None = None, dim: int = 8) -> BudgetReport:
+def budget(arch: str, width: int, precision: int | None, task: str, *, heads: int = 1, n: int | None = None,
+           n_range: list[int] | None = None, dim: int = 8, dtype: str | None = None) -> BudgetReport:
     """The architecture's real protocol bits against the task's bound at N (``n``, else max_n), max_n and
     first_ruled_out, and paper_max_n (the paper's inequality) beside them.  ``arch`` is ``NAME[:key=value]``
     (:func:`architectures`); ``width`` is that architecture's own width (an LSTM's hidden size: its state, 2m
-    numbers, is what the handoff sends)."""
+    numbers, is what the handoff sends); ``dtype`` plans a float layer (p its width; :func:`format_of`)."""
+    precision, fmt, format_name, format_text = format_of(precision, dtype)
+    if precision is None:
+        raise InputError("give precision (p-bit fixed point) or dtype (a float format)", "precision")
     simulator = simulator_for_arch(arch)
     shape = arch_shape(arch, simulator)
     check_sizes(simulator, width, precision, heads)
@@ -368,9 +386,9 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
     first = reduction.length_for_size(reduction.min_size)
     # whether the bound applies is judged at a generic size (n = 2: at n = 1 some tasks degenerate)
     probe = judge(reduction, simulator, plan_width, precision, heads,
-                  reduction.length_for_size(max(reduction.min_size, 2)), dim)
+                  reduction.length_for_size(max(reduction.min_size, 2)), dim, fmt)
     if probe.bound.applies:
-        max_n, first_out, searched = search_lengths(reduction, simulator, plan_width, precision, heads, dim)
+        max_n, first_out, searched = search_lengths(reduction, simulator, plan_width, precision, heads, dim, fmt)
     else:
         max_n, first_out, searched = None, None, None
     # the paper's inequality binds where the bound applies to this protocol at all (Appendix C: not to MQAR)
@@ -382,7 +400,7 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
         N = valid_at_most(reduction, n) or first
         if N != n:
             notes.append(f"N = {n} is not a length of {task} ({reduction.n_meaning}); judged at N = {N}")
-    j = judge(reduction, simulator, plan_width, precision, heads, N, dim)
+    j = judge(reduction, simulator, plan_width, precision, heads, N, dim, fmt)
     if not probe.bound.applies and j.bound.applies:
         j = Judgement(N, probe.bound)
     bound = j.bound
@@ -407,14 +425,14 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
         L = valid_at_most(reduction, length)
         if L is None:
             continue
-        r = judge(reduction, simulator, plan_width, precision, heads, L, dim)
+        r = judge(reduction, simulator, plan_width, precision, heads, L, dim, fmt)
         rows.append({"n": L, "run_n": run_size(reduction, L), "bits": r.protocol_bits,
                      "bits_formula": (paper_count(simulator, reduction, plan_width, precision, heads, L, dim)
                                       or (None,))[0],
                      "lower_bound_bits": r.bound.bits if r.bound.applies else None,
                      "ok": r.fits if r.bound.applies and r.protocol_bits is not None else None})
     paper_note = _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j,
-                             probe.bound.applies, dim)
+                             probe.bound.applies, dim, fmt)
     # the handoff's texts name the state's numbers m (Theorem 2); in the architecture's letters (an LSTM's is 2m)
     j.text, bits_text, paper_note = shape.relabel(j.text), shape.relabel(bits_text), shape.relabel(paper_note)
     bound = replace(bound, statement=shape.relabel(bound.statement), reason=shape.relabel(bound.reason))
@@ -422,4 +440,6 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
     return BudgetReport(shape.name, task, width, precision, heads, N, bits, bits_text, bound, max_n, verdict, rows, j,
                         first_out, searched, reduction.n_meaning, n, notes, paper_max_n, paper_out, paper_note,
                         shape.width_meaning, plan_width if shape.arch is not None else None, shape.state_text(width),
-                        run_size(reduction, N))
+                        run_size(reduction, N), number_format=format_name,
+                        number_format_text=format_text + format_scope(simulator, fmt))
+

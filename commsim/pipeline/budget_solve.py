@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from commsim.core.errors import InputError
 from commsim.pipeline.arches import arch_shape, simulator_for_arch
-from commsim.pipeline.budget import (PRECISIONS, BudgetReport, Judgement, budget, check_sizes, judge, planning_simulator,
-                                     valid_at_most)
+from commsim.pipeline.budget import (PRECISIONS, BudgetReport, Judgement, budget, check_sizes, format_of, judge,
+                                     paper_count, paper_fits, planning_simulator, valid_at_most)
 from commsim.plugins import load_plugins
 
 #: the largest width and head count tried (a plan's cost grows with the heads; precision: PRECISIONS)
@@ -14,14 +14,23 @@ SOLVABLE = ("width", "precision", "heads")
 
 
 def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, precision: int = 1, heads: int = 1,
-          dim: int = 8) -> BudgetReport:
+          dim: int = 8, dtype: str | None = None) -> BudgetReport:
     """The smallest ``parameter`` (width, precision or heads; the others as given) whose protocol plan at the
     valid length N is not ruled out by the bound -- the same plan ``commsim run`` executes (:meth:`Simulator.
     shape_plan`) -- found exactly: the plan's bits grow with each size (every message is made of m numbers per
     head, of p bits each), so the threshold is bisected after doubling, and the size one below is judged too.
-    Returns the budget report at that size with ``solve`` set."""
+    Beside it, the paper's answer (``solve["paper"]``): the smallest size whose paper count (:func:`paper_count`)
+    meets the bound, found the same way (None where the papers give no count).  ``dtype`` plans a float layer
+    (not with ``parameter`` precision: the solved widths are fixed point).  Returns the budget report at that size
+    with ``solve`` set."""
     if parameter not in SOLVABLE:
         raise InputError(f"solve must be one of {', '.join(SOLVABLE)}, got {parameter!r}", "solve")
+    if dtype is not None and parameter == "precision":
+        raise InputError(f"solve precision searches fixed-point widths; {dtype} fixes p (leave out dtype)", "dtype")
+    if dtype is not None:
+        precision, fmt, _, _ = format_of(None, dtype)
+    else:
+        fmt = None
     simulator = simulator_for_arch(arch)
     shape = arch_shape(arch, simulator)
     if parameter not in simulator.budget_parameters:
@@ -47,7 +56,7 @@ def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, preci
         """The judgement with ``parameter`` = size(i); None when the architecture has no such size."""
         s = {**sizes, parameter: size(i)}
         try:
-            return judge(reduction, simulator, shape.plan_width(s["width"]), s["precision"], s["heads"], L, dim)
+            return judge(reduction, simulator, shape.plan_width(s["width"]), s["precision"], s["heads"], L, dim, fmt)
         except InputError:
             return None
 
@@ -78,7 +87,8 @@ def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, preci
         index = b
     value = size(index)
     s = {**sizes, parameter: value}
-    report = budget(arch, s["width"], s["precision"], task, heads=s["heads"], n=L, dim=dim)
+    report = budget(arch, s["width"], None if dtype else s["precision"], task, heads=s["heads"], n=L, dim=dim,
+                    dtype=dtype)
     below = judged(index - 1) if index > lo else None
     smaller = size(index - 1) if below is not None else None
     report.solve = {
@@ -88,5 +98,43 @@ def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, preci
                         {"value": smaller, "protocol_bits": below.protocol_bits, "ruled_out": not below.fits}),
         "text": why or (f"{parameter} = {value} is the smallest not ruled out at N = {L}: the protocol sends "
                         f"{report.judgement.protocol_bits} bits >= {report.bound.bits} needed; {parameter} = "
-                        f"{smaller} sends {below.protocol_bits} < {below.bound.bits}")}
+                        f"{smaller} sends {below.protocol_bits} < {below.bound.bits}"),
+        "paper": _paper_answer(reduction, simulator, shape, sizes, parameter, size, lo, hi, L, first, dim)}
     return report
+
+
+def _paper_answer(reduction, simulator, shape, sizes: dict, parameter: str, size, lo: int, hi: int, L: int,
+                  first: Judgement, dim: int) -> dict | None:
+    """The paper's answer at L: the smallest ``parameter`` (of the sizes lo..hi by index) whose paper count meets
+    the bound for the parties that speak in the protocol -- the paper's inequality, as ``paper_max_n`` uses it
+    (:func:`~commsim.pipeline.budget.paper_fits`), monotone in every size; None when the papers give no count for
+    this protocol, or when the bound does not apply."""
+    def sized(i: int) -> dict:
+        s = {**sizes, parameter: size(i)}
+        return {"width": shape.plan_width(s["width"]), "precision": s["precision"], "heads": s["heads"]}
+
+    if not first.bound.applies or paper_count(simulator, reduction, **sized(lo), N=L, dim=dim) is None:
+        return None
+
+    def fits(i: int) -> bool:
+        s = sized(i)
+        return paper_fits(reduction, simulator, s["width"], s["precision"], s["heads"], L, first.senders, dim)
+
+    if fits(lo):
+        index = lo
+    else:
+        a, b = lo, min(2 * lo, hi)
+        while not fits(b):
+            if b == hi:
+                return {"value": None, "bits_formula": None, "text": f"no {parameter} up to {size(hi)} meets the "
+                                                                     f"bound in the paper's count at N = {L}"}
+            a, b = b, min(2 * b, hi)
+        while b - a > 1:
+            mid = (a + b) // 2
+            a, b = (a, mid) if fits(mid) else (mid, b)
+        index = b
+    bits, text = paper_count(simulator, reduction, **sized(index), N=L, dim=dim)
+    needed = reduction.length_bound(simulator, L, senders=first.senders).bits
+    return {"value": size(index), "bits_formula": bits, "bits_formula_text": shape.relabel(text),
+            "text": f"{parameter} = {size(index)} is the smallest whose paper count meets the bound at N = {L}: "
+                    f"{shape.relabel(text)} >= {needed}"}

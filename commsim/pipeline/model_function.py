@@ -5,7 +5,9 @@ The answers are :meth:`commsim.pipeline.stages.Prepared.direct_answers`: encode,
 ``direct_labels`` (the model's own forward), decode.  A model no simulator wraps -- a multi-layer transformer,
 refused by ``run`` with its reason (Lemma 5 of [BHBK24]) -- still has a function: it is evaluated by its own
 ``forward(tokens)``, which must give its decision at the last position (one label per row) on a reduction whose
-output is read there; anything else is refused with the reason.
+output is read there; anything else is refused with the reason.  A model that decides its outputs by a decision
+rule (``decide``: a torch module of several layers, a Hugging Face decoder) gives its decisions by that rule, as
+every model does (:class:`commsim.core.decision.Decision`).
 """
 from __future__ import annotations
 
@@ -69,7 +71,9 @@ def _forward_only(reduction_id: str, spec: str, n: int, refused: NotApplicable):
                              f"not one decision per row", "model")
         return reduction.decode(labels[:, None], B)
 
-    return problem, answers, f"the model's own forward (no simulator wraps it), decoded by {reduction.id}"
+    rule = (" at the last position, decided by its decision rule (argmax of two or more outputs, the sign of one "
+            "logit)" if callable(getattr(built, "decide", None)) else "")
+    return problem, answers, f"the model's own forward (no simulator wraps it){rule}, decoded by {reduction.id}"
 
 
 def _check_length(built, spec: str, reduction, n: int) -> None:

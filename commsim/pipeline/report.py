@@ -20,6 +20,15 @@ def _no_html_writer(report, path, *, command=None) -> None:
 html_writer = _no_html_writer
 
 
+def _effective_keys(found: dict | None) -> dict:
+    """The flat keys of an effective-precision run: ``p_eff``, ``p_eff_tolerance``, ``p_eff_sample`` (None each
+    without one)."""
+    if found is None:
+        return {"p_eff": None, "p_eff_tolerance": None, "p_eff_sample": None}
+    return {"p_eff": found["p_eff"], "p_eff_tolerance": found["tolerance"],
+            "p_eff_sample": f"{found['sample_size']} instances ({found['sample']})"}
+
+
 @dataclass
 class Report:
     """Everything ``commsim run`` reports; :meth:`to_dict` has the contract's keys."""
@@ -61,6 +70,9 @@ class Report:
     #: how the model's outputs became decisions (commsim.core.decision.Decision.to_dict: rule, text, chosen); None
     #: for a model that decides by no output values (an automaton)
     decision: dict | None = None
+    #: a run at the effective precision (``precision="effective"``): the search's p_eff, tolerance, sample and what
+    #: follows (:class:`commsim.pipeline.effective.EffectivePrecision`); None for a run in the model's own format
+    effective_precision: dict | None = None
 
     @property
     def budget_ok(self) -> bool | None:
@@ -97,6 +109,9 @@ class Report:
             "verdict": self.judgement.to_dict(),
             "decision": None if self.decision is None else self.decision["rule"],
             "decision_note": None if self.decision is None else f"{self.decision['text']} ({self.decision['chosen']})",
+            # precision="effective": p_eff, the tolerance and the sample it was searched with (None otherwise)
+            "effective_precision": self.effective_precision,
+            **_effective_keys(self.effective_precision),
         }
 
     @property

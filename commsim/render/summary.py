@@ -137,4 +137,9 @@ def run_summary(report) -> list[SummaryRow]:
                 _led("protocol = model", "NO", ": the protocol's output differs from the direct forward", BAD))
     if d.get("torch_agreement"):
         rows.append(agreement_row(d["torch_agreement"]))
+    if d.get("effective_precision"):
+        found = d["effective_precision"]
+        lead = "none found" if found["p_eff"] is None else f"p_eff = {found['p_eff']}"
+        rest = f": {found['statement']}" if found["p_eff"] is None else found["statement"][len(lead):]
+        rows.append(_led("effective precision", lead, rest, WARN if found["p_eff"] is None else None))
     return rows

@@ -30,15 +30,17 @@ from typing import Callable
 import numpy as np
 
 import commsim
+from commsim.pipeline.effective import PRECISIONS as EFFECTIVE_PRECISIONS
+from commsim.pipeline.effective import TOLERANCE, search_width
 from commsim.pipeline.interfaces import Encoded, Reduction
 from protocols.reductions.eq import Inequality
 from protocols.theorems import fano_accuracy_ceiling, index_lookup_one_way_bits
 
-#: the fixed-point widths tried for p_eff, smallest first
-PRECISIONS = (2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 32)
+#: the fixed-point widths tried for p_eff, smallest first (commsim's own search's)
+PRECISIONS = EFFECTIVE_PRECISIONS
 
-#: "keeps its accuracy": the quantised accuracy is at most this far below the float32 one
-KEEP = 0.01
+#: "keeps its accuracy": the quantised accuracy is at most this far below the float32 one (commsim's tolerance)
+KEEP = TOLERANCE
 
 #: a step-contract model (run one sequence at a time) gets the sampled collision search only up to this N·(k + N)
 STEP_SEARCH_LIMIT = 1000
@@ -80,24 +82,12 @@ def commsim_accuracy(model, tokens: np.ndarray, labels: np.ndarray) -> float:
 
 def effective_precision(net, vocab_size: int, tokens: np.ndarray, labels: np.ndarray) -> dict:
     """p_eff and what it rests on: the float32 accuracy through commsim, the quantised one at p_eff, the state
-    numbers, and every width tried (p -> accuracy)."""
+    numbers, and every width tried (p -> accuracy); the search is commsim's own
+    (:func:`commsim.pipeline.effective.search_width`)."""
     native = commsim_model(net, vocab_size)
     reference = commsim_accuracy(native, tokens, labels)
-    tried: dict[int, float] = {}
-
-    def keeps(index: int) -> bool:
-        p = PRECISIONS[index]
-        if p not in tried:
-            tried[p] = commsim_accuracy(commsim_model(net, vocab_size, p), tokens, labels)
-        return tried[p] >= reference - KEEP
-
-    lo, hi = 0, len(PRECISIONS) - 1          # bisection: the first width that keeps it, if the widest does
-    p_eff = None
-    if keeps(hi):
-        while lo < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (lo, mid) if keeps(mid) else (mid + 1, hi)
-        p_eff = PRECISIONS[lo]
+    p_eff, tried = search_width(lambda p: commsim_accuracy(commsim_model(net, vocab_size, p), tokens, labels),
+                                reference, precisions=PRECISIONS, tolerance=KEEP)
     units = getattr(native, "state_units", None)          # a recurrence's; an attention layer has no state
     return {"float_commsim_accuracy": reference, "p_eff": p_eff, "state_numbers": None if units is None else int(units),
             "quantised_accuracy": None if p_eff is None else tried[p_eff],

@@ -31,7 +31,6 @@ from commsim.core.arithmetic import Dense
 from commsim.core.precision import NumberFormat
 from protocols.adapters.torch.fold import (
     TWO_LAYERS,
-    LastPositionForward,
     OneLayer,
     TorchAttention,
     build_attention,
@@ -43,6 +42,7 @@ from protocols.adapters.torch.fold import (
     split_heads,
     vocab_and_positions,
 )
+from protocols.adapters.torch.layered import LayeredModule
 from protocols.adapters.torch.layers import (
     AdapterError,
     activation,
@@ -51,11 +51,6 @@ from protocols.adapters.torch.layers import (
     numpy_head,
     tensor,
 )
-
-#: what a multi-layer Llama gets instead (it has a function, whatever its depth)
-MATRIX_HINT = ("what is exact at any depth is the communication matrix of this model's own function at small n: "
-               "`commsim matrix --model SPEC --reduction R --n N`")
-
 
 def _rms_norm(norm, fmt: NumberFormat):
     """A ``LlamaRMSNorm`` (weight rounded to ``fmt``) as a numpy function."""
@@ -90,26 +85,14 @@ def rope_base(config, rotary, head_dim: int) -> float:
     return base
 
 
-class LayeredLlama:
+class LayeredLlama(LayeredModule):
     """A ``LlamaForCausalLM`` of more than one layer (module docstring): ``no_protocol_reason`` says why no exchange
-    simulates it (``commsim run`` refuses it with that reason), ``forward(tokens)`` gives its decisions -- the argmax
-    of its own forward's outputs at the last position (ties to the lowest class; one output: 1 iff > 0, as
-    :meth:`~protocols.models.attention.AttentionLayer.labels`) -- for the matrix of its function."""
+    simulates it (``commsim run`` refuses it with that reason), ``forward(tokens)`` gives its decisions -- its own
+    forward's outputs at the last position decided by the model's rule (:class:`~.layered.LayeredModule`) -- for
+    the matrix of its function."""
 
     def __init__(self, module, layers: int, spec: str = ""):
-        self.torch_forward = LastPositionForward(module)
-        self.spec = spec or "hf-llama"
-        self.no_protocol_reason = f"this Llama has {layers} layers; {TWO_LAYERS}; {MATRIX_HINT}"
-
-    def forward(self, tokens) -> np.ndarray:
-        """The decisions (B,) of the module's own forward on token ids (B, L)."""
-        outputs = np.asarray(self.torch_forward(tokens), dtype=np.float64)
-        if outputs.shape[-1] == 1:
-            return (outputs[:, 0] > 0).astype(np.int64)
-        return np.argmax(outputs, axis=-1).astype(np.int64)
-
-    def __repr__(self) -> str:
-        return f"<LayeredLlama {self.spec}: {self.no_protocol_reason[:40]}...>"
+        super().__init__(module, f"this Llama has {layers} layers; {TWO_LAYERS}", spec or "hf-llama")
 
 
 class LlamaPost:

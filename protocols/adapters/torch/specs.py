@@ -56,6 +56,7 @@ from commsim.spec import FORMAT_KEYS, MAX_SPEC_INT, regular_file, user_code_fail
 from protocols.adapters.torch import hf_local
 from protocols.adapters.torch.adapt import from_torch
 from protocols.adapters.torch.files import load_torch_file, read_json_config
+from protocols.adapters.torch.layered import adapt_or_function
 from protocols.adapters.torch.layers import AdapterError, require_torch
 from protocols.models.attention import DIVISIONS, AttentionLayer
 
@@ -176,8 +177,9 @@ def python_factory(spec, **context):
     with contextlib.redirect_stdout(sys.stderr):
         func = load_factory(spec.target)
         result = _call_factory(func, spec.target, params, {k: context.get(k) for k in CONTEXT_KEYS})
-    return _with_division(from_torch(result, precision=fmt, vocab_size=context.get("vocab_size"),
-                                     seq_len=context.get("seq_len"), spec=spec.text), spec)
+    return _with_division(adapt_or_function(result, lambda: from_torch(
+        result, precision=fmt, vocab_size=context.get("vocab_size"), seq_len=context.get("seq_len"), spec=spec.text),
+        spec.text, fmt), spec)
 
 
 # ---- torch:FILE.pt ------------------------------------------------------------------------------------------
@@ -187,8 +189,9 @@ def torch_file_factory(spec, **context):
         raise AdapterError("torch: needs a file, e.g. torch:model.pt")
     fmt = spec.format_if_given()
     obj = load_torch_file(spec.target)
-    return _with_division(from_torch(obj, precision=fmt, vocab_size=context.get("vocab_size"),
-                                     seq_len=context.get("seq_len"), spec=spec.text), spec)
+    return _with_division(adapt_or_function(obj, lambda: from_torch(
+        obj, precision=fmt, vocab_size=context.get("vocab_size"), seq_len=context.get("seq_len"), spec=spec.text),
+        spec.text, fmt), spec)
 
 
 # ---- hf-gpt2 -------------------------------------------------------------------------------------------------
@@ -343,8 +346,9 @@ def adapt_object(obj, vocab_size=None, seq_len=None, precision=None, **context):
     anything else (torch is not imported for other objects)."""
     torch = sys.modules.get("torch")
     if isinstance(obj, dict) or (torch is not None and isinstance(obj, torch.nn.Module)):
-        return from_torch(obj, vocab_size=vocab_size, seq_len=seq_len, precision=precision,
-                          spec=f"python object {type(obj).__name__}")
+        label = f"python object {type(obj).__name__}"
+        return adapt_or_function(obj, lambda: from_torch(obj, vocab_size=vocab_size, seq_len=seq_len,
+                                                         precision=precision, spec=label), label, precision)
     return None
 
 

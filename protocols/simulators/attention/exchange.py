@@ -148,16 +148,18 @@ class AttentionExchange(Simulator):
                 f"{exchange_text(width, precision, heads, seq_len)} (Theorem 4 of [BHBK24])")
 
     def shape_plan(self, width: int, precision: int, heads: int, seq_len: int, alice_positions,
-                   output_positions, dim: int | None = 8, **_) -> MessagePlan:
+                   output_positions, dim: int | None = 8, number_format=None, **_) -> MessagePlan:
         """The message plan ``run`` executes, for the papers' layer of these sizes at length N on this
         partition (:meth:`AttentionConfig.fixed <protocols.models.attention.AttentionConfig.fixed>`: fixed
-        point, p // 2 fraction bits, the query attending to itself, no residual path, d = ``dim``)."""
+        point, p // 2 fraction bits, the query attending to itself, no residual path, d = ``dim``; in
+        ``number_format`` instead when one is given, e.g. float32: the layer ``attention:dtype=float32`` builds)."""
         if len(output_positions) != 1:
             raise NotApplicable(f"the attention exchange (Theorem 4 of [BHBK24]) computes the output at one query "
                                 f"position; this task reads {len(output_positions)} outputs, one per query, and the "
                                 f"one-layer lower-bound technique does not apply to associative recall with many "
                                 f"queries (Appendix C of [BHBK24], Discussion)", "model")
-        config = AttentionConfig.fixed(heads, width, precision, dim=dim)
+        config = (AttentionConfig.fixed(heads, width, precision, dim=dim) if number_format is None else
+                  AttentionConfig(int(heads), int(width), number_format, dim=dim))
         plan = make_plan(config, int(seq_len), np.asarray(alice_positions, dtype=np.int64), int(output_positions[0]))
         return _message_plan(plan, assumptions={**_assumptions(config), "mode": plan.mode,
                                                 "plan_formula": theorem_count(plan)[0]})
@@ -255,12 +257,14 @@ def _message_plan(plan: ExchangePlan, assumptions: dict | None = None) -> Messag
 
 def _assumptions(config: AttentionConfig) -> dict:
     """The papers' layer that ``commsim budget`` plans for (``budget --json``'s assumptions)."""
-    return {"number_format": config.format.name, "frac": config.format.frac, "attend_self": config.attend_self,
+    frac = getattr(config.format, "frac", None)          # None: a float format
+    number = (f"fixed point {config.format.name} (p = {config.precision}, frac = {frac})" if frac is not None else
+              f"floating point {config.format.name} (p = {config.precision})")
+    return {"number_format": config.format.name, "frac": frac, "attend_self": config.attend_self,
             "dim": config.dim, "division": config.division, "residual_width": config.residual_width,
             "query": "the task's output position",
             "text": (f"the papers' layer: the query attends to itself ({'yes' if config.attend_self else 'no'}), "
-                     f"no residual path from x_N, fixed point {config.format.name} "
-                     f"(p = {config.precision}, frac = {config.format.frac})")}
+                     f"no residual path from x_N, {number}")}
 
 
 def _chunk(model: AttentionLayer, seq_len: int) -> int:

@@ -256,13 +256,16 @@ class PublicQueryExchange(Simulator):
     shape_plan_limit = 1 << 20               # as the exchange's: budget evaluates the plan up to 2^20
 
     def shape_plan(self, width: int, precision: int, heads: int, seq_len: int, alice_positions,
-                   output_positions, dim: int | None = 8, public_positions=(), **_) -> MessagePlan:
+                   output_positions, dim: int | None = 8, public_positions=(), number_format=None,
+                   **_) -> MessagePlan:
         """The message ``run`` sends for the papers' layer of these sizes at length N on this partition
         (:meth:`AttentionConfig.fixed <protocols.models.attention.AttentionConfig.fixed>`, as the exchange's
-        budget plan: fixed point, p // 2 fraction bits, division once, d = ``dim``)."""
+        budget plan: fixed point, p // 2 fraction bits, division once, d = ``dim``; ``number_format`` instead when
+        one is given)."""
         if len(output_positions) != 1:
             raise NotApplicable("the public-query message computes one query position", "model")
-        config = AttentionConfig.fixed(heads, width, precision, dim=dim)
+        config = (AttentionConfig.fixed(heads, width, precision, dim=dim) if number_format is None else
+                  AttentionConfig(int(heads), int(width), number_format, dim=dim))
         alice = set(int(i) for i in alice_positions)
         plan = public_query_plan(config, int(seq_len), sorted(alice),
                                  [i for i in range(int(seq_len)) if i not in alice], int(output_positions[0]),

@@ -1,0 +1,51 @@
+"""The number format ``commsim budget`` plans for: p-bit fixed point (p // 2 fraction bits), or a float dtype
+(``budget --dtype``: float16, bfloat16, float32, float64; p is its width), and how it reaches a simulator's plan
+(:mod:`commsim.pipeline.budget`)."""
+from __future__ import annotations
+
+import inspect
+
+from commsim.core.errors import InputError
+from commsim.core.precision import FixedPoint, FloatFormat
+
+#: the float dtypes ``budget --dtype`` plans for
+DTYPES = ("float16", "bfloat16", "float32", "float64")
+#: the widest fixed point commsim run builds (exact in float64); p = 64 is float64
+MAX_FIXED_PRECISION = 53
+
+
+def format_of(precision: int | None, dtype: str | None):
+    """(p, the number format planned for or None for p-bit fixed point, its name, the line saying it): ``dtype``
+    (a float format, p its width) or p-bit fixed point with p // 2 fraction bits; ``precision`` with ``dtype``
+    must be the dtype's width (InputError naming ``dtype`` otherwise)."""
+    if dtype is None:
+        if precision is None:
+            return None, None, "", ""
+        fixed = isinstance(precision, int) and 2 <= precision <= MAX_FIXED_PRECISION
+        name = (FixedPoint.with_bits(precision).name if fixed else "float64" if precision == 64 else
+                f"{precision}-bit numbers")
+        fraction = f", {precision // 2} of them fraction bits (fixed point; a float dtype plans a float layer)"
+        return precision, None, name, f"{name}: p = {precision} bits per number" + (fraction if fixed else "")
+    if dtype not in DTYPES:
+        raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}", "dtype")
+    fmt = FloatFormat(dtype)
+    if precision is not None and precision != fmt.bits:
+        raise InputError(f"dtype {dtype} has p = {fmt.bits} bits; give dtype or precision, not both",
+                         "dtype")
+    return fmt.bits, fmt, dtype, f"{dtype}: p = {fmt.bits} bits per number (floating point)"
+
+
+def format_keywords(simulator, fmt) -> dict:
+    """``number_format=fmt`` for a simulator whose plan takes it (module docstring), else nothing."""
+    if fmt is None or "number_format" not in inspect.signature(simulator.shape_plan).parameters:
+        return {}
+    return {"number_format": fmt}
+
+
+def format_scope(simulator, fmt) -> str:
+    """How the format enters the plan (module docstring), for the number format's line."""
+    if format_keywords(simulator, fmt):
+        return f"; {simulator.name} plans this format's own messages (its sums at their exact widths)"
+    if fmt is not None:
+        return f"; {simulator.name}'s messages are numbers of p bits in any format"
+    return ""
