@@ -51,6 +51,7 @@ from protocols.adapters.torch.layers import (
     numpy_head,
     tensor,
 )
+from protocols.models.decides import Decides
 
 #: what a multi-layer Llama gets instead (it has a function, whatever its depth)
 MATRIX_HINT = ("what is exact at any depth is the communication matrix of this model's own function at small n: "
@@ -90,23 +91,28 @@ def rope_base(config, rotary, head_dim: int) -> float:
     return base
 
 
-class LayeredLlama:
-    """A ``LlamaForCausalLM`` of more than one layer (module docstring): ``no_protocol_reason`` says why no exchange
-    simulates it (``commsim run`` refuses it with that reason), ``forward(tokens)`` gives its decisions -- the argmax
-    of its own forward's outputs at the last position (ties to the lowest class; one output: 1 iff > 0, as
-    :meth:`~protocols.models.attention.AttentionLayer.labels`) -- for the matrix of its function."""
+class LayeredLlama(Decides):
+    """A decoder of more than one layer (a ``LlamaForCausalLM``, or another architecture :mod:`.hf_decoders` reads;
+    module docstring): ``no_protocol_reason`` says why no exchange simulates it (``commsim run`` refuses it with that
+    reason), ``forward(tokens)`` gives its decisions -- its own forward's outputs at the last position decided by the
+    rule of their shape (:class:`~commsim.core.decision.Decision`: argmax, or the sign of one logit) -- for the
+    matrix of its function."""
 
-    def __init__(self, module, layers: int, spec: str = ""):
+    def __init__(self, module, layers: int, spec: str = "", name: str = "Llama"):
         self.torch_forward = LastPositionForward(module)
         self.spec = spec or "hf-llama"
-        self.no_protocol_reason = f"this Llama has {layers} layers; {TWO_LAYERS}; {MATRIX_HINT}"
+        self.no_protocol_reason = f"this {name} has {layers} layers; {TWO_LAYERS}; {MATRIX_HINT}"
+        head = module.get_output_embeddings() if hasattr(module, "get_output_embeddings") else None
+        self._width = getattr(head, "out_features", None)
+
+    @property
+    def output_width(self) -> int | None:
+        """The width of the module's output head (None when it does not say)."""
+        return self._width
 
     def forward(self, tokens) -> np.ndarray:
         """The decisions (B,) of the module's own forward on token ids (B, L)."""
-        outputs = np.asarray(self.torch_forward(tokens), dtype=np.float64)
-        if outputs.shape[-1] == 1:
-            return (outputs[:, 0] > 0).astype(np.int64)
-        return np.argmax(outputs, axis=-1).astype(np.int64)
+        return self.decide(np.asarray(self.torch_forward(tokens), dtype=np.float64))
 
     def __repr__(self) -> str:
         return f"<LayeredLlama {self.spec}: {self.no_protocol_reason[:40]}...>"
