@@ -354,8 +354,7 @@ class AttentionLayer(Decides):
         return np.asarray(self.arithmetic.to_values(np.asarray(raw)), dtype=np.float64)
 
     def labels(self, raw: np.ndarray) -> np.ndarray:
-        """Decisions from psi's outputs, by the layer's decision rule (:class:`Decides`; not :meth:`decide`, which
-        runs the forward on tokens)."""
+        """Decisions from psi's outputs, by the layer's rule (:meth:`Decides.decide`: :meth:`decide` reads tokens)."""
         return Decides.decide(self, raw)
 
     # ---- the direct forward

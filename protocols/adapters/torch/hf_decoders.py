@@ -226,8 +226,10 @@ def _gptj(body, fmt, name: str) -> dict:
                            f"an even rotary_dim of at most the head width", "rotary_dim")
     table = tensor(attn.embed_positions)                         # (positions, dims): sin | cos of i * 10000^(-2j/r)
     angles = np.arange(table.shape[0])[:, None] / (10000.0 ** (np.arange(0, dims, 2) / dims))[None, :]
+    import torch                                                 # the table is in the model's dtype
+    within = 1e-6 * max(1, table.shape[0]) + 2 * float(torch.finfo(attn.embed_positions.dtype).eps)
     if table.shape[1] != dims or not np.allclose(table, np.concatenate([np.sin(angles), np.cos(angles)], axis=1),
-                                                 rtol=0, atol=1e-6 * max(1, table.shape[0])):
+                                                 rtol=0, atol=within):
         raise AdapterError("this GPT-J's rotary table (embed_positions) is not sin/cos of i * 10000^(-2j/rotary_dim);"
                            " commsim folds GPT-J's own rotary embedding only", "rotary_dim")
     qkv = [(quantized(fmt, p.weight), quantized(fmt, p.bias)) for p in (attn.q_proj, attn.k_proj, attn.v_proj)]

@@ -218,3 +218,27 @@ def test_a_directory_whose_name_holds_an_equals_sign_is_a_directory(dirs, tmp_pa
     assert code == 0, err
     shown = json.loads(out)
     assert shown["details"]["p"] == 8 and shown["bits_used"] == D * 8 and shown["protocol_matches_model"] is True
+
+
+@pytest.mark.parametrize("model_type", ["phi3", "gpt_neox", "gptj"])
+def test_partial_rotary_at_fixed_point_runs_bit_for_bit(dirs, model_type):
+    """The rotation of the first coordinates only, in a fixed-point format: the two-way exchange = the model."""
+    report = run_reduction("eq-ineq", f"hf:{dirs[model_type]}:precision=12", 2, instances=16, certify=False)
+    assert report.protocol_matches_model and report.details["p"] == 12 and report.details["mode"] == "two-way"
+
+
+def test_rope_dims_must_be_even_and_within_the_head():
+    from commsim.core.errors import InputError
+    config = from_torch(tiny_decoder("gpt_neox"), vocab_size=8, seq_len=6).config
+    for bad in (3, 0, 6, True):
+        with pytest.raises(InputError, match="rope_dims"):
+            config.replace(rope_dims=bad)
+
+
+@pytest.mark.parametrize("model_type", FOLDED)
+def test_a_bfloat16_decoder_agrees_within_its_format_s_tolerance(model_type):
+    model = from_torch(tiny_decoder(model_type).to(torch.bfloat16), vocab_size=4, seq_len=5)
+    assert model.format.name == "bfloat16"
+    result = agreement(model)
+    assert result["ok"] is True, result["note"]
+    assert run_reduction("eq-ineq", model, 2, instances=8, certify=False).protocol_matches_model
