@@ -4,6 +4,7 @@ from the repository root::
 
     python -m examples.hf_decoders qwen2 /tmp/tiny-qwen2        # writes a tiny Qwen2ForCausalLM
     commsim run index-idxl --model hf:/tmp/tiny-qwen2 --n 4
+    python -m examples.hf_decoders qwen2 /tmp/q1 vocab_size=130,hidden=1,heads=1,kv_heads=1,head_dim=2,seq_len=129
 
 Needs torch and transformers (``pip install 'commsim[torch,hf]'``).
 """
@@ -59,7 +60,15 @@ def save_tiny_decoder(model_type: str, directory: str, **sizes) -> str:
     return directory
 
 
-if __name__ == "__main__":   # python -m examples.hf_decoders MODEL_TYPE DIR
-    if len(sys.argv) != 3 or sys.argv[1] not in ARCHITECTURES:
-        sys.exit(f"usage: python -m examples.hf_decoders {{{','.join(ARCHITECTURES)}}} DIR")
-    print(save_tiny_decoder(sys.argv[1], sys.argv[2]))
+def _settings(text: str) -> dict:
+    """``key=value,...`` of integer settings (``hidden=1,heads=1``)."""
+    pairs = [item.partition("=") for item in text.split(",") if item]
+    if any(not eq or not value.lstrip("-").isdigit() for _, eq, value in pairs):
+        sys.exit(f"settings must be key=integer,...; got {text!r}")
+    return {key: int(value) for key, _, value in pairs}
+
+
+if __name__ == "__main__":   # python -m examples.hf_decoders MODEL_TYPE DIR [key=value,...]
+    if len(sys.argv) not in (3, 4) or sys.argv[1] not in ARCHITECTURES:
+        sys.exit(f"usage: python -m examples.hf_decoders {{{','.join(ARCHITECTURES)}}} DIR [key=value,...]")
+    print(save_tiny_decoder(sys.argv[1], sys.argv[2], **_settings(sys.argv[3] if len(sys.argv) == 4 else "")))
