@@ -242,3 +242,17 @@ def test_a_bfloat16_decoder_agrees_within_its_format_s_tolerance(model_type):
     result = agreement(model)
     assert result["ok"] is True, result["note"]
     assert run_reduction("eq-ineq", model, 2, instances=8, certify=False).protocol_matches_model
+
+
+@pytest.mark.parametrize("model_type", ["qwen2", "gpt_neox", "gptj"])
+def test_a_bare_decoder_takes_a_given_head(model_type):
+    hf = tiny_decoder(model_type, seed=2)
+    body = hf.get_decoder() if model_type != "gptj" else hf.transformer
+    head = torch.nn.Linear(D, 2)
+    model = from_torch(body, head=head, vocab_size=32, seq_len=6)
+    tokens = np.random.default_rng(3).integers(0, 32, size=(6, 5))
+    with torch.no_grad():
+        theirs = head(body(torch.as_tensor(tokens)).last_hidden_state[:, -1]).double().numpy()
+    assert np.allclose(model.forward(tokens), theirs, rtol=2e-4, atol=2e-4)
+    with pytest.raises(AdapterError, match="no output head"):
+        from_torch(body)

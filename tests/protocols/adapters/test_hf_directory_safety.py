@@ -227,3 +227,10 @@ def test_a_payload_in_pytorch_model_bin_is_refused_naming_it_and_never_runs(base
     torch.save({**weights, "extra": ShellPayload(f"touch {marker}")}, directory / "pytorch_model.bin")
     err = refused(capsys, "hf", directory, "pickles", "system", "refuses to load")
     assert "weights_only" not in err and not marker.exists()
+
+
+def test_a_config_declaring_sizes_past_the_memory_budget_is_refused_before_loading(base, tmp_path, capsys):
+    directory = copy_of(base["hf"], tmp_path)
+    config = json.loads((directory / "config.json").read_text())
+    (directory / "config.json").write_text(json.dumps({**config, "vocab_size": 10 ** 9}))
+    refused(capsys, "hf", directory, "Qwen2ForCausalLM", "vocab 1000000000", "would need about")
