@@ -207,9 +207,11 @@ def _gpt_neox(body, fmt, name: str) -> dict:
     qkv = [(W[:, i * m:(i + 1) * m].reshape(H * m, -1), None if b is None else b[:, i * m:(i + 1) * m].reshape(-1))
            for i in range(3)]
     dims = int(attn.rotary_ndims)
-    mlp = PlainMlp(_dense(block.mlp.dense_h_to_4h, fmt), activation(cfg.hidden_act), _dense(block.mlp.dense_4h_to_h, fmt))
+    mlp = PlainMlp(_dense(block.mlp.dense_h_to_4h, fmt), activation(cfg.hidden_act),
+                   _dense(block.mlp.dense_4h_to_h, fmt))
     return dict(H=H, H_kv=H, m=m, qkv=qkv, scale=float(attn.scaling), rope=rope_base(cfg, body.rotary_emb, dims),
-                rope_dims=dims, interleaved=False, Wo=quantized(fmt, attn.dense.weight), bo=quantized(fmt, attn.dense.bias),
+                rope_dims=dims, interleaved=False, Wo=quantized(fmt, attn.dense.weight),
+                bo=quantized(fmt, attn.dense.bias),
                 pre=_ln(block.input_layernorm, fmt), window=None, wte=body.embed_in.weight,
                 final=_ln(body.final_layer_norm, fmt), parallel=bool(cfg.use_parallel_residual),
                 post_norm=_ln(block.post_attention_layernorm, fmt), mlp=mlp)

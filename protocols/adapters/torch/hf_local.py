@@ -9,7 +9,8 @@ refused, Lemma 5).
 As ``hf-gpt2``: nothing is downloaded (``local_files_only``, ``HF_HUB_OFFLINE``); the directory's entries must
 be regular files or directories (a pipe would block the loader), its ``config.json`` (at most
 :data:`~protocols.adapters.torch.files.MAX_CONFIG_BYTES`) is read and the parameters' size checked against the memory
-budget, and every file the loader would open is resolved and sized (:mod:`.hf_files`) before torch loads anything.  ``precision=P``/``dtype=NAME`` override the model's dtype (float32 -> p = 32).
+budget, and every file the loader would open is resolved and sized (:mod:`.hf_files`) before torch loads anything.
+``precision=P``/``dtype=NAME`` override the model's dtype (float32 -> p = 32).
 """
 from __future__ import annotations
 
