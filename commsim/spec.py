@@ -40,6 +40,16 @@ def regular_file(path, what: str, *, directory: bool = False, prefix: str = "", 
     raise InputError(f"{where} is {kind}, not a regular file{' or a directory' if directory else ''}", param)
 
 
+def _existing_path(text: str) -> bool:
+    """Does ``text`` (``~`` expanded) name an existing directory, or an existing file by a path with a ``/``?  (A
+    spec's target may contain ``=``; a stray file ``seed=3`` in the current directory is not a target.)"""
+    try:
+        path = os.path.expanduser(text)
+        return os.path.isdir(path) or ("/" in text and os.path.lexists(path))
+    except (OSError, ValueError):
+        return False
+
+
 def user_code_failure(exc: BaseException) -> str:
     """What the user's code a spec or a plugin names did, for an error line: ``raised ValueError: ...``, or
     ``called sys.exit(5); ...`` (exiting would end commsim without its report or its error line)."""
@@ -83,7 +93,7 @@ class ModelSpec:
         rest = parts[kind.count(":") + 1:]
         target_parts, param_text = [], []
         for i, part in enumerate(rest):
-            if "=" in part:
+            if "=" in part and not _existing_path(":".join([*target_parts, part])):   # a DIR may hold '='
                 param_text = rest[i:]
                 break
             if not part.strip():

@@ -27,7 +27,7 @@ from commsim.core.precision import FixedPoint
 from commsim.pipeline.arguments import instances_argument
 from commsim.pipeline.report import Report
 from commsim.pipeline.run import modes_kept, run_reduction
-from commsim.pipeline.stages import Instances, check_run_size, covers_all, prepare, select_instances
+from commsim.pipeline.stages import Instances, check_run_size, prepare, select_instances
 from commsim.plugins import load_plugins, make_model
 from commsim.spec import FORMAT_KEYS, ModelSpec
 

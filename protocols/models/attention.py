@@ -221,7 +221,7 @@ class AttentionLayer(Decides):
         else:
             x = self.embed(tokens, positions)
             kv = self.arithmetic.linear(x, self._W_KV).reshape(B, n, 2, H, m)
-        k = kv[:, :, 0] if not self.rope else rotate(self.arithmetic, kv[:, :, 0], positions, self.rope_base)
+        k = kv[:, :, 0] if not self.rope else rotate(self.arithmetic, kv[:, :, 0], positions, self.config)
         return k, kv[:, :, 1]
 
     def query_embedding(self, query_tokens: np.ndarray, position: int) -> np.ndarray:
@@ -251,7 +251,7 @@ class AttentionLayer(Decides):
         if self.rope:
             if position is None:
                 raise ValueError("RoPE rotates the query by its position: pass the query position")
-            q = rotate(self.arithmetic, q, [position], self.rope_base)
+            q = rotate(self.arithmetic, q, [position], self.config)
         return q[:, 0]
 
     def own_term(self, x: np.ndarray, q: np.ndarray, position: int | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -262,7 +262,7 @@ class AttentionLayer(Decides):
         if self.rope and position is None:
             raise ValueError("RoPE rotates the query position's key by its position: pass it")
         kv = ar.linear(np.asarray(x)[:, None], self._W_KV).reshape(len(x), 1, 2, self.heads, self.width)
-        k = kv[:, :, 0] if not self.rope else rotate(ar, kv[:, :, 0], [position], self.rope_base)
+        k = kv[:, :, 0] if not self.rope else rotate(ar, kv[:, :, 0], [position], self.config)
         return self._with_alibi(ar.logits(q, k).astype(ar.dtype, copy=False), [position], position), kv[:, :, 1]
 
     def _with_alibi(self, A: np.ndarray, positions, query: int | None) -> np.ndarray:

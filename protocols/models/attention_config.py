@@ -24,7 +24,7 @@ class AttentionConfig:
     d, the number format (p = :attr:`precision`), whether the query attends to itself, the coordinates of
     x_N psi reads (``residual``; None: no residual path), the query position (None: the last), the
     division semantics and the position scheme inside the attention (``rope``: rotary q/k with base
-    ``rope_base``; ``alibi``: one slope per head; :mod:`protocols.models.attention_positions`).  :class:`AttentionLayer` holds one (its shape attributes read through it); the
+    ``rope_base``, of the first ``rope_dims`` coordinates of each head (None: all); ``alibi``: one slope per head; :mod:`protocols.models.attention_positions`).  :class:`AttentionLayer` holds one (its shape attributes read through it); the
     attention exchange's message plan reads only this object, so ``commsim budget`` plans from a config
     built from sizes (:meth:`fixed`) exactly what ``commsim run`` executes.  ``dim`` may be None for a
     shape that does not know d (then x_N is not a one-way option).  ``message``: the coordinates of x_N that
@@ -42,6 +42,7 @@ class AttentionConfig:
     division: str = "once"
     rope: bool = False
     rope_base: float = 10000.0
+    rope_dims: int | None = None
     alibi: tuple[float, ...] | None = None
     message: tuple[int, ...] | None = None
     arithmetic: object = field(init=False, repr=False, compare=False)
@@ -54,6 +55,10 @@ class AttentionConfig:
         if self.rope and (self.width % 2 or not self.rope_base > 1):
             raise InputError(f"rope rotates the two halves of each head: it needs an even head width (got "
                              f"{self.width}) and a base above 1 (got {self.rope_base})", "model")
+        if self.rope_dims is not None and (isinstance(self.rope_dims, bool) or not isinstance(self.rope_dims, int)
+                                           or self.rope_dims % 2 or not 2 <= self.rope_dims <= self.width):
+            raise InputError(f"rope_dims (the rotated coordinates of each head) must be even, in [2, {self.width}]; "
+                             f"got {self.rope_dims!r}", "model")
         if self.alibi is not None:
             object.__setattr__(self, "alibi", tuple(float(a) for a in self.alibi))
             if len(self.alibi) != self.heads:

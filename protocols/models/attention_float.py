@@ -29,7 +29,7 @@ def float_forward(layer, tokens, query: int | None = None) -> np.ndarray:
     k = np.einsum("hmd,bnd->bnhm", Wk, x[:, keep])
     v = np.einsum("hmd,bnd->bnhm", Wv, x[:, keep])
     if layer.rope:
-        q, k = rotate_float(q[:, None], [qpos], layer.rope_base)[:, 0], rotate_float(k, keep, layer.rope_base)
+        q, k = rotate_float(q[:, None], [qpos], layer.config)[:, 0], rotate_float(k, keep, layer.config)
     A = np.einsum("bhm,bnhm->bhn", q, k) + (0.0 if layer.alibi is None else alibi_float(layer.alibi, keep, qpos))
     w = np.exp(A - A.max(axis=-1, keepdims=True))
     w = w / w.sum(axis=-1, keepdims=True)

@@ -18,7 +18,8 @@ def save_layer(layer, path) -> None:
               "attend_self": np.array(layer.attend_self), "psi_layers": np.array(len(layer.psi_layers)),
               "division": np.array(layer.division)}
     optional = {"position_embedding": layer.position_table, "query": layer.query, "residual": layer.residual_coords,
-                "rope_base": layer.rope_base if layer.rope else None, "alibi": layer.alibi}
+                "rope_base": layer.rope_base if layer.rope else None, "alibi": layer.alibi,
+                "rope_dims": layer.config.rope_dims if layer.rope else None}
     arrays.update({k: val(v) if k == "position_embedding" else np.array(v) for k, v in optional.items() if v is not None})
     for i, (W, b) in enumerate(layer.psi_layers):
         arrays[f"psi_W{i}"], arrays[f"psi_b{i}"] = val(W), val(b)
@@ -49,6 +50,9 @@ def load_layer(cls, path, fmt: NumberFormat | None = None, *, spec: str = ""):
         if "rope_base" in arrays:
             layer.config = layer.config.replace(rope=True, rope_base=float(numeric_array(
                 arrays, "rope_base", 0, path, "attention weights")))
+        if "rope_dims" in arrays:
+            layer.config = layer.config.replace(rope_dims=int(numeric_array(arrays, "rope_dims", 0, path,
+                                                                            "attention weights")))
         if "alibi" in arrays:
             layer.alibi = tuple(numeric_array(arrays, "alibi", 1, path, "attention weights"))
         return layer

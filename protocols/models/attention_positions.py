@@ -17,6 +17,9 @@ float64).  A head vector u = (u', u'') (its two halves) becomes::
                                                                         rounded once
 
 applied to every key, k_i = rot_i([W_K x_i]), and to the query, q = rot_N([W_Q x_N]); values are not rotated.
+Partial rotary (``rope_dims`` = r < m, GPT-NeoX's ``rotary_pct``, GPT-J's ``rotary_dim``): the first r
+coordinates of each head are rotated as above with m replaced by r (theta_j = b^(-2j/r), j < r/2) and the other
+m - r pass through unchanged.
 
 ALiBi (``alibi``: one slope m_h per head; ``alibi=true`` gives the paper's 2^(-8h/H), h = 1..H)::
 
@@ -40,10 +43,21 @@ def _angles(positions, width: int, base: float) -> np.ndarray:
     return np.asarray(positions, dtype=np.float64)[:, None] * inv[None, :]
 
 
-def rotate(ar, u: np.ndarray, positions, base: float) -> np.ndarray:
+def _base_dims(base, dims):
+    """(base, dims) of a base given as a number, or as a layer's config (its ``rope_base`` and ``rope_dims``)."""
+    if hasattr(base, "rope_base"):
+        return float(base.rope_base), base.rope_dims
+    return float(base), dims
+
+
+def rotate(ar, u: np.ndarray, positions, base, dims: int | None = None) -> np.ndarray:
     """rot_i(u) (module docstring) of head vectors u (B, n, H, m) in the arithmetic's representation at the
-    positions (n,); the same representation back."""
+    positions (n,); the same representation back.  ``dims``: rotate only the first ``dims`` coordinates;
+    ``base`` may be a layer's config, which gives both."""
+    base, dims = _base_dims(base, dims)
     u = np.asarray(u)
+    if dims is not None and dims < u.shape[-1]:
+        return np.concatenate([rotate(ar, u[..., :dims], positions, base), u[..., dims:]], axis=-1)
     m = u.shape[-1]
     half = m // 2
     angles = _angles(positions, m, base)                                # (n, m/2)
@@ -66,8 +80,12 @@ def alibi_bias(ar, slopes, positions, query: int) -> np.ndarray:
     return ar.from_values(np.asarray(slopes, dtype=np.float64)[:, None] * rel[None, :])
 
 
-def rotate_float(u: np.ndarray, positions, base: float) -> np.ndarray:
-    """The plain float64 rotation of u (..., n, H, m) at the positions (n,) (no rounding)."""
+def rotate_float(u: np.ndarray, positions, base, dims: int | None = None) -> np.ndarray:
+    """The plain float64 rotation of u (..., n, H, m) at the positions (n,) (no rounding); ``dims``, ``base``: as
+    :func:`rotate`."""
+    base, dims = _base_dims(base, dims)
+    if dims is not None and dims < u.shape[-1]:
+        return np.concatenate([rotate_float(u[..., :dims], positions, base), u[..., dims:]], axis=-1)
     m = u.shape[-1]
     angles = _angles(positions, m, base)[:, None, :]                    # (n, 1, m/2)
     c, s = np.cos(angles), np.sin(angles)

@@ -5,7 +5,8 @@ and one-layer ``nn.TransformerEncoder`` cores (with the embedding and head given
 ``nn.Module`` that holds one such core with its ``nn.Embedding``(s), per-position layers before it (a
 LayerNorm/RMSNorm: pre-LN blocks) and head modules (found by running its forward, then *verified*
 against it: :mod:`.discover`), a dict of parts ``{"core", "embedding", "positions", "norm", "head",
-...}``, a one-layer Hugging Face GPT-2 or Llama (:mod:`.llama`), TransformerLens ``HookedTransformer`` (3.x),
+...}``, a one-layer Hugging Face GPT-2, Llama (:mod:`.llama`) or other decoder by its ``model_type`` (Qwen2,
+Mistral, Phi-3, Gemma, GPT-NeoX, GPT-J: :mod:`.hf_decoders`), TransformerLens ``HookedTransformer`` (3.x),
 ``TransformerBridge`` and TL-native models (4.x).  Commsim models pass through unchanged.
 
 The reference.  The agreement check (:func:`agreement`, the report's ``torch_agreement``: one rule,
@@ -30,6 +31,7 @@ from protocols.adapters.torch.discover import (
 )
 from protocols.adapters.torch.encoder import wrap_encoder
 from protocols.adapters.torch.gpt2 import wrap_gpt2
+from protocols.adapters.torch.hf_decoders import wrap_decoder
 from protocols.adapters.torch.graph import is_graph_module, is_third_order_module, wrap_graph, wrap_third_order
 from protocols.adapters.torch.layers import AdapterError
 from protocols.adapters.torch.llama import wrap_llama
@@ -160,10 +162,8 @@ def _from_torch(obj, *, embedding, positions, head, precision, residual, key_emb
         return wrap_llama(obj, fmt, head=head, **kw)
     if is_mambapy(obj):
         return wrap_mambapy(obj, fmt, embedding=embedding, head=head, **kw)
-    if any(n.endswith("PreTrainedModel") for n in names):
-        raise AdapterError(f"{type(obj).__name__} is a Hugging Face model commsim does not wrap "
-                           f"(supported: a one-layer GPT-2: GPT2LMHeadModel / GPT2Model; a one-layer Llama: "
-                           f"LlamaForCausalLM / LlamaModel; MambaForCausalLM, RwkvForCausalLM)")
+    if any(n.endswith("PreTrainedModel") for n in names):   # by config.model_type; others refused, naming why
+        return wrap_decoder(obj, fmt, head=head, **kw)
     if is_graph_module(obj):   # [SHT23] graph transformers and third-order attention (.graph)
         return wrap_graph(obj, fmt, seq_len=seq_len, spec=spec, check=check)
     if is_third_order_module(obj):

@@ -22,8 +22,8 @@ def read_json_config(kind: str, path, label: str) -> dict:
                            f"{MAX_CONFIG_BYTES} are read)")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise AdapterError(f"{kind}: cannot read {label}: {type(exc).__name__}: {exc}") from None
+    except (OSError, ValueError, RecursionError) as exc:     # RecursionError: nested deeper than JSON is read
+        raise AdapterError(f"{kind}: cannot read {label}: {type(exc).__name__}: {str(exc)[:200]}") from None
     if not isinstance(config, dict):
         raise AdapterError(f"{kind}: {label} is not a JSON object of model settings")
     return config

@@ -52,6 +52,7 @@ from protocols.adapters.torch.layers import (
     tensor,
 )
 
+
 def _rms_norm(norm, fmt: NumberFormat):
     """A ``LlamaRMSNorm`` (weight rounded to ``fmt``) as a numpy function."""
     return layer_norm(quantized(fmt, norm.weight), None, float(norm.variance_epsilon), center=False)
@@ -86,13 +87,13 @@ def rope_base(config, rotary, head_dim: int) -> float:
 
 
 class LayeredLlama(LayeredModule):
-    """A ``LlamaForCausalLM`` of more than one layer (module docstring): ``no_protocol_reason`` says why no exchange
-    simulates it (``commsim run`` refuses it with that reason), ``forward(tokens)`` gives its decisions -- its own
-    forward's outputs at the last position decided by the model's rule (:class:`~.layered.LayeredModule`) -- for
-    the matrix of its function."""
+    """A decoder of more than one layer (a ``LlamaForCausalLM``, or another architecture :mod:`.hf_decoders`
+    reads; module docstring): ``no_protocol_reason`` says why no exchange simulates it (``commsim run`` refuses it
+    with that reason), ``forward(tokens)`` gives its decisions -- its own forward's outputs at the last position
+    decided by the model's rule (:class:`~.layered.LayeredModule`) -- for the matrix of its function."""
 
-    def __init__(self, module, layers: int, spec: str = ""):
-        super().__init__(module, f"this Llama has {layers} layers; {TWO_LAYERS}", spec or "hf-llama")
+    def __init__(self, module, layers: int, spec: str = "", name: str = "Llama"):
+        super().__init__(module, f"this {name} has {layers} layers; {TWO_LAYERS}", spec or "hf-llama")
 
 
 class LlamaPost:

@@ -20,6 +20,10 @@ Model kinds (``commsim run REDUCTION --model SPEC``):
     a one-layer GPT-2 (``transformers.GPT2LMHeadModel``): from a local ``save_pretrained`` directory, a
     local ``config=FILE.json``, or random weights (``dim``, ``heads``, ``inner``, ``layers``, ``seed``);
     nothing is downloaded.
+``hf:DIR``
+    a Hugging Face model from a local ``save_pretrained`` directory, by its ``config.json``'s ``model_type``: a
+    one-layer Llama, Qwen2, Mistral, Phi-3, Gemma, GPT-NeoX, GPT-J or GPT-2 as an attention layer
+    (:mod:`.hf_decoders`), a Mamba or RWKV as a recurrence; another type is refused naming what stops it.
 ``hf-mamba:DIR``, ``hf-rwkv:DIR``, ``hf-llama:DIR``
     a Hugging Face ``MambaForCausalLM`` / ``RwkvForCausalLM`` from a local ``save_pretrained`` directory as a
     recurrence (every layer's state handed off); a one-layer ``LlamaForCausalLM`` as an attention layer
@@ -57,6 +61,7 @@ from protocols.adapters.torch import hf_local
 from protocols.adapters.torch.adapt import from_torch
 from protocols.adapters.torch.files import load_torch_file, read_json_config
 from protocols.adapters.torch.layered import adapt_or_function
+from protocols.adapters.torch.hf_files import check_model_files, load_failure
 from protocols.adapters.torch.layers import AdapterError, require_torch
 from protocols.models.attention import DIVISIONS, AttentionLayer
 
@@ -212,6 +217,14 @@ def _read_gpt2_config(path, label: str) -> dict:
     checked by :func:`_check_gpt2_size` (GPT2Config's defaults for the keys it leaves out); ``label`` names it
     in errors (``config=c.json``)."""
     config = read_json_config("hf-gpt2", path, label)
+    if config.get("model_type", "gpt2") != "gpt2":
+        hint = "hf:DIR reads the model type from config.json and loads it"
+        try:
+            hf_local.model_type_of("hf-gpt2", config, label)
+        except AdapterError as exc:
+            hint = str(exc).split(": ", 1)[-1]
+        raise AdapterError(f"hf-gpt2: {label} describes a {str(config.get('model_type'))[:40]!r} model, not a gpt2 "
+                           f"(GPT2LMHeadModel); {hint}", "model_type")
     sizes = {}
     for key, default in (("n_embd", 768), ("n_head", 12), ("n_layer", 12), ("n_inner", None),
                          ("vocab_size", 50257), ("n_positions", 1024)):
@@ -237,6 +250,7 @@ def _gpt2_directory(target: str) -> Path:
     for entry in path.iterdir():
         regular_file(entry, "", directory=True, prefix=f"hf-gpt2: in the model directory {target!r}: ")
     _read_gpt2_config(path / "config.json", f"the config.json of {target!r}")
+    check_model_files("hf-gpt2", path, target)
     return path
 
 
@@ -271,7 +285,7 @@ def gpt2_factory(spec, vocab_size=None, seq_len=None, **context):
             with _quiet_loading():
                 model = GPT2LMHeadModel.from_pretrained(str(path), local_files_only=True)
         except Exception as exc:
-            raise AdapterError(f"hf-gpt2: cannot load {spec.target!r}: {type(exc).__name__}: {exc}") from None
+            raise AdapterError(f"hf-gpt2: cannot load {spec.target!r}: {load_failure(exc)}") from None
     else:
         if config_file is not None:
             try:
