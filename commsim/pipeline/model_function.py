@@ -72,7 +72,7 @@ def _forward_only(reduction_id: str, spec: str, n: int, refused: NotApplicable):
         return reduction.decode(labels[:, None], B)
 
     rule = (" at the last position, decided by its decision rule (argmax of two or more outputs, the sign of one "
-            "logit)" if callable(getattr(built, "decide", None)) else "")
+            "logit)" if callable(getattr(built, "decide_raw", None)) else "")
     return problem, answers, f"the model's own forward (no simulator wraps it){rule}, decoded by {reduction.id}"
 
 

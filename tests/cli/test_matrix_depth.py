@@ -1,4 +1,4 @@
-"""``commsim matrix --model`` at any depth: a two-layer nanoGPT written as Karpathy writes it (``python:`` factory)
+"""``commsim matrix --model`` at any depth: a two-layer nanoGPT-style GPT (``python:`` factory)
 and two-layer Hugging Face Llamas (a vocabulary head answering tokens, a one-logit head decided by its sign) get
 the matrix of their own function -- checked cell by cell against the torch module's own forward -- while ``run``
 refuses them (Lemma 5); the matrix is in ``--json`` up to a bound and whole in ``--out FILE``."""

@@ -47,7 +47,7 @@ class LayeredModule(Decides):
 
     def forward(self, tokens) -> np.ndarray:
         """The decisions (B,) of the module's own forward on token ids (B, L), by the rule in force."""
-        return self.decide(self.outputs(tokens))
+        return self.decide_raw(self.outputs(tokens))
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec}: {self.no_protocol_reason[:40]}...>"

@@ -15,7 +15,7 @@ nn = torch.nn
 F = torch.nn.functional
 torch.set_num_threads(1)
 
-from nanogpt_karpathy import LayerNorm as KarpathyLayerNorm  # noqa: E402
+from nanogpt_style import LayerNorm as NanoLayerNorm  # noqa: E402
 from protocols.adapters.torch import from_torch  # noqa: E402
 from protocols.adapters.torch.layers import AdapterError, numpy_steps, tensor  # noqa: E402
 from protocols.adapters.torch.norms import probe_norm  # noqa: E402
@@ -76,8 +76,8 @@ def steps_output(module, x):
 
 
 @pytest.mark.parametrize("bias", [True, False])
-def test_karpathy_layernorm_is_read_as_layernorm(bias):
-    module = randomised(KarpathyLayerNorm(6, bias=bias))
+def test_nanogpt_layernorm_is_read_as_layernorm(bias):
+    module = randomised(NanoLayerNorm(6, bias=bias))
     found, why = probe_norm(module)
     assert why == "" and found.center and found.eps == pytest.approx(1e-5) and (found.bias is None) == (not bias)
     x = np.random.default_rng(0).normal(size=(5, 6))

@@ -1,4 +1,4 @@
-"""nanoGPT's ``GPT`` as Karpathy writes it (``tests/nanogpt_karpathy.py``: its own ``LayerNorm`` class, packed
+"""A GPT laid out as nanoGPT's model.py lays one out (``tests/nanogpt_style.py``: its own ``LayerNorm`` class, packed
 ``c_attn`` + SDPA, ``lm_head(x[:, [-1], :])`` and ``(logits, loss)``) at one layer runs through ``commsim.run``
 with protocol = model and the module's own forward judged; every output form a module returns is read by the one
 function (``trust.module_output``); the CLI runs a factory returning the GPT and exits 0.
@@ -22,7 +22,7 @@ torch.set_num_threads(1)
 
 import commsim  # noqa: E402
 from agreement_checks import assert_trusted  # noqa: E402
-from nanogpt_karpathy import GPT, GPTConfig  # noqa: E402
+from nanogpt_style import GPT, GPTConfig  # noqa: E402
 from protocols.adapters.torch import agreement, from_torch  # noqa: E402
 from protocols.adapters.torch.trust import ModuleForward, at_positions, module_output  # noqa: E402
 
@@ -31,16 +31,14 @@ VOCAB, LENGTH = N + 2, N + 1        # index-idxl at n = 8
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def karpathy_gpt(seed=0, n_head=2, n_embd=8, bias=True, flash=True, vocab=VOCAB):
-    """Karpathy's GPT at n_layer = 1, randomly initialised by its own _init_weights (no training), in eval mode;
+def nanogpt(seed=0, n_head=2, n_embd=8, bias=True, flash=True, vocab=VOCAB):
+    """The nanoGPT-style GPT at n_layer = 1, randomly initialised by its own _init_weights (no training), in eval mode;
     ``flash=False``: the explicit masked-softmax path nanoGPT takes when SDPA is missing."""
     torch.manual_seed(seed)
     model = GPT(GPTConfig(block_size=16, vocab_size=vocab, n_layer=1, n_head=n_head, n_embd=n_embd, dropout=0.0,
                           bias=bias))
     if not flash:
-        attn = model.transformer.h[0].attn
-        attn.flash = False
-        attn.register_buffer("bias", torch.tril(torch.ones(16, 16)).view(1, 1, 16, 16))
+        model.transformer.h[0].attn.use_mask_buffer(16)
     with torch.no_grad():   # the LayerNorms away from (1, 0), so reading them wrong shows
         for ln in (model.transformer.h[0].ln_1, model.transformer.h[0].ln_2, model.transformer.ln_f):
             ln.weight.uniform_(0.5, 1.5)
@@ -51,8 +49,8 @@ def karpathy_gpt(seed=0, n_head=2, n_embd=8, bias=True, flash=True, vocab=VOCAB)
 
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("flash", [True, False])
-def test_karpathy_gpt_runs_with_protocol_equal_to_model(bias, flash):
-    model = karpathy_gpt(bias=bias, flash=flash)
+def test_nanogpt_runs_with_protocol_equal_to_model(bias, flash):
+    model = nanogpt(bias=bias, flash=flash)
     logits, loss = model(torch.zeros(2, LENGTH, dtype=torch.long))
     assert logits.shape == (2, 1, VOCAB) and loss is None          # the output that crashed the run
     report = commsim.run("index-idxl", model, n=N, instances=64)
@@ -67,13 +65,13 @@ def test_karpathy_gpt_runs_with_protocol_equal_to_model(bias, flash):
 
 @settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2 ** 16), heads=st.sampled_from([1, 2, 4]), width=st.sampled_from([2, 4]))
-def test_random_karpathy_gpts_agree(seed, heads, width):
-    model = karpathy_gpt(seed=seed, n_head=heads, n_embd=heads * width)
+def test_random_nanogpts_agree(seed, heads, width):
+    model = nanogpt(seed=seed, n_head=heads, n_embd=heads * width)
     assert_trusted(commsim.run("index-idxl", model, n=N, instances=24, seed=seed, certify=False))
 
 
 class Returns(nn.Module):
-    """Karpathy's GPT with its output given back in another form."""
+    """The nanoGPT-style GPT with its output given back in another form."""
 
     def __init__(self, gpt, form):
         super().__init__()
@@ -91,7 +89,7 @@ class Returns(nn.Module):
 
 @pytest.mark.parametrize("form", ["b1v", "bv", "btv", "tuple", "dict", "list"])
 def test_every_output_form_is_read_at_the_last_position(form):
-    gpt = karpathy_gpt(seed=3)
+    gpt = nanogpt(seed=3)
     module = Returns(gpt, form).eval()
     tokens = np.random.default_rng(0).integers(0, VOCAB, size=(5, LENGTH))
     last = ModuleForward(gpt)(tokens)
@@ -118,7 +116,7 @@ def test_module_output_shapes():
 
 FACTORY = '''
 import torch
-from nanogpt_karpathy import GPT, GPTConfig
+from nanogpt_style import GPT, GPTConfig
 
 def gpt(vocab_size, seq_len):
     torch.manual_seed(0)
@@ -127,7 +125,7 @@ def gpt(vocab_size, seq_len):
 '''
 
 
-def test_the_cli_runs_karpathy_s_gpt(tmp_path):
+def test_the_cli_runs_the_nanogpt_style_gpt(tmp_path):
     (tmp_path / "factory.py").write_text(FACTORY)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
     done = subprocess.run([sys.executable, "-m", "commsim", "run", "index-idxl", "--model",
@@ -141,7 +139,7 @@ def test_the_cli_runs_karpathy_s_gpt(tmp_path):
 
 
 def test_audit_equals_in_process_run():
-    model = karpathy_gpt(seed=5)
+    model = nanogpt(seed=5)
     plain = commsim.run("index-idxl", model, n=N, instances=4, seed=1, certify=False)
     audited = commsim.run("index-idxl", model, n=N, instances=4, seed=1, certify=False, audit=True)
     assert audited.audited and audited.protocol_matches_model and plain.protocol_matches_model
