@@ -3,8 +3,6 @@
 (:mod:`commsim.pipeline.budget`)."""
 from __future__ import annotations
 
-import inspect
-
 from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint, FloatFormat
 
@@ -36,8 +34,9 @@ def format_of(precision: int | None, dtype: str | None):
 
 
 def format_keywords(simulator, fmt) -> dict:
-    """``number_format=fmt`` for a simulator whose plan takes it (module docstring), else nothing."""
-    if fmt is None or "number_format" not in inspect.signature(simulator.shape_plan).parameters:
+    """``number_format=fmt`` for a simulator that plans a format's own messages (it declares
+    ``plans_number_format``), else nothing: its messages are p-bit numbers in any format."""
+    if fmt is None or not simulator.plans_number_format:
         return {}
     return {"number_format": fmt}
 

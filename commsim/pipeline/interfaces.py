@@ -329,11 +329,16 @@ class Simulator:
         papers' count); :class:`NotApplicable` (with the reason) when the split or the input does not fit."""
         raise NotImplementedError
 
+    #: does :meth:`shape_plan` plan a float format's own messages (it reads ``number_format=``)?  Else its
+    #: messages are p-bit numbers whatever the format (``commsim budget --dtype`` says which)
+    plans_number_format = False
+
     def shape_plan(self, width: int, precision: int, heads: int, seq_len: int,
                    alice_positions, output_positions, **shape) -> MessagePlan:
         """The plan :meth:`plan` gives, for an architecture of these sizes at length N on this partition,
         computed without a model (``commsim budget``); :class:`NotApplicable` when it has no protocol there.
-        ``shape`` holds further sizes the plan may read (``dim``: the embedding width d)."""
+        ``shape`` holds further sizes the plan may read (``dim``: the embedding width d; ``number_format``
+        when the simulator declares :attr:`plans_number_format`)."""
         raise NotImplementedError(f"{self.name} gives no protocol plan from a shape")
 
     def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:

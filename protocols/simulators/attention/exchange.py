@@ -130,6 +130,7 @@ class AttentionExchange(Simulator):
     """One-layer attention: max-logit / partial-softmax exchange (Theorem 4 of [BHBK24])."""
 
     name = "attention-exchange"
+    plans_number_format = True
     source = "Theorem 4 of [BHBK24]; one-way variant: [SHT23]"
     arch = "attention"
     budget_parameters = ("width", "precision", "heads")

@@ -222,6 +222,7 @@ class PublicQueryExchange(Simulator):
     ``separating_bob``."""
 
     name = "attention-public-query"
+    plans_number_format = True
     source = "[PNP24] (the query is known to both; Alice sends her part of the softmax); Theorem 4 of [BHBK24]"
     partition_kind = ANY_PARTITION
     selectable = False
