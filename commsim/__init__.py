@@ -20,7 +20,11 @@ The Python API::
 object (a PyTorch module, through the installed adapters); ``load_plugins`` returns the registry
 (``--plugin MODULE`` on the command line).  ``python -m commsim`` is the command line.
 """
-from importlib.metadata import PackageNotFoundError, version
+from commsim.startup import guard as _guard_startup
+
+_guard_startup()   # Ctrl-C while the command imports: one line, exit 130 (first, before anything heavy)
+
+from importlib.metadata import PackageNotFoundError, version  # noqa: E402
 
 try:
     __version__ = version("commsim")
