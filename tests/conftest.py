@@ -21,3 +21,13 @@ sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)      # the processes the tests start inherit this
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")                 # read when torch and numpy load, which is after this
+
+# Property tests: the ``ci`` profile draws the same examples on every run (derandomize: a seed derived from each
+# test) and keeps no example database (a failure found once would otherwise be replayed on every later run of
+# that checkout).  It is loaded when the CI variable is set, and by ``--hypothesis-profile=ci`` (the README's test
+# command).  Other runs keep hypothesis's default profile: random examples, which is how new failures are found.
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
@@ -36,18 +36,24 @@ def _torch_scores(module, X):
         return module(torch.as_tensor(X)).double().numpy()
 
 
+def _holds(premise: bool) -> None:
+    assert premise
+
+
 def _split(X, owner):
     N = X.shape[1]
     rows = lambda who: [i * N + j for i in range(N) if owner[i] == who for j in range(N)]  # noqa: E731
     return Encoded(rows_to_tokens(X), np.array(rows("alice"), dtype=np.int64), (N * N - 1,), tuple(rows("public")))
 
 
-def _check_close(model, module, X, clear=0.05):
-    """commsim's node scores within rounding of the module's; every decision with a clear torch margin alike."""
+def _check_close(model, module, X, clear=0.05, premise=None):
+    """commsim's node scores within rounding of the module's; every decision with a clear torch margin alike.
+    That most decisions have a clear margin is a premise of the comparison, not a property of commsim: a fixed
+    module asserts it; a drawn one (``premise=assume``) is discarded when it does not hold."""
     ours, theirs = model.node_scores(X), _torch_scores(module, X)
     assert np.abs(ours - theirs).max() < 1e-2
     sure = np.abs(theirs) > clear
-    assert sure.mean() > 0.5
+    (premise or _holds)(sure.mean() > 0.5)
     assert np.array_equal(model.node_outputs(X)[sure], (theirs > 0)[sure].astype(np.int64))
 
 
@@ -61,7 +67,7 @@ def test_research_graph_transformer_wraps_and_its_protocol_matches(N, layers, he
     assert isinstance(model, TorchGraphAttention) and model.format == FixedPoint(32, 16)
     assert (model.num_layers, model.heads, model.width, model.kappa) == (layers, heads, width, kappa)
     X = np.random.default_rng(seed).integers(0, 2, size=(24, N, N))
-    _check_close(model, module, X)
+    _check_close(model, module, X, premise=assume)
     owner = data.draw(st.lists(st.sampled_from(["alice", "bob", "public"]), min_size=N, max_size=N))
     result = GRAPH_EXCHANGE.run_batch(model, _split(X, owner))
     assert result.exact_match.all()
