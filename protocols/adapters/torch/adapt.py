@@ -78,8 +78,8 @@ def _on_meta(value) -> bool:
 
 def check_arguments(obj, given: dict, *, where: str = "") -> None:
     """from_torch's arguments checked before anything is read: the object and its parts hold data (not the meta
-    device), a token table is an nn.Embedding or a (rows, dim) matrix of numbers, ``head``/``norm`` torch modules
-    (or lists of them), ``vocab_size``/``seq_len`` positive integers; an :class:`AdapterError` names the argument
+    device), a token table is an nn.Embedding or a (rows, dim) matrix of numbers, ``head`` a torch module or a
+    callable (``norm`` also a list of them), ``vocab_size``/``seq_len`` positive integers; an :class:`AdapterError` names the argument
     (``where``: how a dict of parts names its entries: ``"the parts' "``)."""
     from commsim.core.limits import check_size
     if _on_meta(obj):
@@ -101,9 +101,10 @@ def check_arguments(obj, given: dict, *, where: str = "") -> None:
             if rows is not None and rows.ndim != 2:
                 raise AdapterError(f"{name} must be an nn.Embedding or a (rows, dim) matrix of numbers, got "
                                    f"{str(value)[:40]!r}", key)
-        elif key in MODULES and not all(callable(getattr(m, "forward", None))
-                                        for m in (value if isinstance(value, (list, tuple)) else [value])):
-            raise AdapterError(f"{name} must be a torch module (or a list of them), got {str(value)[:40]!r}", key)
+        elif key in MODULES and not all(map(callable, value if key == "norm" and isinstance(value, (list, tuple))
+                                            else [value])):
+            what = "a torch module or a callable" + (" (or a list of them)" if key == "norm" else "")
+            raise AdapterError(f"{name} must be {what}, got {str(value)[:40]!r}", key)
 
 
 def is_commsim_model(obj) -> bool:
