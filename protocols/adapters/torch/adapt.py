@@ -76,6 +76,13 @@ def _on_meta(value) -> bool:
     return any(callable(get) and any(t.is_meta for t in get()) for get in tensors)
 
 
+def _shown(value) -> str:
+    """A bad argument in an error line: a short text or number as it is, anything else by its type."""
+    if isinstance(value, (str, int, float)) and len(repr(value)) <= 40:
+        return repr(value)
+    return f"a {type(value).__name__}"
+
+
 def check_arguments(obj, given: dict, *, where: str = "") -> None:
     """from_torch's arguments checked before anything is read: the object and its parts hold data (not the meta
     device), a token table is an nn.Embedding or a (rows, dim) matrix of numbers, ``head`` a torch module or a
@@ -97,14 +104,15 @@ def check_arguments(obj, given: dict, *, where: str = "") -> None:
             try:
                 rows = np.asarray(value, dtype=np.float64) if not hasattr(value, "detach") else None
             except (TypeError, ValueError):
-                rows = np.empty(0)
-            if rows is not None and rows.ndim != 2:
                 raise AdapterError(f"{name} must be an nn.Embedding or a (rows, dim) matrix of numbers, got "
-                                   f"{str(value)[:40]!r}", key)
+                                   f"{_shown(value)}", key) from None
+            if rows is not None and rows.ndim != 2:
+                raise AdapterError(f"{name} has shape {rows.shape}; it must be a (rows, dim) matrix (or an "
+                                   f"nn.Embedding)", key)
         elif key in MODULES and not all(map(callable, value if key == "norm" and isinstance(value, (list, tuple))
                                             else [value])):
             what = "a torch module or a callable" + (" (or a list of them)" if key == "norm" else "")
-            raise AdapterError(f"{name} must be {what}, got {str(value)[:40]!r}", key)
+            raise AdapterError(f"{name} must be {what}, got {_shown(value)}", key)
 
 
 def is_commsim_model(obj) -> bool:
