@@ -83,11 +83,11 @@ def _shown(value) -> str:
     return f"a {type(value).__name__}"
 
 
-def check_arguments(obj, given: dict, *, where: str = "") -> None:
+def check_arguments(obj, given: dict) -> None:
     """from_torch's arguments checked before anything is read: the object and its parts hold data (not the meta
     device), a token table is an nn.Embedding or a (rows, dim) matrix of numbers, ``head`` a torch module or a
-    callable (``norm`` also a list of them), ``vocab_size``/``seq_len`` positive integers; an :class:`AdapterError` names the argument
-    (``where``: how a dict of parts names its entries: ``"the parts' "``)."""
+    callable (``norm`` also a list of them), ``vocab_size``/``seq_len`` positive integers; an
+    :class:`AdapterError` (an InputError for a size) names the argument."""
     from commsim.core.limits import check_size
     if _on_meta(obj):
         raise AdapterError(f"the {type(obj).__name__}'s weights are on the meta device (shapes without values): "
@@ -95,24 +95,23 @@ def check_arguments(obj, given: dict, *, where: str = "") -> None:
     for key, value in given.items():
         if value is None:
             continue
-        name = f"{where}{key!r}" if where else key
         if key in ("vocab_size", "seq_len"):
             check_size(value, key)
         elif _on_meta(value):
-            raise AdapterError(f"{name} is on the meta device (shapes without values): materialize it first", key)
+            raise AdapterError(f"{key} is on the meta device (shapes without values): materialize it first", key)
         elif key in TABLES and not callable(getattr(value, "forward", None)):
             try:
                 rows = np.asarray(value, dtype=np.float64) if not hasattr(value, "detach") else None
             except (TypeError, ValueError):
-                raise AdapterError(f"{name} must be an nn.Embedding or a (rows, dim) matrix of numbers, got "
+                raise AdapterError(f"{key} must be an nn.Embedding or a (rows, dim) matrix of numbers, got "
                                    f"{_shown(value)}", key) from None
             if rows is not None and rows.ndim != 2:
-                raise AdapterError(f"{name} has shape {rows.shape}; it must be a (rows, dim) matrix (or an "
+                raise AdapterError(f"{key} has shape {rows.shape}; it must be a (rows, dim) matrix (or an "
                                    f"nn.Embedding)", key)
         elif key in MODULES and not all(map(callable, value if key == "norm" and isinstance(value, (list, tuple))
                                             else [value])):
             what = "a torch module or a callable" + (" (or a list of them)" if key == "norm" else "")
-            raise AdapterError(f"{name} must be {what}, got {_shown(value)}", key)
+            raise AdapterError(f"{key} must be {what}, got {_shown(value)}", key)
 
 
 def is_commsim_model(obj) -> bool:

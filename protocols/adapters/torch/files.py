@@ -60,7 +60,8 @@ def refusal(path: str, text: str) -> str:
     without its advice to load the file with weights_only=False, which would run the code it holds."""
     found = _GLOBAL.search(text)
     if found:
-        return (f"torch: {path!r} pickles {found.group(1).rstrip('.,:;')}, which commsim will not load from a file: only weights "
+        name = found.group(1).rstrip(".,:;")
+        return (f"torch: {path!r} pickles {name}, which commsim will not load from a file: only weights "
                 f"and the standard torch.nn modules ({', '.join(SAFE_MODULES)}) load safely (weights_only=True). "
                 f"Save a dict of standard parts (protocols.adapters.torch.save_parts), or build your class in a "
                 f"python:MODULE:FUNCTION factory that loads a state_dict")

@@ -112,7 +112,8 @@ def test_every_torch_refusal_wording_is_read():
         "allowed global by default. Please use `torch.serialization.add_safe_globals([evil.Thing])`": "evil.Thing",
         "Weights only load failed. In PyTorch 2.6, we changed the default value of the `weights_only` argument in "
         "`torch.load` from `False` to `True`. Re-running `torch.load` with `weights_only` set to `False` will "
-        "likely succeed\n\nTrying to load unsupported GLOBAL posix.system whose module posix is blocked.": "posix.system",
+        "likely succeed\n\nTrying to load unsupported GLOBAL posix.system whose module posix is blocked.":
+            "posix.system",
     }
     for text, name in texts.items():
         assert f"pickles {name}, which" in refusal("m.pt", text)
