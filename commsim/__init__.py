@@ -20,7 +20,11 @@ The Python API::
 object (a PyTorch module, through the installed adapters); ``load_plugins`` returns the registry
 (``--plugin MODULE`` on the command line).  ``python -m commsim`` is the command line.
 """
-from importlib.metadata import PackageNotFoundError, version
+from commsim.startup import guard as _guard_startup
+
+_guard_startup()   # Ctrl-C while the command imports: one line, exit 130 (first, before anything heavy)
+
+from importlib.metadata import PackageNotFoundError, version  # noqa: E402
 
 try:
     __version__ = version("commsim")
@@ -41,19 +45,42 @@ from commsim.pipeline.sample import sample, vocabulary  # noqa: E402
 from commsim.plugins import load_plugins, make_model  # noqa: E402
 
 
-def _check_run_keywords(options: dict) -> None:
-    """``commsim.run``'s keywords beyond its own are :func:`run_reduction`'s: any other is an InputError naming
-    it and listing the valid ones (as :func:`make_model` does), not a TypeError from inside."""
-    import difflib
+def _check_keywords(call: str, options: dict, function, leading=()) -> None:
+    """The keywords ``commsim.run``/``sweep``/``replicate`` pass on beyond their own are ``function``'s keyword-only
+    parameters (with ``leading``, the call's own): any other is an InputError naming it, suggesting the closest
+    and listing the valid ones (as :func:`make_model` does), not a TypeError from inside."""
     import inspect
 
-    keywords = inspect.signature(run_reduction).parameters.items()
-    valid = ["n", "precision", "frac", "dtype"] + [name for name, p in keywords if p.kind is p.KEYWORD_ONLY]
+    from commsim.spec import did_you_mean
+    keywords = inspect.signature(function).parameters.items()
+    valid = list(leading) + [name for name, p in keywords if p.kind is p.KEYWORD_ONLY]
     for key in options:
         if key not in valid:
-            close = difflib.get_close_matches(key, valid, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise InputError(f"run got an unknown keyword {key!r}{hint}; valid keywords: {', '.join(valid)}", key)
+            raise InputError(f"{call} got an unknown keyword {key!r}{did_you_mean(key, valid)}; valid keywords: "
+                             f"{', '.join(valid)}", key)
+
+
+def _check_table_options(call: str, options: dict, function) -> None:
+    """``sweep``'s and ``replicate``'s keywords checked before anything runs: known ones (:func:`_check_keywords`),
+    ``progress`` a function, True or None, ``notify`` and ``write`` functions or None, and ``out`` a table file
+    name (.parquet, .csv, .json) that the atomic writer can write -- not a symbolic link, a directory or a
+    read-only file, found out only at the first save after a cell has run."""
+    import os
+
+    from commsim.cli.files import check_target
+    from commsim.pipeline.arguments import callable_argument
+    from commsim.pipeline.sweep import table_format
+    _check_keywords(call, options, function)
+    for key in ("progress", "notify", "write"):
+        if key in options and not (key == "progress" and options[key] is True):
+            callable_argument(options[key], key)
+    out = options.get("out")
+    if out is not None:
+        if not isinstance(out, (str, os.PathLike)):
+            raise InputError(f"out must be a table file name (.parquet, .csv or .json), got {type(out).__name__}",
+                             "out")
+        table_format(out)
+        check_target(out, "out")
 
 
 def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None, decision=None, **options):
@@ -68,7 +95,7 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
     progress bar (in Jupyter, in the cell's output: :mod:`commsim.cli.progress`).  ``decision``: how the model's
     outputs become decisions -- ``"argmax"``, ``"sign"`` (one logit) or ``"threshold"`` (one probability, at 1/2);
     default: the rule the output's shape calls for (:mod:`commsim.core.decision`)."""
-    _check_run_keywords(options)
+    _check_keywords("run", options, run_reduction, leading=("n", "precision", "frac", "dtype", "decision"))
     if options.get("progress") is True:
         from commsim.cli.progress import api_progress
         label = reduction if isinstance(reduction, str) else "run"
@@ -106,6 +133,7 @@ def sweep(reductions, models=None, n=None, **options):
     from commsim.cli.progress import api_progress
     from commsim.pipeline.arguments import sweep_arguments
     from commsim.pipeline.sweep import sweep as run_sweep
+    _check_table_options("sweep", options, run_sweep)
     bar = options.get("progress") is True
     sweep_arguments(reductions, models, n, {**options, "progress": None} if bar else options)   # before a bar shows
     options.setdefault("write", lambda path, data: write_bytes(path, data, option="out"))
@@ -147,6 +175,11 @@ def replicate(experiment, scale="quick", **options):
     from commsim.cli.files import write_bytes
     from commsim.cli.progress import api_progress
     from commsim.pipeline.replicate import replicate as run_replicate
+    _check_table_options("replicate", options, run_replicate)
+    if not isinstance(experiment, str) and not all(hasattr(experiment, key) for key in ("name", "scales", "cells")):
+        raise InputError(f"experiment must be an experiment id such as 'bhbk24-index' (commsim list shows them) or "
+                         f"an experiment object (name, scales, cells, run_cell), got "
+                         f"{type(experiment).__name__ if experiment is not None else None}", "experiment")
     with api_progress(options.get("progress"), "replicate: cells") as progress:
         if progress is not None:
             options["progress"] = progress

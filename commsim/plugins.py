@@ -29,8 +29,9 @@ from typing import Any, Callable
 
 from commsim.core.decision import RULES
 from commsim.core.errors import InputError, NotApplicable
+from commsim.core.limits import check_size
 from commsim.core.precision import FixedPoint, FloatFormat, NumberFormat, parse_format
-from commsim.spec import ModelSpec, user_code_failure
+from commsim.spec import ModelSpec, did_you_mean, user_code_failure
 
 ENTRY_POINT_GROUP = "commsim.plugins"
 
@@ -69,7 +70,8 @@ class Registry:
         entry = self._entries[kind].get(name)
         if entry is None:
             known = ", ".join(sorted(self._entries[kind])) or "none registered"
-            raise InputError(f"unknown {kind} {name!r}; known: {known}", param=param or kind)
+            raise InputError(f"unknown {kind} {name!r}{did_you_mean(name, self._entries[kind])}; known: {known}",
+                             param=param or kind)
         return entry.obj
 
     def entries(self, kind: str) -> list[Entry]:
@@ -193,6 +195,9 @@ def make_model(spec_or_object: str | Any, **context) -> Any:
                 f"{',' if '=' in spec_or_object else ':'}{key}=...')" if is_spec and key in FORMAT_KEYWORDS else "")
         raise InputError(f"make_model got an unknown keyword {key!r}{hint}; valid keywords: {', '.join(valid)}",
                          param=key)
+    for key in ("vocab_size", "seq_len", "n"):   # the sizes a model is built for: positive integers
+        if context.get(key) is not None:
+            check_size(context[key], key)
     reg = load_plugins()
     if not is_spec:
         fmt = _format_keywords(context.pop("precision", None), context.pop("frac", None), context.pop("dtype", None))

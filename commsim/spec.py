@@ -1,7 +1,9 @@
 """Model specs ``KIND[:key=value,...]``: parsing and typed access to the keys, precision keys in one place."""
 from __future__ import annotations
 
+import difflib
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,7 +60,25 @@ def user_code_failure(exc: BaseException) -> str:
     return f"raised {type(exc).__name__}: {exc}"
 
 
+def did_you_mean(name, choices) -> str:
+    """`` (did you mean 'index-idxl'?)`` for the choice closest to a misspelled ``name`` (difflib's ratio, as
+    click suggests options), or ``""`` when none is close."""
+    close = difflib.get_close_matches(str(name), [str(choice) for choice in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 # ---- model specs -------------------------------------------------------------
+#: a spec key's name: ``key=value`` text starts with one; a segment such as ``/models/lr=0.1`` names a path
+_KEY = re.compile(r"\s*[A-Za-z_][A-Za-z0-9_-]*\s*")
+
+
+def _is_key_value(part: str) -> bool:
+    """Is a spec segment ``key=value`` text (a key name before its first ``=``), not a target such as a
+    directory whose name holds ``=``?"""
+    key, eq, _ = part.partition("=")
+    return bool(eq) and _KEY.fullmatch(key) is not None
+
+
 @dataclass
 class ModelSpec:
     """A parsed ``KIND[:TARGET][:key=value,...]`` model spec.
@@ -89,11 +109,12 @@ class ModelSpec:
         parts = text.split(":")
         kind = next((":".join(parts[:i]) for i in range(len(parts), 0, -1) if ":".join(parts[:i]) in kinds), None)
         if kind is None:
-            raise InputError(f"unknown model kind in spec {text!r}; known kinds: {', '.join(kinds)}", param="model")
+            raise InputError(f"unknown model kind in spec {text!r}{did_you_mean(parts[0], kinds)}; known kinds: "
+                             f"{', '.join(kinds)}", param="model")
         rest = parts[kind.count(":") + 1:]
         target_parts, param_text = [], []
         for i, part in enumerate(rest):
-            if "=" in part and not _existing_path(":".join([*target_parts, part])):   # a DIR may hold '='
+            if _is_key_value(part) and not _existing_path(":".join([*target_parts, part])):   # a DIR may hold '='
                 param_text = rest[i:]
                 break
             if not part.strip():
@@ -210,5 +231,11 @@ class ModelSpec:
                              f"(kind {self.kind!r} takes key=value pairs only)", param="model")
         unknown = sorted(set(self.params) - self._used)
         if unknown:
-            raise InputError(f"model spec {self.text!r}: unknown key(s) {', '.join(unknown)} for kind {self.kind!r}",
-                             param="model")
+            valid = sorted(self._used)
+            hints = "".join(did_you_mean(key, valid) for key in unknown[:1])
+            path = f"{unknown[0]}={self.params[unknown[0]]}"
+            if not self.segments and os.path.exists(path):   # a relative path whose name holds '='
+                hints += f" (to name the file or directory {path!r}, write it as ./{path})"
+            listed = f"; its keys: {', '.join(valid)}" if valid else f"; kind {self.kind!r} takes no keys"
+            raise InputError(f"model spec {self.text!r}: unknown key(s) {', '.join(unknown)} for kind {self.kind!r}"
+                             f"{hints}{listed}", param="model")

@@ -21,3 +21,16 @@ sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)      # the processes the tests start inherit this
 for _name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_name, "1")                 # read when torch and numpy load, which is after this
+
+# Property tests: the ``ci`` profile draws the same examples on every run (derandomize: a seed derived from each
+# test) and keeps no example database (a failure found once would otherwise be replayed on every later run of
+# that checkout); no deadline, as a loaded CI machine runs an example at any speed.  It is loaded when the CI
+# variable is set, and by ``--hypothesis-profile=ci`` (the README's test command, which .ci/run runs).  Other
+# runs keep hypothesis's default profile -- random examples, which is how new failures are found.  (Recent
+# hypothesis versions ship the same profile; it is registered here for every version the test extra allows.)
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile("ci", derandomize=True, database=None, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+if os.environ.get("CI"):
+    settings.load_profile("ci")

@@ -13,6 +13,7 @@ from commsim import __version__
 from commsim.cli.common import emit_json, err_console
 from commsim.cli.flags import flag_message, flags_of
 from commsim.core.errors import CommsimError, InputError
+from commsim.startup import release as release_startup_guard
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
@@ -146,6 +147,7 @@ def main(argv: list[str] | None = None) -> None:
     _plain_streams()
     try:
         try:
+            release_startup_guard()   # until here Ctrl-C ended the start-up (commsim.startup); now it is handled below
             cli.main(args=argv, prog_name="commsim", standalone_mode=False)
         except _Escaped as exc:
             raise exc.original from None

@@ -91,8 +91,8 @@ def _as_int(value, param: str) -> int:
     try:
         return operator.index(value)
     except TypeError:
-        raise InputError(f"{param} must be an integer, got {show_size(value) if isinstance(value, float) else repr(value)[:40]}",
-                         param) from None
+        shown = float.__repr__(value) if isinstance(value, float) else repr(value)[:40]   # 8.0, never "8"
+        raise InputError(f"{param} must be an integer, got {shown}", param) from None
 
 
 def check_size(value, param: str, minimum: int = 1, maximum: int | None = None, why: str = "",

@@ -34,7 +34,8 @@ def test_the_readme_stays_short():
 def test_the_two_set_up_commands_keep_their_form():
     venv = r"python3 -m venv \.venv && \. \.venv/bin/activate && "
     assert re.fullmatch(venv + r"pip install -e \. && commsim run index-idxl", _command_after("main-command"))
-    assert re.fullmatch(venv + r'pip install -e "\.\[[a-z,]+\]" && pytest -q -n 2', _command_after("test-command"))
+    assert re.fullmatch(venv + r'pip install -e "\.\[[a-z,]+\]" && pytest -q -n 2 --hypothesis-profile=ci',
+                        _command_after("test-command"))
 
 
 @pytest.mark.skipif(shutil.which("awk") is None, reason="awk is not installed")

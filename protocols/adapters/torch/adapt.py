@@ -52,10 +52,68 @@ PARTS = ("core", "embedding", "positions", "norm", "head", "residual", "mlp", "k
 
 
 def resolve_format(precision) -> NumberFormat | None:
-    """A NumberFormat from a format, its name (``16``, ``fixed16.8``, ``bfloat16``) or None."""
+    """A NumberFormat from a format, its name (``16``, ``fixed16.8``, ``bfloat16``) or None; a bad one is an
+    :class:`AdapterError` naming ``precision``."""
     if precision is None or isinstance(precision, NumberFormat):
         return precision
-    return parse_format(str(precision))
+    if isinstance(precision, bool) or not isinstance(precision, (int, str)):
+        raise AdapterError(f"precision must be an int (fixed-point bits), a format name such as 'fixed16.8' or "
+                           f"'bfloat16', or a NumberFormat; got {str(precision)[:40]!r}", "precision")
+    try:
+        return parse_format(str(precision))
+    except ValueError as exc:   # FormatError, and a width out of range
+        raise AdapterError(f"precision: {exc}", "precision") from None
+
+
+#: from_torch's arguments that are a token table (an nn.Embedding or a matrix) and those that are modules
+TABLES = ("embedding", "positions", "key_embedding", "value_embedding")
+MODULES = ("head", "norm")
+
+
+def _on_meta(value) -> bool:
+    """Does a torch module or tensor keep a parameter, buffer or value on the meta device (shapes, no data)?"""
+    if getattr(value, "is_meta", False):
+        return True
+    tensors = getattr(value, "parameters", None), getattr(value, "buffers", None)
+    return any(callable(get) and any(t.is_meta for t in get()) for get in tensors)
+
+
+def _shown(value) -> str:
+    """A bad argument in an error line: a short text or number as it is, anything else by its type."""
+    if isinstance(value, (str, int, float)) and len(repr(value)) <= 40:
+        return repr(value)
+    return f"a {type(value).__name__}"
+
+
+def check_arguments(obj, given: dict) -> None:
+    """from_torch's arguments checked before anything is read: the object and its parts hold data (not the meta
+    device), a token table is an nn.Embedding or a (rows, dim) matrix of numbers, ``head`` a torch module or a
+    callable (``norm`` also a list of them), ``vocab_size``/``seq_len`` positive integers; an
+    :class:`AdapterError` (an InputError for a size) names the argument."""
+    from commsim.core.limits import check_size
+    if _on_meta(obj):
+        raise AdapterError(f"the {type(obj).__name__}'s weights are on the meta device (shapes without values): "
+                           f"materialize it first (module.to_empty(device='cpu') and load_state_dict)", "model")
+    for key, value in given.items():
+        if value is None:
+            continue
+        if key in ("vocab_size", "seq_len"):
+            check_size(value, key)
+        elif _on_meta(value):
+            raise AdapterError(f"{key} is on the meta device (shapes without values): materialize it first", key)
+        elif key in TABLES and not callable(getattr(value, "forward", None)):
+            try:
+                rows = np.asarray(value, dtype=np.float64) if not hasattr(value, "detach") else None
+            except (TypeError, ValueError):
+                raise AdapterError(f"{key} must be an nn.Embedding or a (rows, dim) matrix of numbers, got "
+                                   f"{_shown(value)}", key) from None
+            if rows is not None and rows.ndim != 2:
+                raise AdapterError(f"{key} has shape {rows.shape}; it must be a (rows, dim) matrix (or an "
+                                   f"nn.Embedding)", key)
+        elif key in MODULES and not all(map(callable, value if key == "norm" and isinstance(value, (list, tuple))
+                                            else [value])):
+            what = "a torch module or a callable" + (" (or a list of them)" if key == "norm" else "")
+            raise AdapterError(f"{key} must be {what}, got {_shown(value)}", key)
 
 
 def is_commsim_model(obj) -> bool:
@@ -113,6 +171,9 @@ def _from_torch(obj, *, embedding, positions, head, precision, residual, key_emb
                            vocab_size=vocab_size, seq_len=seq_len, spec=spec, check=check, norm=norm)
         return with_reference(model, reference)
     fmt = resolve_format(precision)
+    check_arguments(obj, dict(embedding=embedding, positions=positions, head=head, norm=norm,
+                              key_embedding=key_embedding, value_embedding=value_embedding, vocab_size=vocab_size,
+                              seq_len=seq_len))
     if is_commsim_model(obj):
         if fmt is not None:
             raise AdapterError("the factory returned a commsim model, which fixes its own number format; "

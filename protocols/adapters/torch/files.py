@@ -3,6 +3,7 @@ modules) and saving a dict of parts that loads that way (``--model torch:FILE.pt
 from __future__ import annotations
 
 import json
+import re
 
 from commsim.core.limits import check_memory
 from commsim.spec import regular_file
@@ -10,6 +11,8 @@ from protocols.adapters.torch.layers import AdapterError, require_torch
 
 #: the most bytes of a Hugging Face ``config.json`` read (a real one has a few thousand)
 MAX_CONFIG_BYTES = 1 << 20
+#: the deepest nesting of lists and objects in a ``config.json`` accepted (a real one nests two or three)
+MAX_CONFIG_DEPTH = 32
 
 
 def read_json_config(kind: str, path, label: str) -> dict:
@@ -22,11 +25,53 @@ def read_json_config(kind: str, path, label: str) -> dict:
                            f"{MAX_CONFIG_BYTES} are read)")
     try:
         config = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:     # RecursionError: nested deeper than JSON is read
+    except (OSError, ValueError) as exc:
         raise AdapterError(f"{kind}: cannot read {label}: {type(exc).__name__}: {str(exc)[:200]}") from None
+    except RecursionError:      # nested deeper than the parser's stack
+        config = None
+    if config is None or _depth(config) > MAX_CONFIG_DEPTH:
+        raise AdapterError(f"{kind}: {label} nests its values more than {MAX_CONFIG_DEPTH} levels deep; a "
+                           f"config.json of model settings nests a few")
     if not isinstance(config, dict):
         raise AdapterError(f"{kind}: {label} is not a JSON object of model settings")
     return config
+
+
+def _depth(value) -> int:
+    """How deep lists and objects nest in a parsed JSON value (counted without recursion)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, depth)
+            if depth <= MAX_CONFIG_DEPTH:
+                stack.extend((child, depth + 1) for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+#: what torch says after refusing a global (its advice to load with weights_only=False is never repeated)
+_GLOBAL = re.compile(r"unsupported(?: global:)? GLOBAL (\S+)", re.IGNORECASE)
+
+
+def refusal(path: str, text: str) -> str:
+    """The error line for a ``torch:`` file that the weights-only unpickler refused (torch's message ``text``):
+    the global it pickles when torch names one (``Unsupported global: GLOBAL x.C was not an allowed global``,
+    ``Trying to load unsupported GLOBAL posix.system whose module posix is blocked``), else torch's own reason
+    without its advice to load the file with weights_only=False, which would run the code it holds."""
+    found = _GLOBAL.search(text)
+    if found:
+        name = found.group(1).rstrip(".,:;")
+        return (f"torch: {path!r} pickles {name}, which commsim will not load from a file: only weights "
+                f"and the standard torch.nn modules ({', '.join(SAFE_MODULES)}) load safely (weights_only=True). "
+                f"Save a dict of standard parts (protocols.adapters.torch.save_parts), or build your class in a "
+                f"python:MODULE:FUNCTION factory that loads a state_dict")
+    detail = text.split("WeightsUnpickler error:", 1)[-1]
+    lines = [line.strip() for line in detail.replace("\t", " ").split("\n") if line.strip()]
+    kept = [line for line in lines if "weights_only" not in line and "torch.load" not in line
+            and "Weights only load failed" not in line]
+    reason = "the weights-only unpickler refused it" + (f": {kept[0][:200]}" if kept else "")
+    return f"torch: {path!r} is not a torch.save file commsim can load safely with weights_only=True ({reason})"
+
 
 #: torch.nn classes a ``torch:`` file may contain (loaded with weights_only=True and these allowed)
 SAFE_MODULES = ("Sequential", "ModuleList", "ModuleDict", "Embedding", "RNN", "LSTM", "GRU", "Linear",
@@ -53,20 +98,7 @@ def load_torch_file(path: str):
         with torch.serialization.safe_globals(safe):
             obj = torch.load(str(p), map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
-        text = str(exc)
-        marker = "Unsupported global: GLOBAL "
-        if marker in text:
-            name = text.split(marker, 1)[1].split()[0]
-            raise AdapterError(f"torch: {path!r} pickles {name}, which commsim will not load from a file: only "
-                               f"weights and the standard torch.nn modules ({', '.join(SAFE_MODULES)}) load safely "
-                               f"(weights_only=True). Save a dict of standard parts (protocols.adapters.torch."
-                               f"save_parts), or build your class in a python:MODULE:FUNCTION factory that loads a "
-                               f"state_dict") from None
-        detail = text.split("WeightsUnpickler error:", 1)[-1].strip().split("\n\n")[0].strip() \
-            if "WeightsUnpickler error:" in text else ""
-        reason = f"the weights-only unpickler refused it: {detail}" if detail else "unreadable"
-        raise AdapterError(f"torch: {path!r} is not a torch.save file commsim can load safely with weights_only=True "
-                           f"({reason})") from None
+        raise AdapterError(refusal(path, str(exc))) from None
     except Exception as exc:  # not a torch.save file (bad magic number, truncated zip, a text file, ...)
         raise AdapterError(f"torch: {path!r} is not a file written by torch.save ({type(exc).__name__}: "
                            f"{str(exc).splitlines()[0] if str(exc) else 'unreadable'})") from None

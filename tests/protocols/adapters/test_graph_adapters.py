@@ -37,6 +37,10 @@ def _torch_scores(module, X):
         return module(torch.as_tensor(X)).double().numpy()
 
 
+def _holds(premise: bool) -> None:
+    assert premise
+
+
 def _split(X, owner):
     N = X.shape[1]
     rows = lambda who: [i * N + j for i in range(N) if owner[i] == who for j in range(N)]  # noqa: E731
