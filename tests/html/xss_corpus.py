@@ -56,7 +56,7 @@ MARKUP = {
     "svg-a-xlink": '<svg><a xlink:href="javascript:pwn()"><text x=9 y=9>x</text></a></svg>',
     "svg-use-external": f'<svg><use href="{HOST}/u.svg#a"/></svg>',
     "svg-image-external": f'<svg><image href="{HOST}/i.png" width=9 height=9 /></svg>',
-    "svg-cdata": f"<svg><![CDATA[><img src=x onerror=pwn()>]]></svg>",
+    "svg-cdata": "<svg><![CDATA[><img src=x onerror=pwn()>]]></svg>",
     # comments, CDATA and bogus declarations
     "comment-abrupt": f"<!-->{IMG}-->",
     "comment-dash": f"<!--->{IMG}-->",

@@ -81,9 +81,9 @@ def clean_style(value: str) -> str:
         name = name.strip().lower()
         if not colon or name not in PROPERTIES:
             continue
-        val = clean_value(val, urls=name in URL_PROPERTIES)
-        if val is not None:
-            kept.append(f"{name}: {val}")
+        clean = clean_value(val, urls=name in URL_PROPERTIES)
+        if clean is not None:                   # as written: a space after the colon or none
+            kept.append(f"{name}:{' ' if val[:1].isspace() else ''}{clean}")
     return "; ".join(kept)
 
 
