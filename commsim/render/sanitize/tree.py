@@ -42,8 +42,8 @@ def clean_attribute(namespace: str, tag: str, name: str, value: str | None) -> s
     value = _UNSAFE_TEXT.sub("", value or "")
     if name.startswith("on") or not (name in allow.attributes(namespace, tag) or _DATA_NAME.fullmatch(name)):
         return None
-    if name in allow.URL_ATTRIBUTES:
-        return value if safe_url(value, image=tag in ("img", "image")) else None
+    if name in allow.URL_ATTRIBUTES:              # written back without the blanks a browser would skip
+        return _CONTROL.sub("", value) if safe_url(value, image=tag in ("img", "image")) else None
     if name in ("xmlns", "xmlns:xlink"):
         return value if value in allow.NAMESPACES else None
     if name == "style":
