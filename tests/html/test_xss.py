@@ -149,7 +149,7 @@ def test_each_live_payload_runs_in_chromium_when_the_page_is_not_sanitized(guard
     path.write_text(_formula_page(corpus.LATEX[name[6:]]) if name.startswith("latex-") else _document(MARKUP[name]))
     guard.open(path)
     if not guard.ran and not guard.fetched:        # a meta refresh, a queued navigation or event: wait for it
-        guard.ctx.wait_for_event("request", timeout=10_000)
+        guard.ctx.wait_for_event("requestfailed", timeout=10_000)     # refused, so recorded, by then
     assert guard.ran or guard.fetched
 
 

@@ -19,8 +19,10 @@ HTML_ELEMENTS = frozenset({
     "hr", "img", "blockquote", "sup", "sub", "small", "dl", "dt", "dd", "kbd", "samp", "abbr", "details", "summary"})
 #: HTML elements that must sit directly inside the given parent
 HTML_PLACES = {"head": "html", "body": "html", "style": "head", "title": "head", "meta": "head"}
-#: HTML elements without an end tag
+#: HTML elements without an end tag (the kept ones, then all of them)
 VOID = frozenset({"meta", "br", "hr", "img"})
+HTML_VOID = VOID | {"area", "base", "col", "embed", "input", "link", "source", "track", "wbr", "param", "keygen",
+                    "frame", "basefont", "bgsound"}
 
 SVG_ELEMENTS = frozenset({
     "svg", "g", "path", "rect", "circle", "ellipse", "line", "polyline", "polygon", "text", "tspan", "defs",

@@ -99,14 +99,14 @@ class Sanitizer(HTMLParser):
     # ---- the parser's events ----------------------------------------------------------------------------
     def _start(self, tag: str, attrs, closed: bool) -> None:
         if self.dropping:
-            if tag in allow.DROP_WITH_CONTENT and not closed and tag not in allow.VOID:
+            if tag in allow.DROP_WITH_CONTENT and not closed and tag not in allow.HTML_VOID:
                 self.dropping.append(tag)
             return
         kind = self._kind(tag)
         if kind is None:
             return
         if kind == "drop":
-            if not closed and tag not in allow.VOID:
+            if not closed and tag not in allow.HTML_VOID:
                 self.dropping.append(tag)
             return
         kept, seen = [], set()
@@ -132,8 +132,8 @@ class Sanitizer(HTMLParser):
 
     def handle_endtag(self, tag):
         if self.dropping:
-            if tag == self.dropping[-1]:
-                self.dropping.pop()
+            if tag in self.dropping:                 # the dropped element ends (with what it left open)
+                del self.dropping[len(self.dropping) - 1 - self.dropping[::-1].index(tag):]
             return
         if any(t == tag for t, _ in self.open):
             while self.open:                      # close what was left open inside it

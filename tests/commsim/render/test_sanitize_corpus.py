@@ -174,6 +174,14 @@ def test_tables_details_mathml_and_figures_stay():
     assert safe_stylesheet(__import__("commsim.render.page", fromlist=["STYLE"]).STYLE)
 
 
+def test_a_dropped_element_takes_only_its_own_content():
+    """A void element that is dropped (``input``, ``source``) has no content to drop; a dropped element ends at
+    its end tag even when it left another dropped element open -- the rest of the page stays."""
+    clean = sanitize("<p>a<input autofocus onfocus=pwn()>b<source onerror=pwn()>c<embed src=x>"
+                     "<textarea><noscript></textarea>d<iframe><p>e</p></iframe>f</p><h2>next</h2>")
+    assert clean == "<p>abcdf</p><h2>next</h2>"
+
+
 # ---- one final pass for every page kind --------------------------------------------------------------------
 def test_every_page_kind_returns_what_the_final_sanitizer_pass_made(monkeypatch):
     import commsim.render.page as page_module
