@@ -109,6 +109,7 @@ figure.figure { margin: 1.2rem 0; }
 figure.figure .svg { background: var(--card); border: 1px solid var(--rule); border-radius: 6px; padding: .4rem;
                      overflow-x: auto; }
 figure.figure svg { display: block; width: 100%; min-width: var(--min-width, 0); height: auto; }
+figure.figure svg * { stroke-linejoin: round; stroke-linecap: butt; }
 figcaption { color: var(--muted); font-size: .9rem; margin-top: .35rem; }
 nav.figures { border: 1px solid var(--rule); border-radius: 6px; padding: .4rem 1rem; font-size: .92rem; }
 nav.figures ol { margin: .3rem 0; padding-left: 1.3rem; }

@@ -36,17 +36,6 @@ def _topics() -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def browser():
-    with sync_api.sync_playwright() as p:
-        try:
-            b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        except Exception as exc:       # noqa: BLE001 -- a broken install is a skip with its reason, not a failure
-            pytest.skip(f"Chromium at {CHROMIUM} does not start under Playwright: {exc}")
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="session")
 def pages_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("pages")
 

@@ -216,9 +216,11 @@ def test_teach_page(capsys, tmp_path):
 
 
 def test_the_sanitizer_keeps_commsims_own_pages_whole(monkeypatch):
-    """Every element and attribute of a real page survives, except matplotlib's SVG metadata block (which
-    names external URLs)."""
+    """Every element and attribute of a real page survives with its value (a style's declarations written back
+    as ``name: value; ...``), except matplotlib's SVG metadata block (which names external URLs) and the
+    ``<style>`` in each SVG (its one rule is in the page's stylesheet)."""
     import collections
+    import re
 
     import commsim.render.page as page_module
     from commsim.pipeline.run import run_reduction
@@ -229,19 +231,28 @@ def test_the_sanitizer_keeps_commsims_own_pages_whole(monkeypatch):
     def census(text):
         tags, attrs = collections.Counter(), collections.Counter()
 
+        def value(name, v):
+            if name != "style":
+                return v
+            return "; ".join(re.sub(r"\s*:\s*", ": ", d.strip(), count=1) for d in v.split(";") if d.strip())
+
         class Census(HTMLParser):
             def handle_starttag(self, tag, at):
                 tags[tag] += 1
-                attrs.update((tag, k) for k, _ in at)
+                attrs.update((tag, k, value(k, v)) for k, v in at)
             handle_startendtag = handle_starttag
         Census().feed(text)
         return tags, attrs
-    (tags, attrs), (kept_tags, kept_attrs) = census(raw), census(sanitize(raw))
+    clean = sanitize(raw)
+    (tags, attrs), (kept_tags, kept_attrs) = census(raw), census(clean)
     metadata = {"metadata", "rdf:rdf", "cc:work", "dc:type", "dc:date", "dc:format", "dc:creator", "cc:agent",
                 "dc:title"}
     assert tags["metadata"] and not kept_tags["metadata"]
-    assert {t for t in tags - kept_tags} <= metadata
-    assert {a for a in attrs - kept_attrs if a[0] not in metadata} == set()
+    assert tags["style"] > 1 and kept_tags["style"] == 1 and "svg * { stroke-linejoin: round" in clean
+    assert {t for t in tags - kept_tags} <= metadata | {"style"}
+    lost = {a for a in attrs - kept_attrs if a[0] not in metadata | {"style"}}
+    assert {a for a in lost if not a[1].startswith("xmlns:")} == set()     # the metadata's namespaces go too
+    assert sanitize(clean) == clean
 
 
 FRAGMENTS = ["<", ">", "/", "script", "svg", "onload=", "on", "=", '"', "'", "javascript:", "href", "src", "a ",
