@@ -332,11 +332,13 @@ def test_corpus_pieces_in_a_random_order_are_inert_once_sanitized(guard, tmp_pat
 
 
 def test_most_random_orders_run_or_fetch_when_the_page_is_not_sanitized(guard, tmp_path):
-    """The mixtures above are armed: unsanitized, most of them run a handler or fetch (17 of the 20)."""
+    """The mixtures above are armed: unsanitized, at least half of them run a handler or fetch by the time the page
+    has loaded (17 of the 20 were seen; a handler that fires only after the load event -- a meta refresh -- may be
+    missed, hence the margin; each live payload alone is shown armed above, waiting on its request)."""
     armed = 0
     for soup in _soups(20):
         path = tmp_path / "raw-soup.html"
         path.write_text(_document(soup))
         guard.open(path)
         armed += bool(guard.ran or guard.fetched)
-    assert armed >= 15
+    assert armed >= 10
