@@ -147,9 +147,8 @@ def check_row(row: dict, experiment: str, cell: dict | None = None) -> tuple[dic
     return checked, ""
 
 
-#: what a replicate table is (:func:`commsim.pipeline.table.read_table`); a row whose cell is not a key is kept
-#: as it is (never reused: :func:`check_row` refuses it)
-REPLICATE_TABLE = TableKind("replicate", KEY_COLUMNS, keys_required=False)
+#: what a replicate table is (:func:`commsim.pipeline.table.read_table`): every row keyed by a cell key
+REPLICATE_TABLE = TableKind("replicate", KEY_COLUMNS)
 
 
 def read_rows(path, param: str = "out") -> list[dict]:

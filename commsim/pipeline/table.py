@@ -51,12 +51,11 @@ def table_format(path, param: str = "out") -> str:
 
 @dataclass(frozen=True)
 class TableKind:
-    """What a kind of table is: its name in messages (``sweep``, ``replicate``), the columns every row has, and
-    whether every row's ``cell`` must be a cell key (else the file is not one of these tables)."""
+    """What a kind of table is: its name in messages (``sweep``, ``replicate``) and the columns every row has (a
+    ``cell`` holding a cell key among them)."""
 
     name: str
     key_columns: tuple[str, ...]
-    keys_required: bool = True
 
 
 def plain(value):
@@ -92,8 +91,7 @@ def read_table(path, kind: TableKind, param: str = "out", *, limit: int = MAX_TA
     place of its first), and how many rows repeated a key before; ``([], 0)`` when the file does not exist or is
     empty (nothing to lose).  An InputError naming ``param`` when it exists and is not one -- not a regular file,
     over ``limit`` bytes, unreadable, without rows or without ``kind``'s key columns, a row whose cell is not a
-    cell key (when ``kind`` requires one), a cell holding a list or a mapping: such a file is the user's, never
-    overwritten."""
+    cell key, a cell holding a list or a mapping: such a file is the user's, never overwritten."""
     path = Path(str(path))
     fmt = table_format(path, param)
     try:
@@ -128,18 +126,14 @@ def read_table(path, kind: TableKind, param: str = "out", *, limit: int = MAX_TA
                 raise InputError(f"{head} is not a commsim {kind.name} table (row {number}'s {str(column)!r:.40} "
                                  f"holds a list, not a single value); give another file or remove it", param)
         row = {k: plain(v) for k, v in record.items()}
-        if kind.keys_required and not is_key(row["cell"]):
+        if not is_key(row["cell"]):
             raise InputError(f"{head} is not a commsim {kind.name} table (row {number}'s cell, {row['cell']!r:.40}, "
                              "is not a cell key); give another file or remove it", param)
         rows.append(row)
     unique: dict = {}
-    others = []
     for row in rows:
-        if is_key(row.get("cell")):
-            unique[row["cell"]] = row
-        else:
-            others.append(row)
-    return list(unique.values()) + others, len(rows) - len(unique) - len(others)
+        unique[row["cell"]] = row                  # a later row of a key replaces an earlier one, in its place
+    return list(unique.values()), len(rows) - len(unique)
 
 
 def report_duplicates(out, duplicates: int, notify=None) -> None:

@@ -132,10 +132,10 @@ def test_a_sparse_huge_table_is_refused_before_it_is_read(tmp_path, capsys):
 
 # ---- output options that would replace a file -------------------------------------------------------------
 @pytest.mark.parametrize("args,option,name,kind", [
-    (["teach", "rnn-index", "--format", "html"], "--out", "results.csv", "an HTML page"),
-    (["teach", "rnn-index", "--json"], "--out", "results.csv", "a JSON file"),
-    (["teach", "rnn-index"], "--out", "results.csv", "a text file"),
-    (["teach", "rnn-index", "--format", "markdown"], "--out", "results.csv", "Markdown notes"),
+    (["teach", "rnn-eq", "--format", "html"], "--out", "results.csv", "an HTML page"),
+    (["teach", "rnn-eq", "--json"], "--out", "results.csv", "a JSON file"),
+    (["teach", "rnn-eq"], "--out", "results.csv", "a text file"),
+    (["teach", "rnn-eq", "--format", "markdown"], "--out", "results.csv", "Markdown notes"),
     (["automaton", "dyck22", "--n", "4"], "--dot", "results.csv", "a Graphviz DOT file"),
 ])
 def test_a_name_that_is_not_the_formats_is_refused_unless_forced(tmp_path, capsys, args, option, name, kind):
@@ -151,10 +151,10 @@ def test_a_name_that_is_not_the_formats_is_refused_unless_forced(tmp_path, capsy
 
 
 @pytest.mark.parametrize("args,option,name", [
-    (["teach", "rnn-index", "--format", "html"], "--out", "notes.html"),
-    (["teach", "rnn-index", "--json"], "--out", "notes.json"),
-    (["teach", "rnn-index"], "--out", "notes.txt"),
-    (["teach", "rnn-index", "--format", "markdown"], "--out", "notes.md"),
+    (["teach", "rnn-eq", "--format", "html"], "--out", "notes.html"),
+    (["teach", "rnn-eq", "--json"], "--out", "notes.json"),
+    (["teach", "rnn-eq"], "--out", "notes.txt"),
+    (["teach", "rnn-eq", "--format", "markdown"], "--out", "notes.md"),
     (["automaton", "dyck22", "--n", "4"], "--dot", "dfa.dot"),
     (["automaton", "dyck22", "--n", "4"], "--html", "dfa.html"),
 ])
