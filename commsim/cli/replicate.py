@@ -68,7 +68,7 @@ def render_replicate(frame, rows: list[dict]) -> None:
 @click.option("--workers", type=int, default=None, help="Local workers of processes/dask (default: one per core).")
 @click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
               help="Result table (.parquet, .csv, .json), one row per model x N x width x seed, with provenance; a "
-                   "re-run with the same --out runs only the cells not yet in it.")
+                   "re-run with the same --out runs only the cells not yet in it; one run writes a table at a time.")
 @click.option("--plot", "plot_path", callback=refuse_empty, default=None, metavar="FILE",
               help="The figure (.png/.svg): accuracy vs N, and accuracy vs state bits with the ceiling.")
 @html_option

@@ -181,7 +181,8 @@ def _print_pruned(attrs: dict, out: str) -> None:
 @click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
               help="Result table (.parquet, .csv, .json), kept up to date as cells finish; a re-run with the same "
                    "--out skips the cells already in it. An existing file that is not a commsim sweep table is "
-                   "refused, never overwritten.")
+                   "refused, never overwritten; one run writes a table at a time (a second is refused, naming "
+                   "the first's pid).")
 @click.option("--plot", "plot_path", callback=refuse_empty, default=None, metavar="FILE",
               help="Faceted plot (.png/.svg): bits vs bound, accuracy, certificate found, over n.")
 @click.option("--no-certificate", is_flag=True, help="Skip the certificate search in every cell.")

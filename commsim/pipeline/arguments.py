@@ -8,6 +8,7 @@ they are used, by :mod:`commsim.core.limits`; spec strings by :mod:`commsim.spec
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sized
 from typing import Any
 
 import numpy as np
@@ -123,9 +124,9 @@ def sweep_arguments(reductions: Any, models: Any, n: Any, options: dict) -> None
     names_argument(models, "models", "a model spec pattern such as 'elman:width=2..8:x2'", allow_none=True,
                    object_hint=" (a sweep builds its models from spec patterns; run a model object with commsim.run)")
     if n is not None and not isinstance(n, str):
-        if isinstance(n, (int, bytes, bytearray, dict)) or not hasattr(n, "__iter__"):
+        if isinstance(n, (int, bytes, bytearray, dict)) or not isinstance(n, Iterable):
             values = [n]
-        elif not hasattr(n, "__len__") or isinstance(n, range):
+        elif not isinstance(n, Sized) or isinstance(n, range):
             values = []                 # a generator or a range: counted and checked by the grid, never listed here
         else:
             values = list(n) if len(n) <= MAX_CELLS else []         # too many: the grid says so

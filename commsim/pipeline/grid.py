@@ -27,6 +27,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
 
 from commsim.core.errors import InputError
@@ -101,11 +102,11 @@ def parse_values(text, param: str, *, separators: str = ",|", limit: int = MAX_C
         return [text]
     if isinstance(text, str):
         items = re.split(f"[{re.escape(separators)}]", text)
-    elif hasattr(text, "__len__") and hasattr(text, "__iter__") and not isinstance(text, (bytes, dict)):
+    elif isinstance(text, Sized) and isinstance(text, Iterable) and not isinstance(text, (bytes, dict)):
         if len(text) > limit:                          # a range(4, 10**9) is counted, never listed
             raise InputError(f"{param}: {show_size(len(text))} values, at most {limit}", param)
         items = list(text)
-    elif hasattr(text, "__iter__") and not isinstance(text, (bytes, dict)):
+    elif isinstance(text, Iterable) and not isinstance(text, (bytes, dict)):
         items = list(itertools.islice(text, limit + 1))   # a generator: at most one value more than allowed
         if len(items) > limit:
             raise InputError(f"{param}: more than {limit} values", param)

@@ -18,7 +18,9 @@ An experiment is a plugin (registry kind ``experiment``; [BHBK24]'s are in ``pro
 
 Each cell is keyed by a hash of the experiment's name and the cell (:func:`cell_key`); with ``out`` the rows of
 a table written before are read first and every cell whose key is there without an error is not run again; the
-table is rewritten after every cell, so an interrupted run loses only the cells that were running.  A file that
+table is rewritten after every cell, so an interrupted run loses only the cells that were running (a row waiting
+to run again stays until its new row replaces it); one run writes a table at a time, and the table is read back as
+a sweep's is (:mod:`commsim.pipeline.table`).  A file that
 is not a replicate table is refused, never overwritten.  A row read back is reused only when it is what a cell
 writes (:func:`check_row`: every known column holds a value of its kind, :data:`KINDS`; any other column a
 single value; its coordinates and sizes those of the cell its key names); a row that is not -- edited by hand,

@@ -9,7 +9,11 @@ Resuming: with ``out`` naming a result table (``.parquet``, ``.csv``, ``.json``)
 are read first and every cell whose key (a hash of the cell, :meth:`~commsim.pipeline.grid.Cell.key`) is
 there without an error is not run again; the table is rewritten as cells finish (at the first finished cell,
 then at most every ``save_every`` seconds, and once more when the sweep ends or is interrupted), so an interrupted sweep
-loses at most the cells that were running.  A second identical sweep runs nothing and writes nothing.
+loses at most the cells that were running.  A second identical sweep runs nothing and writes nothing.  One
+sweep writes a table at a time (:func:`~commsim.pipeline.table.table_lock`: a second is refused, naming the
+first's pid), a table is read back through :func:`~commsim.pipeline.table.read_table` (its size checked first,
+repeated cell keys counted and reported), and a row of this grid waiting to run again stays in the table until
+its new row replaces it.
 Rows of the table that belong to other grids are kept -- unless ``prune``: then every row whose cell is not in
 this grid is dropped, those of this grid's coordinates made from other files (an edited factory or checkpoint:
 another key, :meth:`~commsim.pipeline.grid.Cell.key` hashes the spec's files) or settings and those outside it,
