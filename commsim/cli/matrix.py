@@ -7,6 +7,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
+from commsim.cli.files import force_option
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.limits import check_seed
@@ -33,6 +34,7 @@ FIGURE_MAX_SIDE = 64
               help=f"Draw the matrix (when at most {FIGURE_MAX_SIDE} x {FIGURE_MAX_SIDE}).")
 @html_option
 @plugin_option
+@force_option
 @json_option
 def matrix_command(problem, n, model_spec, reduction_id, restarts, seed, figure, html_path, plugins, as_json):
     """The communication matrix M[x, y] = f(x, y) of PROBLEM (rows: Alice, columns: Bob) and its
