@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -175,10 +176,14 @@ def table_lock(path, param: str = "out") -> Iterator[Path]:
     lock = lock_path(path)
     while True:
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0),
-                         0o644)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) |
+                         getattr(os, "O_CLOEXEC", 0), 0o644)
         except OSError as exc:
             raise InputError(f"{param}: cannot lock {str(path)!r} ({str(lock)!r}: {exc.strerror})", param) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):    # a FIFO or a device planted under the lock's name
+            os.close(fd)
+            raise InputError(f"{param}: cannot lock {str(path)!r}: {str(lock)!r} is not a regular file; remove it",
+                             param)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -194,8 +199,11 @@ def table_lock(path, param: str = "out") -> Iterator[Path]:
             break
         os.close(fd)                               # its holder removed it as we opened it: lock the new one
     try:
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        except OSError as exc:
+            raise InputError(f"{param}: cannot lock {str(path)!r} ({str(lock)!r}: {exc.strerror})", param) from None
         yield lock
     finally:
         with contextlib.suppress(OSError):

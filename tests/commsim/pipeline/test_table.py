@@ -76,6 +76,17 @@ def test_the_lock_names_its_holder_and_goes_when_released(tmp_path):
     assert not lock.exists()
 
 
+@pytest.mark.parametrize("plant", ["fifo", "symlink", "directory"])
+def test_a_lock_name_that_is_not_a_regular_file_is_refused_and_left(tmp_path, plant):
+    out, lock = tmp_path / "r.csv", lock_path(tmp_path / "r.csv")
+    {"fifo": lambda: os.mkfifo(lock), "symlink": lambda: lock.symlink_to(tmp_path / "elsewhere"),
+     "directory": lock.mkdir}[plant]()
+    with pytest.raises(InputError, match="cannot lock") as err:
+        _sweep(out)
+    assert err.value.param == "out" and os.path.lexists(lock) and not out.exists()
+    assert not (tmp_path / "elsewhere").exists()
+
+
 # ---- temporaries of a writer killed mid-save ----------------------------------------------------
 def test_temporaries_of_dead_writers_are_removed_and_a_live_ones_kept(tmp_path):
     out = tmp_path / "r.csv"
