@@ -58,7 +58,8 @@ force_option = click.option(
     "--force", is_flag=True, expose_value=False, is_eager=True,
     callback=lambda ctx, param, value: ctx.meta.__setitem__("commsim.force", bool(value)),
     help="Replace an output file that commsim did not write (or wrote as another kind of file), and write one "
-         "whose name does not end in its format's suffix.")
+         "whose name does not end in its format's suffix. A file given as a sweep or replicate result table is "
+         "never replaced: it is resumed from, or refused.")
 
 
 def _forced() -> bool:
