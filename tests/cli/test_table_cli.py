@@ -121,12 +121,21 @@ def test_a_list_in_a_parquet_table_is_exit_2_with_its_reason(tmp_path, capsys):
     assert out.read_bytes() == before
 
 
-def test_a_sparse_huge_table_is_refused_before_it_is_read(tmp_path, capsys):
+def test_a_sparse_huge_table_is_refused_before_it_is_read(tmp_path):
+    """A 6 GB sparse CSV as --out: refused by its size, in a process limited to 1 GB of address space (reading it
+    would take several times that)."""
     out = tmp_path / "r.csv"
     with open(out, "wb") as fh:
         fh.truncate(6 << 30)                                      # 6 GB of nothing: sparse
-    code, _, err = run_main(capsys, "sweep", "--reduction", "index-idxl", "--n", "3", "--out", str(out))
-    assert code == 2 and "--out" in err and "6.0 GiB" in err and err.count("\n") == 1, err
+    import resource
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+    done = subprocess.run([sys.executable, "-m", "commsim", "sweep", "--reduction", "index-idxl", "--n", "3", "--out",
+                           str(out)], capture_output=True, text=True, timeout=DEADLINE, preexec_fn=limited,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    err = done.stderr
+    assert done.returncode == 2 and "--out" in err and "6.0 GiB" in err and err.count("\n") == 1, err[-500:]
     assert os.path.getsize(out) == 6 << 30
 
 
