@@ -4,6 +4,7 @@ beside the table), the temporaries of a writer killed mid-save removed, rows wai
 their new rows replace them; and a grid counted before it is built."""
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -136,6 +137,26 @@ def test_an_invalid_row_stays_in_the_table_until_its_cell_has_run_again(tmp_path
     assert [r["cell"] for r in saves[0]] == [first["cell"], second["cell"]]
     assert saves[0][1]["model_accuracy"] == "high"                 # kept, not yet replaced
     assert saves[-1][1]["model_accuracy"] != "high"
+
+
+def test_a_replicate_table_keeps_its_edited_rows_until_their_cells_have_run_again(tmp_path):
+    pytest.importorskip("torch")
+    out = tmp_path / "w.csv"
+    commsim.replicate("bhbk24-width", "quick", out=str(out))
+    frame = pd.read_csv(out, dtype={"cell": str})
+    assert len(frame) == 2
+    frame["accuracy"] = 1.7                                       # both rows edited: both cells run again
+    frame.to_csv(out, index=False)
+    saves = []
+
+    def write(path, data):
+        saves.append(data.decode())
+        write_bytes(path, data, option="out")
+    result = commsim.replicate("bhbk24-width", "quick", out=str(out), write=write, notify=lambda message: None)
+    assert result.attrs["invalid"] == 2 and result.attrs["run"] == 2
+    first = pd.read_csv(io.StringIO(saves[0]), dtype={"cell": str})
+    assert list(first["cell"]) == list(frame["cell"]) and list(first["accuracy"] == 1.7) == [False, True]
+    assert not (pd.read_csv(out)["accuracy"] == 1.7).any()
 
 
 # ---- repeated keys, "nothing to write" ----------------------------------------------------------
