@@ -7,7 +7,7 @@ from rich.table import Table
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
 from commsim.cli.html import check_html, command_line, html_option, write_html
-from commsim.cli.files import refuse_empty, write_text
+from commsim.cli.files import check_target, force_option, refuse_empty, write_text
 from commsim.theory.automaton import AUTOMATON_LANGUAGES, automaton_report
 
 
@@ -15,8 +15,10 @@ from commsim.theory.automaton import AUTOMATON_LANGUAGES, automaton_report
 @click.argument("language", metavar="LANGUAGE", type=click.Choice(AUTOMATON_LANGUAGES))
 @click.option("--n", "n", type=int, required=True, help="String length N (even).")
 @click.option("--dot", "dot_file", callback=refuse_empty, type=click.Path(dir_okay=False), default=None,
-              help="Also write the minimal DFA as Graphviz DOT to this file.")
+              help="Also write the minimal DFA as Graphviz DOT to this file (.dot or .gv; an existing file only if "
+                   "commsim wrote it as DOT, else --force).")
 @html_option
+@force_option
 @json_option
 def automaton_command(language, n, dot_file, html_path, as_json):
     """The minimal complete DFA of LANGUAGE and the bound it puts on recurrent models (Lemma 4 of
@@ -35,9 +37,11 @@ def automaton_command(language, n, dot_file, html_path, as_json):
       commsim automaton dyck22 --n 8 --dot dyck22.dot
     """
     check_html(html_path)
+    if dot_file:
+        check_target(dot_file, "--dot", "dot")      # before any work
     report = automaton_report(language, n)
     if dot_file:
-        write_text(dot_file, report.dfa.to_dot(f"{language} minimal DFA"), option="--dot")
+        write_text(dot_file, report.dfa.to_dot(f"{language} minimal DFA"), option="--dot", kind="dot")
     if html_path:
         from commsim.render.reports import automaton_page
         write_html(html_path, automaton_page(report, language, n, command_line()))

@@ -7,7 +7,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
-from commsim.cli.files import check_target, refuse_empty, write_figure
+from commsim.cli.files import check_target, force_option, refuse_empty, write_figure
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.limits import MAX_HEADS, check_size, show_size
@@ -109,6 +109,7 @@ ARCH_HELP = ("The architecture, NAME[:key=value]; what --width means: elman, gru
 @click.option("--plot", "plot_path", callback=refuse_empty, default=None, metavar="FILE", help="Plot bits vs bound over --n-range (.png/.svg).")
 @html_option
 @plugin_option
+@force_option
 @json_option
 def budget_command(arch, width, precision, dtype, heads, dim, task, n, solve_for, n_range, plot_path, html_path,
                    plugins, as_json):

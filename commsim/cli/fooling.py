@@ -8,6 +8,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option
+from commsim.cli.files import force_option
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.limits import check_size
 from commsim.theory.comm_matrix import input_text
@@ -47,6 +48,7 @@ MAX_MEMBERS_SHOWN = 10_000
 @click.option("--verify", is_flag=True, help="Check the fooling property exhaustively (small n only).")
 @click.option("--members", "show", type=int, default=4, show_default=True, help="How many members to show.")
 @html_option
+@force_option
 @json_option
 def fooling_command(problem, n, verify, show, html_path, as_json):
     """The fooling set of PROBLEM at size n: exact size, the lower bound it gives, and (with

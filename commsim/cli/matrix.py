@@ -7,7 +7,7 @@ from rich.table import Table
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
-from commsim.cli.files import check_target, refuse_empty, write_text
+from commsim.cli.files import check_target, force_option, refuse_empty, write_text
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.limits import check_seed
@@ -38,6 +38,7 @@ FIGURE_MAX_SIDE = 64
                    f"holds it up to {JSON_MATRIX_CELLS} cells and says when it is left out.")
 @html_option
 @plugin_option
+@force_option
 @json_option
 def matrix_command(problem, n, model_spec, reduction_id, restarts, seed, figure, out, html_path, plugins, as_json):
     """The communication matrix M[x, y] = f(x, y) of PROBLEM (rows: Alice, columns: Bob) and its

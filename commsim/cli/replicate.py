@@ -10,7 +10,7 @@ from rich.table import Table
 from commsim.cli import cli
 from commsim.cli.budget import check_plot_path
 from commsim.cli.common import console, emit_json, err_console, json_option, plugin_option, progress_bar
-from commsim.cli.files import check_target, refuse_empty, write_bytes, write_figure
+from commsim.cli.files import check_target, force_option, refuse_empty, write_bytes, write_figure
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.pipeline.executors import EXECUTORS
@@ -68,10 +68,11 @@ def render_replicate(frame, rows: list[dict]) -> None:
 @click.option("--workers", type=int, default=None, help="Local workers of processes/dask (default: one per core).")
 @click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
               help="Result table (.parquet, .csv, .json), one row per model x N x width x seed, with provenance; a "
-                   "re-run with the same --out runs only the cells not yet in it.")
+                   "re-run with the same --out runs only the cells not yet in it; one run writes a table at a time.")
 @click.option("--plot", "plot_path", callback=refuse_empty, default=None, metavar="FILE",
               help="The figure (.png/.svg): accuracy vs N, and accuracy vs state bits with the ceiling.")
 @html_option
+@force_option
 @plugin_option
 @json_option
 def replicate_command(experiment, scale, executor, scheduler, workers, out, plot_path, html_path, plugins, as_json):
@@ -93,7 +94,7 @@ def replicate_command(experiment, scale, executor, scheduler, workers, out, plot
     name = experiment_object(experiment, plugins).name    # an unknown name fails before anything runs
     if out is not None:
         table_format(out, "--out")
-        check_target(out, "--out")
+        check_target(out, "--out", "table")
     if plot_path is not None:
         check_plot_path(plot_path)
     check_html(html_path)
@@ -119,7 +120,7 @@ def replicate_command(experiment, scale, executor, scheduler, workers, out, plot
     a = frame.attrs
     if as_json:
         emit_json({key: a[key] for key in ("experiment", "scale", "cells", "run", "skipped", "failed", "invalid",
-                                           "executor", "violations", "claims")} |
+                                           "duplicates", "written", "executor", "violations", "claims")} |
                   {"out": out, "plot": plot_path, "html": html_path,
                    "rows": frame.astype(object).where(frame.notna(), None).to_dict("records")})
         return
@@ -127,5 +128,8 @@ def replicate_command(experiment, scale, executor, scheduler, workers, out, plot
     console.print(escape(f"{a['cells']} cells: {a['run']} run on {a['executor']}, {a['skipped']} already in the table"
                          + (f"; {a['failed']} failed" if a["failed"] else "")
                          + (f"; {a['invalid']} invalid row(s) of the table run again" if a["invalid"] else "")
+                         + (f"; {a['duplicates']} repeated row(s) of the table dropped" if a["duplicates"] else "")
+                         + (f"; nothing to write to {out}" if out and not a["written"] else "")
                          + "".join(f"; {what} written to {path}" for what, path in
-                                   (("table", out), ("plot", plot_path), ("page", html_path)) if path)))
+                                   (("table", out if a["written"] else None), ("plot", plot_path),
+                                    ("page", html_path)) if path)))

@@ -20,6 +20,7 @@ from commsim.cli.common import (
     render_certificate,
     render_exchange,
 )
+from commsim.cli.files import force_option
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.pipeline.run import run_reduction
@@ -110,6 +111,7 @@ def render_report(report) -> None:
                    "format goes in the spec (precision=P).")
 @html_option
 @plugin_option
+@force_option
 @json_option
 def run_command(reduction, model_spec, n, instances, seed, audit, show_transcript, no_certificate, simulator,
                 workers, fail_on_certificate, fail_on_error, precision, html_path, plugins, as_json):

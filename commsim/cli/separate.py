@@ -29,7 +29,7 @@ from commsim.cli.common import (
     plugin_option,
     progress_bar,
 )
-from commsim.cli.files import check_target, refuse_empty, write_figure
+from commsim.cli.files import check_target, force_option, refuse_empty, write_figure
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.limits import MAX_INSTANCES, check_seed, check_size
@@ -149,6 +149,7 @@ class SeparateCommand(click.Command):
               help="Alice's positions of a balanced partition, e.g. 1,4,5,8 (two-layers; N = twice their number).")
 @html_option
 @plugin_option
+@force_option
 @json_option
 def separate_command(task, n, instances, seed, plot, gamma, q, partition, html_path, plugins, as_json):
     """Both halves of a separation: a verified construction's size against the other

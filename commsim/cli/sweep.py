@@ -13,7 +13,7 @@ from commsim.cli import cli
 from commsim.cli.budget import check_plot_path
 from commsim.cli.common import (console, emit_json, err_console, json_option, parse_instances, plugin_option,
                                 progress_bar)
-from commsim.cli.files import check_target, refuse_empty, write_bytes
+from commsim.cli.files import check_target, force_option, refuse_empty, write_bytes
 from commsim.core.errors import InputError
 from commsim.core.limits import MEMORY_BUDGET_BYTES, show_bytes
 from commsim.pipeline.executors import EXECUTORS, WORKER_BYTES, WORKERS_PER_CORE
@@ -181,7 +181,8 @@ def _print_pruned(attrs: dict, out: str) -> None:
 @click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
               help="Result table (.parquet, .csv, .json), kept up to date as cells finish; a re-run with the same "
                    "--out skips the cells already in it. An existing file that is not a commsim sweep table is "
-                   "refused, never overwritten.")
+                   "refused, never overwritten; one run writes a table at a time (a second is refused, naming "
+                   "the first's pid).")
 @click.option("--plot", "plot_path", callback=refuse_empty, default=None, metavar="FILE",
               help="Faceted plot (.png/.svg): bits vs bound, accuracy, certificate found, over n.")
 @click.option("--no-certificate", is_flag=True, help="Skip the certificate search in every cell.")
@@ -189,6 +190,7 @@ def _print_pruned(attrs: dict, out: str) -> None:
               help="Drop the rows of --out whose cells are not in this grid: rows made from files the specs name "
                    "that have changed since (an edited python: factory, a new checkpoint or weights file) or with "
                    "other settings, and rows of other grids. The dropped rows are counted and listed.")
+@force_option
 @plugin_option
 @json_option
 def sweep_command(reductions, models, n, seeds, instances, precision, dtype, executor, scheduler, workers, out,
@@ -221,7 +223,7 @@ def sweep_command(reductions, models, n, seeds, instances, precision, dtype, exe
     """
     if out is not None:
         table_format(out, "--out")
-        check_target(out, "--out")
+        check_target(out, "--out", "table")
     elif prune:
         raise InputError("--prune drops rows of the result table: give --out", "--prune")
     if plot_path is not None:
@@ -244,7 +246,8 @@ def sweep_command(reductions, models, n, seeds, instances, precision, dtype, exe
         rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
         pruned = {key: a[key] for key in ("pruned", "pruned_stale", "pruned_rows")} if prune else {}
         emit_json({"cells": a["cells"], "run": a["run"], "skipped": a["skipped"], "failed": a["failed"],
-                   "invalid": a["invalid"], "executor": a["executor"], "out": out, "plot": plot_path, **pruned,
+                   "invalid": a["invalid"], "duplicates": a["duplicates"], "written": a["written"],
+                   "executor": a["executor"], "out": out, "plot": plot_path, **pruned,
                    "rows": rows})
         return
     render_sweep(frame)
@@ -252,8 +255,10 @@ def sweep_command(reductions, models, n, seeds, instances, precision, dtype, exe
     found = f", {a['skipped']} already in {out}" if out is not None else ""
     console.print(escape(f"{a['cells']} cells: {a['run']} run{where}{found}" +
                          (f"; {a['failed']} failed (run again next time)" if a["failed"] else "") +
-                         ("" if out is None else (f"; table written to {out}" if a["run"] or a.get("pruned")
-                                                  else "; nothing to do"))))
+                         ("" if out is None else (f"; table written to {out}" if a["written"]
+                                                  else "; nothing to do, nothing to write"))))
+    if a["duplicates"]:
+        console.print(escape(f"{a['duplicates']} repeated row(s) of {out} dropped (the last row of each cell kept)"))
     if a.get("pruned"):
         _print_pruned(a, out)
     if plot_path is not None:

@@ -6,7 +6,7 @@ from rich.markup import escape
 
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
-from commsim.cli.files import check_target, refuse_empty, write_files, write_text
+from commsim.cli.files import check_target, force_option, refuse_empty, write_files, write_text
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_json
 from commsim.plugins import load_plugins
@@ -41,7 +41,9 @@ FORMATS = ["text", "markdown", "html"]
                    "Not with --json (the lesson's JSON has one form).")
 @click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
               help="Write the output to FILE instead of stdout (with --json: the lesson's JSON; stdout then "
-                   "prints one object saying where).")
+                   "prints one object saying where). Its name ends in the format's suffix (.txt or none, .md, .html, "
+                   ".json); an existing file is replaced only if commsim wrote it in that format (else --force).")
+@force_option
 @plugin_option
 @json_option
 def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
@@ -77,8 +79,9 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
     if n is not None and n < 1:
         raise InputError(f"--n must be at least 1, got {n}", "--n")
     build = reg.get("topic", topic, param="topic")
+    kind = "json" if as_json else fmt       # the kind of file --out gets: its suffix, and what it may replace
     if out is not None:
-        check_target(out, "--out")          # before the lesson is built: a bad --out fails fast
+        check_target(out, "--out", kind)    # before the lesson is built: a bad --out fails fast
     if fmt == "html":
         from commsim.render import require
         require("--format html")
@@ -87,7 +90,7 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
         if out is None:
             emit_json(lesson)
         else:                               # the lesson goes to the file; stdout says where (one object)
-            write_text(out, to_json(lesson) + "\n", option="--out")
+            write_text(out, to_json(lesson) + "\n", option="--out", kind=kind)
             emit_json({"topic": topic, "written_to": str(out), "format": "json"})
         return
     if fmt == "html":
@@ -95,7 +98,7 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
         from commsim.render.lesson import lesson_page
         text = lesson_page(lesson, command_line())
         if out is not None:
-            write_text(out, text, option="--out")
+            write_text(out, text, option="--out", kind=kind)
             console.print(f"lecture notes (HTML) written to {escape(str(out))}")
         else:
             click.echo(text, nl=False)
@@ -105,14 +108,15 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
         text, files = lesson_markdown(lesson, out) if out is not None and _can_draw() else \
             lesson_markdown(lesson, None)
         if out is not None:                 # the notes and their figures, all or nothing (every target checked first)
-            write_files([(path, svg_document(svg)) for path, svg in files] + [(out, text)], option="--out")
+            write_files([(path, svg_document(svg)) for path, svg in files] + [(out, text)], option="--out",
+                        kind=kind)
             console.print(f"lecture notes written to {escape(str(out))}" + (f" with {len(files)} figure(s) beside it"
                                                                if files else ""))
         else:
             click.echo(text, nl=False)
         return
     if out is not None:
-        write_text(out, render_plain(lesson), option="--out")
+        write_text(out, render_plain(lesson), option="--out", kind=kind)
         console.print(f"walkthrough written to {escape(str(out))}")
     elif console.is_terminal:
         render_text(lesson, console)

@@ -8,7 +8,7 @@ from rich.table import Table
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option, protocol_problem
 from commsim.cli.html import check_html, command_line, html_option, write_html
-from commsim.cli.files import refuse_empty, write_text
+from commsim.cli.files import force_option, refuse_empty, write_text
 from commsim.core.errors import InputError
 from commsim.plugins import load_plugins
 
@@ -21,6 +21,7 @@ from commsim.plugins import load_plugins
               help="Write the tree as Graphviz DOT to this file.")
 @html_option
 @plugin_option
+@force_option
 @json_option
 def tree_command(problem, n, protocol_name, dot_file, html_path, plugins, as_json):
     """Run a registered protocol on every input pair of PROBLEM (index, eq or disj: the problems the registered

@@ -8,12 +8,14 @@ they are used, by :mod:`commsim.core.limits`; spec strings by :mod:`commsim.spec
 """
 from __future__ import annotations
 
+from collections.abc import Iterable, Sized
 from typing import Any
 
 import numpy as np
 
 from commsim.core.errors import InputError
 from commsim.core.limits import MAX_INSTANCES, check_size
+from commsim.pipeline.grid import MAX_CELLS
 from commsim.pipeline.interfaces import Reduction
 
 __all__ = ["callable_argument", "flag_argument", "instances_argument", "model_argument", "names_argument",
@@ -122,10 +124,12 @@ def sweep_arguments(reductions: Any, models: Any, n: Any, options: dict) -> None
     names_argument(models, "models", "a model spec pattern such as 'elman:width=2..8:x2'", allow_none=True,
                    object_hint=" (a sweep builds its models from spec patterns; run a model object with commsim.run)")
     if n is not None and not isinstance(n, str):
-        try:
-            values = list(n) if not isinstance(n, (int, bytes, bytearray, dict)) else [n]
-        except TypeError:
+        if isinstance(n, (int, bytes, bytearray, dict)) or not isinstance(n, Iterable):
             values = [n]
+        elif not isinstance(n, Sized) or isinstance(n, range):
+            values = []                 # a generator or a range: counted and checked by the grid, never listed here
+        else:
+            values = list(n) if len(n) <= MAX_CELLS else []         # too many: the grid says so
         if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             raise InputError(f"n must be an integer, a list of integers or a range text such as '8..16:x2', got "
                              f"{_shown(n)}", "n")

@@ -42,6 +42,27 @@ WORKER_BYTES = {"processes": 64 * 2**20, "dask": 128 * 2**20}
 WORKERS_PER_CORE = 4
 
 
+#: how often (seconds) a worker looks whether the process that started it is still alive
+PARENT_CHECK_SECONDS = 0.5
+
+
+def start_worker(parent: int) -> None:
+    """A local worker's first act: Ctrl-C is its parent's to handle (:func:`worker_ignores_interrupts`), and a
+    daemon thread ends the worker as soon as its parent is gone -- killed with SIGKILL, it cannot stop its
+    workers itself, and a worker left running a cell would hold its memory for as long as the cell takes."""
+    worker_ignores_interrupts()
+    threading.Thread(target=_exit_with_parent, args=(parent,), name="commsim-parent-watch", daemon=True).start()
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Wait until this process's parent is no longer ``parent`` (it died: the process was handed to another),
+    then end this process at once."""
+    import time
+    while os.getppid() == parent:
+        time.sleep(PARENT_CHECK_SECONDS)
+    os._exit(70)
+
+
 class Executor:
     """Runs ``fn`` over items; use as a context manager (``with make_executor(...) as ex: ex.map(f, xs)``)."""
 
@@ -94,7 +115,7 @@ class Processes(Executor):
         from concurrent.futures import ProcessPoolExecutor
         self.workers = workers or os.cpu_count() or 1
         self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=multiprocessing.get_context("spawn"),
-                                         initializer=worker_ignores_interrupts)
+                                         initializer=start_worker, initargs=(os.getpid(),))
         self._failed = False
 
     def as_completed(self, fn, items):

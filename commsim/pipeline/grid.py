@@ -27,6 +27,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass, field
 
 from commsim.core.errors import InputError
@@ -99,14 +100,29 @@ def parse_values(text, param: str, *, separators: str = ",|", limit: int = MAX_C
         raise InputError(f"{param} must be an integer or a range, got {text!r}", param)
     if isinstance(text, int):
         return [text]
-    items = list(text) if isinstance(text, (list, tuple)) else re.split(f"[{re.escape(separators)}]", str(text))
+    if isinstance(text, str):
+        items = re.split(f"[{re.escape(separators)}]", text)
+    elif isinstance(text, Sized) and isinstance(text, Iterable) and not isinstance(text, (bytes, dict)):
+        if len(text) > limit:                          # a range(4, 10**9) is counted, never listed
+            raise InputError(f"{param}: {show_size(len(text))} values, at most {limit}", param)
+        items = list(text)
+    elif isinstance(text, Iterable) and not isinstance(text, (bytes, dict)):
+        items = list(itertools.islice(text, limit + 1))   # a generator: at most one value more than allowed
+        if len(items) > limit:
+            raise InputError(f"{param}: more than {limit} values", param)
+    else:
+        items = re.split(f"[{re.escape(separators)}]", str(text))
     values: list = []
+    seen: set = set()
     for item in items:
         if isinstance(item, bool):
             raise InputError(f"{param} must be an integer or a range, got {item!r}", param)
         expanded = [item] if isinstance(item, int) else \
             ([] if not str(item).strip() else parse_item(str(item), param, limit=limit))
-        values.extend(v for v in expanded if v not in values)
+        for value in expanded:
+            if value not in seen:
+                seen.add(value)
+                values.append(value)
         if len(values) > limit:
             raise InputError(f"{param}: more than {limit} values", param)
     if not values:
@@ -168,10 +184,8 @@ class SpecChoice:
     varied: tuple[tuple[str, object], ...] = ()
 
 
-def expand_model(pattern: str, *, precision=None, dtype=None) -> list[SpecChoice]:
-    """Every concrete spec a pattern stands for, in order (the last key varies fastest).  ``precision`` /
-    ``dtype`` (lists of values, or None) add that key to every spec; a spec that already sets a number
-    format keeps its own and is an error only when both are given."""
+def _model_axes(pattern: str, precision=None, dtype=None) -> tuple[str, list, list, set]:
+    """A pattern's prefix, its keys with their texts, the values of each key, the keys that vary."""
     if not isinstance(pattern, str) or not pattern.strip():
         raise InputError("model spec is empty; write KIND[:key=value,...]", "model")
     prefix, params = _split_pattern(pattern)
@@ -192,6 +206,24 @@ def expand_model(pattern: str, *, precision=None, dtype=None) -> list[SpecChoice
         count *= len(axis)
         if count > MAX_CELLS:
             raise InputError(f"model spec {pattern!r} stands for more than {MAX_CELLS} specs", "model")
+    return prefix, params, axes, varied_keys
+
+
+def count_model(pattern: str, *, precision=None, dtype=None) -> int:
+    """How many concrete specs a pattern stands for (:func:`expand_model`'s length), counted without building
+    them: the values of each key times the files of a glob."""
+    prefix, _, axes, _ = _model_axes(pattern, precision, dtype)
+    count = 1
+    for axis in axes:
+        count *= len(axis)
+    return count * len(_expand_prefix(prefix, pattern))
+
+
+def expand_model(pattern: str, *, precision=None, dtype=None) -> list[SpecChoice]:
+    """Every concrete spec a pattern stands for, in order (the last key varies fastest).  ``precision`` /
+    ``dtype`` (lists of values, or None) add that key to every spec; a spec that already sets a number
+    format keeps its own and is an error only when both are given."""
+    prefix, params, axes, varied_keys = _model_axes(pattern, precision, dtype)
     out = []
     for head, file in _expand_prefix(prefix, pattern):
         for combo in itertools.product(*axes):
@@ -314,6 +346,15 @@ def build_grid(reductions, models, ns, seeds=(0,), *, instances: int | None = No
     seeds = [check_seed(s) for s in parse_ints(seeds, "seed", minimum=0)]
     precision = None if precision is None else parse_values(precision, "precision")
     dtype = None if dtype is None else parse_values(dtype, "dtype")
+    per_spec = len(reductions) * len(ns) * len(seeds)
+    count = 0
+    for number, pattern in enumerate(models, 1):     # counted before any spec is built: a grid too large fails fast
+        count += per_spec * (1 if pattern is None else count_model(pattern, precision=precision, dtype=dtype))
+        if count > MAX_CELLS and number < len(models):
+            raise InputError(f"grid: the first {number} of {len(models)} model specs already make {show_size(count)} "
+                             f"cells: too large (each cell is a full run); the largest number of cells that runs is "
+                             f"{MAX_CELLS}", "grid")
+    check_size(count, "grid", 1, MAX_CELLS, why="each cell is a full run", noun="number of cells")
     choices = []
     for pattern in models:
         if pattern is None:
@@ -322,8 +363,6 @@ def build_grid(reductions, models, ns, seeds=(0,), *, instances: int | None = No
             choices.append(SpecChoice("", "", ()))
         else:
             choices.extend(expand_model(pattern, precision=precision, dtype=dtype))
-    count = len(reductions) * len(choices) * len(ns) * len(seeds)
-    check_size(count, "grid", 1, MAX_CELLS, why="each cell is a full run", noun="number of cells")
     files = {c.spec: tuple(sorted(spec_files(c.spec).items())) for c in choices if c.spec}
     return [Cell(r.strip(), c.spec or None, n, seed, instances, certify, c.pattern, c.varied, files.get(c.spec, ()))
             for r in reductions for c in choices for n in ns for seed in seeds]

@@ -18,7 +18,9 @@ An experiment is a plugin (registry kind ``experiment``; [BHBK24]'s are in ``pro
 
 Each cell is keyed by a hash of the experiment's name and the cell (:func:`cell_key`); with ``out`` the rows of
 a table written before are read first and every cell whose key is there without an error is not run again; the
-table is rewritten after every cell, so an interrupted run loses only the cells that were running.  A file that
+table is rewritten after every cell, so an interrupted run loses only the cells that were running (a row waiting
+to run again stays until its new row replaces it); one run writes a table at a time, and the table is read back as
+a sweep's is (:mod:`commsim.pipeline.table`).  A file that
 is not a replicate table is refused, never overwritten.  A row read back is reused only when it is what a cell
 writes (:func:`check_row`: every known column holds a value of its kind, :data:`KINDS`; any other column a
 single value; its coordinates and sizes those of the cell its key names); a row that is not -- edited by hand,
@@ -33,15 +35,17 @@ import hashlib
 import json
 import platform
 import time
-from pathlib import Path
 from typing import Callable
 
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_jsonable
 from commsim.pipeline.executors import Executor, check_workers, make_executor
-from commsim.pipeline.sweep import _plain, nullable_frame, table_format   # one reading of a table's cells
+from commsim.pipeline.sweep import nullable_frame
 from commsim.pipeline.sweep import table_bytes as sweep_table_bytes
 from commsim.pipeline.sweep_rows import checked_value, is_key, report_invalid_rows
+from commsim.pipeline.table import TableKind, read_table, remove_stale_temporaries, report_duplicates, table_format
+from commsim.pipeline.table import plain as _plain
+from commsim.pipeline.table import table_lock
 from commsim.plugins import load_plugins
 
 #: the scales an experiment may define
@@ -145,35 +149,14 @@ def check_row(row: dict, experiment: str, cell: dict | None = None) -> tuple[dic
     return checked, ""
 
 
+#: what a replicate table is (:func:`commsim.pipeline.table.read_table`): every row keyed by a cell key
+REPLICATE_TABLE = TableKind("replicate", KEY_COLUMNS)
+
+
 def read_rows(path, param: str = "out") -> list[dict]:
-    """The rows of a replicate table ([] when the file does not exist or is empty); an InputError naming
-    ``param`` when the file exists and is not one (never overwritten)."""
-    import pandas as pd
-    path = Path(str(path))
-    fmt = table_format(path, param)
-    if not path.exists() or (path.is_file() and path.stat().st_size == 0):
-        return []
-    if not path.is_file():
-        raise InputError(f"{param}: {str(path)!r} is not a regular file", param)
-    try:
-        if fmt == "json":
-            rows = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-                raise ValueError("not a list of rows")
-            frame = pd.DataFrame.from_records(rows)
-        elif fmt == "csv":
-            frame = pd.read_csv(path, dtype={"cell": str})
-        else:
-            frame = pd.read_parquet(path)
-    except Exception as exc:  # noqa: BLE001 - a file that does not read as a table: the user's
-        raise InputError(f"{param}: {str(path)!r} exists and does not read as a {fmt} table ({type(exc).__name__}); "
-                         f"give another file or remove it", param) from None
-    missing = [c for c in KEY_COLUMNS if c not in frame.columns]
-    if missing or not len(frame):
-        reason = "no rows" if not len(frame) else f"no {', '.join(map(repr, missing))} column"
-        raise InputError(f"{param}: {str(path)!r} exists and is not a commsim replicate table ({reason}); give "
-                         f"another file or remove it", param)
-    return [{k: _plain(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
+    """The rows of a replicate table ([] when the file does not exist or is empty), each cell key once; an
+    InputError naming ``param`` when the file exists and is not one (never overwritten)."""
+    return read_table(path, REPLICATE_TABLE, param)[0]
 
 
 def to_frame(rows: list[dict]):
@@ -225,18 +208,35 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
     if out is not None and write is None:
         raise InputError("out needs a writer: call commsim.replicate (which brings the atomic file writer)", "out")
     cells = exp.cells(scale)
+    with contextlib.nullcontext() if out is None else table_lock(out):    # one run writes a table at a time
+        if out is not None:
+            remove_stale_temporaries(out)
+        old, duplicates = ([], 0) if out is None else read_table(out, REPLICATE_TABLE)
+        report_duplicates(out, duplicates, notify)
+        frame = _run_cells(exp, scale, cells, old, duplicates, executor, scheduler, workers, out, fmt, write,
+                           plugins, progress, notify)
+    return frame
+
+
+def _run_cells(exp, scale, cells, old, duplicates, executor, scheduler, workers, out, fmt, write, plugins, progress,
+               notify):
+    """The experiment's cells run, ``out`` (holding ``old``'s rows, its lock held) kept up to date; the frame."""
     keys = [cell_key(exp.name, cell) for cell in cells]
-    old = [] if out is None else read_rows(out)
     done, invalid = reusable_rows(old, exp.name, dict(zip(keys, cells)))
     report_invalid_rows(out, [f"row {row}" for row in invalid], "this experiment", "a cell", notify)
     todo = [i for i, key in enumerate(keys) if key not in done]
-    rows = dict(done)
+    rows, key_set = dict(done), set(keys)
+    waiting = {r["cell"]: r for r in old if r.get("cell") in key_set}   # kept until their cells' new rows come
+    written = False
 
     def save() -> None:
-        if out is None or not rows:            # a table is never written without a row
+        nonlocal written
+        if out is None or not (rows or waiting):   # a table is never written without a row
             return
-        kept = [r for r in old if r.get("cell") not in set(keys)]
-        write(str(out), table_bytes([rows[k] for k in keys if k in rows] + kept, fmt))
+        kept = [r for r in old if r.get("cell") not in key_set]
+        table = [rows.get(k) or waiting[k] for k in keys if k in rows or k in waiting] + kept
+        write(str(out), table_bytes(table, fmt))
+        written = True
 
     described, finished = "none", len(cells) - len(todo)
     if progress is not None:
@@ -255,6 +255,8 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
                     save()
             finally:
                 save()
+    elif duplicates:
+        save()                                 # the table without its repeated rows
     ordered = [rows[k] for k in keys]
     ran = [rows[keys[i]] for i in todo]
     if ran and all(r.get("error") for r in ordered):
@@ -264,6 +266,7 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
     frame.attrs.update({"experiment": exp.name, "title": exp.title, "source": exp.source, "figure": exp.figure,
                         "scale": scale, "cells": len(cells), "run": len(todo), "skipped": len(done),
                         "failed": sum(1 for r in ordered if r.get("error")), "invalid": len(invalid),
+                        "duplicates": duplicates, "written": written,
                         "executor": described, "ceiling_column": getattr(exp, "ceiling_column", None),
                         "violations": list(exp.check(good)), "claims": list(exp.claims(good)),
                         "sizes": dict(exp.scales[scale]), "paper_sizes": dict(exp.scales.get("paper", {})),

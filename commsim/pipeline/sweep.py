@@ -9,7 +9,11 @@ Resuming: with ``out`` naming a result table (``.parquet``, ``.csv``, ``.json``)
 are read first and every cell whose key (a hash of the cell, :meth:`~commsim.pipeline.grid.Cell.key`) is
 there without an error is not run again; the table is rewritten as cells finish (at the first finished cell,
 then at most every ``save_every`` seconds, and once more when the sweep ends or is interrupted), so an interrupted sweep
-loses at most the cells that were running.  A second identical sweep runs nothing and writes nothing.
+loses at most the cells that were running.  A second identical sweep runs nothing and writes nothing.  One
+sweep writes a table at a time (:func:`~commsim.pipeline.table.table_lock`: a second is refused, naming the
+first's pid), a table is read back through :func:`~commsim.pipeline.table.read_table` (its size checked first,
+repeated cell keys counted and reported), and a row of this grid waiting to run again stays in the table until
+its new row replaces it.
 Rows of the table that belong to other grids are kept -- unless ``prune``: then every row whose cell is not in
 this grid is dropped, those of this grid's coordinates made from other files (an edited factory or checkpoint:
 another key, :meth:`~commsim.pipeline.grid.Cell.key` hashes the spec's files) or settings and those outside it,
@@ -31,7 +35,6 @@ import json
 import math
 import time
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Callable
 
 from commsim.core.errors import InputError
@@ -49,20 +52,12 @@ from commsim.pipeline.sweep_rows import (
     is_key,
     report_invalid_rows,
 )
+from commsim.pipeline.table import FORMATS, TableKind, table_format  # noqa: F401 - FORMATS: part of this module's API
+from commsim.pipeline.table import plain as _plain  # noqa: F401 - the replicate table reads its cells with it
+from commsim.pipeline.table import read_table as read_any_table
+from commsim.pipeline.table import remove_stale_temporaries, report_duplicates, table_lock
 from commsim.plugins import load_plugins
 from commsim.spec import ModelSpec
-
-#: result-table formats by file suffix
-FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json"}
-
-
-def table_format(path, param: str = "out") -> str:
-    """The format ``path``'s suffix names (parquet, csv, json); an InputError naming ``param`` otherwise."""
-    fmt = FORMATS.get(Path(str(path)).suffix.lower())
-    if fmt is None:
-        raise InputError(f"{param} must end in .parquet, .csv or .json, got {str(path)!r}", param)
-    return fmt
-
 
 # ---- one cell -----------------------------------------------------------------------------------
 def run_cell(cell: Cell, plugins: tuple[str, ...] = ()) -> dict:
@@ -106,57 +101,17 @@ def _provenance(cell: Cell) -> dict:
 
 
 # ---- result tables ------------------------------------------------------------------------------
-def _plain(value):
-    """A cell value read back from a table as a plain Python value (NaN and NA as None)."""
-    if value is None:
-        return None
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value
+#: what a sweep table is (:func:`commsim.pipeline.table.read_table`)
+SWEEP_TABLE = TableKind("sweep", KEY_COLUMNS)
 
 
 def read_table(path, param: str = "out") -> list[dict]:
     """The rows of a result table written by a sweep ([] when the file does not exist or is empty: nothing to
-    lose); an InputError naming ``param`` when it exists but is not one -- unreadable, without rows (a sweep
-    never writes a table without any), or without the columns every row of a sweep has
-    (:data:`~commsim.pipeline.sweep_rows.KEY_COLUMNS`) and a cell key in every row: such a file is the
-    user's, never overwritten."""
-    import pandas as pd
-    path = Path(str(path))
-    fmt = table_format(path, param)
-    if not path.exists():
-        return []
-    if not path.is_file():
-        raise InputError(f"{param}: {str(path)!r} is not a regular file", param)
-    if path.stat().st_size == 0:
-        return []
-    try:
-        if fmt == "json":
-            rows = json.loads(path.read_text(encoding="utf-8"))
-            if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-                raise ValueError("not a list of rows")
-            frame = pd.DataFrame.from_records(rows)
-        elif fmt == "csv":
-            frame = pd.read_csv(path, dtype={"cell": str})
-        else:
-            frame = pd.read_parquet(path)
-    except Exception as exc:  # a file that is there but does not read as a table: the user's to move away
-        raise InputError(f"{param}: {str(path)!r} exists and does not read as a {fmt} table "
-                         f"({type(exc).__name__}); give another file or remove it", param) from None
-    missing = [name for name in KEY_COLUMNS if name not in frame.columns]
-    if missing or not len(frame):
-        reason = "no rows" if not len(frame) else \
-            f"no {', '.join(repr(m) for m in missing)} column{'s' if len(missing) > 1 else ''}"
-        raise InputError(f"{param}: {str(path)!r} exists and is not a commsim sweep table ({reason}); "
-                         "give another file or remove it", param)
-    rows = [{k: _plain(v) for k, v in row.items()} for row in frame.astype(object).to_dict("records")]
-    for number, row in enumerate(rows, 1):
-        if not is_key(row["cell"]):
-            raise InputError(f"{param}: {str(path)!r} exists and is not a commsim sweep table (row {number}'s "
-                             f"cell, {row['cell']!r:.40}, is not a cell key); give another file or remove it", param)
-    return rows
+    lose), each cell key once; an InputError naming ``param`` when it exists but is not one
+    (:func:`commsim.pipeline.table.read_table`: too large, unreadable, without rows or without the columns every
+    row of a sweep has, :data:`~commsim.pipeline.sweep_rows.KEY_COLUMNS`, a row without a cell key): such a file
+    is the user's, never overwritten."""
+    return read_any_table(path, SWEEP_TABLE, param)[0]
 
 
 def to_frame(rows: list[dict]):
@@ -292,7 +247,18 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     fmt = None if out is None else table_format(out)
     if out is not None and write is None:
         raise InputError("out needs a writer: call commsim.sweep (which brings the atomic file writer)", "out")
-    old = [] if out is None else read_table(out)
+    with contextlib.nullcontext() if out is None else table_lock(out):    # one run writes a table at a time
+        if out is not None:
+            remove_stale_temporaries(out)
+        old, duplicates = ([], 0) if out is None else read_any_table(out, SWEEP_TABLE)
+        report_duplicates(out, duplicates, notify)
+        return _run_grid(cells, old, duplicates, executor, scheduler, workers, out, fmt, write, plugins, progress,
+                         save_every, notify, prune)
+
+
+def _run_grid(cells, old, duplicates, executor, scheduler, workers, out, fmt, write, plugins, progress, save_every,
+              notify, prune):
+    """The sweep's cells run, ``out`` (holding ``old``'s rows, its lock held) kept up to date; the frame."""
     keys = [cell.key() for cell in cells]
     done, invalid = _reusable_rows(old, dict(zip(keys, cells)))
     report_invalid_rows(out, [f"cell {cell}" for cell in invalid], "this grid", "a sweep", notify)
@@ -300,20 +266,24 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     todo = [i for i, key in enumerate(keys) if key not in done and first[key] == i]
     rows: dict[str, dict] = {key: done[key] for key in keys if key in done}
     grid_keys = set(keys)
+    waiting = {row["cell"]: row for row in old if row["cell"] in grid_keys}  # kept until their cells' new rows come
     stale, outside = _stale_rows(old, cells, grid_keys) if prune else ([], [])
+    written = False
 
     def save() -> None:
+        nonlocal written
         if out is None:
             return
         kept = [] if prune else [row for row in old if row["cell"] not in grid_keys]
-        table = [rows[k] for k in dict.fromkeys(keys) if k in rows] + kept
+        table = [rows.get(k) or waiting[k] for k in dict.fromkeys(keys) if k in rows or k in waiting] + kept
         write(str(out), table_bytes(table, fmt))
+        written = True
 
     total, finished, described = len(cells), len(cells) - len(todo), "none"
     if progress is not None:
         progress(finished, total)
     ran: list[dict] = []
-    dirty = bool(stale or outside)                   # rows to drop: the table is rewritten even if nothing runs
+    dirty = bool(stale or outside or duplicates)     # rows to drop: the table is rewritten even if nothing runs
     if todo:
         last_save = -math.inf                        # the first finished cell is on disk at once
         try:
@@ -342,7 +312,8 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     frame = to_frame([rows[k] for k in dict.fromkeys(keys)])
     frame.attrs.update({"cells": total, "run": len(ran), "skipped": sum(1 for key in keys if key in done),
                         "failed": sum(1 for k in dict.fromkeys(keys) if rows[k].get("error")),
-                        "invalid": len(invalid), "executor": described, "out": None if out is None else str(out)})
+                        "invalid": len(invalid), "duplicates": duplicates, "written": written,
+                        "executor": described, "out": None if out is None else str(out)})
     if prune:
         frame.attrs.update({"pruned": len(stale) + len(outside), "pruned_stale": len(stale),
                             "pruned_rows": [describe_row(row) for row in stale + outside]})

@@ -36,6 +36,12 @@ WRITERS = [
 IDS = [f"{args[0]} {option} {name}" for args, option, name, _ in WRITERS]
 
 
+def _written_before(path, data: bytes) -> None:
+    """``path`` with ``data``, as a file commsim wrote before (marked as the writer marks its files)."""
+    path.write_bytes(data)
+    os.setxattr(path, files.MARK, files.file_kind(path).encode())
+
+
 def _leftovers(directory):
     return [p.name for p in directory.iterdir() if p.name.startswith(TEMP_PREFIX)]
 
@@ -62,7 +68,7 @@ def test_a_missing_directory_is_bad_input_naming_the_option(capsys, tmp_path, ar
 def test_a_failure_while_writing_leaves_the_old_file_and_no_temporary(capsys, tmp_path, monkeypatch, args, option,
                                                                        name, complete):
     target = tmp_path / name
-    target.write_bytes(b"the previous file")
+    _written_before(target, b"the previous file")
     real_replace = files.os.replace
 
     def disk_full(src, dst):                   # the rendered file is complete in the temporary: fail the rename
@@ -179,7 +185,7 @@ def test_notes_whose_figure_target_is_a_symlink_leave_the_users_other_figure_alo
     exit 2 naming --out, and fig1 is still the user's file (the rollback used to delete it)."""
     monkeypatch.chdir(tmp_path)
     mine = tmp_path / "notes-fig1-sequence.svg"
-    mine.write_text("my own drawing\n")
+    _written_before(mine, b"my own drawing\n")     # a figure of earlier notes: one commsim may replace
     before = os.lstat(mine)
     (tmp_path / "notes-fig2-sequence.svg").symlink_to(tmp_path / "elsewhere.svg")
     code, out, err = run_main(capsys, "teach", "attention-dyck", "--format", "markdown", "--out", "notes.md")
@@ -194,10 +200,10 @@ def test_a_rename_failing_part_way_puts_back_what_was_there_and_removes_only_new
     """Files renamed before the failure: a replaced one gets its old content (and inode) back, a created one
     goes; a file the call never reached is untouched; no temporary is left."""
     old = tmp_path / "b.svg"
-    old.write_text("the user's b\n")
+    _written_before(old, b"the old b\n")
     inode = os.lstat(old).st_ino
     untouched = tmp_path / "d.md"
-    untouched.write_text("the user's d\n")
+    _written_before(untouched, b"the old d\n")
     real_replace = files.os.replace
     calls = []
 
@@ -211,8 +217,8 @@ def test_a_rename_failing_part_way_puts_back_what_was_there_and_removes_only_new
     with pytest.raises(InputError, match="--out: cannot write .*c.svg.*No space left on device") as err:
         files.write_files([(path, f"new {path.name}") for path in targets], option="--out")
     assert err.value.param == "--out"
-    assert old.read_text() == "the user's b\n" and os.lstat(old).st_ino == inode
-    assert untouched.read_text() == "the user's d\n"
+    assert old.read_text() == "the old b\n" and os.lstat(old).st_ino == inode
+    assert untouched.read_text() == "the old d\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.svg", "d.md"]
 
 

@@ -11,6 +11,7 @@ load_plugins: InputError, never another exception); then hypothesis draws 150 co
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import click
@@ -278,3 +279,60 @@ def test_fuzz_bad_invocations_and_api_calls(tmp_path):
 @pytest.mark.slow
 def test_fuzz_2000_bad_invocations(tmp_path):
     _fuzz(2000, tmp_path)
+
+
+# ---- hostile result tables and a second writer --------------------------------------------------------------
+def _hostile_tables(tmp: Path) -> dict[str, bytes | None]:
+    """Files no sweep or replicate may resume from (name -> content; None: made here, sparse): a list in a parquet
+    cell, a sparse 6 GB CSV, JSON nested 100 000 deep, NUL bytes, key columns without rows, a mapping in a cell,
+    a row whose key is a path, UTF-16 text."""
+    import io
+
+    import pandas as pd
+    columns = ["cell", "experiment", "scale", "model", "layers", "width", "N", "seed", "error", "reduction", "n",
+               "instances"]
+    row = dict.fromkeys(columns, 1) | {"cell": "0123456789abcdef", "experiment": "bhbk24-index", "scale": "quick",
+                                       "error": None, "model": "lstm", "reduction": "index-idxl", "instances": "all"}
+    listed = io.BytesIO()
+    pd.DataFrame([row | {"accuracy": [0.5, 0.7]}]).to_parquet(listed, index=False)
+    with open(tmp / "t-sparse.csv", "wb") as fh:
+        fh.truncate(6 << 30)
+    return {"t-list.parquet": listed.getvalue(), "t-sparse.csv": None,
+            "t-deep.json": b"[" * 100_000 + b"]" * 100_000, "t-nul.csv": b"\0" * 4096,
+            "t-header.csv": (",".join(columns) + "\n").encode(),
+            "t-dict.json": json.dumps([row | {"accuracy": {"a": 1}}]).encode(),
+            "t-path-key.csv": (",".join(columns) + "\n" + ",".join(["../../etc/passwd"] + ["1"] * 11) + "\n").encode(),
+            "t-utf16.csv": (",".join(columns) + "\n").encode("utf-16")}
+
+
+def test_fuzz_hostile_tables_and_a_second_writer(tmp_path):
+    """Every hostile table, as --out of sweep and of replicate: exit 2 with one line, the file unchanged; and a
+    table whose lock this process holds: exit 2 naming this process."""
+    from commsim.pipeline.table import table_lock
+    tables = _hostile_tables(tmp_path)
+    for name, content in tables.items():
+        if content is not None:
+            (tmp_path / name).write_bytes(content)
+    (tmp_path / "held.csv").write_bytes(b"")
+    worker = Worker(tmp_path)
+    problems = []
+    commands = (["sweep", "--reduction", "index-idxl", "--n", "4"], ["replicate", "bhbk24-index"])
+    try:
+        for name in tables:
+            before = os.stat(tmp_path / name)
+            for command in commands:
+                result = worker.run([*command, "--out", name, "--json"])
+                problems += _problems([result])
+                if result["code"] != 2 or "--out" not in result["stderr"]:
+                    problems.append(f"{result['code']}: commsim {' '.join(result['argv'])}: {result['stderr'][:200]}")
+            after = os.stat(tmp_path / name)
+            if (after.st_size, after.st_mtime_ns) != (before.st_size, before.st_mtime_ns):
+                problems.append(f"{name} was rewritten")
+        with table_lock(tmp_path / "held.csv"):
+            for command in commands:
+                result = worker.run([*command, "--out", "held.csv", "--json"])
+                if result["code"] != 2 or f"(pid {os.getpid()}," not in result["stderr"]:
+                    problems.append(f"a second writer: {result['code']}: {result['stderr'][:200]}")
+    finally:
+        worker.close()
+    assert not problems, "\n".join(problems)

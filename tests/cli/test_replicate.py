@@ -75,6 +75,20 @@ def test_a_second_identical_command_runs_nothing(quick, capsys):
     assert (folder / "r.csv").read_bytes() == before
 
 
+def test_a_second_command_says_nothing_was_written_and_counts_repeated_rows(quick, capsys, tmp_path):
+    folder, _ = quick
+    code, out, _ = run_main(capsys, "replicate", "bhbk24-index", "--out", str(folder / "r.csv"))
+    assert code == 0 and "nothing to write to" in out and "table written" not in out
+    repeated = tmp_path / "r.csv"                         # the same table with its first row twice more
+    lines = (folder / "r.csv").read_text().splitlines(keepends=True)
+    repeated.write_text("".join(lines[:2] + lines[1:2] * 2 + lines[2:]))
+    code, out, err = run_main(capsys, "replicate", "bhbk24-index", "--out", str(repeated), "--json")
+    report = json.loads(out)
+    assert code == 0 and report["run"] == 0 and report["duplicates"] == 2 and report["written"] is True
+    assert "2 rows repeat a cell key" in err and len(read_rows(repeated)) == len(lines) - 1
+    assert len(repeated.read_text().splitlines()) == len(lines)          # written without the repeats
+
+
 def test_the_check_catches_a_point_above_the_ceiling(quick):
     _, report = quick
     row = dict(next(r for r in report["rows"] if r["recurrent"]))
