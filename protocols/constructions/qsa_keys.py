@@ -15,14 +15,17 @@ The proof is probabilistic.  At the sizes commsim runs, the keys are *found and 
   P_S x = 1.  Writing x = adj(P_S) 1 / det(P_S), <w, u_j> = P_(j,S) adj(P_S) 1 / det(P_S) and
   ||w||^2 = k 1^T adj(P_S) 1 / det(P_S) -- integers over an integer, so the three conditions are checked
   exactly, in int64, for all C(N, q) sets at once;
-* a set whose candidate breaks a condition gets an active-set iteration: the worst offending j joins
-  the equalities with <w, u_j> = sign/2 (the least-norm w through a growing set A of constraints,
-  w = sqrt(k) s_A^T x with P_A x = b, b in {1, +-1/2}); the iteration runs in float64 only to choose A
-  and b, and the (A, b) it returns is verified again in exact rational arithmetic (Fractions): the
-  equalities hold exactly, every other |<w, u_j>| <= 1/2 and k b.x <= 4q;
+* a set whose candidate breaks a condition gets a primal active-set iteration for the least-norm w under
+  all three conditions: the worst offending j joins the equalities with <w, u_j> = sign/2 (w = sqrt(k) s_A^T x
+  with P_A x = b, b in {1, +-1/2}, x the multipliers up to a positive factor), and a joined constraint whose
+  multiplier has the wrong sign leaves again (at most k equalities, 4k steps).  The iteration runs in float64
+  only to choose A and b; the (A, b) it returns is verified again in exact integer arithmetic (Cramer's rule
+  by Bareiss elimination): the equalities hold exactly, every other |<w, u_j>| <= 1/2 and ||w||^2 <= 4q.
+  (At the optimum of the least-norm problem the active constraints form such an (A, b), so the iteration
+  finds it whenever it ends there; when it gives up, the width is rejected -- never a set passed unchecked);
 * k grows geometrically (x 5/4) from q + log2 N until every set passes, then a bisection between the
   last failed and the passed width looks for a smaller one (a fresh draw at each width).  A width is
-  rejected when a set fails, or when more than an eighth of the sets need the iteration (a cost cap).
+  rejected when a set fails, or when more than FALLBACK_CAP (8192) sets need the iteration (a cost cap).
 
 The returned k is therefore the smallest width *this search* verified, not the smallest possible; its
 keys satisfy the stated property on every one of the C(N, q) sets, each checked exactly.
@@ -39,16 +42,25 @@ import numpy as np
 
 from protocols.constructions.common import ConstructionError
 
-__all__ = ["RipKeys", "find_rip_keys", "verify_keys", "closed_form_failures", "active_set", "exact_check",
-           "all_sets", "solve_integer", "RIP_MAX_Q", "RIP_MAX_SETS", "RIP_MAX_K"]
+__all__ = [
+    "RIP_MAX_K",
+    "RIP_MAX_Q",
+    "RIP_MAX_SETS",
+    "RipKeys",
+    "active_set",
+    "all_sets",
+    "closed_form_failures",
+    "exact_check",
+    "find_rip_keys",
+    "solve_integer",
+    "verify_keys",
+]
 
 #: the integer verification stays inside int64 up to q = 4 and k = RIP_MAX_K
 RIP_MAX_Q = 4
 #: at most this many q-sets are verified (C(64, 3) = 41,664 and C(128, 2) = 8,128 fit)
 RIP_MAX_SETS = 1 << 17
 RIP_MAX_K = 1024
-#: the most extra constraints the active-set iteration adds for one set
-_MAX_ACTIVE = 12
 _CHUNK = 1 << 21
 #: at most this many sets per width go to the active-set iteration (a cost cap; more rejects the width)
 FALLBACK_CAP = 8192
@@ -142,15 +154,22 @@ def closed_form_failures(P: np.ndarray, sets: np.ndarray, k: int) -> np.ndarray:
 
 
 def active_set(P: np.ndarray, S, k: int):
-    """The equalities (A, b) of a w_S found by adding the worst offending j with <w, u_j> = sign/2, or None
-    (float64 only chooses A and b; :func:`exact_check` decides)."""
+    """The equalities (A, b) of a w_S, or None: a primal active-set iteration for the least-norm w with the
+    three conditions.  With w = sqrt(k) s_A^T x and P_A x = b, x holds the multipliers (up to a positive factor);
+    a constraint <w, u_j> = +-1/2 whose multiplier has the sign of its bound is dropped, else the worst offending
+    j joins with <w, u_j> = sign/2.  float64 only chooses A and b; :func:`exact_check` decides."""
     q = len(S)
     A, b = list(S), [1.0] * q
-    for _ in range(_MAX_ACTIVE + 1):
+    for _ in range(4 * k):
         try:
             x = np.linalg.solve(P[np.ix_(A, A)].astype(np.float64), np.array(b))
         except np.linalg.LinAlgError:
             return None
+        wrong = [i for i in range(q, len(A)) if x[i] * b[i] > 1e-12]
+        if wrong:
+            i = max(wrong, key=lambda i: x[i] * b[i])
+            del A[i], b[i]
+            continue
         inner = P[:, A] @ x
         inner[A] = 0.0
         j = int(np.argmax(np.abs(inner)))
@@ -158,34 +177,39 @@ def active_set(P: np.ndarray, S, k: int):
             if k * float(np.dot(b, x)) > 4 * q - 1e-9:
                 return None
             return tuple(A), tuple(Fraction(1) if v == 1.0 else Fraction(int(np.sign(v)), 2) for v in b)
+        if len(A) >= k:
+            return None
         A.append(j)
         b.append(0.5 * float(np.sign(inner[j])))
     return None
 
 
-def _bareiss_det(M: list) -> int:
-    """The determinant of an integer matrix (lists of Python ints), by Bareiss's fraction-free elimination
-    (every division is exact)."""
-    M = [list(row) for row in M]
-    n, sign, prev = len(M), 1, 1
-    for c in range(n - 1):
-        if M[c][c] == 0:
-            r = next((r for r in range(c + 1, n) if M[r][c] != 0), None)
-            if r is None:
-                return 0
-            M[c], M[r], sign = M[r], M[c], -sign
-        for i in range(c + 1, n):
-            for j in range(c + 1, n):
-                M[i][j] = (M[i][j] * M[c][c] - M[i][c] * M[c][j]) // prev
-        prev = M[c][c]
-    return sign * M[n - 1][n - 1]
-
-
 def solve_integer(M: list, b2: list) -> tuple[list, int]:
-    """Cramer's rule on integers: (y, D) with M (y / D) = b2 / 2 and D = 2 det(M) (D = 0: M singular)."""
-    det = _bareiss_det(M)
-    y = [_bareiss_det([row[:i] + [b2[r]] + row[i + 1:] for r, row in enumerate(M)]) for i in range(len(M))]
-    return y, 2 * det
+    """(y, D) with M (y / D) = b2 / 2, D = 2 det(M) and y integer (Cramer's rule), for an integer matrix M;
+    D = 0 if M is singular.  Bareiss's fraction-free elimination of [M | b2] (every division exact) gives
+    det(M) and an integer triangular system; back substitution in Fractions gives x = y / D."""
+    n = len(M)
+    R = [[int(v) for v in M[i]] + [int(b2[i])] for i in range(n)]
+    sign, prev = 1, 1
+    for c in range(n):
+        if R[c][c] == 0:
+            r = next((r for r in range(c + 1, n) if R[r][c] != 0), None)
+            if r is None:
+                return [0] * n, 0
+            R[c], R[r], sign = R[r], R[c], -sign
+        for i in range(c + 1, n):
+            for j in range(c + 1, n + 1):
+                R[i][j] = (R[i][j] * R[c][c] - R[i][c] * R[c][j]) // prev
+            R[i][c] = 0
+        prev = R[c][c]
+    det = sign * R[n - 1][n - 1]
+    x = [Fraction(0)] * n
+    for i in range(n - 1, -1, -1):
+        x[i] = (R[i][n] - sum(R[i][j] * x[j] for j in range(i + 1, n))) / Fraction(R[i][i])
+    y = [v * det for v in x]                   # M x = b2, so x / 2 = y / D with y = det x = adj(M) b2
+    if any(v.denominator != 1 for v in y):
+        raise ArithmeticError("Cramer's numerators are integers")
+    return [int(v) for v in y], 2 * det
 
 
 def exact_check(P: np.ndarray, S, A, b, k: int) -> bool:

@@ -189,9 +189,9 @@ class QsaSeparation(Separation):
                    "Inputs (generic layout): values +-1 at the first N - 1 positions, the query's q-subset at the "
                    "last; the error is |output - (1/q) sum_(j in S) v_j|. memo acc.: the memorizing recurrence on "
                    "index-qsa (q = 1 only).",
-                   "m (rip): construct:qsa:keys=rip, random sign keys at the smallest width the seeded search verified "
-                   f"(every q-set of the N positions checked in exact integer arithmetic; built while C(N, q) <= "
-                   f"{RIP_SEPARATE_SETS}), run on the same inputs.", INPUTS_NOTE])
+                   ("m (rip): construct:qsa:keys=rip, random sign keys at the smallest width the seeded search "
+                    "verified (every q-set of the N positions checked in exact integer arithmetic; built while "
+                    f"C(N, q) <= {RIP_SEPARATE_SETS}), run on the same inputs."), INPUTS_NOTE])
 
 
 

@@ -69,12 +69,13 @@ def test_found_keys_have_the_property_on_every_set(q, extra, seed):
     assert_key_property(keys)
 
 
-@pytest.mark.parametrize("N,q", [(64, 1), (64, 2), (32, 3), pytest.param(64, 3, marks=pytest.mark.slow)])
+@pytest.mark.parametrize("N,q", [(64, 1), (64, 2), (24, 3), pytest.param(32, 3, marks=pytest.mark.slow),
+                                 pytest.param(64, 3, marks=pytest.mark.slow)])
 def test_keys_at_64_are_verified_and_far_narrower_than_lemma2(N, q):
     keys = find_rip_keys(N, q, 0)
     assert keys.sets_verified == math.comb(N, q)
     assert verify_keys(keys.signs, q) is not None
-    if q < 3:
+    if keys.sets_verified <= 5000:                     # the test's own rational re-check of every set
         assert_key_property(keys)
     assert 3 * keys.k < build_qsa(N, q).width
     assert keys.tried[-1][1] is True or any(ok and k == keys.k for k, ok in keys.tried)
