@@ -23,10 +23,11 @@ and the same format make the rip layer exact in the same sense.
 
 With alpha = 2 ln(16 q N) the weight off S is below 1/(8q) in all, and the fixed-point format (frac
 bits from :func:`qsa_format`) keeps the rounding of the logits on S below the same, so the output is a
-1/(4q)-approximation of qSA.  The inequality doing the work: with every parameter rounded down to the grid
-Delta = 2^-frac, a logit is within Delta (sqrt(k) + ||alpha w_S||_1 + 1) <= Delta (sqrt(k) + 2 alpha sqrt(qk) + 1)
-<= 1/(16q) of alpha <w_S, u_j> (||w_S|| <= 2 sqrt(q) and Cauchy-Schwarz), so the logits on S are alpha +- 1/(16q)
-and those off S at most alpha/2 + 1/(16q); N e^(-alpha/2) = 1/(16q) then bounds the weight off S -- inside the 1/(2q) that decides DISJ in ``disj-qsa``.  The tests and
+1/(4q)-approximation of qSA -- inside the 1/(2q) that decides DISJ in ``disj-qsa``.  The inequality that
+makes it exact under the fixed-point semantics: every parameter is rounded down to the grid Delta = 2^-frac,
+so a logit is within Delta (sqrt(k) + ||alpha w_S||_1 + 1) <= Delta (sqrt(k) + 2 alpha sqrt(qk) + 1) <= 1/(16q)
+of alpha <w_S, u_j> (||w_S|| <= 2 sqrt(q) and Cauchy-Schwarz); the logits on S are then alpha +- 1/(16q), those
+off S at most alpha/2 + 1/(16q), and N e^(-alpha/2) = 1/(16q) bounds the weight off S.  The tests and
 ``commsim separate qsa`` measure the error on every input (small N) or seeded samples.
 
 Layouts: ``disj`` reads the ``disj-qsa`` tokens (N = 2q + 1: 0 = +e1, 1 = -e1, 2 + code(a) the query set

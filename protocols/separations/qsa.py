@@ -72,7 +72,8 @@ class QsaSeparation(Separation):
         rip = build_qsa(2 * q + 1, q, layout="disj", seed=seed, keys="rip")
         rip_accuracy, rip_exact, _ = attention_check(reduction, rip, q, A, B)
         return {"disj_accuracy": min(accuracy, rip_accuracy), "disj_protocol_exact": exact and rip_exact,
-                "disj_protocol_bits": exchange_bits(model, encoded), "disj_rip_protocol_bits": exchange_bits(rip, encoded)}
+                "disj_protocol_bits": exchange_bits(model, encoded),
+                "disj_rip_protocol_bits": exchange_bits(rip, encoded)}
 
     def row(self, N, *, seed, instances, q=DEFAULT_Q):
         """qSA on N positions: the layer's error on every input (small N) or seeded samples."""
@@ -146,7 +147,8 @@ class QsaSeparation(Separation):
         return SeparationResult(
             "qsa", "q-sparse averaging (qSA)",
             "one self-attention layer of width O(q^2 log N) with explicit keys, O(q log N) with the slides' "
-            "Candes-Tao keys (keys=rip: searched and verified on every q-set by commsim) approximates qSA to 1/(4q), while a recurrent model needs N - q state bits; a one-layer attention "
+            "Candes-Tao keys (keys=rip: searched and verified on every q-set by commsim) approximates qSA to "
+            "1/(4q), while a recurrent model needs N - q state bits; a one-layer attention "
             "whose query attends to its own position (as construct:qsa's does) itself needs "
             "min(d*p, (2m + 1)*p*H) >= q bits one-way (disj-qsa), so its width must grow with q",
             n,
@@ -160,7 +162,8 @@ class QsaSeparation(Separation):
                         "(width*p = {width_bits}) "
                         "and its largest error on {instances} inputs is {max_error:.2g} (< 1/(4q) = {epsilon:.3g}); "
                         "on disj-qsa (N = 2q + 1) it decides DISJ_q through the attention protocol, bit for bit, "
-                        "with {disj_protocol_bits} bits ({disj_rip_protocol_bits} with keys=rip); {rip_text}; a recurrent model needs {rnn_bound_bits} state bits and a "
+                        "with {disj_protocol_bits} bits ({disj_rip_protocol_bits} with keys=rip); {rip_text}; "
+                        "a recurrent model needs {rnn_bound_bits} state bits and a "
                         "self-attending one-layer attention min(d*p, (2m + 1)*p*H) >= {one_layer_bound_bits} (this "
                         "layer's: {one_layer_message_bits})"},
             {"arch": "recurrent; one-layer attention", "model": "memorize on index-qsa (q = 1)",
