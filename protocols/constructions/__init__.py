@@ -19,7 +19,8 @@ precision is the narrowest in which it is exact):
 ``construct:nstnb``  Theorem 7 of [BHBK24]: nearest neighbour in two layers of width O(log N) over the
                      hypercube-corner codebook (``length=L``, ``dim=D``); reads the ``disj-mqar`` tokens too.
 ``construct:qsa``    [SHT23]: q-sparse averaging in one attention layer (``q=``, ``length=N``,
-                     ``layout=disj|generic``); with ``disj-qsa`` the attention protocol simulates it.
+                     ``layout=disj|generic``, ``keys=lemma2|rip``); with ``disj-qsa`` the attention protocol
+                     simulates it.
 ``construct:match3-third-order`` [SHT23]'s claim with commsim's weights: Match3 at every position in one
                      third-order attention unit (the three-angle Match2 trick, position-code penalties for
                      the degenerate pairs): ``modulus=M``, ``length=N``, ``codes=auto|onehot|lemma2``,
@@ -155,7 +156,7 @@ def make_nstnb(spec, n=None, seq_len=None, reduction=None, **context):
 
 def make_qsa(spec, n=None, seq_len=None, reduction=None, **context):
     """[SHT23]: q-sparse averaging in one attention layer (keys q, length, layout, seed, precision)."""
-    from protocols.constructions.qsa import LAYOUTS, MAX_Q, build_qsa
+    from protocols.constructions.qsa import KEYS, LAYOUTS, MAX_Q, build_qsa
     if reduction not in (None, "disj-qsa"):
         raise ConstructionError(f"construct:qsa reads the disj-qsa tokens (or its own generic layout); {reduction} "
                                 f"encodes its task differently", "model")
@@ -165,7 +166,8 @@ def make_qsa(spec, n=None, seq_len=None, reduction=None, **context):
     fmt = spec.format_if_given()
     if fmt is not None:
         require_fixed(fmt, "construct:qsa")
-    return build_qsa(length, q, layout=layout, seed=spec.int("seed", 0, minimum=0), fmt=fmt, spec=spec.text)
+    return build_qsa(length, q, layout=layout, seed=spec.int("seed", 0, minimum=0), fmt=fmt,
+                     keys=spec.str("keys", "lemma2", choices=KEYS), spec=spec.text)
 
 
 def make_match3_third_order(spec, vocab_size=None, seq_len=None, **context):
@@ -237,8 +239,9 @@ def register(registry) -> None:
                       "Theorem 7 of [BHBK24]: nearest neighbour in two layers of width O(log N) "
                       "(length=, dim=D codebook, gamma=, seed=, precision=)")
     registry.register("model", "construct:qsa", make_qsa,
-                      "[SHT23]: q-sparse averaging in one attention layer, m = O(q^2 log N) "
-                      "(q=, length=, layout=disj|generic, seed=, precision=)")
+                      "[SHT23]: q-sparse averaging in one attention layer, m = O(q^2 log N) with keys=lemma2 "
+                      "(explicit), O(q log N) with keys=rip (sign keys searched and verified on every q-set) "
+                      "(q=, length=, layout=disj|generic, keys=lemma2|rip, seed=, precision=)")
     registry.register("model", "construct:3cycle-pair", make_cycle3_pair,
                       "commsim's higher-order graph unit: Directed 3-Cycle at every node, width 1, 8 bits "
                       "(nodes=N, precision=); no node-partition protocol applies")

@@ -14,9 +14,20 @@ simulates it exactly):
   k = O(q^2 log N), the same for the q = 1, 2 of the reductions);
 * values v_j (+1, -1, or 0 at the query), W_O reads them: the output is the attention average.
 
+``keys=rip`` swaps in the slides' keys: k = O(q log N) random signs, found and verified by the search of
+:mod:`protocols.constructions.qsa_keys` -- every q-set S of the N positions has a w_S with
+||w_S|| <= 2 sqrt(q), <w_S, u_j> = 1 on S and |<w_S, u_j>| <= 1/2 off S, each checked in exact integer
+arithmetic.  Those are the only two facts about the keys the argument below uses (lemma2's w_S has norm
+sqrt(1^T G^-1 1) <= sqrt(q / (1 - (q - 1) gamma)) <= 2 sqrt(q) and the offset bound above), so the same alpha
+and the same format make the rip layer exact in the same sense.
+
 With alpha = 2 ln(16 q N) the weight off S is below 1/(8q) in all, and the fixed-point format (frac
 bits from :func:`qsa_format`) keeps the rounding of the logits on S below the same, so the output is a
-1/(4q)-approximation of qSA -- inside the 1/(2q) that decides DISJ in ``disj-qsa``.  The tests and
+1/(4q)-approximation of qSA -- inside the 1/(2q) that decides DISJ in ``disj-qsa``.  The inequality that
+makes it exact under the fixed-point semantics: every parameter is rounded down to the grid Delta = 2^-frac,
+so a logit is within Delta (sqrt(k) + ||alpha w_S||_1 + 1) <= Delta (sqrt(k) + 2 alpha sqrt(qk) + 1) <= 1/(16q)
+of alpha <w_S, u_j> (||w_S|| <= 2 sqrt(q) and Cauchy-Schwarz); the logits on S are then alpha +- 1/(16q), those
+off S at most alpha/2 + 1/(16q), and N e^(-alpha/2) = 1/(16q) bounds the weight off S.  The tests and
 ``commsim separate qsa`` measure the error on every input (small N) or seeded samples.
 
 Layouts: ``disj`` reads the ``disj-qsa`` tokens (N = 2q + 1: 0 = +e1, 1 = -e1, 2 + code(a) the query set
@@ -36,12 +47,15 @@ import numpy as np
 from commsim.core.precision import FixedPoint
 from protocols.constructions.common import ConstructionError, fixed_format, grid_ceil
 from protocols.constructions.orthogonal import find
+from protocols.constructions.qsa_keys import find_rip_keys
 from protocols.models.attention import AttentionLayer
 
 __all__ = ["QsaConstruction", "build_qsa", "qsa_format", "set_query", "rank_subset", "unrank_subset", "sample_qsa",
-           "all_qsa", "qsa_average", "LAYOUTS", "MAX_Q"]
+           "all_qsa", "qsa_average", "LAYOUTS", "KEYS", "MAX_Q"]
 
 LAYOUTS = ("disj", "generic")
+#: lemma2: explicit nearly orthogonal keys, k = O(q^2 log N); rip: searched and verified keys, k = O(q log N)
+KEYS = ("lemma2", "rip")
 MAX_Q = 16
 
 
@@ -100,9 +114,11 @@ class QsaConstruction(AttentionLayer):
     construction = "qsa"
 
 
-def build_qsa(N: int, q: int, *, layout: str = "generic", seed: int = 0, fmt=None,
+def build_qsa(N: int, q: int, *, layout: str = "generic", seed: int = 0, fmt=None, keys: str = "lemma2",
               spec: str = "construct:qsa") -> QsaConstruction:
-    """The layer for N positions (the query last) and q-subsets."""
+    """The layer for N positions (the query last) and q-subsets, with ``keys`` lemma2 or rip."""
+    if keys not in KEYS:
+        raise ConstructionError(f"keys must be one of {', '.join(KEYS)}, got {keys!r}", "model")
     if layout not in LAYOUTS:
         raise ConstructionError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}", "model")
     if not 1 <= q <= MAX_Q:
@@ -111,14 +127,21 @@ def build_qsa(N: int, q: int, *, layout: str = "generic", seed: int = 0, fmt=Non
         raise ConstructionError(f"the disj layout has N = 2q + 1 = {2 * q + 1} positions, got {N}", "model")
     if N < q + 1:
         raise ConstructionError(f"qSA needs N >= q + 1 positions (q values and the query), got N = {N}", "model")
-    gamma = 1 / (3 * q)
-    vectors = find(max(N, 2), gamma, seed)
-    k = vectors.k
+    if keys == "rip":
+        found = find_rip_keys(N, q, seed)
+        k, U, gamma, query_of = found.k, found.keys, None, found.query
+    else:
+        gamma = 1 / (3 * q)
+        vectors = find(max(N, 2), gamma, seed)
+        k = vectors.k
+        U = vectors.signs[:N].astype(np.float64) / math.sqrt(k)
+
+        def query_of(S) -> np.ndarray:
+            return set_query(U, S)
     fmt = fmt or qsa_format(q, N, k)
     if not isinstance(fmt, FixedPoint):
         raise ConstructionError("construct:qsa is built in binary fixed point (precision=P[,frac=F])", "model")
     alpha = grid_ceil(2 * math.log(16 * q * N), fmt.frac)
-    U = vectors.signs[:N].astype(np.float64) / math.sqrt(k)
     KEY, QRY, VAL = 0, k, 2 * k
     d = 2 * k + 1
 
@@ -127,7 +150,7 @@ def build_qsa(N: int, q: int, *, layout: str = "generic", seed: int = 0, fmt=Non
 
     @lru_cache(maxsize=1 << 16)
     def query_row(token: int) -> tuple:
-        return tuple(alpha * set_query(U, set_of(token)))
+        return tuple(alpha * query_of(set_of(token)))
 
     first_set = 2 if layout == "disj" else 3
 
@@ -150,14 +173,19 @@ def build_qsa(N: int, q: int, *, layout: str = "generic", seed: int = 0, fmt=Non
     W_O = np.zeros((1, k))
     W_O[0, 0] = 1.0
     psi = [(np.array([[1.0]]), np.array([1.0 - 1.0 / q]))] if layout == "disj" else None
+    if keys == "rip":
+        spec = f"{spec} [k = {k} sign keys, seed {seed}, all C({N}, {q}) = {found.sets_verified} q-sets verified]"
     layer = QsaConstruction(fmt, token_embedding, pos, W_Q, W_K, W_V, W_O, psi, spec=spec)
     vocab = 2 + (1 << q) if layout == "disj" else 3 + math.comb(N - 1, q)
     layer.vocab_size = vocab
     layer.info = {"construction": "[SHT23] q-sparse averaging (one self-attention unit)", "layout": layout,
                   "seq_len": N, "q": q, "k": k, "gamma": gamma, "alpha": alpha, "embedding_dim": d,
                   "width": k, "heads": 1, "layers": 1, "precision": fmt.bits, "format": fmt.name,
-                  "vocab_size": vocab, "epsilon": 1 / (4 * q),
-                  "offset_bound": q * gamma / (1 - (q - 1) * gamma) if q > 1 else gamma}
+                  "vocab_size": vocab, "epsilon": 1 / (4 * q), "keys": keys, "seed": seed,
+                  "offset_bound": 0.5 if gamma is None else q * gamma / (1 - (q - 1) * gamma) if q > 1 else gamma}
+    if keys == "rip":
+        layer.info.update({"sets_verified": found.sets_verified, "active_set_sets": len(found.extra),
+                           "widths_tried": [k_ for k_, _ in found.tried], "keys_description": found.describe()})
     return layer
 
 
