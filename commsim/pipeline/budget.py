@@ -183,25 +183,28 @@ def planning_simulator(reduction, simulator):
 
 
 def paper_fits(reduction, simulator, width: int, precision: int, heads: int, N: int,
-               senders: frozenset | None = None, dim: int = 8) -> bool:
+               senders: frozenset | None = None, dim: int = 8, own_form: bool = False) -> bool:
     """The paper's inequality at length N: its count (:func:`paper_count`) >= the bound at N in the theorem's own
     form (:meth:`Reduction.length_bound`, for the parties ``senders`` that speak in the protocol); True when that
     bound does not apply (the caller asks only where the paper gives a count)."""
     bound = reduction.length_bound(simulator, N, senders=senders)
     if not bound.applies or bound.bits is None:
         return True
+    if own_form:    # the count as the paper writes it (a real log N), where the simulator declares one
+        return simulator.paper_form_bits(width, precision, heads, N) >= bound.bits
     return paper_count(simulator, reduction, width, precision, heads, N, dim)[0] >= bound.bits
 
 
 def paper_lengths(reduction, simulator, width: int, precision: int, heads: int,
-                  senders: frozenset | None = None, dim: int = 8) -> tuple[int | None, int | None]:
+                  senders: frozenset | None = None, dim: int = 8,
+                  own_form: bool = False) -> tuple[int | None, int | None]:
     """(paper_max_n, the smallest valid N the paper's inequality rules out): the inequality, not the plan, so
     searched up to :data:`MAX_SEARCH` whatever the plan's limit (None, None: nothing ruled out there).  The bound
     is the one for the parties ``senders`` that speak in the protocol (who speaks depends on the split, not N)."""
     length = reduction.length_for_size
     last_fit, first_out = _search(
-        reduction, lambda n: paper_fits(reduction, simulator, width, precision, heads, length(n), senders, dim),
-        MAX_SEARCH)
+        reduction, lambda n: paper_fits(reduction, simulator, width, precision, heads, length(n), senders, dim,
+                                        own_form), MAX_SEARCH)
     if first_out is None:
         return None, None
     return (length(last_fit) if last_fit is not None else None), length(first_out)
@@ -237,6 +240,7 @@ class BudgetReport:
     state_text: str = ""
     run_n: int | None = None
     solve: dict | None = None
+    paper_own_form: dict | None = None   # the paper's max N with its count as it writes it (a real log N)
 
     def to_dict(self) -> dict:
         """The ``--json`` object."""
@@ -255,7 +259,7 @@ class BudgetReport:
                 "bound_direction": self.bound.conditions.direction,
                 "bound_note": self.bound.note, "max_n": self.max_n, "first_ruled_out": self.first_ruled_out,
                 "paper_max_n": self.paper_max_n, "paper_first_ruled_out": self.paper_first_ruled_out,
-                "paper_note": self.paper_note,
+                "paper_note": self.paper_note, "paper_own_form": self.paper_own_form,
                 "searched_up_to": self.searched_up_to, "verdict": self.verdict, "notes": self.notes,
                 "solve": self.solve, "table": self.table}
 
@@ -272,6 +276,11 @@ def paper_max_n_text(d: dict) -> str:
     """The paper's max N (its inequality) with the line on why it differs from the protocol's, or the line alone."""
     if d["paper_max_n"] is None and d["paper_first_ruled_out"] is None:
         return d["paper_note"]
+    own = d.get("paper_own_form")
+    if own:     # the paper's count rounds nothing: its own form first, commsim's whole-bit form labelled as such
+        return (f"{own['max_n']} (first ruled out: {own['first_ruled_out']}) with the paper's {own['form']}; "
+                f"{d['paper_max_n']} (first ruled out: {d['paper_first_ruled_out']}) with commsim's whole-bit "
+                f"form (log N rounded up to ceil(log2 N), as the exact messages are); {d['paper_note']}")
     return f"{d['paper_max_n']} (first ruled out: {d['paper_first_ruled_out']}); {d['paper_note']}"
 
 
@@ -415,6 +424,13 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
                      "ok": r.fits if r.bound.applies and r.protocol_bits is not None else None})
     paper_note = _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j,
                              probe.bound.applies, dim)
+    own_form = None
+    if (paper_max_n is not None or paper_out is not None) and hasattr(simulator, "paper_form_bits"):
+        own_max, own_out = paper_lengths(reduction, simulator, plan_width, precision, heads, probe.senders, dim, True)
+        own_form = {"form": simulator.paper_form_text, "max_n": own_max, "first_ruled_out": own_out}
+        paper_note = paper_note.replace("paper_max_n uses the paper's count", "paper_max_n uses commsim's whole-bit "
+                                        "form of the paper's count").replace(
+            "cite paper_max_n for the theorem", "for the theorem as the paper writes it, cite the first figure")
     # the handoff's texts name the state's numbers m (Theorem 2); in the architecture's letters (an LSTM's is 2m)
     j.text, bits_text, paper_note = shape.relabel(j.text), shape.relabel(bits_text), shape.relabel(paper_note)
     bound = replace(bound, statement=shape.relabel(bound.statement), reason=shape.relabel(bound.reason))
@@ -422,4 +438,4 @@ def budget(arch: str, width: int, precision: int, task: str, *, heads: int = 1, 
     return BudgetReport(shape.name, task, width, precision, heads, N, bits, bits_text, bound, max_n, verdict, rows, j,
                         first_out, searched, reduction.n_meaning, n, notes, paper_max_n, paper_out, paper_note,
                         shape.width_meaning, plan_width if shape.arch is not None else None, shape.state_text(width),
-                        run_size(reduction, N))
+                        run_size(reduction, N), paper_own_form=own_form)
