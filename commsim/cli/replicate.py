@@ -16,6 +16,7 @@ from commsim.core.errors import InputError
 from commsim.pipeline.executors import EXECUTORS
 from commsim.pipeline.replicate import SCALES, bound_curves, experiment_object, frame_rows, replicate
 from commsim.pipeline.sweep import table_format
+from commsim.render.replicate_page import ceiling_check_line
 
 
 def _number(value, digits: int = 3) -> str:
@@ -43,18 +44,25 @@ def render_replicate(frame, rows: list[dict]) -> None:
                       _number(r.get("quantised_accuracy")), escape(run))
     console.print(table)
     claims = Table(title="the paper's claims", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    for name in ("claim", "ours", "status"):
+    for name in ("claim", "ours", "status", "test"):
         claims.add_column(name, overflow="fold")
     for c in a["claims"]:
         colour = {"reproduced": "green", "not reproduced": "red"}.get(c["status"], "yellow")
-        claims.add_row(escape(c["claim"]), escape(c["ours"]), f"[{colour}]{escape(c['status'])}[/]")
+        claims.add_row(escape(c["claim"]), escape(c["ours"]), f"[{colour}]{escape(c['status'])}[/]",
+                       escape(c.get("test", "")))
     console.print(claims)
+    intervals = sorted({c["interval"] for c in a["claims"] if c.get("interval")})
+    if intervals:
+        console.print(escape("verdicts read the " + "; ".join(intervals)), soft_wrap=True)
+    check = ceiling_check_line(rows)
     if a["violations"]:
         for v in a["violations"]:
             console.print(f"[red]invariant violated:[/] {escape(v)}")
+        if check:
+            console.print(escape(check), soft_wrap=True)
     else:
-        console.print("invariants hold: no quantised model above its ceiling, certificates verified, "
-                      "protocol = quantised model")
+        console.print(escape("invariants hold: no quantised model above its ceiling, certificates verified, "
+                             "protocol = quantised model" + (f" ({check})" if check else "")), soft_wrap=True)
 
 
 @cli.command("replicate")
