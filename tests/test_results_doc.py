@@ -214,3 +214,13 @@ def test_the_source_check_accepts_true_sources():
                    "[BHBK24] Sec. 6, Fig. 2a, Fig. 2c, Fig. 3, App. H.1"):
         assert source_problem({"source": source, "checked by": "`a.py::test_b`"}) is None, source
     assert source_problem({"source": "commsim's own", "checked by": "`a.py::test_b`"}) is None
+
+
+def test_user_documentation_speaks_of_the_project_only():
+    """README and docs never cite issue numbers, sessions, engineers or the clock times of runs (the git history
+    keeps that record); test identifiers in backticks are code, not prose."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    said = re.compile(r"\bissues? #?\d+|\bissue's\b|\bthis issue\b|\bengineers?\b|\bsessions?\b|\d\d:\d\d(?::\d\d)? UTC",
+                      re.I)
+    found = [(page.name, m.group(0)) for page in pages for m in said.finditer(re.sub(r"`[^`]*`", "", page.read_text()))]
+    assert len(pages) > 10 and not found, found

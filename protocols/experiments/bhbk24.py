@@ -338,8 +338,8 @@ class Dyck(_Experiment):
                              "bits Lemma 1 needs",
                              "the lower bounds do not apply at the lengths of the experiments (Appendix A, "
                              "clarification (1))",
-                             "; ".join(f"N = {r['N']}: {r['run_bits_used']} bits at p_eff = {r['p_eff']} vs "
-                                       f"{r['run_lower_bound_bits']}" for r in sorted(run, key=lambda r: r["N"])),
+                             "; ".join(f"N = {r['N']}: {r['run_bits_used']:g} bits at p_eff = {r['p_eff']:g} vs "
+                                       f"{r['run_lower_bound_bits']:g}" for r in sorted(run, key=lambda r: r["N"])),
                              REPRODUCED if len(enough) == len(run) else NOT_REPRODUCED,
                              "an exact count of the bits the quantised layer's exchange sends (no sampling)"))
         return out

@@ -132,7 +132,7 @@ class Equality(_Experiment):
                              "model here and S < n does not force failures on this distribution",
                              "both classification tasks can be solved by shortcuts (their Remark in H.2)",
                              f"lowest ceiling {low['eq_random_ceiling']:.4f} ({label(low)}, N = {low['N']}, "
-                             f"S = {low['state_bits']}); {sum(r['state_bits'] < r['N'] // 2 for r in bound)} of "
+                             f"S = {low['state_bits']:g}); {sum(r['state_bits'] < r['N'] // 2 for r in bound)} of "
                              f"{len(bound)} quantised models below the line S = n",
                              REPRODUCED if low["eq_random_ceiling"] >= NEAR_PERFECT else NOT_REPRODUCED,
                              f"an exact computation: every quantised model's ceiling at or above {NEAR_PERFECT}"))

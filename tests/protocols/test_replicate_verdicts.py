@@ -79,3 +79,15 @@ def test_quick_scale_judges_no_claim():
     assert claim["status"] == "smoke test" and "not judged at the quick scale" in claim["test"]
     (judged,) = width.claims([{**r, "scale": "cpu"} for r in quick])   # 0.234 vs 0.312 on 64 strings: noise
     assert judged["status"] == "not reproduced"
+
+
+def test_the_claims_docs_experiments_lists_are_what_the_code_computes_from_the_committed_tables():
+    """docs/EXPERIMENTS.md's "The paper's claims, one by one" lists are today's verdicts on the committed rows."""
+    text = (TABLES.parent / "EXPERIMENTS.md").read_text()
+    blocks = text.split("### The paper's claims, one by one\n\n")[1:]
+    listed = [[line for line in block.split("\n\n")[0].splitlines() if line.startswith("- **")] for block in blocks]
+    for name, lines in zip(("bhbk24-index", "bhbk24-dyck", "bhbk24-width", "bhbk24-equality"), listed):
+        expected = [f"- **{c['claim']}** — the paper: {c['paper']}; here: {c['ours']}. "
+                    f"**{c['status'][0].upper() + c['status'][1:]}** (test: {c['test']})."
+                    for c in claims(name).values()]
+        assert lines == expected, name
