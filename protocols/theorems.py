@@ -4,8 +4,9 @@
 Capabilities of Transformers and Recurrent Architectures"; [SHT23] is Sanford, Hsu, Telgarsky (2023),
 "Representational Strengths and Limitations of Transformers".  N is the model's sequence length, m the
 width (state units of a recurrence; per-head width of an attention layer), p the bits per number, H the
-number of heads, n the size of a source communication problem.  log N is ceil(log2 N), as in the
-simulators' exact message widths.
+number of heads, n the size of a source communication problem.  In the counts below log N is ceil(log2 N),
+as in the simulators' exact message widths: commsim's whole-bit form.  The papers write log N unrounded;
+:func:`exchange_bits_paper_log` and :func:`theorem5_paper_lengths` give Theorems 4 and 5 in that, their own form.
 
 Every function takes and returns plain integers (or an exact :class:`~fractions.Fraction`), so the same
 formula serves ``commsim run`` (a built model), ``commsim budget`` (an architecture's parameters),

@@ -3,6 +3,7 @@ RESULTS.md cites exists."""
 from __future__ import annotations
 
 import ast
+from fractions import Fraction
 import re
 from pathlib import Path
 
@@ -224,3 +225,28 @@ def test_user_documentation_speaks_of_the_project_only():
                       re.I)
     found = [(page.name, m.group(0)) for page in pages for m in said.finditer(re.sub(r"`[^`]*`", "", page.read_text()))]
     assert len(pages) > 10 and not found, found
+
+
+def _row(result: str) -> dict:
+    return next(row for row in _rows() if row.get("result") == result)
+
+
+def test_the_corrected_credits_read_as_the_papers_state_them():
+    """Division once is commsim's default (App. D rounds each weight); Bob -> Alice INDEX is commsim's count (Fact 3
+    is Alice -> Bob); Theorem 7 is credited with its own p = O(log N) and nothing smaller; the C-bit and
+    deterministic forms of [PNP24] Theorem 1 are commsim's corollaries; Sec. 2 lets g depend on t, Lemma 4 keeps its
+    caveat; Theorem 8 is nearest neighbour, MQAR its proof's case; the 3-cycle bound passes 8 at n = 33."""
+    assert _row("division once, the default")["source"].startswith("commsim's own")
+    assert _row("per-weight division")["source"] == "[BHBK24] App. D"
+    assert _row("INDEX one-way from the index holder")["source"].startswith("commsim's own (not [BHBK24] Fact 3")
+    theorem7 = _row("nearest neighbour, two layers")["what it says"]
+    assert "log log" not in theorem7 and "p = O(log N)" in theorem7
+    assert _row("one-way INDEX over an alphabet of n")["source"].startswith("commsim's own corollary of [PNP24]")
+    assert "commsim's own corollary" in _row("the error a short message forces")["source"]
+    assert "g_t(x_t, h_{t-1})" in _row("RNN model")["what it says"]
+    assert "caveat" in _row("RNN vs DFA states")["source"] and "g_t depends on t is open" in \
+        _row("RNN vs DFA states")["what it says"]
+    theorem8 = _row("nearest neighbour, RNN (run as MQAR)")
+    assert "nearest neighbour" in theorem8["what it says"] and "App. G.1" in theorem8["source"]
+    n = next(n for n in range(1, 100) if Fraction(n * n - 2, 4 * n) > 8)
+    assert n == 33 and f"from n = {n} (N = {3 * n}) on" in _row("`separate 3cycle`")["what it says"]
