@@ -102,7 +102,7 @@ def _exchange_panel(ax, rows: list[dict], widths: list[int]) -> None:
         formula = [g for g in group if g.get("run_bits_formula") is not None]
         if formula:
             ax.plot([g["N"] for g in formula], [g["run_bits_formula"] for g in formula], color=colour,
-                    marker=marker, linestyle="--", fillstyle="none", label=f"{name}: 3m(p + log N)H")
+                    marker=marker, linestyle="--", fillstyle="none", label=f"{name}: 3m(p + ceil(log2 N))H")
     from matplotlib.ticker import FuncFormatter
     ax.set_yscale("log", base=2)
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))

@@ -280,9 +280,10 @@ class Dyck(_Experiment):
             need = dyck_min_width(N, p)
             row.update(theorem5_p=p, theorem5_min_mH=round(float(need), 4), mH=m * heads)
             row["theorem5_note"] = (
-                f"Theorem 5 at p = {p}: mH >= (N-1)/(3(p + ceil(log2 N))) = {float(need):.2f}, this layer has "
+                f"Theorem 5 at p = {p} (log N as ceil(log2 N), commsim's whole-bit form): mH >= "
+                f"(N-1)/(3(p + ceil(log2 N))) = {float(need):.2f}, this layer has "
                 f"mH = {m}·{heads} = {m * heads} (heads of width m = d/H); its exchange on the odd/even split really "
-                f"sends {row.get('run_bits_used')} bits (the paper's count 3m(p + ceil(log2 N))H = "
+                f"sends {row.get('run_bits_used')} bits (Theorem 4's count, whole-bit form, 3m(p + ceil(log2 N))H = "
                 f"{row.get('run_bits_formula')}) against the N - 1 = {N - 1} Lemma 1 needs")
         return row
 

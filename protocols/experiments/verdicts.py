@@ -55,7 +55,8 @@ def above(a: dict, b: dict) -> bool:
 def claim(claim: str, paper: str, ours: str, status: str, test: str) -> dict:
     """One claim row: what is claimed, the paper's words, what the rows show, the verdict and the test it came
     from (``interval``: the interval that test reads)."""
-    assert status in VERDICTS, status
+    if status not in VERDICTS:
+        raise ValueError(f"a claim's verdict is one of {VERDICTS}, got {status!r}")
     return {"claim": claim, "paper": paper, "ours": ours, "status": status, "test": test, "interval": INTERVAL}
 
 
