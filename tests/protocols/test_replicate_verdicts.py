@@ -91,3 +91,20 @@ def test_the_claims_docs_experiments_lists_are_what_the_code_computes_from_the_c
                     f"**{c['status'][0].upper() + c['status'][1:]}** (test: {c['test']})."
                     for c in claims(name).values()]
         assert lines == expected, name
+
+
+def test_cpu_and_paper_scales_check_the_ceiling_on_enough_strings_to_catch_a_violation_of_0_05():
+    from commsim.render.replicate_page import ceiling_check_line
+    from protocols.experiments.bounds import MISS, ceiling_check_count, sampling_margin
+    count = ceiling_check_count()
+    assert sampling_margin(count) + sampling_margin(count, MISS) <= 0.05 < \
+        sampling_margin(count - 1) + sampling_margin(count - 1, MISS)        # the fewest that do
+    for name in ("bhbk24-index", "bhbk24-width", "bhbk24-equality"):
+        experiment = commsim.load_plugins().get("experiment", name)
+        for scale in ("cpu", "paper"):
+            assert {c["ceiling_eval"] for c in experiment.cells(scale)} == {count}, (name, scale)
+    row = {"state_bits": 64, "sampling_margin": round(sampling_margin(count), 4), "ceiling_check_strings": count,
+           "ceiling_caught_above": 0.05, "ceiling_miss": MISS}
+    assert ceiling_check_line([row]) == (f"the ceiling checked on at least {count} fresh strings per quantised "
+                                         f"model, sampling margin 0.032; a model more than 0.050 above its ceiling "
+                                         f"would be caught, except with probability 0.01")
