@@ -68,8 +68,9 @@ def render_replicate(frame, rows: list[dict]) -> None:
 @cli.command("replicate")
 @click.argument("experiment")
 @click.option("--scale", type=click.Choice(SCALES), default="quick", show_default=True,
-              help="quick: seconds (the test suite); cpu: the figures in docs/EXPERIMENTS.md (tens of minutes on "
-                   "2 cores); paper: the paper's sizes (a GPU cluster's work).")
+              help="quick: seconds, a smoke test (the test suite; no claim is judged); cpu: the figures in "
+                   "docs/EXPERIMENTS.md (tens of minutes on 2 cores); paper: the paper's sizes (a GPU cluster's "
+                   "work).")
 @click.option("--executor", type=click.Choice(EXECUTORS), default="inprocess", show_default=True,
               help="Where the cells run: inprocess, processes (local), dask (--scheduler's cluster or a local one).")
 @click.option("--scheduler", default=None, metavar="ADDR", help="A running Dask scheduler (implies --executor dask).")
@@ -89,7 +90,9 @@ def replicate_command(experiment, scale, executor, scheduler, workers, out, plot
     For every trained recurrent model: the smallest fixed-point precision p_eff at which the model run
     through commsim keeps its accuracy, its state bits S, the one-way line N·log2 k and the Fano
     ceiling on accuracy (docs/EXPERIMENTS.md), and a `commsim run` of the quantised model (bits,
-    verdict, certificate). The invariants are checked and the paper's claims compared point by point.
+    verdict, certificate). The invariants are checked and the paper's claims compared point by point, each
+    with the verdict of a stated test on the accuracies' Wilson intervals (reproduced, not reproduced, not
+    tested at this scale; at --scale quick none is judged: smoke test).
 
     \b
     Examples:
