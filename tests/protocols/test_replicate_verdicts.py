@@ -108,3 +108,17 @@ def test_cpu_and_paper_scales_check_the_ceiling_on_enough_strings_to_catch_a_vio
     assert ceiling_check_line([row]) == (f"the ceiling checked on at least {count} fresh strings per quantised "
                                          f"model, sampling margin 0.032; a model more than 0.050 above its ceiling "
                                          f"would be caught, except with probability 0.01")
+
+
+def test_the_experiments_page_concludes_no_further_than_measured():
+    """A bound that does not bind rules nothing out: the page says so instead of claiming the models could
+    represent the tasks (neither paper has a one-layer construction for Dyck-(2,2) or EQ)."""
+    text = " ".join((TABLES.parent / "EXPERIMENTS.md").read_text().split())
+    for overreach in ("a model of their state size could represent it", "is not too small for either task",
+                      "are failures to learn", "fail for lack of training, not of state", "3 to 10 times shorter",
+                      "widths up to 256)", "their section 8"):
+        assert overreach not in text, overreach
+    for said in ("a bound that does not bind rules nothing out", "neither paper gives a one-layer construction for "
+                 "Dyck-(2,2) or EQ", "2.6 to 18 times faster", "not reproduced — for the one-layer one, with a "
+                 "model 4× narrower than the paper's", "the paper's one-layer model has width 256, 4× wider"):
+        assert said in text, said
