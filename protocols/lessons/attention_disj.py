@@ -53,8 +53,8 @@ def attention_disj(n: int | None = None) -> Lesson:
         "all of [N]; commsim's Match3 takes them distinct and both ≠ i (its own restriction). Encode "
         "Alice's set as z_i = i + 1 (if a_i = 1, else 1), Bob's as z_(n+i) = M − (i + 1) (if b_i = 1, else 1), "
         "and put z_N = 0 last (as [SHT23] do: x_(2n+1) = enc(0)). With M = 2n + 3 the only zero-sum triples "
-        "through position N are (0, i + 1, M − i − 1) with a_i = b_i = 1. [SHT23] write DISJ(a, b) = 1 for "
-        "disjoint sets; commsim uses [BHBK24]'s convention, DISJ(a, b) = 1 when the sets meet, so Match3 at N is "
+        "through position N are (0, i + 1, M − i − 1) with a_i = b_i = 1. [SHT23]'s Match3 reduction reads "
+        "DISJ(a, b) = 0 when the sets meet (1 = disjoint); commsim uses [BHBK24]'s convention, DISJ(a, b) = 1 when the sets meet, so Match3 at N is "
         "DISJ (1 = the sets meet).",
         instance=f"a = {_bits(a)}, b = {_bits(b)}, M = {Mod}, N = {N}\nz = {' '.join(str(int(t)) for t in z)}\n"
                  f"common elements (1-based): {hits}; Match3 at N = {int(match3(z[None], Mod, N - 1)[0])}; "

@@ -78,7 +78,8 @@ def test_attention_disj_marks_commsims_match3_the_disj_convention_and_the_one_wa
     in_every_format("attention-disj",
                     "[SHT23] let j and k range over all of [N]; commsim's Match3 takes them distinct and both ≠ i",
                     "as [SHT23] do: x_(2n+1) = enc(0)",
-                    "[SHT23] write DISJ(a, b) = 1 for disjoint sets; commsim uses [BHBK24]'s convention",
+                    "[SHT23]'s Match3 reduction reads DISJ(a, b) = 0 when the sets meet (1 = disjoint); commsim uses [BHBK24]'s "
+                    "convention",
                     "is commsim's own refinement", absent=("a pair j, k (distinct, both ≠ i)",))
     one_way = step("attention-disj", "One-way")
     assert "commsim's own" in one_way.reference and one_way.reference != "[SHT23] (qSA lower bound)"
