@@ -4,8 +4,9 @@
 Capabilities of Transformers and Recurrent Architectures"; [SHT23] is Sanford, Hsu, Telgarsky (2023),
 "Representational Strengths and Limitations of Transformers".  N is the model's sequence length, m the
 width (state units of a recurrence; per-head width of an attention layer), p the bits per number, H the
-number of heads, n the size of a source communication problem.  log N is ceil(log2 N), as in the
-simulators' exact message widths.
+number of heads, n the size of a source communication problem.  In the counts below log N is ceil(log2 N),
+as in the simulators' exact message widths: commsim's whole-bit form.  The papers write log N unrounded;
+:func:`exchange_bits_paper_log` and :func:`theorem5_paper_lengths` give Theorems 4 and 5 in that, their own form.
 
 Every function takes and returns plain integers (or an exact :class:`~fractions.Fraction`), so the same
 formula serves ``commsim run`` (a built model), ``commsim budget`` (an architecture's parameters),
@@ -25,7 +26,38 @@ __all__ = [
     "dyck_fooling_bits", "attention_min_width", "dyck_min_width",
     "composition_one_way_bits", "composition_message_bits", "composition_error_bound", "composition_cot_scale",
     "fano_phi", "fano_accuracy_ceiling", "index_lookup_one_way_bits",
+    "PAPER_RESULTS", "exchange_bits_paper_log", "theorem5_paper_lengths",
 ]
+
+#: The papers' own results, as the seed texts number or name them: paper -> kind -> the results of that kind.
+#: docs/RESULTS.md may credit a paper only with what is listed here (tests/test_results_doc.py checks it).
+#: [BHBK24] numbers its results with one counter (Proposition 9 sits between Theorems 8 and 10; there is no
+#: Theorem 9); [PNP24] is known from the STAT 9910 slides, which state its Theorems 1 and 2; [SHT23] is known
+#: from slides and a summary that give no numbers, so its results are named by content.
+PAPER_RESULTS = {
+    "BHBK24": {
+        "Theorem": {"1", "2", "3", "4", "5", "6", "7", "8", "10", "11", "12", "13"},
+        "Lemma": {"1", "2", "3", "4", "5"},
+        "Fact": {"1", "2", "3", "4"},
+        "Proposition": {"9"},
+        "Corollary": {"8.1", "13.1"},
+        "Definition": {"1"},
+        "Sec.": {"1", "1.1", "2", "3", "4", "4.1", "4.2", "5", "5.1", "5.2", "6", "7"},
+        "App.": {"A", "B", "B.1", "B.2", "B.3", "C", "C.1", "D", "E", "F", "F.1", "F.2", "F.3", "F.4", "G", "G.1",
+                 "G.2", "H", "H.1", "H.2"},
+        "Fig.": {"1", "2", "2a", "2b", "2c", "3", "4"},
+    },
+    "PNP24": {"Theorem": {"1", "2"}},
+    "SHT23": {"named": {
+        "qSA upper bound", "qSA lower bound (attention)", "qSA lower bound (RNN)", "qSA lower bound (FNN)",
+        "one-way attention protocol", "Match2 upper bound", "third-order self-attention",
+        "Match3 upper bound (third-order unit)", "Match3 lower bound", "Match3 conjecture for deeper transformers",
+        "Match3 Variant 1 in two layers", "Match3Bigram in depth 2", "Match3Local reduced to qSA",
+        "graph transformer", "Directed 3-Cycle (task)",
+        "graph transformer lower bound (Directed 3-Cycle)", "higher-order graph unit (Directed 3-Cycle)",
+        "Undirected 5-Cycle (task)",
+    }},
+}
 
 
 def _log_n(seq_len: int) -> int:
@@ -44,6 +76,36 @@ def exchange_bits(width: int, precision: int, heads: int, seq_len: int) -> int:
     """Theorem 4 of [BHBK24]: a one-layer attention of H heads of width m at p bits is computed, for any
     partition of its N positions, by a protocol of 3m(p + log N)H bits."""
     return 3 * int(width) * (int(precision) + _log_n(seq_len)) * int(heads)
+
+
+def exchange_bits_paper_log(width: int, precision: int, heads: int, seq_len: int) -> float:
+    """Theorem 4 of [BHBK24] in the paper's own form, 3m(p + log N)H with log N = log2 N a real number (the paper
+    does not round it).  commsim's :func:`exchange_bits` rounds log N up to whole bits, as the exact messages do."""
+    import math
+    return 3 * int(width) * (int(precision) + math.log2(max(int(seq_len), 1))) * int(heads)
+
+
+def theorem5_paper_lengths(width: int, precision: int, heads: int, *, even: bool = True,
+                           search_up_to: int = 1 << 40) -> tuple[int | None, int | None]:
+    """Theorem 5 of [BHBK24] in the paper's own form: (the largest valid N with 3m(p + log2 N)H >= N - 1, the
+    smallest valid N above it that the inequality rules out), N even when ``even`` (Dyck-(2,2) strings); log2 N is
+    real, so the answer can differ from the whole-bit form commsim's budget searches with.  The left side grows
+    like log N, the right like N: past the first N ruled out every larger N is ruled out, so a bisection over the
+    valid lengths finds it (None, None when nothing up to ``search_up_to`` is ruled out)."""
+    step = 2 if even else 1
+
+    def fits(N: int) -> bool:
+        return exchange_bits_paper_log(width, precision, heads, N) >= N - 1
+
+    lo, hi = step, step                       # lo fits; double hi until it does not
+    while fits(hi):
+        lo, hi = hi, hi * 2
+        if hi > search_up_to:
+            return None, None
+    while hi - lo > step:
+        mid = (lo + hi) // 2 // step * step
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo, hi
 
 
 def exchange_text(width: int, precision: int, heads: int, seq_len: int) -> str:
@@ -172,7 +234,7 @@ def composition_cot_scale(n: int, heads: int, dim: int, precision: int) -> float
     return math.sqrt(int(n) / (int(heads) * int(dim) * int(precision)))
 
 
-# ---- issue 16: nearest neighbour, sparse averaging, two layers ------------------------------------------
+# ---- nearest neighbour, sparse averaging, two layers -------------------------------------------------------
 def nearest_neighbour_bits(n_vectors: int) -> int:
     """Theorem 8 of [BHBK24]: a recurrent model doing nearest neighbour (or MQAR) over N vectors has
     m·p >= N/2 (DISJ_(N/2) through ``disj-mqar``, Fact 1)."""

@@ -20,11 +20,15 @@ format (the handoff's m·p).  The format planned for is always reported (:func:`
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field, replace
 
 from commsim.core.errors import InputError, NotApplicable
-from commsim.pipeline.arches import ArchShape, arch_shape, architectures, simulator_for_arch  # noqa: F401
+from commsim.pipeline.arches import (  # noqa: F401
+    ArchShape,
+    arch_shape,
+    architectures,
+    simulator_for_arch,
+)
 from commsim.pipeline.budget_format import (  # noqa: F401  (DTYPES: budget's dtypes, read from here too)
     DTYPES,
     MAX_FIXED_PRECISION,
@@ -32,12 +36,20 @@ from commsim.pipeline.budget_format import (  # noqa: F401  (DTYPES: budget's dt
     format_of,
     format_scope,
 )
-from commsim.pipeline.interfaces import ANY_PARTITION
+from commsim.pipeline.budget_paper import (  # noqa: F401  (read from here by the renderers and the CLI)
+    MAX_SEARCH,
+    no_paper_count,
+    paper_count,
+    paper_count_text,
+    paper_fits,
+    paper_lengths,
+    paper_max_n_text,
+    planning_simulator,
+    search_sizes,
+)
 from commsim.plugins import load_plugins
 from commsim.theory.bounds import LowerBound
 
-#: the largest source size searched when the simulator's plan has no limit of its own
-MAX_SEARCH = 1 << 58
 #: the precisions p a number of ``commsim run``'s models can have, one limit for every architecture: a fixed-point
 #: width (:class:`commsim.core.precision.FixedPoint`, up to 53 bits, exact in float64; a one-bit automaton state)
 #: or float64's 64 bits (float16/bfloat16/float32 are 16 and 32)
@@ -112,39 +124,6 @@ def judge(reduction, simulator, width: int, precision: int, heads: int, N: int, 
                      plan.senders)
 
 
-def _search(reduction, fits, top: int) -> tuple[int | None, int | None]:
-    """(largest source size n <= top whose length fits, smallest that does not), for ``fits(n)`` over the sizes.
-
-    No monotonicity over all n is assumed: the sizes are cut into dyadic pieces [2^k, 2^(k+1)), within which
-    the plans' message widths (functions of ceil(log2) of the counts), the papers' counts and the bounds move
-    one way; each piece is bisected (at most ~log2 N evaluations) for its last size that fits, and the answers
-    of all pieces are combined."""
-    cache: dict[int, bool] = {}
-
-    def ok(n: int) -> bool:
-        if n not in cache:
-            cache[n] = fits(n)
-        return cache[n]
-
-    last_fit, first_out = None, None
-    lo = max(reduction.min_size, 1)
-    while lo <= top:
-        hi = min((1 << lo.bit_length()) - 1, top)     # the dyadic piece [lo, 2^k - 1]
-        if ok(hi):
-            last_fit = hi
-        elif ok(lo):
-            a, b = lo, hi            # ok(a), not ok(b)
-            while b - a > 1:
-                mid = (a + b) // 2
-                a, b = (mid, b) if ok(mid) else (a, mid)
-            last_fit = a
-            first_out = b if first_out is None else first_out
-        elif first_out is None:
-            first_out = lo
-        lo = hi + 1
-    return last_fit, first_out
-
-
 def search_lengths(reduction, simulator, width: int, precision: int, heads: int, dim: int = 8, fmt=None):
     """(max_n, first_ruled_out, searched_up_to): the largest valid N the protocol's plan is not ruled out at
     and the smallest it is, over the valid lengths N = scale·n + offset up to the simulator's plan limit
@@ -152,71 +131,12 @@ def search_lengths(reduction, simulator, width: int, precision: int, heads: int,
     limit = simulator.shape_plan_limit
     top = MAX_SEARCH if limit is None else (_size_at_most(reduction, limit) or 0)
     length = reduction.length_for_size
-    last_fit, first_out = _search(
+    last_fit, first_out = search_sizes(
         reduction, lambda n: judge(reduction, simulator, width, precision, heads, length(n), dim, fmt).fits, top)
     searched = length(top) if limit is not None else None
     if first_out is None:
         return None, None, searched
     return (length(last_fit) if last_fit is not None else None), length(first_out), searched
-
-
-def no_paper_count(simulator, reduction) -> str:
-    """Why the papers give no count for the protocol budget plans for this reduction ("" when they do: the
-    simulator's :meth:`Simulator.budget_bits`, the count of its own protocol).  A simulator that runs on any
-    partition but is one-way on some split kinds (:attr:`Simulator.one_way_splits`) runs a one-way variant there:
-    its count (Theorem 4's two-way exchange) is not that variant's, and no paper counts the variant's message."""
-    if simulator.partition_kind == ANY_PARTITION and reduction.split in simulator.one_way_splits:
-        return (f"none: {simulator.source.split(';')[0]} counts the two-way exchange; on {reduction.id}'s "
-                f"{reduction.split} split the protocol is one-way (the bound: {reduction.source}), and the papers "
-                f"give no count for the one-way message it sends")
-    return ""
-
-
-def paper_count(simulator, reduction, width: int, precision: int, heads: int, N: int,
-                dim: int = 8) -> tuple[int, str] | None:
-    """The paper's count for this reduction's protocol at N, (bits, formula text) -- the simulator's
-    :meth:`Simulator.budget_bits`, e.g. Theorem 4's 3m(p + ceil(log2 N))H, [PNP24]'s H(d + 1)p (it takes the
-    embedding width d), a graph transformer's count over the owned nodes (it takes the public positions) -- or
-    None when the papers give none for it (:func:`no_paper_count`)."""
-    if no_paper_count(simulator, reduction):
-        return None
-    # the count's further sizes, for a count that takes them: the embedding width d, the positions both know
-    takes = inspect.signature(simulator.budget_bits).parameters
-    extra = {"dim": lambda: dim, "public_positions": lambda: reduction.public_positions(N)}
-    return simulator.budget_bits(width, precision, heads, N, **{k: f() for k, f in extra.items() if k in takes})
-
-
-def planning_simulator(reduction, simulator):
-    """The simulator whose protocol ``run`` executes for this reduction: the reduction's variant of the
-    architecture's simulator (:attr:`Reduction.simulator_variants`, e.g. composition's one-way public-query
-    message) when it names one, else the simulator itself."""
-    variant = reduction.simulator_variants.get(simulator.name)
-    return simulator if variant is None else load_plugins().get("simulator", variant)
-
-
-def paper_fits(reduction, simulator, width: int, precision: int, heads: int, N: int,
-               senders: frozenset | None = None, dim: int = 8) -> bool:
-    """The paper's inequality at length N: its count (:func:`paper_count`) >= the bound at N in the theorem's own
-    form (:meth:`Reduction.length_bound`, for the parties ``senders`` that speak in the protocol); True when that
-    bound does not apply (the caller asks only where the paper gives a count)."""
-    bound = reduction.length_bound(simulator, N, senders=senders)
-    if not bound.applies or bound.bits is None:
-        return True
-    return paper_count(simulator, reduction, width, precision, heads, N, dim)[0] >= bound.bits
-
-
-def paper_lengths(reduction, simulator, width: int, precision: int, heads: int,
-                  senders: frozenset | None = None, dim: int = 8) -> tuple[int | None, int | None]:
-    """(paper_max_n, the smallest valid N the paper's inequality rules out): the inequality, not the plan, so
-    searched up to :data:`MAX_SEARCH` whatever the plan's limit (None, None: nothing ruled out there).  The bound
-    is the one for the parties ``senders`` that speak in the protocol (who speaks depends on the split, not N)."""
-    length = reduction.length_for_size
-    last_fit, first_out = _search(
-        reduction, lambda n: paper_fits(reduction, simulator, width, precision, heads, length(n), senders, dim),
-        MAX_SEARCH)
-    if first_out is None:
-        return None, None
-    return (length(last_fit) if last_fit is not None else None), length(first_out)
 
 
 @dataclass
@@ -251,6 +171,7 @@ class BudgetReport:
     solve: dict | None = None
     number_format: str = ""
     number_format_text: str = ""
+    paper_own_form: dict | None = None   # the paper's max N with its count as it writes it (a real log N)
 
     def to_dict(self) -> dict:
         """The ``--json`` object."""
@@ -270,24 +191,9 @@ class BudgetReport:
                 "bound_direction": self.bound.conditions.direction,
                 "bound_note": self.bound.note, "max_n": self.max_n, "first_ruled_out": self.first_ruled_out,
                 "paper_max_n": self.paper_max_n, "paper_first_ruled_out": self.paper_first_ruled_out,
-                "paper_note": self.paper_note,
+                "paper_note": self.paper_note, "paper_own_form": self.paper_own_form,
                 "searched_up_to": self.searched_up_to, "verdict": self.verdict, "notes": self.notes,
                 "solve": self.solve, "table": self.table}
-
-
-def paper_count_text(d: dict) -> str:
-    """The paper's count with its formula (a report's ``to_dict``), or why the papers give none for this
-    reduction's protocol."""
-    if d["bits_formula"] is None:
-        return d["bits_formula_text"]
-    return f"{d['bits_formula']}  ({d['bits_formula_text']})"
-
-
-def paper_max_n_text(d: dict) -> str:
-    """The paper's max N (its inequality) with the line on why it differs from the protocol's, or the line alone."""
-    if d["paper_max_n"] is None and d["paper_first_ruled_out"] is None:
-        return d["paper_note"]
-    return f"{d['paper_max_n']} (first ruled out: {d['paper_first_ruled_out']}); {d['paper_note']}"
 
 
 def _size_at_most(reduction, N: int) -> int | None:
@@ -433,6 +339,13 @@ def budget(arch: str, width: int, precision: int | None, task: str, *, heads: in
                      "ok": r.fits if r.bound.applies and r.protocol_bits is not None else None})
     paper_note = _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j,
                              probe.bound.applies, dim, fmt)
+    own_form = None
+    if (paper_max_n is not None or paper_out is not None) and hasattr(simulator, "paper_form_bits"):
+        own_max, own_out = paper_lengths(reduction, simulator, plan_width, precision, heads, probe.senders, dim, True)
+        own_form = {"form": simulator.paper_form_text, "max_n": own_max, "first_ruled_out": own_out}
+        paper_note = paper_note.replace("paper_max_n uses the paper's count", "paper_max_n uses commsim's whole-bit "
+                                        "form of the paper's count").replace(
+            "cite paper_max_n for the theorem", "for the theorem as the paper writes it, cite the first figure")
     # the handoff's texts name the state's numbers m (Theorem 2); in the architecture's letters (an LSTM's is 2m)
     j.text, bits_text, paper_note = shape.relabel(j.text), shape.relabel(bits_text), shape.relabel(paper_note)
     bound = replace(bound, statement=shape.relabel(bound.statement), reason=shape.relabel(bound.reason))
@@ -441,5 +354,5 @@ def budget(arch: str, width: int, precision: int | None, task: str, *, heads: in
                         first_out, searched, reduction.n_meaning, n, notes, paper_max_n, paper_out, paper_note,
                         shape.width_meaning, plan_width if shape.arch is not None else None, shape.state_text(width),
                         run_size(reduction, N), number_format=format_name,
-                        number_format_text=format_text + format_scope(simulator, fmt))
+                        number_format_text=format_text + format_scope(simulator, fmt), paper_own_form=own_form)
 

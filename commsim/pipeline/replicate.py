@@ -10,7 +10,8 @@ An experiment is a plugin (registry kind ``experiment``; [BHBK24]'s are in ``pro
 * ``run_cell(cell)`` -- trains and measures one cell: a dict of figures with at least ``accuracy``;
 * ``check(rows)`` -- the invariants the rows violate, as sentences (empty: none);
 * ``claims(rows)`` -- the paper's claims checked on the rows: dicts ``claim``, ``paper``, ``ours``,
-  ``status`` (``reproduced``, ``not reproduced``, ``not measured``);
+  ``status`` (``reproduced``, ``not reproduced``, ``not tested at this scale``; ``smoke test`` at ``quick``),
+  ``test`` (the test the verdict comes from) and ``interval`` (the interval it reads);
 * ``bound_curve(rows, N)`` -- the accuracy ceiling over state bits at length N (``bits``, ``ceiling``,
   ``line``, ``label``, ``line_label``) or None;
 * optionally ``ceiling_column`` -- the row's column holding that ceiling at the quantised model's state bits

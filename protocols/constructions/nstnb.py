@@ -26,7 +26,8 @@ codes orthogonal to within gamma/100:
   value Y brings y_(j*) to OUT exactly; the readout is ``OUT >= 1/2``.
 
 The query x_k is a vector position, so it never attends to itself; no layer needs 1/N, so the precision
-is O(log log N) bits here (the theorem allows O(log N)); width and embedding dimension are O(log N).
+is FRAC + 1 + ceil(log2 of the largest logit) bits here (:func:`nstnb_format`; the theorem allows O(log N), and no
+smaller order is claimed); width and embedding dimension are O(log N).
 """
 from __future__ import annotations
 

@@ -51,6 +51,20 @@ SEPARATOR = 2
 #: the probability with which the sampling margin may be exceeded by chance (Hoeffding)
 DELTA = 1e-6
 
+#: the ceiling check catches a quantised model this far above its ceiling ...
+CEILING_RESOLUTION = 0.05
+#: ... except with at most this probability
+MISS = 0.01
+
+
+def ceiling_check_count(resolution: float = CEILING_RESOLUTION) -> int:
+    """The fresh strings on which a quantised model's accuracy is checked against its ceiling so that a model
+    ``resolution`` above it is caught: if its true accuracy is ceiling + resolution, the measured one falls below
+    ceiling + margin(DELTA) only when it falls more than resolution - margin(DELTA) below its expectation, which
+    Hoeffding bounds by MISS once margin(DELTA) + margin(MISS) <= resolution (6875 strings for 0.05)."""
+    return math.ceil((math.sqrt(math.log(1 / DELTA) / 2) + math.sqrt(math.log(1 / MISS) / 2)) ** 2
+                     / resolution ** 2)
+
 
 def sampling_margin(count: int, delta: float = DELTA) -> float:
     """Hoeffding: an accuracy measured on ``count`` independent uniform strings exceeds its expectation by more
@@ -106,17 +120,29 @@ def restricted_to_index(net, k: int, n: int):
 
 
 def one_way_bound(net, vocab_size: int, tokens: np.ndarray, labels: np.ndarray, *, ceiling_column: str,
-                  ceiling: Callable[[int], float], run: Callable[[int, int], dict]) -> dict:
+                  ceiling: Callable[[int], float], run: Callable[[int, int], dict],
+                  check: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
     """What every trained recurrent model's row holds (module docstring): p_eff and what it rests on, S, the
-    accuracy ceiling at S (``ceiling(S)``, in ``ceiling_column``) and the ``run_*`` columns of ``run(S, p_eff)``."""
+    accuracy ceiling at S (``ceiling(S)``, in ``ceiling_column``) and the ``run_*`` columns of ``run(S, p_eff)``.
+    ``check``: fresh (tokens, labels) on which the quantised model's accuracy is measured against the ceiling
+    (``ceiling_check_accuracy`` on ``ceiling_check_strings``, with its ``sampling_margin``; default the p_eff
+    strings)."""
     found = effective_precision(net, vocab_size, tokens, labels)
     p_eff = found["p_eff"]
-    row = {**found, "sampling_margin": round(sampling_margin(len(labels)), 4)}
+    check_tokens, check_labels = check if check is not None else (tokens, labels)
+    strings = int(len(check_labels))
+    row = {**found, "sampling_margin": round(sampling_margin(strings), 4), "ceiling_check_strings": strings,
+           "ceiling_check_accuracy": None,
+           # a model this far above its ceiling is caught except with probability MISS (ceiling_check_count)
+           "ceiling_caught_above": round(sampling_margin(strings) + sampling_margin(strings, MISS), 4),
+           "ceiling_miss": MISS}
     if p_eff is None:
         row.update({"state_bits": None, ceiling_column: None, "run_verdict": None,
                     "run_note": f"no width up to {PRECISIONS[-1]} bits keeps the accuracy"})
         return row
     S = found["state_numbers"] * p_eff
+    row["ceiling_check_accuracy"] = (found["quantised_accuracy"] if check is None else
+                                     commsim_accuracy(commsim_model(net, vocab_size, p_eff), check_tokens, check_labels))
     row.update({"state_bits": S, ceiling_column: ceiling(S)})
     row.update(run(S, p_eff))
     return row
@@ -128,7 +154,7 @@ def _unsearched(S: int, line: str) -> str:
 
 
 def index_bound(net, *, k: int, N: int, tokens: np.ndarray, labels: np.ndarray, run_instances: int,
-                seed: int) -> dict:
+                seed: int, check: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
     """Every bound figure of one trained recurrent index-lookup model (module docstring)."""
     def run(S: int, p_eff: int) -> dict:
         # the pigeonhole search runs sampled Alice inputs (tens of thousands) through the model; a model commsim
@@ -141,7 +167,7 @@ def index_bound(net, *, k: int, N: int, tokens: np.ndarray, labels: np.ndarray, 
 
     return {"one_way_bits": round(index_lookup_one_way_bits(k, N), 3),
             **one_way_bound(net, k + N, tokens, labels, ceiling_column="fano_ceiling",
-                            ceiling=lambda S: fano_accuracy_ceiling(k, N, S), run=run)}
+                            ceiling=lambda S: fano_accuracy_ceiling(k, N, S), run=run, check=check)}
 
 
 def run_figures(report, *, searched: bool, unsearched: str | None = None) -> dict:
@@ -213,7 +239,8 @@ class SeparatedEquality(Inequality):
         return Reduction.model_context(self, n)
 
 
-def equality_bound(net, *, N: int, tokens: np.ndarray, labels: np.ndarray, run_instances: int, seed: int) -> dict:
+def equality_bound(net, *, N: int, tokens: np.ndarray, labels: np.ndarray, run_instances: int, seed: int,
+                   check: tuple[np.ndarray, np.ndarray] | None = None) -> dict:
     """Every bound figure of one trained recurrent Eq-random model at length N (n = N/2 per half): p_eff, S, the
     one-way line S >= n (EQ_n, Theorem 11), the exact ceiling (:func:`eq_random_ceiling`) and the run of the
     quantised model on ``eq-sep`` (its pigeonhole certificate searched when S < n and the model is batched)."""
@@ -227,7 +254,7 @@ def equality_bound(net, *, N: int, tokens: np.ndarray, labels: np.ndarray, run_i
                            unsearched=None if search or S >= n else _unsearched(S, f"n = {n}"))
 
     return {"one_way_bits": n, **one_way_bound(net, 3, tokens, labels, ceiling_column="eq_random_ceiling",
-                                                ceiling=lambda S: eq_random_ceiling(n, S), run=run)}
+                                                ceiling=lambda S: eq_random_ceiling(n, S), run=run, check=check)}
 
 
 # ---- one-layer attention: the exchange of Theorem 4 ---------------------------------------------------------------

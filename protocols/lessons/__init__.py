@@ -28,14 +28,14 @@ class Topic(NamedTuple):
 #: topic name -> its one entry (``commsim teach --list`` and ``--help`` read it)
 TOPICS = {
     "rnn-index": Topic("rnn", "rnn_index",
-                       "recurrent models and index lookup: the hidden-state handoff, m*p >= N (Theorems 2 and 3)",
-                       6, 3, 12, size="N, the length of Alice's string (INDEX_N)"),
+                       "recurrent models and index lookup: the hidden-state handoff, m*p >= n (Theorems 2 and 3)",
+                       6, 3, 12, size="n, the length of Alice's string (INDEX_n; the model reads N = n + 1 tokens)"),
     "rnn-eq": Topic("rnn", "rnn_eq",
                     "recurrent models and equality, m*p >= N/2: by communication and by automata (Theorem 11, Lemma 4)",
                     4, 2, 8, size="n, the bits of each party's string (N = 2n)"),
     "rnn-disj": Topic("rnn", "rnn_disj",
-                      "recurrent models and multi-query recall: DISJ one-way, m*p >= N/2 (Theorem 8)", 4, 2, 10,
-                      size="n, the size of DISJ_n (N = 2n labelled keys)"),
+                      "recurrent models and multi-query recall: DISJ one-way, m*p >= N/2 (Theorem 8, through its MQAR proof)", 4, 2, 10,
+                      size="n, the size of DISJ_n (N = 2n: n labelled keys, then n queries)"),
     "attention-protocol": Topic("attention_protocol", "attention_protocol",
                                 "one attention layer as a protocol: logits, maximum, Z_A and Z_B, exact output "
                                 "(Theorem 4)", 6, 3, 16, size="N, the sequence length"),

@@ -49,17 +49,21 @@ def attention_disj(n: int | None = None) -> Lesson:
     agree = bool(np.array_equal(match3(enc_all.tokens, Mod, N - 1), problem.evaluate_batch(A_all, B_all)))
     steps = [Step(
         f"Match3 decides DISJ_{n}",
-        "Match3 at position i: is there a pair j, k (distinct, both ≠ i) with z_i + z_j + z_k ≡ 0 mod M? Encode "
+        "Match3 at position i: is there a pair j, k with z_i + z_j + z_k ≡ 0 mod M? [SHT23] let j and k range over "
+        "all of [N]; commsim's Match3 takes them distinct and both ≠ i (its own restriction). Encode "
         "Alice's set as z_i = i + 1 (if a_i = 1, else 1), Bob's as z_(n+i) = M − (i + 1) (if b_i = 1, else 1), "
-        "and put z_N = 0 last. With M = 2n + 3 the only zero-sum triples through position N are (0, i + 1, "
-        "M − i − 1) with a_i = b_i = 1: Match3 at N is DISJ (1 = the sets meet).",
+        "and put z_N = 0 last (as [SHT23] do: x_(2n+1) = enc(0)). With M = 2n + 3 the only zero-sum triples "
+        "through position N are (0, i + 1, M − i − 1) with a_i = b_i = 1. [SHT23]'s Match3 reduction reads "
+        "DISJ(a, b) = 0 when the sets meet (1 = disjoint); commsim uses [BHBK24]'s convention, DISJ(a, b) = 1 when the sets meet, so Match3 at N is "
+        "DISJ (1 = the sets meet).",
         instance=f"a = {_bits(a)}, b = {_bits(b)}, M = {Mod}, N = {N}\nz = {' '.join(str(int(t)) for t in z)}\n"
                  f"common elements (1-based): {hits}; Match3 at N = {int(match3(z[None], Mod, N - 1)[0])}; "
                  f"DISJ(a, b) = {int(problem.evaluate(a, b))}\nchecked on all {len(A_all)} pairs (a, b): "
                  f"Match3 = DISJ on every one: {agree}",
         holdings={"alice": f"z_1..z_{n} = {' '.join(str(int(t)) for t in z[:n])}",
                   "bob": f"z_{n + 1}..z_{N} = {' '.join(str(int(t)) for t in z[n:])}"},
-        reference="[SHT23] (Match3 lower bound)")]
+        reference="[SHT23] (Match3 lower bound; its reduction); Fact 1 of [BHBK24] (the DISJ convention); the "
+                  "distinct j, k are commsim's own")]
     m, p, H = model.width, model.precision, model.heads
     steps.append(Step(
         "Any layer computing Match3 is a DISJ protocol",
@@ -130,7 +134,9 @@ def attention_disj(n: int | None = None) -> Lesson:
         "Alice owns a single position, so the exchange degenerates to one message. Either she sends x_N, her "
         "position's embedding (d·p bits), from which Bob computes her query q_N, her key, value and logit himself; "
         "or she sends each head's q_N (m·p·H bits) and, when the query attends to its own position (as the "
-        "papers' layer does), her own logit and value ((m + 1)·p·H bits). She sends the cheaper one. A one-way "
+        "papers' layer does), her own logit and value ((m + 1)·p·H bits). She sends the cheaper one. [SHT23]'s "
+        "proof has Alice send her query (O(m·p) bits); the choice of the cheaper message, and with it the min with "
+        "d·p and the (2m + 1) term, is commsim's own refinement. A one-way "
         "DISJ protocol needs q bits, hence min(d·p, (2m + 1)·p·H) ≥ q for a self-attending layer "
         f"(min(d·p, m·p·H) ≥ q without self-attention; this layer attends to itself: "
         f"{'yes' if model_q.attend_self else 'no'}).",
@@ -143,7 +149,8 @@ def attention_disj(n: int | None = None) -> Lesson:
         notes=(f"This model's {sent} bits allow q ≤ {sent}; beyond that every layer of its size "
                f"must fail on some input." if sent >= n else
                f"{sent} < q = {n}: this model must fail on some input."),
-        reference="[SHT23] (qSA lower bound)"))
+        reference="[SHT23] (qSA lower bound: Alice sends her query); the min(d·p, (2m + 1)·p·H) form is commsim's "
+                  "own"))
     probe = run_reduction(qid, QSA_PROBE, n)
     r_p, p_p, m_p, w_p = engine(qid, QSA_PROBE, n)
     A_pr, B_pr = p_p.all_pairs()
@@ -192,8 +199,8 @@ def attention_disj(n: int | None = None) -> Lesson:
         reference="fooling sets (Fact 4 of [BHBK24]); [SHT23]"))
     return Lesson("attention-disj", f"DISJ against one attention layer: Match3 and q-sparse averaging (n = {n})",
                   "Two [SHT23] reductions: Match3 on 2n + 1 positions decides DISJ_n (two-way, n bits), and "
-                  "q-sparse averaging decides DISJ_q with Alice holding only the query (one-way, "
-                  "min(d·p, (2m + 1)·p·H) ≥ q for a self-attending layer).",
+                  "q-sparse averaging decides DISJ_q with Alice holding only the query (one-way; in commsim's "
+                  "refinement of the message, min(d·p, (2m + 1)·p·H) ≥ q for a self-attending layer).",
                   steps, n)
 
 

@@ -2,13 +2,15 @@
 (transcript collision, crossing, verified failure)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from commsim.teach import Lesson, Step
 from commsim.theory.bounds import ceil_log2
 from protocols.lessons.common import certificate_of, engine, messages_of, run_one
 from protocols.lessons.common import size_arg as _size
-from protocols.theorems import dyck_min_width, exchange_bits, query_bits
+from protocols.theorems import dyck_min_width, exchange_bits, query_bits, theorem5_paper_lengths
 
 #: the lesson's layer: the lookup construction cut down to width 4 -- right on every member, its transcripts
 #: differ from member to member, yet below N - 1 bits two of them must collide
@@ -128,17 +130,23 @@ def attention_dyck(n: int | None = None) -> Lesson:
     for width, prec, heads in ((m, p, H), (64, 16, 8)):
         rep = budget("attention", width, prec, rid, heads=heads)
         sent = rep.judgement.protocol_bits
+        own_max, own_out = theorem5_paper_lengths(width, prec, heads)
         line.append(f"commsim budget --arch attention --width {width} --precision {prec} --heads {heads} "
-                    f"--reduction {rid}: Theorem 5's inequality 3m(p + ceil(log2 N))H >= N − 1 holds up to N = "
-                    f"{rep.paper_max_n} (paper_max_n); the exact exchange, which sends {sent} bits at N = {rep.n} "
-                    f"where that count is {rep.bits}, up to N = {rep.max_n} (max N)")
+                    f"--reduction {rid}: Theorem 5's inequality in the paper's form 3m(p + log2 N)H >= N − 1 holds "
+                    f"up to N = {own_max} (first ruled out {own_out}); commsim's whole-bit form "
+                    f"3m(p + ceil(log2 N))H >= N − 1 up to N = {rep.paper_max_n} (paper_max_n); the exact exchange, "
+                    f"which sends {sent} bits at N = {rep.n} where the whole-bit count is {rep.bits}, up to "
+                    f"N = {rep.max_n} (max N)")
     steps.append(Step(
         "Theorem 5: the width a layer needs",
-        "A layer computing Dyck-(2,2) gives a protocol of about 3m(p + log N)H bits for the odd/even split, "
-        "which must be at least N − 1. Solving for the width:",
+        "A layer computing Dyck-(2,2) gives a protocol of 3m(p + log N)H bits for the odd/even split (Theorem 4), "
+        "which must be at least N − 1 (Lemma 1). Theorem 5 solves for the width: mH ≥ (N − 1)/(3(p + log N)). "
+        f"commsim computes it with ⌈log2 N⌉ = {L} in place of log N (the whole bits its exact messages use; "
+        f"log2 {N} = {math.log2(N):.3f}, and where the two differ the ceiling asks a little less of the width):",
         instance=f"this model: mH = {m * H}, the bound asks mH ≥ {N - 1}/(3·({p} + {L})) = {need:.3f}\n"
                  + "\n".join(line),
-        inequality=rf"m H \ge \frac{{N - 1}}{{3 (p + \log N)}} = \frac{{{N - 1}}}{{3({p} + {L})}} = {need:.3f}",
+        inequality=rf"m H \ge \frac{{N - 1}}{{3 (p + \lceil\log_2 N\rceil)}} = \frac{{{N - 1}}}{{3({p} + {L})}} = "
+                   rf"{need:.3f}",
         notes="The bound is about budget, not correctness: the model above passes it at this N and is still "
               "wrong, because it collides anyway; a model below it must collide.",
         reference="Theorem 5 of [BHBK24]"))

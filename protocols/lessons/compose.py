@@ -22,6 +22,10 @@ INSTANCES = 2000
 RID = "compose-index"
 
 
+def _bound_text(bound: float) -> str:
+    return f"{bound:.4f}" if bound > 0 else "0 (R <= 0: nothing is ruled out)"
+
+
 def compose(n: int | None = None) -> Lesson:
     from commsim.pipeline.run import run_reduction
 
@@ -84,7 +88,8 @@ def compose(n: int | None = None) -> Lesson:
         "Counting: a short message confuses two functions",
         "Bob knows y = f(x), and f may send x anywhere, so Bob may need any of g's n values: INDEX over an alphabet "
         "of size n. In a one-way protocol Bob's answer depends only on the message and his input, so the n^n "
-        "functions g need n^n different messages: ceil(log2 n^n) bits. " +
+        "functions g need n^n different messages: ceil(log2 n^n) bits. This deterministic count is commsim's "
+        "corollary, not a statement of [PNP24], whose Theorem 1 is the error bound of the next step. " +
         (f"With {sent} bits there are 2^{sent} messages for {n}^{n} functions, so two functions collide, and a y "
          f"where they differ makes the layer wrong on one of them." if sent < one_way else
          f"This layer sends {sent} bits, enough for {n}^{n} different messages: the count forces no collision "
@@ -92,22 +97,28 @@ def compose(n: int | None = None) -> Lesson:
         instance=witness,
         inequality=(rf"\lceil\log_2 {n}^{{{n}}}\rceil = {one_way} " + (">" if sent < one_way else r"\le") +
                     f" {sent} = C"),
-        reference="[PNP24], Theorem 1 (deterministic form); the pigeonhole certificate"))
+        reference="commsim's own corollary (the counting behind [PNP24] Theorem 1, which states only "
+                  "R = n log n - H(d + 1)p); the pigeonhole certificate"))
     me = report.measured_error
     R, bound = composition_error_bound(n, sent)
+    R_paper, bound_paper = composition_error_bound(n, theorem)
     steps.append(Step(
         "How often it must be wrong (Theorem 1)",
-        "More than an input that fools the layer: over uniformly random f, g and x, a message of C bits with "
-        "R = n log2 n - C > 0 leaves the answer wrong with probability at least R / (3 n log2 n). commsim puts in the "
-        "bits really sent and measures the layer's error rate on random instances, with a confidence interval.",
+        f"More than an input that fools the layer: [PNP24] Theorem 1 states that with R = n log n - H(d + 1)p > 0 the "
+        f"layer answers wrong with probability at least R / (3 n log n) over uniformly random f, g and x; here "
+        f"H(d + 1)p = {theorem}, so R = {R_paper:.3f} and the bound is {_bound_text(bound_paper)}. commsim's own "
+        f"corollary puts in the C = {sent} bits this layer really sends (the counting needs only the length of a one-way "
+        f"message): R = {R:.3f}, bound {_bound_text(bound)}. commsim measures the layer's error rate on random "
+        f"instances, with a confidence interval, against the corollary's bound.",
         instance=f"measured over {me['trials']:,} random (f, g, x): {me['events']:,} wrong, rate {me['rate']:.4f}, "
                  f"{me['confidence']:.0%} {me['method']} interval [{me['low']:.4f}, {me['high']:.4f}]; "
                  f"{me['verdict']}",
-        inequality=rf"R = {total:.3f} - {sent} = {R:.3f},\quad \Pr[\text{{wrong}}] \ge \frac{{R}}{{3 n \log_2 n}} = "
-                   rf"{bound:.4f}",
+        inequality=rf"\text{{[PNP24]: }} R = {total:.3f} - {theorem} = {R_paper:.3f},\ \Pr[\text{{wrong}}] \ge "
+                   rf"{bound_paper:.4f};\quad \text{{commsim, C bits sent: }} R = {total:.3f} - {sent} = {R:.3f},\ "
+                   rf"\Pr[\text{{wrong}}] \ge \frac{{R}}{{3 n \log_2 n}} = {bound:.4f}",
         notes="A random layer is wrong far more often than the bound demands; the bound says that no layer of this "
               "size can do better than it, trained or not.",
-        reference="Theorem 1 of [PNP24]"))
+        reference="Theorem 1 of [PNP24] (with H(d + 1)p); the C-bit form is commsim's own corollary"))
     steps.append(Step(
         "The direction matters",
         f"Two-way the task is easy: Bob sends y = f(x) in ceil(log2 n) = {math.ceil(math.log2(n))} bits and Alice "

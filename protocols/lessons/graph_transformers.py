@@ -64,7 +64,7 @@ def graph_transformers(n: int | None = None) -> Lesson:
                  f"checked on every pair at n = 1, 2 ({checked} pairs): a 3-cycle exists iff the sets intersect",
         holdings={"alice": f"the rows of U (u_x's out-edges): a = {_bits(a)}",
                   "bob": f"the rows of V (v_y's out-edges): b = {_bits(b)}; the rows of W are public"},
-        inequality=r"∃\ \text{directed 3-cycle} \iff ∃ (x, y):\ a_{xn+y} = b_{xn+y} = 1",
+        inequality=r"∃\ \text{directed 3-cycle} \iff ∃ x, y \le n:\ a_{(x-1)n+y} = b_{(x-1)n+y} = 1",
         reference="[SHT23] (graph transformers, Directed 3-Cycle); the layout is commsim's construction")]
 
     run = setup.run_instance(a, b)

@@ -76,19 +76,20 @@ def randomized(n: int | None = None) -> Lesson:
     runs = [run_protocol(fp, a, a, coins=CoinSource(SEED, 0)), run_protocol(fp, a, b, coins=CoinSource(SEED, 1))]
     steps.append(Step(
         "With private coins: a polynomial fingerprint",
-        f"Read a as the polynomial A(x) = sum_i a_i x^i over the field F_p, p = {fp.prime} (the least prime >= "
-        f"(n - 1)/eps with eps = {eps}). Alice draws x uniformly from F_p with her own coins and sends x and "
-        f"A(x) mod p: {fp.width} + {fp.width} = {2 * fp.width} bits instead of {n}. Bob answers 'equal' iff "
+        f"Read a as the polynomial A(x) = sum_i a_i x^i over the field F_q, q = {fp.prime} (the least prime >= "
+        f"(n - 1)/eps with eps = {eps}; q, not p, which names a model's precision elsewhere). Alice draws x "
+        f"uniformly from F_q with her own coins and sends x and "
+        f"A(x) mod q: {fp.width} + {fp.width} = {2 * fp.width} bits instead of {n}. Bob answers 'equal' iff "
         f"B(x) = A(x). On an equal pair the test always passes; below, the second pair differs in one bit.",
         instance=f"a = {_bits(a)}\nb = {_bits(b)} (a with bit {n // 2 + 1} flipped)\n"
                  f"run on (a, a): coins {_coins_text(runs[0].transcript)}; answer {runs[0].output}\n"
                  f"run on (a, b): coins {_coins_text(runs[1].transcript)}; answer {runs[1].output}",
         holdings={"alice": f"a in {{0,1}}^{n}, her private coins", "bob": f"b in {{0,1}}^{n}, his private coins"},
         messages=messages_of(runs[1].transcript),
-        inequality=rf"a \ne b:\ \Pr_x[A(x) = B(x)] \le \frac{{n - 1}}{{p}} = \frac{{{n - 1}}}{{{fp.prime}}} = "
-                   rf"{fp.promised_error:.4f}\quad\text{{with }} 2\lceil\log_2 p\rceil = {2 * fp.width} "
+        inequality=rf"a \ne b:\ \Pr_x[A(x) = B(x)] \le \frac{{n - 1}}{{q}} = \frac{{{n - 1}}}{{{fp.prime}}} = "
+                   rf"{fp.promised_error:.4f}\quad\text{{with }} 2\lceil\log_2 q\rceil = {2 * fp.width} "
                    rf"\text{{ bits}}",
-        notes="A - B is a non-zero polynomial of degree at most n - 1, so it has at most n - 1 roots in F_p. "
+        notes="A - B is a non-zero polynomial of degree at most n - 1, so it has at most n - 1 roots in F_q. "
               "The coins are recorded in the transcript: the seed reproduces the run exactly.",
         reference="polynomial fingerprints, standard (Kushilevitz and Nisan, ch. 3); section 9 of the reference"))
     rep = run_cc("eq", n, FingerprintEquality, instances=MEASURED, seed=SEED, error=eps)
@@ -151,8 +152,13 @@ def randomized(n: int | None = None) -> Lesson:
         "INDEX one-way keeps its bound: (1 - H2(eps))·n",
         "Bob, shown Alice's one message, recovers each bit a_b with error eps, so the message still carries "
         "about (1 - H2(eps)) bits of information per bit of a: coins only shave the bound by the factor "
-        f"1 - H2(eps). The sampling protocol meets it: Alice sends a random window of s = {sampler.s} of her bits "
-        f"(public coins), Bob guesses outside it, error exactly (1 - s/n)/2 = {sampler.promised_error:g}.",
+        f"1 - H2(eps). A simple protocol shows the bound is of the right order without meeting it: Alice sends a "
+        f"random window of s = {sampler.s} of her bits (public coins), Bob guesses outside it, error exactly "
+        f"(1 - s/n)/2 = {sampler.promised_error:g}; it sends {rep_ix.bits_used} bits where the bound at that error "
+        f"asks for {bound['bits']}"
+        + (", so it stays above the bound, as every protocol must." if rep_ix.bits_used > bound["bits"] else
+           ", exactly the bound." if rep_ix.bits_used == bound["bits"] else
+           ": below the bound, which is impossible; look."),
         instance=f"{table}\nsample protocol: {rep_ix.bits_used} bits against the bound {bound['bits']} at its error "
                  f"{sampler.promised_error:g}; measured error {_interval(rep_ix.randomized['measured_error_detail'])}",
         inequality=rf"R^{{\text{{one-way}}}}_{{\epsilon}}(\mathrm{{INDEX}}_{{{n}}}) \ge (1 - H_2(\epsilon)) \cdot {n}",

@@ -128,7 +128,7 @@ def _budget_line(task: str, width: int, precision: int) -> tuple[int | None, str
     try:
         rep = budget("rnn", width, precision, task)
         return rep.max_n, f"commsim budget --arch rnn --width {width} --precision {precision} --reduction {task}: " \
-                          f"max N = {rep.max_n} ({rep.verdict})"
+                          f"max N = {rep.max_n} tokens, n = {rep.run_n} symbols ({rep.verdict})"
     except NotImplementedError:
         return None, ""
 
@@ -186,15 +186,16 @@ def rnn_index(n: int | None = None) -> Lesson:
         reference=f"{fs.source}; Fact 3 of [BHBK24]"))
     good = _run(rid, "memorize", n)
     steps.append(Step(
-        "Theorem 3: m·p ≥ N, and the bound is tight",
-        "Put the two steps together: a recurrent model doing index lookup on N symbols gives a one-way INDEX_N "
-        "protocol of m·p bits, so m·p ≥ N. A recurrence that simply stores the N symbols (one bit per unit) meets "
+        "Theorem 3: m·p ≥ n, and the bound is tight",
+        "Put the two steps together: a recurrent model doing index lookup on n symbols gives a one-way INDEX_n "
+        "protocol of m·p bits, so m·p ≥ n (the paper's N is this n, the symbols indexed into; the model reads "
+        "N = n + 1 tokens with the index). A recurrence that simply stores the n symbols (one bit per unit) meets "
         "the bound with equality — and is right on every instance.",
         instance=f"commsim run {rid} --model memorize --n {n}: {good.instances_run} instances ({good.instances}), "
                  f"bits used {good.bits_used}, lower bound {good.lower_bound.bits}, correct on all: "
                  f"{good.model_correct}, protocol = direct forward on all: {good.protocol_matches_model}",
         holdings={"alice": f"s_1..s_{n}", "bob": "the index token"},
-        inequality=rf"m p = {good.bits_used} \ge N = {good.lower_bound.bits}",
+        inequality=rf"m p = {good.bits_used} \ge n = {good.lower_bound.bits}",
         reference="Theorem 3 of [BHBK24]"))
     short_spec = f"memorize:capacity={n - 1}"
     short = _run(rid, short_spec, n)
@@ -218,23 +219,27 @@ def rnn_index(n: int | None = None) -> Lesson:
     attention = _run(rid, "construct:idxl", n, exhaustive=1 << 12)
     steps.append(Step(
         "What the bound says at scale — and why attention escapes it",
-        "m·p ≥ N caps the length a recurrent model can index into. A one-layer attention model is not bound: in "
-        "its protocol (Theorem 4) the party holding the query speaks, and on index lookup's split that is Bob — "
-        "one-way Bob → Alice, the direction the N-bit bound (Alice → Bob) does not cover, and INDEX is easy that "
-        "way round (Bob sends b: ⌈log2 N⌉ bits). Theorem 1's construction solves index lookup with width O(log N).",
-        instance=(f"{line}\n" if line else f"m = 128, p = 64: m·p = {128 * 64}, so N ≤ {128 * 64}\n")
+        "m·p ≥ n caps the number n of symbols a recurrent model can index into; budget counts tokens, N = n + 1 "
+        "with the index token, so its max N is one more than the largest n. A one-layer attention model is not "
+        "bound: in its protocol (Theorem 4) the party holding the query speaks, and on index lookup's split that "
+        "is Bob — one-way Bob → Alice, the direction the n-bit bound (Alice → Bob) does not cover, and INDEX is easy "
+        "that way round (Bob sends b: ⌈log2 n⌉ bits). Theorem 1's construction solves index lookup with width "
+        "O(log N).",
+        instance=(f"{line}\n" if line else f"m = 128, p = 64: m·p = {128 * 64}, so n ≤ {128 * 64}\n")
         + f"commsim run {rid} --model construct:idxl --n {n}: {attention.instances_run} instances "
           f"({attention.instances}), bits used {attention.bits_used}, correct on all: "
           f"{attention.model_correct}; bound applies: {attention.lower_bound.applies} — {attention.lower_bound.note}",
-        inequality=rf"N \le m p = 128 \cdot 64 = {128 * 64}\quad\text{{but}}\quad \text{{one-way CC, Bob}}"
+        inequality=rf"n \le m p = 128 \cdot 64 = {128 * 64}\ (N = n + 1 \le {128 * 64 + 1}\ \text{{tokens}})"
+                   rf"\quad\text{{but}}\quad \text{{one-way CC, Bob}}"
                    rf"\to\text{{Alice}}(\mathrm{{INDEX}}_{{{n}}}) \le \lceil\log_2 {n}\rceil",
-        notes=(f"max N from the budget library: {max_n}" if max_n is not None else
-               f"(the budget library has no length bound for {rid} yet; max N = m·p = {128 * 64} directly)"),
+        notes=(f"max N from the budget library: {max_n} tokens, i.e. n = {max_n - 1} symbols and the index token"
+               if max_n is not None else
+               f"(the budget library has no length bound for {rid} yet; n ≤ m·p = {128 * 64} directly)"),
         reference="Theorem 3 and Theorem 1 of [BHBK24]; section 6 of [BHBK24] for m = 128, p = 64"))
-    return Lesson("rnn-index", f"Recurrent models and index lookup: m·p ≥ N (N = {n})",
-                  "Theorem 2 turns a recurrent model into a one-way protocol; INDEX needs N bits one-way; so index "
-                  "lookup needs m·p ≥ N (Theorem 3). Run on real models, with the certificate a model below the "
-                  "bound cannot escape.", steps, n)
+    return Lesson("rnn-index", f"Recurrent models and index lookup: m·p ≥ n (n = {n})",
+                  "Theorem 2 turns a recurrent model into a one-way protocol; INDEX_n needs n bits one-way; so index "
+                  "lookup on n symbols (N = n + 1 tokens with the index) needs m·p ≥ n (Theorem 3, whose N is this "
+                  "n). Run on real models, with the certificate a model below the bound cannot escape.", steps, n)
 
 
 # ---- rnn-eq ---------------------------------------------------------------------------------------
@@ -379,15 +384,18 @@ def rnn_disj(n: int | None = None) -> Lesson:
     good = _run(rid, "memorize", n)
     steps.append(Step(
         "Theorem 8: m·p ≥ N/2",
-        "A recurrent model doing MQAR over n = N/2 labelled keys gives a one-way DISJ_n protocol of m·p bits. "
+        "A recurrent model doing MQAR over n labelled keys followed by n queries (N = 2n inputs) gives a one-way "
+        "DISJ_n protocol of m·p bits. "
         "Storing the n labels meets this exactly.",
         instance=f"commsim run {rid} --model memorize --n {n}: {good.instances_run} instances ({good.instances}), bits used "
                  f"{good.bits_used}, bound {good.lower_bound.bits}, correct on all: {good.model_correct}, exact: "
                  f"{good.protocol_matches_model}",
         inequality=rf"m p = {good.bits_used} \ge N/2 = {n}",
-        notes=f"The paper counts a labelled key (v_i, y_i) as one input, so N = 2n; this encoding spends two "
-              f"tokens on it, giving {good.seq_len} tokens in all. The bound is the same: m ≥ N/(2p).",
-        reference="Theorem 8 of [BHBK24]"))
+        notes=f"In [BHBK24] (App. G.1) the N inputs are N/2 labelled keys (v_i, y_i), one input each, followed by "
+              f"N/2 queries: N = 2n because of n keys plus n queries. This encoding spends two tokens on a labelled "
+              f"key (v_i, then y_i), giving {good.seq_len} tokens in all; in the paper's N the bound is the same: "
+              f"m ≥ N/(2p).",
+        reference="Theorem 8 of [BHBK24] (nearest neighbour) and its proof in App. G.1 (MQAR)"))
     short_spec = f"memorize:capacity={n - 1}"
     short = _run(rid, short_spec, n)
     r2, p2, m2, w2 = engine(rid, short_spec, n)

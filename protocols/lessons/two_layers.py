@@ -163,7 +163,8 @@ def two_layers(n: int | None = None) -> Lesson:
         table.append(f"{length:>9} {m:>5} {p:>3} {m * p:>7} {length // 2:>9}  {src}")
     steps.append(Step(
         "Why the method stops: m·p grows like log² N, N/2 does not",
-        "A one-layer model's protocol costs O(m·p·H·log N) bits. If some protocol simulated every two-layer model "
+        "A one-layer model's protocol costs 3m(p + log N)H bits (Theorem 4), which is O(m·p·H·log N) (commsim's "
+        "loosening: p + log N ≤ 2p·log N once p ≥ 1 and log N ≥ 1). If some protocol simulated every two-layer model "
         "with O(m·p·H·g(N)) bits, Lemma 5's model (m, p = O(log N)) would force g(N) = Ω(N / log² N). The table "
         "sets the construction's m·p against the N/2 bits it must carry:",
         instance="\n".join(table),

@@ -226,7 +226,8 @@ class CompositionReduction(Reduction):
         n = problem.n
         bits = composition_one_way_bits(n)
         bound = LowerBound(
-            bits, "Theorem 1 of [PNP24] (function composition), deterministic form: INDEX over an alphabet of size n",
+            bits, "commsim's corollary of Theorem 1 of [PNP24] (function composition): one-way INDEX over an "
+                  "alphabet of size n",
             Conditions("one-way", "prefix (g's pairs to Alice; f's pairs and the public query to Bob)"),
             f"Bob knows y = f(x) and may need any of g's n = {n} values, so the n^n functions g need distinct "
             f"messages: ceil(log2 {n}^{n}) = {bits} bits", randomized=True, randomized_reason=RANDOMIZED_REASON)
@@ -240,8 +241,8 @@ class CompositionReduction(Reduction):
         """ceil(log2 n^n) at N = 2n + 1 for a one-way protocol (a recurrent model's handoff on this prefix split,
         the attention's public-query message); not applicable to a two-way protocol."""
         n = max((int(seq_len) - 1) // 2, 1)
-        bound = LowerBound(composition_one_way_bits(n), "Theorem 1 of [PNP24], deterministic form (INDEX over an "
-                           "alphabet of size n)", Conditions("one-way", "Alice g's pairs (a prefix), Bob the rest"),
+        bound = LowerBound(composition_one_way_bits(n), "commsim's corollary of Theorem 1 of [PNP24] (one-way INDEX "
+                           "over an alphabet of size n)", Conditions("one-way", "Alice g's pairs (a prefix), Bob the rest"),
                            f"N = 2n + 1 = {2 * n + 1}: ceil(log2 n^n) = {composition_one_way_bits(n)} bits",
                            randomized=True, randomized_reason=RANDOMIZED_REASON)
         direction = simulator.split_direction(self.split)

@@ -110,8 +110,8 @@ class NstNbSeparation(Separation):
             n,
             {"arch": "two-layer attention", "model": "construct:nstnb", "source": "Theorem 7 of [BHBK24]",
              "formula": "embedding d = 2k + 2D + 4, query/key width m = max(k, D) + 1, so width max(m, d) = d = "
-                        "O(log N); p = O(log log N) "
-                        "(rounded softmax = hard attention; the theorem allows O(log N))",
+                        "O(log N); p as the construction's sizes give it "
+                        "(rounded softmax = hard attention; the theorem's p = O(log N))",
              "verdict": "at N = {N}: the two-layer model has width max(m, d) = {width} at {precision} bits "
                         "(width*p = {width_bits}); it recalls every bit on {instances} MQAR inputs of DISJ_(N/2) and "
                         "answers {nn_checked} random nearest-neighbour queries correctly; a recurrent model needs "

@@ -79,7 +79,7 @@ def test_teach_help_lists_each_topics_n_range():
     text = " ".join(invoke("teach", "--help").split())      # click wraps the help at the terminal width
     assert "Topics (and the --n each accepts)" in text
     assert "--n = N, the string length: even, 4..16 (default 8)" in text                 # attention-dyck
-    assert "--n = N, the length of Alice's string (INDEX_N): 3..12 (default 6)" in text    # rnn-index
+    assert "--n = n, the length of Alice's string (INDEX_n; the model reads N = n + 1 tokens): 3..12 (default 6)" in text    # rnn-index
 
 
 def test_piped_teach_output_has_no_boxes_and_keeps_rows_whole():

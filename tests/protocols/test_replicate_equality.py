@@ -126,4 +126,4 @@ def test_quick_scale_checks_its_own_invariants():
             assert r["run_protocol"] == "attention-exchange" and r["run_lower_bound_bits"] == r["N"] // 2
         assert r["run_protocol_matches_model"] is True
         assert r["run_certificate"] is None or r["run_certificate_verified"] is True
-    assert {c["status"] for c in frame.attrs["claims"]} <= {"reproduced", "not reproduced", "not measured"}
+    assert frame.attrs["claims"] and {c["status"] for c in frame.attrs["claims"]} == {"smoke test"}

@@ -133,19 +133,22 @@ def test_the_one_layer_transformer_on_dyck_gets_theorem_5s_line_from_its_real_ex
     assert row["run_certificate"] is None or row["run_certificate_verified"] is True
     assert dyck.check([row]) == []
     claim = dyck.claims([row])[-1]
-    assert claim["claim"].startswith("(commsim, not the paper) Theorem 5") and claim["status"] == "reproduced"
+    assert claim["claim"].startswith("(commsim, not the paper) Theorem 5") and claim["status"] == "smoke test"
+    judged = dyck.claims([{**row, "scale": "cpu"}])[-1]         # the same row at a real scale is judged
+    assert judged["status"] == "reproduced" and "exact count" in judged["test"]
     figure = replicate_figure([row], {}, dyck.title)
     assert len(figure.axes) == 2 and "exchange" in figure.axes[1].get_title()
 
 
 @pytest.mark.parametrize("Ns,accuracies,status", [
-    ([20, 50], [0.1, 0.2, 0.3], "not measured"),          # the paper's LSTM claim is about N > 100
+    ([20, 50], [0.1, 0.2, 0.3], "not tested at this scale"),  # the paper's LSTM claim is about N > 100
     ([200], [0.06, 0.06, 0.06], "reproduced"),              # at chance whatever the width
     ([200], [0.06, 0.1, 0.3], "not reproduced"),            # rises with width above N = 100
 ])
 def test_the_width_claim_on_lstms_is_judged_above_n_100(Ns, accuracies, status):
     width = commsim.load_plugins().get("experiment", "bhbk24-width")
-    rows = [{"model": "lstm", "layers": 1, "width": w, "N": N, "accuracy": a, "error": None}
+    rows = [{"model": "lstm", "layers": 1, "width": w, "N": N, "accuracy": a, "error": None, "eval": 1000,
+             "scale": "cpu"}
             for N in Ns for w, a in zip((4, 16, 64), accuracies)]
     (claim,) = width.claims(rows)
     assert claim["claim"].startswith("LSTM accuracy does not rise with width") and claim["status"] == status

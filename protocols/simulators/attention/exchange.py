@@ -69,7 +69,7 @@ from protocols.models.attention import AttentionConfig, AttentionLayer
 from protocols.simulators.attention.batch import simulate
 from protocols.simulators.attention.parties import AttentionExchangeProtocol
 from protocols.simulators.attention.plan import ExchangePlan, make_plan, theorem_count
-from protocols.theorems import exchange_bits, exchange_text
+from protocols.theorems import exchange_bits, exchange_bits_paper_log, exchange_text
 
 __all__ = ["AttentionExchange", "ATTENTION_EXCHANGE", "PlanCache", "batch_run", "batch_keys"]
 
@@ -147,6 +147,13 @@ class AttentionExchange(Simulator):
         """Theorem 4 of [BHBK24]: 3m(p + ceil(log2 N))H (:func:`protocols.theorems.exchange_bits`)."""
         return (exchange_bits(width, precision, heads, seq_len),
                 f"{exchange_text(width, precision, heads, seq_len)} (Theorem 4 of [BHBK24])")
+
+    #: Theorem 4's count as the paper writes it: log N not rounded (budget shows its max N beside the ceiling's)
+    paper_form_text = "3m(p + log2 N)H, log2 N unrounded"
+
+    def paper_form_bits(self, width: int, precision: int, heads: int, seq_len: int) -> float:
+        """Theorem 4 of [BHBK24] in the paper's own form (:func:`protocols.theorems.exchange_bits_paper_log`)."""
+        return exchange_bits_paper_log(width, precision, heads, seq_len)
 
     def shape_plan(self, width: int, precision: int, heads: int, seq_len: int, alice_positions,
                    output_positions, dim: int | None = 8, number_format=None, **_) -> MessagePlan:

@@ -29,7 +29,7 @@ def test_lesson_steps_are_complete(lesson):
 def test_lesson_numbers_come_from_the_protocols(lesson):
     fp = FingerprintEquality(make_problem("eq", 16), 0.1)
     fingerprint = next(s for s in lesson.steps if "fingerprint" in s.title)
-    assert f"p = {fp.prime}" in fingerprint.claim and f"{2 * fp.width} bits instead of 16" in fingerprint.claim
+    assert f"q = {fp.prime}" in fingerprint.claim and f"{2 * fp.width} bits instead of 16" in fingerprint.claim
     assert [len(bits) for _, _, bits in fingerprint.messages] == [fp.width, fp.width]
     measured = next(s for s in lesson.steps if s.title.startswith("Measured"))
     assert "consistent with the promise: yes" in measured.instance
