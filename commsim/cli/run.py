@@ -108,11 +108,15 @@ def render_report(report) -> None:
                    "model keeps its accuracy within 0.01 of its own format's, on the run's instances (at most 4096), "
                    "then run the model quantised to p_eff bits: the verdict is about that quantised model. A fixed "
                    "format goes in the spec (precision=P).")
+@click.option("--q", "q", type=int, default=None,
+              help="The sparsity q of a reduction that takes it (qsa-approx: each row averages q values; default 1).")
+@click.option("--value-dim", "value_dim", type=int, default=None, metavar="D",
+              help="The dimension d' of the averaged values, for a reduction that takes it (qsa-approx; default 1).")
 @html_option
 @plugin_option
 @json_option
 def run_command(reduction, model_spec, n, instances, seed, audit, show_transcript, no_certificate, simulator,
-                workers, fail_on_certificate, fail_on_error, precision, html_path, plugins, as_json):
+                workers, fail_on_certificate, fail_on_error, precision, q, value_dim, html_path, plugins, as_json):
     """Run REDUCTION with a model: bits used against the lower bound, correctness, exactness,
     and (below the bound) the input on which the model must fail.
 
@@ -134,6 +138,7 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
       commsim run dyck22-fooling --html report.html
       commsim run index-idxl --model memorize:capacity=7 --simulator rnn-handoff --json
       commsim run index-idxl --model construct:idxl --precision effective
+      commsim run qsa-approx --model fnn:width=4,precision=16 --n 8 --q 1
     """
     if fail_on_certificate and no_certificate:
         raise InputError("--fail-on-certificate needs the certificate search: drop --no-certificate",
@@ -150,8 +155,9 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
         from commsim.pipeline.effective import run_effective
         runner = run_effective
     with progress_bar(reduction, enabled=not as_json) as update:
+        options = {key: value for key, value in (("q", q), ("value_dim", value_dim)) if value is not None}
         report = runner(reduction, model_spec, n, instances=count, seed=seed, audit=audit,
-                        certify=not no_certificate, simulator=simulator, workers=workers,
+                        certify=not no_certificate, simulator=simulator, workers=workers, **options,
                         progress=lambda stage, done, total: update(done, total, f"{reduction}: {stage}"))
     if as_json:
         emit_json(report)
