@@ -251,6 +251,8 @@ class Reduction:
 
     #: the options ``commsim run`` passes on to :meth:`direct_report` (e.g. ``("q", "value_dim")``); none by default
     options: tuple[str, ...] = ()
+    #: True for a reduction whose runs are :meth:`direct_report`'s: no source problem, tokens or protocol
+    judged_directly: bool = False
 
     def direct_report(self, model, n: int | None, *, instances: int | None, seed: int, certify: bool, **options):
         """For a reduction judged by a bound on the model's own size rather than on a protocol's bits (a width

@@ -56,9 +56,24 @@ class QSAApprox(Reduction):
     options = ("q", "value_dim")
     n_meaning = "N rows x_i = (z_i, y_i, i) of d = d' + q + 1 numbers each"
 
-    def _refuse(self, what: str):
-        raise InputError(f"reduction: {self.id} has no {what}: its inputs are real vectors and it is judged "
-                         f"directly by `commsim run {self.id}`", "reduction")
+    judged_directly = True
+
+    def _refuse(self, what: str, param: str = "reduction"):
+        raise InputError(f"{param}: {self.id} has no {what}: its inputs are real vectors and its bound is on the "
+                         f"network's width, not on a protocol's bits; it is judged directly by `commsim run {self.id}`",
+                         param)
+
+    def length_for_size(self, n: int) -> int:
+        """None: no protocol's bits to plan (``commsim budget`` says so)."""
+        self._refuse("protocol to plan by length", "task")
+
+    def is_valid_length(self, seq_len: int) -> bool:
+        """None: no protocol's bits to plan."""
+        self._refuse("protocol to plan by length", "task")
+
+    def seq_len(self, n: int) -> int:
+        """N rows: the model reads N rows of d numbers."""
+        return int(n)
 
     def problem(self, n: int):
         """None: qSA here is no two-party problem (the bound is on the model's width)."""
@@ -103,7 +118,10 @@ class QSAApprox(Reduction):
             needed, SOURCE, Conditions("two-way", "none: a bound on the first layer's width"),
             f"a fully-connected network of depth >= 2 that 1/(2q)-approximates qSA (q = {q} < N/2) has width >= "
             f"N·d'/2 = {rows}·{value_dim}/2, i.e. >= {needed}; this one has width {width}",
-            unit="width", measured=width)
+            unit="width", measured=width, randomized=False,
+            randomized_reason="stated for one network with fixed weights: the two inputs of the kernel argument "
+                              "depend on the weights, so a network with random weights may err on each input only "
+                              "with small probability (deterministic only)")
         if width >= needed:
             tail = (f"; commsim's own kernel argument (width >= (N - q + 1)·d' = {own}, proof in "
                     f"protocols.theorems.fnn_qsa_kernel_width) still shows a wrong answer below {own}"

@@ -121,7 +121,8 @@ def kernel_certificate(model, rows: int, q: int, value_dim: int) -> tuple[Certif
         "model_output": [[_shown(x) for x in r] for r in outputs[first]],
         "expected_output": [[_shown(x) for x in r] for r in targets[first]],
     }
-    cert = Certificate("kernel", [[float(x) for x in z] for z in minus], [[float(x) for x in z] for z in plus],
+    cert = Certificate("kernel", [[round(float(x), 6) for x in z] for z in minus],
+                       [[round(float(x), 6) for x in z] for z in plus],
                        None, None, explanation, verified, details)
     return cert, searched + (": a kernel pair, verified by a direct forward" if verified else
                              ": a kernel pair that did NOT verify (not a certificate)")
