@@ -75,6 +75,11 @@ class QSAApprox(Reduction):
         """N rows: the model reads N rows of d numbers."""
         return int(n)
 
+    def model_context(self, n: int) -> dict:
+        """N, and no vocabulary (the inputs are real vectors); the fnn's shape comes with q and d' in
+        :meth:`direct_report`."""
+        return {"seq_len": int(n), "n": int(n), "task": self.task, "reduction": self.id}
+
     def problem(self, n: int):
         """None: qSA here is no two-party problem (the bound is on the model's width)."""
         self._refuse("communication problem")
