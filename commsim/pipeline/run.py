@@ -99,6 +99,11 @@ def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, 
     if unknown:
         raise InputError(f"{unknown[0]}: {reduction.id} takes no such option"
                          + (f" (its options: {', '.join(reduction.options)})" if reduction.options else ""), unknown[0])
+    if reduction.judged_directly:
+        for flag, value in (("audit", audit), ("simulator", simulator)):
+            if value:
+                raise InputError(f"{flag}: {reduction.id} runs no protocol (its bound is on the model's own size), so "
+                                 f"there is no {'party to audit' if flag == 'audit' else 'simulator to choose'}", flag)
     with modes_kept(model_spec):
         direct = reduction.direct_report(model_spec, n, instances=instances, seed=seed, certify=certify, **given)
         if direct is not None:     # judged by a bound on the model's size: no protocol to run

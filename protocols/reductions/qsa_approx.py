@@ -50,7 +50,7 @@ class QSAApprox(Reduction):
     source = SOURCE
     description = ("q-sparse averaging on all N rows, eps = 1/(2q), against a fully-connected network: width >= "
                    "N·d'/2 ([SHT23]); the kernel certificate (two inputs, one first layer)")
-    default_model = "fnn:width=4,depth=2,precision=16,seed=0"
+    default_model = "fnn:width=3,depth=2,precision=16,seed=0"
     default_n = 8
     default_instances = 32
     options = ("q", "value_dim")

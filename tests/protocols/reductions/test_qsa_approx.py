@@ -114,3 +114,11 @@ def test_other_reductions_refuse_the_options(capsys):
     code, _, err = run_main(capsys, "budget", "--arch", "rnn", "--width", "3", "--precision", "8", "--task",
                             "qsa-approx")
     assert code == 2 and "judged directly" in err
+
+
+def test_the_html_page_sets_the_width_against_the_bound_not_bits(tmp_path):
+    path = tmp_path / "run.html"
+    invoke("run", "qsa-approx", "--model", "fnn:width=3,precision=16", "--n", "8", "--html", str(path))
+    text = path.read_text()
+    assert "<mtext>width</mtext><mo>=</mo><mn>3</mn>" in text and "<mtext>bits used</mtext>" not in text
+    assert "Certificate (kernel)" in text
