@@ -6,8 +6,9 @@ exit status of ``run --fail-on-certificate`` / ``--fail-on-error`` -- calls :fun
 sentence, so none can say more than another.  Four outcomes:
 
 ``must_fail``
-    a bound applies and the protocol uses fewer bits than it: the bound forces the model to be wrong on some
-    input (a verified collision or rectangle shows one, or the search found none);
+    a bound applies and the protocol uses fewer bits than it (for a bound on the model's own size, a width: the
+    model is smaller than it): the bound forces the model to be wrong on some input (a verified collision,
+    rectangle or kernel pair shows one, or the search found none);
 ``wrong_not_forced``
     the model is wrong on some tested input (its answers, or a verified certificate), but its bits meet the
     bound, or no bound applies: the error is the model's, not forced by the bound;
