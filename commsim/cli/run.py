@@ -80,8 +80,8 @@ def render_report(report) -> None:
 @click.option("--n", "n", type=int, default=None, help="Size of the source problem (default: the reduction's).")
 @click.option("--instances", default=None,
               help="'all' (exhaustive) or a number of samples. Default: the reduction's own sample size where it "
-                   "declares one (compose-index and disj-3cycle: 2000 sampled; qsa-approx: 32 sampled, its inputs are real "
-                   "vectors), else all -- whatever their number: "
+                   "declares one (compose-index and disj-3cycle: 2000 sampled; qsa-approx: 32 sampled, its inputs "
+                   "are real vectors), else all -- whatever their number: "
                    "over 2^24 instances are swept in shards (--workers), and over 2^32 (over 2^24 for dyck22-fooling, "
                    "which judges the model on added sets too) the run exits 2 asking for a number (e.g. eq-ineq at "
                    "n = 32: give --instances 1000).")

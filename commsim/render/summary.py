@@ -117,8 +117,9 @@ def run_summary(report) -> list[SummaryRow]:
     unit = d["lower_bound"].get("unit", "bits")
     if unit == "bits":
         used = f"{d['bits_used']} used / {needed} needed" if needed else f"{d['bits_used']} bits"
-        rows.append(SummaryRow("bits used", f"{used}; Alice→Bob {d['bits_by_direction']['alice_to_bob']}, "
-                                            f"Bob→Alice {d['bits_by_direction']['bob_to_alice']}, rounds {d['rounds']}",
+        directions = d["bits_by_direction"]
+        rows.append(SummaryRow("bits used", f"{used}; Alice→Bob {directions['alice_to_bob']}, "
+                                            f"Bob→Alice {directions['bob_to_alice']}, rounds {d['rounds']}",
                                None if needed is None else (GOOD if d["budget_ok"] else BAD),
                                bar=(d["bits_used"], needed)))
     else:       # a bound on the model's own size (a width): no protocol, no bits
