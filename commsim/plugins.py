@@ -165,7 +165,7 @@ def load_plugins(extra_modules: str | tuple[str, ...] | list[str] = ()) -> Regis
 
 
 #: what the engine (``Reduction.model_context``) and a caller may tell ``make_model`` about the task
-CONTEXT_KEYS = ("vocab_size", "seq_len", "n", "task", "reduction", "memory_program")
+CONTEXT_KEYS = ("vocab_size", "seq_len", "n", "task", "reduction", "memory_program", "shape")
 #: a module object's number format, for ``make_model`` (a spec string names it inside: ``precision=8``)
 FORMAT_KEYWORDS = ("precision", "frac", "dtype")
 

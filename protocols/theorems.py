@@ -25,7 +25,7 @@ __all__ = [
     "index_one_way_bits", "index_bob_one_way_bits", "index_two_way_protocol_bits", "equality_bits", "disjointness_bits",
     "dyck_fooling_bits", "attention_min_width", "dyck_min_width",
     "composition_one_way_bits", "composition_message_bits", "composition_error_bound", "composition_cot_scale",
-    "fano_phi", "fano_accuracy_ceiling", "index_lookup_one_way_bits",
+    "fano_phi", "fano_accuracy_ceiling", "index_lookup_one_way_bits", "fnn_qsa_width", "fnn_qsa_kernel_width",
     "PAPER_RESULTS", "exchange_bits_paper_log", "theorem5_paper_lengths",
 ]
 
@@ -338,3 +338,24 @@ def index_lookup_one_way_bits(k: int, seq_len: int) -> float:
     """The one-way line for k-ary index lookup of length N: a protocol right on every input sends >= N·log2 k bits."""
     import math
     return int(seq_len) * math.log2(int(k))
+
+
+# ---- [SHT23] fully-connected networks on q-sparse averaging ------------------------------------------------
+def fnn_qsa_width(seq_len: int, value_dim: int) -> int:
+    """[SHT23] (seed 001, slide "q-Sparse Averaging: Main results"): a fully-connected network of depth >= 2 that
+    1/(2q)-approximates qSA on N rows with values in the unit ball of R^(d') (q < N/2) has width >= N·d'/2; the
+    least integer width it allows is ceil(N·d'/2)."""
+    return -(-int(seq_len) * int(value_dim) // 2)
+
+
+def fnn_qsa_kernel_width(seq_len: int, q: int, value_dim: int) -> int:
+    """commsim's own, stronger for q < N/2 + 1: width >= (N - q + 1)·d' for a network whose first layer is an exact
+    linear map of the input (``fnn`` reads its input exactly), at any depth >= 1.
+
+    Proof.  Let Q be q - 1 positions and P the other N - q + 1; give position i in P the set S_i = {i} ∪ Q and the
+    positions of Q any q-sets; put z_j = 0 on Q.  The first layer restricted to the value coordinates of P is a
+    linear map from R^((N-q+1)d') to R^width; if width < (N - q + 1)·d' it has a nonzero kernel vector v, scaled so
+    that max_j ||v_j|| lies in (1/2, 1].  The inputs with z_P = -v and z_P = +v (all else equal) are valid, have the
+    same first-layer output, hence the same network output, while qSA's row j* (the block of largest norm) is
+    -v_j*/q and +v_j*/q: 2||v_j*||/q > 1/q = 2ε apart.  The network errs by more than ε on one of them."""
+    return max(int(seq_len) - int(q) + 1, 0) * int(value_dim)

@@ -12,7 +12,8 @@ from commsim.pipeline.sample import prefix_stable_sample
 from commsim.pipeline.stages import prepare
 from commsim.plugins import load_plugins
 
-REDUCTIONS = [e.name for e in load_plugins().entries("reduction")]
+#: the reductions with tokens to sample (one judged directly has real-vector inputs: qsa-approx)
+REDUCTIONS = [e.name for e in load_plugins().entries("reduction") if not e.obj.judged_directly]
 
 #: a model that solves each task exactly (memorize at full capacity n for the recurrent reductions, the
 #: constructions of [BHBK24] for the attention ones); Match3/QSA have no exact construction registered

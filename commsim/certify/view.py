@@ -162,6 +162,13 @@ def certificate_view(cert, problem: str) -> CertificateView:
             where = ", ".join(str(i + 1) for i in differ)
             caption = (f"the two Alice inputs differ at position(s) {where} and hand off the same "
                        f"{details.get('message_bits', '?')}-bit message; Bob's input separates them there")
+    elif kind == "kernel":   # two inputs one linear layer cannot tell apart (exact linear algebra)
+        rows.append(_row("input 1", x, None, None, "same first layer", problem))
+        rows.append(_row("input 2", y, None, None, "same first layer", problem))
+        caption = (f"the two inputs differ by a kernel vector v of the first layer (A·v = 0 exactly), so the model's "
+                   f"outputs are identical, while the correct answers differ by more than 2ε at row "
+                   f"{details.get('row', '?')}: the model is off by more than ε on input "
+                   f"{details.get('wrong_on_input', '?')} (values rounded here; exact in the details)")
     elif kind == "rectangle":
         m1, m2 = details.get("member_1") or {}, details.get("member_2") or {}
         first, second = (m1, m2) if np.array_equal(np.asarray(m1.get("alice")), np.asarray(x)) else (m2, m1)

@@ -81,7 +81,8 @@ def render_report(report) -> None:
 @click.option("--n", "n", type=int, default=None, help="Size of the source problem (default: the reduction's).")
 @click.option("--instances", default=None,
               help="'all' (exhaustive) or a number of samples. Default: the reduction's own sample size where it "
-                   "declares one (compose-index and disj-3cycle: 2000 sampled), else all -- whatever their number: "
+                   "declares one (compose-index and disj-3cycle: 2000 sampled; qsa-approx: 32 sampled, its inputs "
+                   "are real vectors), else all -- whatever their number: "
                    "over 2^24 instances are swept in shards (--workers), and over 2^32 (over 2^24 for dyck22-fooling, "
                    "which judges the model on added sets too) the run exits 2 asking for a number (e.g. eq-ineq at "
                    "n = 32: give --instances 1000).")
@@ -109,12 +110,16 @@ def render_report(report) -> None:
                    "model keeps its accuracy within 0.01 of its own format's, on the run's instances (at most 4096), "
                    "then run the model quantised to p_eff bits: the verdict is about that quantised model. A fixed "
                    "format goes in the spec (precision=P).")
+@click.option("--q", "q", type=int, default=None,
+              help="The sparsity q of a reduction that takes it (qsa-approx: each row averages q values; default 1).")
+@click.option("--value-dim", "value_dim", type=int, default=None, metavar="D",
+              help="The dimension d' of the averaged values, for a reduction that takes it (qsa-approx; default 1).")
 @html_option
 @plugin_option
 @force_option
 @json_option
 def run_command(reduction, model_spec, n, instances, seed, audit, show_transcript, no_certificate, simulator,
-                workers, fail_on_certificate, fail_on_error, precision, html_path, plugins, as_json):
+                workers, fail_on_certificate, fail_on_error, precision, q, value_dim, html_path, plugins, as_json):
     """Run REDUCTION with a model: bits used against the lower bound, correctness, exactness,
     and (below the bound) the input on which the model must fail.
 
@@ -136,6 +141,7 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
       commsim run dyck22-fooling --html report.html
       commsim run index-idxl --model memorize:capacity=7 --simulator rnn-handoff --json
       commsim run index-idxl --model construct:idxl --precision effective
+      commsim run qsa-approx --model fnn:width=4,precision=16 --n 8 --q 1
     """
     if fail_on_certificate and no_certificate:
         raise InputError("--fail-on-certificate needs the certificate search: drop --no-certificate",
@@ -152,8 +158,9 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
         from commsim.pipeline.effective import run_effective
         runner = run_effective
     with progress_bar(reduction, enabled=not as_json) as update:
+        options = {key: value for key, value in (("q", q), ("value_dim", value_dim)) if value is not None}
         report = runner(reduction, model_spec, n, instances=count, seed=seed, audit=audit,
-                        certify=not no_certificate, simulator=simulator, workers=workers,
+                        certify=not no_certificate, simulator=simulator, workers=workers, **options,
                         progress=lambda stage, done, total: update(done, total, f"{reduction}: {stage}"))
     if as_json:
         emit_json(report)

@@ -249,6 +249,17 @@ class Reduction:
     #: the public query of :attr:`Encoded.public_positions`); the model's kind still selects the first
     simulator_variants: dict = {}
 
+    #: the options ``commsim run`` passes on to :meth:`direct_report` (e.g. ``("q", "value_dim")``); none by default
+    options: tuple[str, ...] = ()
+    #: True for a reduction whose runs are :meth:`direct_report`'s: no source problem, tokens or protocol
+    judged_directly: bool = False
+
+    def direct_report(self, model, n: int | None, *, instances: int | None, seed: int, certify: bool, **options):
+        """For a reduction judged by a bound on the model's own size rather than on a protocol's bits (a width
+        bound, with no split between parties): the whole :class:`~commsim.pipeline.report.Report` of the run,
+        certificate included.  None (the default): the run is the pipeline's protocol run."""
+        return None
+
     def error_bound(self, model, plan: MessagePlan, problem: Problem, encoded: Encoded,
                     bits_used: int) -> ErrorBound | None:
         """A distributional bound (a floor on the error rate over the run's instance distribution) for a

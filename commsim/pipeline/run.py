@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from commsim.core.errors import InputError
 from commsim.pipeline.arguments import instances_argument, run_arguments
 from commsim.pipeline.assemble import make_report
 from commsim.pipeline.certificates import find_certificate, in_task_terms, search_by_argument
@@ -29,6 +30,7 @@ from commsim.pipeline.framework import recheck_certificate
 from commsim.pipeline.interfaces import EvaluationSet
 from commsim.pipeline.report import Report
 from commsim.pipeline.shards import stream_exhaustive, streams
+from commsim.plugins import load_plugins
 from commsim.pipeline.stages import (
     Instances,
     Prepared,
@@ -72,7 +74,7 @@ def modes_kept(model: Any) -> Iterator[None]:
 def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, n: int | None = None, *,
                   instances: int | str | None = None, seed: int = 0, audit: bool = False, certify: bool = True,
                   progress: Callable[[str, int, int], None] | None = None, simulator: str | None = None,
-                  workers: int | None = None) -> Report:
+                  workers: int | None = None, q: int | None = None, value_dim: int | None = None) -> Report:
     """Run a reduction end to end and report bits used against the lower bound.
 
     ``reduction_id``: a registered id (or a Reduction); ``model_spec``: a spec string or a model object
@@ -83,13 +85,29 @@ def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, 
     an input the model must fail on; ``progress(stage, done, total)`` is called during long work;
     ``simulator`` names the simulator to use (default: the model's kind selects it); ``workers``: the local
     processes of a streamed exhaustive run (default: one per core for a large run,
-    :func:`commsim.pipeline.shards.sweep_workers`).
+    :func:`commsim.pipeline.shards.sweep_workers`); ``q``, ``value_dim``: options of a reduction that declares
+    them (:attr:`~commsim.pipeline.interfaces.Reduction.options`; qsa-approx: the sparsity q and d').
     """
     reduction_id, model_spec = run_arguments(reduction_id, model_spec, audit=audit, certify=certify, progress=progress)
     instances = instances_argument(instances)
     if workers is not None:   # checked whether or not this run streams
         check_workers("processes", workers)
+    given = {key: value for key, value in (("q", q), ("value_dim", value_dim)) if value is not None}
+    reduction = load_plugins().get("reduction", reduction_id, param="reduction") if isinstance(reduction_id, str) \
+        else reduction_id
+    unknown = [key for key in given if key not in reduction.options]
+    if unknown:
+        raise InputError(f"{unknown[0]}: {reduction.id} takes no such option"
+                         + (f" (its options: {', '.join(reduction.options)})" if reduction.options else ""), unknown[0])
+    if reduction.judged_directly:
+        for flag, value in (("audit", audit), ("simulator", simulator)):
+            if value:
+                raise InputError(f"{flag}: {reduction.id} runs no protocol (its bound is on the model's own size), so "
+                                 f"there is no {'party to audit' if flag == 'audit' else 'simulator to choose'}", flag)
     with modes_kept(model_spec):
+        direct = reduction.direct_report(model_spec, n, instances=instances, seed=seed, certify=certify, **given)
+        if direct is not None:     # judged by a bound on the model's size: no protocol to run
+            return direct
         return _run_reduction(reduction_id, model_spec, n, instances=instances, seed=seed, audit=audit,
                               certify=certify, progress=progress, simulator=simulator, workers=workers)
 

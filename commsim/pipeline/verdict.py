@@ -6,8 +6,9 @@ exit status of ``run --fail-on-certificate`` / ``--fail-on-error`` -- calls :fun
 sentence, so none can say more than another.  Four outcomes:
 
 ``must_fail``
-    a bound applies and the protocol uses fewer bits than it: the bound forces the model to be wrong on some
-    input (a verified collision or rectangle shows one, or the search found none);
+    a bound applies and the protocol uses fewer bits than it (for a bound on the model's own size, a width: the
+    model is smaller than it): the bound forces the model to be wrong on some input (a verified collision,
+    rectangle or kernel pair shows one, or the search found none);
 ``wrong_not_forced``
     the model is wrong on some tested input (its answers, or a verified certificate), but its bits meet the
     bound, or no bound applies: the error is the model's, not forced by the bound;
@@ -31,7 +32,8 @@ WRONG_OUTCOMES = frozenset({MUST_FAIL, WRONG_NOT_FORCED})
 
 #: the certificate kinds a bound forces (an ``error`` certificate is a plain wrong answer)
 FORCED_KINDS = {"collision": "a verified collision (two inputs, one message)",
-                "rectangle": "a verified rectangle (a crossing with its members' transcript)"}
+                "rectangle": "a verified rectangle (a crossing with its members' transcript)",
+                "kernel": "a verified kernel pair (two inputs the first linear layer maps to one output)"}
 
 
 @dataclass(frozen=True)
@@ -51,14 +53,15 @@ def judge(report) -> Verdict:
     verified = cert is not None and cert.verified
     wrong = not report.model_correct or verified
     ok = lb.satisfied_by(report.bits_used)
+    used = f"{report.bits_used} bits" if lb.measured is None else f"{lb.unit} {lb.measured}"
     if ok is None:
-        head = f"{report.bits_used} bits; no bound applies ({lb.reason})"
+        head = f"{used}; no bound applies ({lb.reason})"
         if wrong:
             return Verdict(WRONG_NOT_FORCED, f"{head}: the model is wrong on {_where(report)}, not forced by any "
                                              "bound")
         return Verdict(BOUND_DOES_NOT_APPLY, f"{head}: correct on everything tested, with no bound to hold it to")
     relation = ">=" if ok else "<"
-    head = f"{report.bits_used} bits {relation} the bound {lb.bits} ({lb.source})"
+    head = f"{used} {relation} the bound {lb.bits} ({lb.source})"
     if not ok:
         if verified and cert.kind in FORCED_KINDS:
             shown = f"{FORCED_KINDS[cert.kind]} shows where"

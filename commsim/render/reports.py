@@ -52,8 +52,11 @@ def run_page(report, command: str) -> str:
           f"{d['seq_len']}; model {code_token(d['model'])}.", ""]
     md += ["## Summary", ""]
     md += summary_table(run_summary(report))
-    if d["bound_applies"] and d["lower_bound_bits"] is not None:
-        md += ["$$", rf"\text{{bits used}} = {int(d['bits_used'])} \;{_relation(d['bits_used'], d['lower_bound_bits'])}"
+    unit, measured = d["lower_bound"].get("unit", "bits"), d["lower_bound"].get("measured")
+    used = d["bits_used"] if unit == "bits" else measured      # a bound on the model's size: its own value
+    if d["bound_applies"] and d["lower_bound_bits"] is not None and used is not None:
+        name = "bits used" if unit == "bits" else unit
+        md += ["$$", rf"\text{{{name}}} = {int(used)} \;{_relation(used, d['lower_bound_bits'])}"
                rf"\; {int(d['lower_bound_bits'])} = \text{{lower bound}}", "$$", ""]
     md += ["## The exchange", ""]
     if report.transcript is not None:

@@ -114,13 +114,23 @@ def run_summary(report) -> list[SummaryRow]:
                                         f"{'; also ' + _joined(more) if more else ''}; {d['runner_checked']} re-run "
                                         f"through the runner{' in separate processes' if d['audited'] else ''}"))
     needed = d["lower_bound_bits"] if d["bound_applies"] else None
-    used = f"{d['bits_used']} used / {needed} needed" if needed else f"{d['bits_used']} bits"
-    rows.append(SummaryRow("bits used", f"{used}; Alice→Bob {d['bits_by_direction']['alice_to_bob']}, "
-                                        f"Bob→Alice {d['bits_by_direction']['bob_to_alice']}, rounds {d['rounds']}",
-                           None if needed is None else (GOOD if d["budget_ok"] else BAD),
-                           bar=(d["bits_used"], needed)))
+    unit = d["lower_bound"].get("unit", "bits")
+    if unit == "bits":
+        used = f"{d['bits_used']} used / {needed} needed" if needed else f"{d['bits_used']} bits"
+        directions = d["bits_by_direction"]
+        rows.append(SummaryRow("bits used", f"{used}; Alice→Bob {directions['alice_to_bob']}, "
+                                            f"Bob→Alice {directions['bob_to_alice']}, rounds {d['rounds']}",
+                               None if needed is None else (GOOD if d["budget_ok"] else BAD),
+                               bar=(d["bits_used"], needed)))
+    else:       # a bound on the model's own size (a width): no protocol, no bits
+        measured = d["lower_bound"].get("measured")
+        used = f"{measured} used / {needed} needed" if needed else f"{measured}"
+        rows.append(SummaryRow(unit, f"{used} (the bound is on the model's {unit}; no protocol is run)",
+                               None if needed is None else (GOOD if d["budget_ok"] else BAD),
+                               bar=(measured, needed) if measured is not None else None))
     if d["bound_applies"]:
-        rows.append(SummaryRow("lower bound", f"{d['lower_bound_bits']} bits — {d['bound_note']}"))
+        amount = f"{d['lower_bound_bits']} bits" if unit == "bits" else f"{unit} {d['lower_bound_bits']}"
+        rows.append(SummaryRow("lower bound", f"{amount} — {d['bound_note']}"))
     else:
         rows.append(_led("lower bound", "does not apply", f": {d['bound_note']}", WARN))
     lead, status = OUTCOME_LEAD[verdict.outcome]

@@ -60,6 +60,10 @@ class LowerBound:
     #: does the bound survive randomness (hold for randomized protocols with small error)? None: not stated
     randomized: bool | None = None
     randomized_reason: str = ""
+    #: what ``bits`` counts: "bits" (a protocol's bits, the default) or a size of the model itself (e.g. "width"),
+    #: then compared with ``measured`` (the model's own value of it), not with the bits a protocol sends
+    unit: str = "bits"
+    measured: int | None = None
 
     def __post_init__(self):
         if self.kind not in BOUND_KINDS:
@@ -71,15 +75,18 @@ class LowerBound:
                        bits=self.bits if bits is None else bits, source=source or self.source)
 
     def satisfied_by(self, bits_used: int) -> bool | None:
-        """``bits_used >= bits``; None when the bound does not apply or has no value."""
+        """``bits_used >= bits`` (``measured >= bits`` for a bound on a model's size); None when the bound does not
+        apply or has no value."""
         if not self.applies or self.bits is None:
             return None
-        return bits_used >= self.bits
+        return (bits_used if self.measured is None else self.measured) >= self.bits
 
     @property
     def note(self) -> str:
         if not self.applies:
             return self.reason
+        if self.unit != "bits":   # a bound on the model's size: no split, no protocol
+            return f"{self.statement} ({self.source})".strip()
         return f"{self.statement} ({self.source}; {self.conditions.describe()})".strip()
 
     def to_dict(self) -> dict:
@@ -87,7 +94,7 @@ class LowerBound:
                 "direction": self.conditions.direction, "partition": self.conditions.partition,
                 "deterministic": self.conditions.deterministic, "applies": self.applies,
                 "reason": self.reason, "kind": self.kind, "randomized": self.randomized,
-                "randomized_reason": self.randomized_reason}
+                "randomized_reason": self.randomized_reason, "unit": self.unit, "measured": self.measured}
 
 
 def log2_exact(x: int) -> float:

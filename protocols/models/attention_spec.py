@@ -188,9 +188,11 @@ def register(registry) -> None:
     """The ``attention`` model kind (its simulator registers itself: ``protocols.simulators``) and the graph
     transformers' ``graph-attention`` (:mod:`protocols.models.graph_spec`) and ``third-order-attention``
     (:mod:`protocols.models.third_order_spec`)."""
+    from protocols.models.fnn import register as register_fnn
     from protocols.models.graph_spec import register as register_graph
     from protocols.models.third_order_spec import register as register_third_order
     register_graph(registry)
+    register_fnn(registry)   # the fully-connected network over the whole input (qsa-approx)
     register_third_order(registry)
     registry.register("model", "attention", make_attention,
                       "one-layer attention (heads=H,width=M,dim=d,precision=P|dtype=...,seed=S,residual=0|1,"

@@ -5,9 +5,9 @@ Each module defines :class:`commsim.pipeline.interfaces.Reduction` subclasses an
 """
 from __future__ import annotations
 
-from protocols.reductions import attention_tasks, compose, disj, dyck, eq, graph, index
+from protocols.reductions import attention_tasks, compose, disj, dyck, eq, graph, index, qsa_approx
 
-MODULES = (index, eq, disj, dyck, attention_tasks, compose, graph)
+MODULES = (index, eq, disj, dyck, attention_tasks, compose, graph, qsa_approx)
 
 
 def register(registry) -> None:

@@ -36,6 +36,7 @@ from protocols.adapters.torch.graph import is_graph_module, is_third_order_modul
 from protocols.adapters.torch.layers import AdapterError
 from protocols.adapters.torch.llama import wrap_llama
 from protocols.adapters.torch.mha import ReadAttention, wrap_mha
+from protocols.adapters.torch.mlp import is_mlp, wrap_mlp
 from protocols.adapters.torch.rnn import wrap_recurrent
 from protocols.adapters.torch.rwkv import wrap_hf_rwkv
 from protocols.adapters.torch.selective import is_mambapy, wrap_hf_mamba, wrap_mambapy
@@ -43,6 +44,7 @@ from protocols.adapters.torch.step import is_step_module, wrap_step_module
 from protocols.adapters.torch.tlens import wrap_bridge, wrap_hooked, wrap_tl_native
 from protocols.adapters.torch.trust import ModuleForward, TorchTrust
 from protocols.models.attention import AttentionLayer
+from protocols.models.fnn import FullyConnected
 from protocols.models.recurrent import RecurrentModel
 
 #: keys of a dict of parts (a factory's return value, or a torch.save'd file); ``module``: the user's module the
@@ -118,7 +120,7 @@ def check_arguments(obj, given: dict) -> None:
 
 def is_commsim_model(obj) -> bool:
     """Is the object already a commsim model (recurrent or attention)?"""
-    return isinstance(obj, (RecurrentModel, AttentionLayer))
+    return isinstance(obj, (RecurrentModel, AttentionLayer, FullyConnected))
 
 
 def from_torch(obj, *, embedding=None, positions=None, head=None, precision=None, residual: bool | None = None,
@@ -198,6 +200,8 @@ def _from_torch(obj, *, embedding, positions, head, precision, residual, key_emb
     kw = dict(vocab_size=vocab_size, seq_len=seq_len, spec=spec)
     if is_step_module(obj):  # initial_state / step / readout: any recurrence (protocols.adapters.torch.step)
         return wrap_step_module(obj, fmt, vocab_size=vocab_size, spec=spec, check=check)
+    if is_mlp(obj):  # Linear layers with activations between: a fully-connected network (``fnn``)
+        return wrap_mlp(obj, fmt, spec)
     if isinstance(obj, nn.RNNBase):
         return wrap_recurrent(obj, _pre_folded(embedding, [norm] if norm is not None else [], fmt), head, fmt,
                               vocab_size=vocab_size, spec=spec)

@@ -16,6 +16,7 @@ from commsim.pipeline.stages import (
     prepare,
     select_instances,
 )
+from commsim.pipeline.run import run_reduction
 from commsim.plugins import load_plugins
 from commsim.theory.bounds import (
     RANDOMIZED,
@@ -69,6 +70,10 @@ def _bounds():
     out = []
     for rid in registry.names("reduction"):
         reduction = registry.get("reduction", rid)
+        if reduction.judged_directly:    # no protocol: the bound of its own run, below and at the width bound
+            for spec in ("fnn:width=3,precision=16", "fnn:width=4,precision=16"):
+                out.append((rid, spec, run_reduction(rid, spec, 8, instances=2, certify=False).lower_bound))
+            continue
         for spec in SPECS:
             try:
                 setup = prepare(rid, spec, reduction.default_n)
