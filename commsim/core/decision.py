@@ -27,7 +27,7 @@ from commsim.core.errors import InputError
 
 #: the rules, with what each decides in words
 RULES = {
-    "argmax": "the class with the largest output (ties to the lowest class)",
+    "argmax": "the class with the largest output, ties to the lowest class",
     "sign": "one logit: class 1 iff it is > 0",
     "threshold": "one probability: class 1 iff it is >= 1/2",
 }

@@ -108,7 +108,8 @@ class Report:
             self.measured_error["bound"],
             "verdict": self.judgement.to_dict(),
             "decision": None if self.decision is None else self.decision["rule"],
-            "decision_note": None if self.decision is None else f"{self.decision['text']} ({self.decision['chosen']})",
+            "decision_note": None if self.decision is None else
+            f"{self.decision['rule']}: {self.decision['text']} ({self.decision['chosen']})",
             # precision="effective": p_eff, the tolerance and the sample it was searched with (None otherwise)
             "effective_precision": self.effective_precision,
             **_effective_keys(self.effective_precision),
