@@ -6,19 +6,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from cli_helpers import run_main
 
-from commsim.cli import main as cli_main
 from commsim.pipeline.budget import budget
 
 
 def invoke(args, capsys):
-    try:
-        cli_main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if exc.code is not None else 0
-    out, err = capsys.readouterr()
-    return code, out, err
+    """(exit status, stdout, stderr) of the command line ``args``."""
+    return run_main(capsys, *args)
 
 
 def as_json(args, capsys) -> dict:

@@ -9,12 +9,12 @@ import json
 
 import numpy as np
 import pytest
+from cli_helpers import run_main
+from test_model_matrix import gf2_rank
 
-from commsim.cli import main as cli_main
 from commsim.plugins import load_plugins
 from commsim.theory.model_matrix import JSON_MATRIX_CELLS
 from commsim.theory.problems import make_problem
-from test_model_matrix import gf2_rank
 
 torch = pytest.importorskip("torch")
 
@@ -22,13 +22,8 @@ NANOGPT = "python:tests/cli/nanogpt_deep.py:gpt:seed=1"
 
 
 def invoke(args, capsys):
-    try:
-        cli_main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if exc.code is not None else 0
-    out, err = capsys.readouterr()
-    return code, out, err
+    """(exit status, stdout, stderr) of the command line ``args``."""
+    return run_main(capsys, *args)
 
 
 def torch_matrix(module, reduction_id: str, n: int, decide) -> np.ndarray:

@@ -6,18 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from commsim.cli import main as cli_main
+from cli_helpers import run_main
 
 
 def invoke(args, capsys):
-    try:
-        cli_main(list(args))
-        code = 0
-    except SystemExit as exc:
-        code = exc.code if exc.code is not None else 0
-    out, err = capsys.readouterr()
-    return code, out, err
+    """(exit status, stdout, stderr) of the command line ``args``."""
+    return run_main(capsys, *args)
 
 
 @pytest.mark.parametrize("model, p_eff, outcome", [
