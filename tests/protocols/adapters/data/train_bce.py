@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE))
 
 from bce_nets import BCEClassifier, instances  # noqa: E402
 
-JOBS = [("index-idxl", 8, "lstm", 16), ("index-idxl", 8, "gru", 16), ("eq-ineq", 6, "lstm", 16)]
+JOBS = [("index-idxl", 8, "lstm", 16), ("index-idxl", 8, "gru", 16)]
 
 
 def train(task: str, n: int, cell: str, hidden: int, seed: int = 0, epochs: int = 1500) -> dict:
