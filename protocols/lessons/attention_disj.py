@@ -151,6 +151,7 @@ def attention_disj(n: int | None = None) -> Lesson:
                f"{sent} < q = {n}: this model must fail on some input."),
         reference="[SHT23] (qSA lower bound: Alice sends her query); the min(d·p, (2m + 1)·p·H) form is commsim's "
                   "own"))
+    steps += _qsa_upper_and_fnn_steps(n)
     probe = run_reduction(qid, QSA_PROBE, n)
     r_p, p_p, m_p, w_p = engine(qid, QSA_PROBE, n)
     A_pr, B_pr = p_p.all_pairs()
@@ -208,3 +209,66 @@ def _member_number(x) -> int:
     """The 1-based number of the DISJ fooling-set member (x, ~x) in the set's own order (x read as a binary
     number, first bit most significant, as :meth:`DisjointComplements.member_arrays` lists them)."""
     return int("".join(str(int(v)) for v in np.asarray(x).reshape(-1)), 2) + 1
+
+
+#: the q-sets the key search verifies one by one stay few up to this q (C(2q + 1, q) = 126 at q = 4)
+RIP_LESSON_MAX_Q = 4
+
+
+def _qsa_upper_and_fnn_steps(n: int) -> list[Step]:
+    """The layer with searched O(q log N) keys beside the explicit one (q = n, while n <= RIP_LESSON_MAX_Q), and a
+    fully-connected network below [SHT23]'s width bound with its kernel certificate."""
+    from commsim.pipeline.run import run_reduction
+    from protocols.constructions.qsa import build_qsa
+    steps = []
+    if n <= RIP_LESSON_MAX_Q:
+        N = 2 * n + 1
+        rip = build_qsa(N, n, layout="disj", keys="rip")
+        lemma2 = build_qsa(N, n, layout="disj")
+        rip_run = run_reduction("disj-qsa", f"construct:qsa:q={n},keys=rip", n)
+        lemma2_run = run_reduction("disj-qsa", f"construct:qsa:q={n}", n)
+        steps.append(Step(
+            "The layer with q log N keys, found and checked",
+            "The layer that computes qSA gives position j a key u_j and gives the query of a set S the vector "
+            "α·w_S; the logit of position j is α⟨w_S, u_j⟩. If ⟨w_S, u_j⟩ = 1 on S and at most 1/2 in absolute value "
+            "elsewhere, the softmax puts almost all its weight, evenly, on S once α is large (α = 2 ln(16qN)), and "
+            "‖w_S‖ ≤ 2√q keeps the rounding of those logits small in fixed point. [SHT23] show such keys exist with "
+            "k = O(q log N) coordinates of ±1/√k, by a probabilistic argument. commsim finds them: it draws seeded "
+            "random signs at a width k and checks every one of the C(N, q) sets, each in exact integer arithmetic, "
+            "growing k until all pass. The explicit nearly orthogonal keys need k = O(q² log N).",
+            instance=f"keys=rip: {rip.info['keys_description']}; explicit keys: k = {lemma2.width}\n"
+                     f"commsim run disj-qsa --model construct:qsa:q={n},keys=rip --n {n}: bits used "
+                     f"{rip_run.bits_used} (explicit keys: {lemma2_run.bits_used}), model correct "
+                     f"{rip_run.model_correct}, protocol = model {rip_run.protocol_matches_model}",
+            inequality=rf"k_{{\text{{rip}}}} = {rip.width} \lt k_{{\text{{lemma2}}}} = {lemma2.width},\ "
+                       rf"\text{{bits}} = {rip_run.bits_used} \ge q = {n}",
+            notes="The one-way bound min(d·p, (2m + 1)·p·H) ≥ q holds for the narrower layer too: it sends "
+                  f"{rip_run.bits_used} bits.",
+            reference="[SHT23] (qSA upper bound, O(q log N) keys); the key search and its exact check are "
+                      "commsim's own"))
+    fnn_spec, rows = "fnn:width=3,precision=16,seed=0", 8
+    fnn_run = run_reduction("qsa-approx", fnn_spec, rows, q=1, instances=8)
+    cert = fnn_run.certificate
+    shown = cert.details if cert is not None else {}
+    steps.append(Step(
+        "A fully-connected network needs width N·d′/2",
+        "A fully-connected network reads the whole N × d input through its first layer, a linear map to width w. "
+        "Fix the sets so that row i averages z_i (with q − 1 zero values): the targets then read every value "
+        "coordinate. If w is smaller than the number of those coordinates, the first layer has a nonzero kernel "
+        "vector v on them. The inputs with z = −v and z = +v (scaled into the unit ball) give the same first "
+        "layer, hence the same output, while the correct answers differ by more than 2ε = 1/q in some row: the "
+        "network is more than ε off on one of them. commsim finds v exactly (rational arithmetic on the weight "
+        "codes) and checks both inputs by a direct forward.",
+        instance=f"commsim run qsa-approx --model {fnn_spec} --n {rows} --q 1: {fnn_run.verdict()}\n"
+                 + (f"kernel of a {shown['matrix_shape'][0]} x {shown['matrix_shape'][1]} integer matrix "
+                    f"(dimension {shown['kernel_dimension']}); row {shown['row']}: ||gap||^2 = "
+                    f"{shown['target_gap_squared']} > (2ε)^2 = {shown['two_eps_squared']}; first layers identical: "
+                    f"{shown['first_layers_identical']}; certificate verified: {cert.verified}"
+                    if cert is not None else "no kernel pair found"),
+        inequality=rf"w = {fnn_run.lower_bound.measured} \lt N d'/2 = {fnn_run.lower_bound.bits}",
+        notes="The paper's bound is N·d′/2. The same argument, reading N − q + 1 positions, gives commsim's own "
+              "(N − q + 1)·d′; between the two a kernel pair is a wrong answer shown, not a failure the paper's "
+              "bound forces.",
+        reference="[SHT23] (qSA lower bound (FNN): width N·d′/2); the executed kernel certificate is commsim's own"))
+    return steps
+
