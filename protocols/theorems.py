@@ -342,7 +342,7 @@ def index_lookup_one_way_bits(k: int, seq_len: int) -> float:
 
 # ---- [SHT23] fully-connected networks on q-sparse averaging ------------------------------------------------
 def fnn_qsa_width(seq_len: int, value_dim: int) -> int:
-    """[SHT23] (seed 001, slide "q-Sparse Averaging: Main results"): a fully-connected network of depth >= 2 that
+    """[SHT23] (q-sparse averaging, main results): a fully-connected network of depth >= 2 that
     1/(2q)-approximates qSA on N rows with values in the unit ball of R^(d') (q < N/2) has width >= N·d'/2; the
     least integer width it allows is ceil(N·d'/2)."""
     return -(-int(seq_len) * int(value_dim) // 2)

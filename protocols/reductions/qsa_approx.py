@@ -1,11 +1,11 @@
 """``qsa-approx``: q-sparse averaging on every row, judged as [SHT23] defines ε-approximation, against the width of a
 fully-connected network.
 
-The task (seed 001, "q-Sparse Averaging"): the input is N rows x_i = (z_i, y_i, i), d = d' + q + 1 numbers each,
+The task ([SHT23], q-sparse averaging): the input is N rows x_i = (z_i, y_i, i), d = d' + q + 1 numbers each,
 with z_i in the unit ball of R^(d') and y_i a q-subset of [N]; qSA(X)_i is the mean of z_j over j in y_i.  A
 function f ε-approximates qSA when max_i ||f(X)_i - qSA(X)_i||_2 <= ε for every X; here ε = 1/(2q).
 
-The bound ([SHT23], seed 001, slide "q-Sparse Averaging: Main results"; seed 000, slides "Our results": every FNN
+The bound ([SHT23], q-sparse averaging, main results: every FNN
 needs width Omega(N)): a fully-connected network of depth >= 2 that 1/(2q)-approximates qSA (q < N/2) has width
 >= N·d'/2 (:func:`protocols.theorems.fnn_qsa_width`).  It bounds the model's own width, not a protocol's bits, so
 this reduction runs no protocol: it is judged directly (:meth:`Reduction.direct_report`) -- the model on sampled
@@ -37,7 +37,7 @@ MAX_ROWS = 64
 MAX_VALUE_DIM = 8
 #: the sampled inputs' values lie on this grid (units of 2^-8)
 VALUE_GRID = 8
-SOURCE = "[SHT23] (seed 001, \"q-Sparse Averaging: Main results\"; seed 000, \"Our results\")"
+SOURCE = "[SHT23] (the q-sparse averaging results: fully-connected networks need width N·d'/2)"
 
 
 class QSAApprox(Reduction):
