@@ -80,7 +80,7 @@ def _check_table_options(call: str, options: dict, function) -> None:
             raise InputError(f"out must be a table file name (.parquet, .csv or .json), got {type(out).__name__}",
                              "out")
         table_format(out)
-        check_target(out, "out")
+        check_target(out, "out", "table")
 
 
 def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None, decision=None, **options):

@@ -103,10 +103,14 @@ def test_instances_other_text_is_refused_naming_it():
 @settings(max_examples=12, deadline=None, database=None)
 @given(st.integers(1, 200))
 def test_a_sample_says_when_it_must_repeat_instances(count):
-    """n = 4: 64 distinct instances; a sample of at least that many draws with replacement and says so."""
+    """n = 4: 64 distinct instances; a sample of fewer is drawn, one of at least that many would only repeat them:
+    every instance runs once instead, and the description says so."""
     report = commsim.run("index-idxl", "memorize:capacity=3", n=4, instances=count, seed=1, certify=False)
-    assert report.instances_run == count and report.instances.startswith(f"{count} sampled (seed 1)")
-    assert ("with replacement from only 64 distinct instances" in report.instances) == (count >= 64)
+    if count < 64:
+        assert report.instances_run == count and report.instances == f"{count} sampled (seed 1)"
+    else:
+        assert report.instances_run == 64 and f"each once, since {count} samples would only repeat the 64 distinct " \
+            "instances" in report.instances
 
 
 # ---- argument errors name the argument that is wrong -----------------------------------------------------------
@@ -121,7 +125,7 @@ def _parts():
     ({"precision": 2, "frac": 2}, "frac", "fraction bits must be 0..1, got 2"),        # main: param=precision
     ({"precision": 1, "frac": 0}, "precision", "width must be 2..53"),
     ({"precison": 2}, "precison", "did you mean 'precision'?"),                         # main: a raw TypeError
-    ({"instances": 8, "sead": 1}, "sead", "valid keywords: n, precision, frac, dtype, instances, seed"),
+    ({"instances": 8, "sead": 1}, "sead", "valid keywords: n, precision, frac, dtype, decision, instances, seed"),
 ])
 def test_run_names_the_wrong_keyword(keywords, param, says):
     with pytest.raises(InputError) as caught:

@@ -113,9 +113,9 @@ def compose(n: int | None = None) -> Lesson:
         instance=f"measured over {me['trials']:,} random (f, g, x): {me['events']:,} wrong, rate {me['rate']:.4f}, "
                  f"{me['confidence']:.0%} {me['method']} interval [{me['low']:.4f}, {me['high']:.4f}]; "
                  f"{me['verdict']}",
-        inequality=rf"\text{{[PNP24]: }} R = {total:.3f} - {theorem} = {R_paper:.3f},\ \Pr[\text{{wrong}}] \ge "
-                   rf"{bound_paper:.4f};\quad \text{{commsim, C bits sent: }} R = {total:.3f} - {sent} = {R:.3f},\ "
-                   rf"\Pr[\text{{wrong}}] \ge \frac{{R}}{{3 n \log_2 n}} = {bound:.4f}",
+        inequality=rf"\Pr[\text{{wrong}}] \ge \frac{{R}}{{3 n \log_2 n}}:\ {bound_paper:.4f}\ "
+                   rf"(\text{{[PNP24]: }} R = {total:.3f} - {theorem}),\ {bound:.4f}\ "
+                   rf"(\text{{commsim: }} R = {total:.3f} - {sent})",
         notes="A random layer is wrong far more often than the bound demands; the bound says that no layer of this "
               "size can do better than it, trained or not.",
         reference="Theorem 1 of [PNP24] (with H(d + 1)p); the C-bit form is commsim's own corollary"))

@@ -64,8 +64,8 @@ def test_a_directory_named_with_an_equals_sign_is_read_as_a_directory(tmp_path, 
     assert code == 2 and "unknown key" not in err and "config.json" in err and "does not exist" in err, err
 
 
-def test_a_relative_directory_named_with_an_equals_sign_is_pointed_out(tmp_path, capsys, monkeypatch):
+def test_a_relative_directory_named_with_an_equals_sign_is_read_as_the_directory(tmp_path, capsys, monkeypatch):
     (tmp_path / "a=b").mkdir()
     monkeypatch.chdir(tmp_path)
     code, err = _cli(["run", "index-idxl", "--model", "hf-gpt2:a=b"], capsys)
-    assert code == 2 and "write it as ./a=b" in err, err
+    assert code == 2 and "'a=b/config.json'" in err and "does not exist" in err, err   # the directory, not a key

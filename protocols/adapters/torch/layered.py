@@ -31,6 +31,13 @@ class LayeredModule(Decides):
         self.torch_forward = LastPositionForward(module)
         self.spec = spec or type(module).__name__
         self.no_protocol_reason = reason if MATRIX_HINT in reason else f"{reason}; {MATRIX_HINT}"
+        head = module.get_output_embeddings() if callable(getattr(module, "get_output_embeddings", None)) else None
+        self._width = getattr(head, "out_features", None)   # a Hugging Face head says it; else a run shows it
+
+    @property
+    def output_width(self) -> int | None:
+        """The width of the module's output head (None when it does not say: the first decision reads it)."""
+        return self._width
 
     def outputs(self, tokens) -> np.ndarray:
         """The module's own outputs (B, V) at the last position on token ids (B, L), float64; a forward that fails on
