@@ -294,7 +294,7 @@ def test_every_page_kind_with_the_corpus_in_every_field_is_inert(guard, tmp_path
 
 @pytest.fixture(scope="module")
 def weights(tmp_path_factory) -> Path:
-    from protocols.models.recurrent import random_model
+    from protocols.models.trainable import random_model
     path = tmp_path_factory.mktemp("w") / "good.npz"
     random_model("elman", 4, "8", vocab=6, classes=2).save(str(path))     # index-idxl at n = 4: 6 tokens
     return path
