@@ -141,6 +141,8 @@ def _formula_page(latex: str) -> str:
 
 
 # ---- the corpus is armed: without the sanitizer, each live payload runs or fetches --------------------------
+# These check the test data (that each payload is live), not commsim: in the slow run (pytest -m slow).
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(corpus.LIVE_MARKUP | {f"latex-{n}" for n in corpus.LIVE_LATEX}))
 def test_each_live_payload_runs_in_chromium_when_the_page_is_not_sanitized(guard, tmp_path, monkeypatch, name):
     import commsim.render.page as page_module
@@ -331,6 +333,7 @@ def test_corpus_pieces_in_a_random_order_are_inert_once_sanitized(guard, tmp_pat
     guard.assert_inert(path)
 
 
+@pytest.mark.slow
 def test_most_random_orders_run_or_fetch_when_the_page_is_not_sanitized(guard, tmp_path):
     """The mixtures above are armed: unsanitized, at least half of them run a handler or fetch by the time the page
     has loaded (17 of the 20 were seen; a handler that fires only after the load event -- a meta refresh -- may be
