@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from cli_helpers import run_main
+from injection import Injected, inject
 
 pytest.importorskip("playwright.sync_api", reason="browser tests need playwright: pip install 'commsim[test]'")
 pytest.importorskip("matplotlib", reason="the pages need the html extra: pip install 'commsim[html]'")
@@ -221,26 +222,11 @@ NUMBERS = ("n", "protocol_bits", "lower_bound_bits", "max_n", "bits_formula", "p
 
 
 def _inject(value):
-    if isinstance(value, str):
-        return f"{value} {EVERYTHING}"
-    if isinstance(value, dict):
-        return {k: _inject(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_inject(v) for v in value]
-    return value
+    return inject(value, EVERYTHING)
 
 
-class _Injected:
-    """A report whose ``to_dict`` has the corpus in every string field but the numbers'."""
-
-    def __init__(self, report):
-        self._report = report
-
-    def __getattr__(self, name):
-        return getattr(self._report, name)
-
-    def to_dict(self):
-        return {k: v if k in NUMBERS else _inject(v) for k, v in self._report.to_dict().items()}
+def _Injected(report):   # noqa: N802 - reads as the class it builds
+    return Injected(report, EVERYTHING, keep=NUMBERS)
 
 
 def _replicate_page() -> str:

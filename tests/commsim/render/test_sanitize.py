@@ -14,6 +14,7 @@ import pytest
 from cli_helpers import run_main
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from injection import Injected, inject
 
 pytest.importorskip("latex2mathml")
 pytest.importorskip("markdown_it")
@@ -65,28 +66,12 @@ def assert_safe(text: str) -> None:
 
 
 def _inject(value):
-    """Every string inside ``value`` (dicts, lists) with the injection strings appended."""
-    if isinstance(value, str):
-        return f"{value} {ALL}"
-    if isinstance(value, dict):
-        return {k: _inject(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_inject(v) for v in value]
-    return value
+    """Every string inside ``value`` with the injection strings appended."""
+    return inject(value, ALL)
 
 
-class _Injected:
-    """A report whose ``to_dict`` has the injection strings in every string field (the rest is the report's)."""
-
-    def __init__(self, report, keep=()):
-        self._report, self._keep = report, keep
-
-    def __getattr__(self, name):
-        return getattr(self._report, name)
-
-    def to_dict(self):
-        d = self._report.to_dict()
-        return {k: v if k in self._keep else _inject(v) for k, v in d.items()}
+def _Injected(report, keep=()):   # noqa: N802 - reads as the class it builds
+    return Injected(report, ALL, keep)
 
 
 # ---- the sanitizer itself ------------------------------------------------------------------------
