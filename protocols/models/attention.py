@@ -43,7 +43,7 @@ import numpy as np
 
 from commsim.core.errors import InputError
 from commsim.core.precision import NumberFormat
-from protocols.models.attention_config import DIVISIONS, AttentionConfig
+from protocols.models.attention_config import DIVISIONS, AttentionConfig, FromConfig
 from protocols.models.attention_kernel import BLOCK_ELEMENTS, divide, softmax_sums
 from protocols.models.decides import Decides
 from protocols.models.attention_positions import alibi_bias, rotate
@@ -137,30 +137,22 @@ class AttentionLayer(Decides):
         self.spec = spec or f"attention:heads={self.heads},width={self.width},dim={self.dim},{fmt_keys}{div_key}"
 
     # ---- the shape, read through the config (query, attend_self and division may be set: a new config)
-    heads = property(lambda self: self.config.heads, doc="H: the number of heads.")
-    width = property(lambda self: self.config.width, doc="m: the width of each head.")
-    dim = property(lambda self: self.config.dim, doc="d: the embedding width.")
-    format = property(lambda self: self.config.format, doc="The number format.")
-    arithmetic = property(lambda self: self.config.arithmetic, doc="The format's exact kernels.")
-
-    def _knob(name: str, doc: str):
-        """A shape attribute that may be set after construction (the spec keys do): it replaces the config."""
-        return property(lambda self: getattr(self.config, name),
-                        lambda self, value: setattr(self, "config", self.config.replace(**{name: value})), doc=doc)
-
-    query = _knob("query", "The position the decision is read at (None: the last).")
-    attend_self = _knob("attend_self", "Does the query attend to its own position?")
-    division = _knob("division", "The division semantics, ``once`` or ``per-weight``.")
-    rope = _knob("rope", "Are q and k rotated by position (RoPE, :mod:`protocols.models.attention_positions`)?")
-    rope_base = _knob("rope_base", "RoPE's base (10000 by default).")
-    alibi = _knob("alibi", "ALiBi's slope per head, or None.")
-    del _knob
+    heads = FromConfig("H: the number of heads.")
+    width = FromConfig("m: the width of each head.")
+    dim = FromConfig("d: the embedding width.")
+    format = FromConfig("The number format.")
+    arithmetic = FromConfig("The format's exact kernels.")
+    precision = FromConfig("p: bits per number.")
+    residual_width = FromConfig("How many coordinates of the query's embedding x_N psi reads (0: no residual path).")
+    query = FromConfig("The position the decision is read at (None: the last).", settable=True)
+    attend_self = FromConfig("Does the query attend to its own position?", settable=True)
+    division = FromConfig("The division semantics, ``once`` or ``per-weight``.", settable=True)
+    rope = FromConfig("Are q and k rotated by position (RoPE, :mod:`protocols.models.attention_positions`)?",
+                      settable=True)
+    rope_base = FromConfig("RoPE's base (10000 by default).", settable=True)
+    alibi = FromConfig("ALiBi's slope per head, or None.", settable=True)
 
     # ---- descriptors
-    precision = property(lambda self: self.config.precision, doc="p: bits per number.")
-    residual_width = property(lambda self: self.config.residual_width,
-                              doc="How many coordinates of the query's embedding x_N psi reads (0: no residual path).")
-
     @property
     def psi_input_width(self) -> int:
         """Width of psi's input: y's d_out, plus the residual coordinates of x_N."""

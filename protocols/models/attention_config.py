@@ -113,3 +113,22 @@ class AttentionConfig:
             raise InputError("the sequence is empty")
         if not self.attend_self and seq_len == 1:
             raise InputError("with self=0 a sequence of length 1 leaves nothing to attend to", "model")
+
+
+class FromConfig:
+    """A layer attribute read through its :class:`AttentionConfig` (``layer.config``); a ``settable`` one may be set
+    after construction (the spec keys do), which replaces the config with one that has the new value."""
+
+    def __init__(self, doc: str, *, settable: bool = False):
+        self.__doc__, self.settable, self.name = doc, settable, ""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.name = name
+
+    def __get__(self, layer, owner=None):
+        return self if layer is None else getattr(layer.config, self.name)
+
+    def __set__(self, layer, value) -> None:
+        if not self.settable:
+            raise AttributeError(f"{self.name} is read from the layer's config")
+        layer.config = layer.config.replace(**{self.name: value})
