@@ -42,7 +42,7 @@ SWEEP_MEMORY_GOAL_MB = 2048.0
 def protocol_vs_direct(N: int, heads: int, width: int, dim: int, fmt_name: str, repeats: int) -> dict:
     from commsim.core.precision import parse_format
     from commsim.core.runner import run_protocol
-    from commsim.pipeline.interfaces import Share
+    from commsim.contract.interfaces import Share
     from protocols.models.attention import random_layer
     from protocols.simulators.attention import AttentionExchangeProtocol, make_plan
 
@@ -118,7 +118,7 @@ def dyck_sweep(N: int) -> dict:
 
 
 def default_run(N: int) -> dict:
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     start = time.perf_counter()
     report = run_reduction("dyck22-fooling", n=N)
     seconds = time.perf_counter() - start

@@ -7,7 +7,7 @@ workers' user + system time) and the peak resident memory of the largest of its 
 the children; the whole run holds at most workers + 1 such processes), against the goal of less than 1 GB; also the sweep's throughput (instances per second of
 shard work, from the report's ``details.streamed``), the input of the cluster projection in docs/guide/sweeps.md.
 The exhaustive sweep covers n * 2^n instances (402,653,184 at n = 24), each a full model run, a handoff
-protocol run and a direct forward; its memory is one chunk's (:mod:`commsim.pipeline.shards`), whatever n.
+protocol run and a direct forward; its memory is one chunk's (:mod:`commsim.runs.shards`), whatever n.
 
 Usage::
 
@@ -71,7 +71,7 @@ def projection(ns=(24, 28, 32), workers=(64, 512)) -> dict:
     """Per-shard throughput, measured: one middle shard of each n's plan, in this process (CPU time, which a
     shared machine disturbs less than wall time), and the wall time the whole plan would take on ``workers``
     workers with one core each (every worker runs whole shards; the slowest round decides)."""
-    from commsim.pipeline.shards import _setup, plan_shards, run_shard
+    from commsim.runs.shards import _setup, plan_shards, run_shard
     out = {}
     for n in ns:
         planned = plan_shards("index-idxl", MODEL, n)

@@ -47,7 +47,7 @@ def _best(times: list[tuple[float, float]]) -> tuple[float, float]:
 
 
 def _setup(spec: str, reduction_id: str, n: int, instances: int | None = None, seed: int = 0):
-    from commsim.pipeline.stages import select_instances
+    from commsim.runs.stages import select_instances
     from commsim.plugins import load_plugins, make_model
     reg = load_plugins()
     reduction = reg.get("reduction", reduction_id)

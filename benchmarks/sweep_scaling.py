@@ -2,8 +2,8 @@
 
 Every instance of INDEX_n reduced to index lookup (2^n * n of them: 92,274,688 at n = 22) runs through the
 hidden-state handoff of ``elman:width=16,precision=16``, cut into shards by instance rank
-(:func:`commsim.pipeline.shards.run_sharded`), each shard streamed chunk by chunk in its worker, the shard
-results merged.  The map is the sweep executor's (:func:`commsim.pipeline.executors.make_executor`,
+(:func:`commsim.runs.shards.run_sharded`), each shard streamed chunk by chunk in its worker, the shard
+results merged.  The map is the sweep executor's (:func:`commsim.core.executors.make_executor`,
 ``dask``: an embedded LocalCluster, one thread per worker process, no dashboard).
 
 Headline ``ratio`` = wall time with 2 workers / wall time with 1 worker (goal <= 0.6, a speedup >= 1.7),
@@ -45,7 +45,7 @@ def _cpu_by_worker(client) -> dict:
 
 def timed_sweep(executor, model: str, n: int, shards: int) -> dict:
     """One sharded exhaustive sweep on ``executor``: wall time, worker CPU time, the merged result."""
-    from commsim.pipeline.shards import run_sharded
+    from commsim.runs.shards import run_sharded
     before = _cpu_by_worker(executor.client)
     start = time.perf_counter()
     merged = run_sharded("index-idxl", model, n, map_fn=executor.map, shards=shards)
@@ -68,7 +68,7 @@ def main(argv=None) -> int:
     shards = args.shards or (8 if args.quick else 16)
     repeats = args.repeats or 2
 
-    from commsim.pipeline.executors import make_executor
+    from commsim.core.executors import make_executor
 
     load_before = os.getloadavg()
     executors, startup = {}, {}

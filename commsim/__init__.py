@@ -37,11 +37,11 @@ from commsim.core.errors import InputError, NotApplicable  # noqa: E402
 from commsim.core.party import Protocol, Receive, Send  # noqa: E402
 from commsim.core.precision import FixedPoint, FloatFormat, parse_format  # noqa: E402
 from commsim.core.runner import AuditSession, run_protocol  # noqa: E402
-from commsim.pipeline import report as _report_module  # noqa: E402
-from commsim.pipeline.report import Report  # noqa: E402
-from commsim.pipeline.run import run_instances, run_reduction, search_certificate  # noqa: E402
-from commsim.pipeline.stages import Prepared, prepare  # noqa: E402
-from commsim.pipeline.sample import sample, vocabulary  # noqa: E402
+from commsim.runs import report as _report_module  # noqa: E402
+from commsim.runs.report import Report  # noqa: E402
+from commsim.runs.run import run_instances, run_reduction, search_certificate  # noqa: E402
+from commsim.runs.stages import Prepared, prepare  # noqa: E402
+from commsim.runs.sample import sample, vocabulary  # noqa: E402
 from commsim.plugins import load_plugins, make_model  # noqa: E402
 
 
@@ -68,8 +68,8 @@ def _check_table_options(call: str, options: dict, function) -> None:
     import os
 
     from commsim.cli.files import check_target
-    from commsim.pipeline.arguments import callable_argument
-    from commsim.pipeline.sweep import table_format
+    from commsim.runs.arguments import callable_argument
+    from commsim.batch.sweep import table_format
     _check_keywords(call, options, function)
     for key in ("progress", "notify", "write"):
         if key in options and not (key == "progress" and options[key] is True):
@@ -89,9 +89,9 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
     ``"bfloat16"``) with an optional ``frac=F``, or ``dtype=NAME`` -- given as to :func:`make_model`, which
     builds the model from the object (a torch module, a dict of its parts) sized to the task.  A spec string
     names its format inside it (``"lstm:width=8,precision=8"``).  A torch module runs in eval mode and gets its
-    own train/eval mode back afterwards (:func:`commsim.pipeline.run.modes_kept`).  ``precision="effective"`` (a
+    own train/eval mode back afterwards (:func:`commsim.runs.run.modes_kept`).  ``precision="effective"`` (a
     spec string or a model object) searches the smallest fixed-point width that keeps the model's accuracy and runs
-    the model quantised to it (:mod:`commsim.pipeline.effective`).  ``progress=True`` draws a
+    the model quantised to it (:mod:`commsim.runs.effective`).  ``progress=True`` draws a
     progress bar (in Jupyter, in the cell's output: :mod:`commsim.cli.progress`).  ``decision``: how the model's
     outputs become decisions -- ``"argmax"``, ``"sign"`` (one logit) or ``"threshold"`` (one probability, at 1/2);
     default: the rule the output's shape calls for (:mod:`commsim.core.decision`)."""
@@ -103,7 +103,7 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
             return run(reduction, model, n, precision=precision, frac=frac, dtype=dtype, decision=decision,
                        **{**options, "progress": progress})
     if isinstance(precision, str) and precision.strip().lower() == "effective":   # p_eff searched, then the run
-        from commsim.pipeline.effective import run_effective
+        from commsim.runs.effective import run_effective
         return run_effective(reduction, model, n, frac=frac, dtype=dtype, decision=decision, **options)
     given = [key for key, value in (("precision", precision), ("frac", frac), ("dtype", dtype)) if value is not None]
     if not given and decision is None:
@@ -111,8 +111,8 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
     if given and (model is None or isinstance(model, str)):
         raise InputError(f"{given[0]}= applies to a model object (a torch module, a dict of its parts); a spec string "
                          f"names its number format inside it, e.g. 'lstm:width=8,precision=8'", param=given[0])
-    from commsim.pipeline.run import modes_kept
-    from commsim.pipeline.stages import check_run_size
+    from commsim.runs.run import modes_kept
+    from commsim.runs.stages import check_run_size
     task = load_plugins().get("reduction", reduction, param="reduction") if isinstance(reduction, str) else reduction
     size = task.default_n if n is None else check_run_size(task, n)
     with modes_kept(model):   # the module's train/eval mode as it was, after the run
@@ -125,14 +125,14 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
 
 def sweep(reductions, models=None, n=None, **options):
     """A grid of runs as a pandas DataFrame: ``commsim.sweep("index-idxl", "elman:width=2..8:x2", n="8..16:x2",
-    executor="dask", out="r.parquet")`` (:func:`commsim.pipeline.sweep.sweep`; needs ``commsim[sweep]``).
+    executor="dask", out="r.parquet")`` (:func:`commsim.batch.sweep.sweep`; needs ``commsim[sweep]``).
     ``out`` is written through the command line's atomic file writer and resumed from on the next call;
     ``prune=True`` drops its rows whose cells are no longer in the grid.  ``progress=True`` draws a progress bar
     (in Jupyter, in the cell's output: :mod:`commsim.cli.progress`)."""
     from commsim.cli.files import write_bytes
     from commsim.cli.progress import api_progress
-    from commsim.pipeline.arguments import sweep_arguments
-    from commsim.pipeline.sweep import sweep as run_sweep
+    from commsim.batch.arguments import sweep_arguments
+    from commsim.batch.sweep import sweep as run_sweep
     _check_table_options("sweep", options, run_sweep)
     bar = options.get("progress") is True
     sweep_arguments(reductions, models, n, {**options, "progress": None} if bar else options)   # before a bar shows
@@ -168,13 +168,13 @@ _report_module.html_writer = save_html      # Report.to_html draws its page here
 def replicate(experiment, scale="quick", **options):
     """A paper's experiment at ``scale`` (``quick``, ``cpu``, ``paper``) as a pandas DataFrame, one row per model x
     N x width x seed: ``commsim.replicate("bhbk24-index", "cpu", executor="processes", out="idx.parquet")``
-    (:func:`commsim.pipeline.replicate.replicate`; needs torch).  The frame's ``attrs`` hold the paper's claims
+    (:func:`commsim.batch.replicate.replicate`; needs torch).  The frame's ``attrs`` hold the paper's claims
     checked (``claims``) and the invariants broken (``violations``).  ``out`` is written through the command
     line's atomic file writer and resumed from on the next call.  ``progress=True`` draws a progress bar (in
     Jupyter, in the cell's output)."""
     from commsim.cli.files import write_bytes
     from commsim.cli.progress import api_progress
-    from commsim.pipeline.replicate import replicate as run_replicate
+    from commsim.batch.replicate import replicate as run_replicate
     _check_table_options("replicate", options, run_replicate)
     if not isinstance(experiment, str) and not all(hasattr(experiment, key) for key in ("name", "scales", "cells")):
         raise InputError(f"experiment must be an experiment id such as 'bhbk24-index' (commsim list shows them) or "

@@ -226,7 +226,7 @@ def test_report_to_html_is_save_html(tmp_path, monkeypatch):
     pytest.importorskip("latex2mathml")
     report = run_reduction("index-idxl", "memorize:capacity=7", n=4, instances=8, certify=False)
     calls = []
-    from commsim.pipeline import report as report_module
+    from commsim.runs import report as report_module
     assert report_module.html_writer is commsim.save_html           # set when the package loads
     monkeypatch.setattr(report_module, "html_writer", lambda *a, **k: calls.append((a, k)))
     report.to_html(tmp_path / "run.html", command="made by me")

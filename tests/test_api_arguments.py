@@ -1,4 +1,4 @@
-"""Issue 29 item 11: the Python API checks its arguments at the public boundary (commsim.pipeline.arguments)
+"""Issue 29 item 11: the Python API checks its arguments at the public boundary (commsim.runs.arguments)
 and raises commsim's own InputError naming the parameter -- never an AttributeError or TypeError from deep
 inside the pipeline.  Hypothesis draws junk for each parameter of each entry point."""
 from __future__ import annotations

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 import commsim
 from commsim.core.errors import InputError
-from commsim.pipeline.sample import prefix_stable_sample
-from commsim.pipeline.stages import prepare
+from commsim.runs.sample import prefix_stable_sample
+from commsim.runs.stages import prepare
 from commsim.plugins import load_plugins
 
 #: the reductions with tokens to sample (one judged directly has real-vector inputs: qsa-approx)

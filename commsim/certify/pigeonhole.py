@@ -186,7 +186,7 @@ def collision_certificate(problem: Problem, alice_messages: Callable[..., np.nda
 
 def _sharded_search(problem: Problem, alice_messages, confirm, log_size: float, chunk: int, shard_size: int,
                     progress, message_bits: int, message_name: str) -> tuple[Certificate | None, str]:
-    """The exhaustive search, shard by shard (module docstring of :mod:`commsim.pipeline.shards`)."""
+    """The exhaustive search, shard by shard (module docstring of :mod:`commsim.runs.shards`)."""
     total = int(problem.alice_input_count)
 
     def rows_of(lo: int, hi: int) -> np.ndarray:

@@ -11,8 +11,8 @@ from commsim.cli.files import check_target, force_option, refuse_empty, write_fi
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.limits import MAX_HEADS, check_size, show_size
-from commsim.pipeline.budget import DTYPES, budget, paper_count_text, paper_max_n_text
-from commsim.pipeline.budget_solve import SOLVABLE, solve
+from commsim.budget.compute import DTYPES, budget, paper_count_text, paper_max_n_text
+from commsim.budget.solve import SOLVABLE, solve
 from commsim.plugins import load_plugins
 
 #: the most lengths one --n-range table may have

@@ -17,7 +17,7 @@ from commsim.cli.common import (
     protocol_problem,
     render_transcript,
 )
-from commsim.pipeline.cc import run_cc
+from commsim.runs.cc import run_cc
 from commsim.plugins import load_plugins
 
 

@@ -1,5 +1,5 @@
 """``commsim data``: the vocabulary and seeded samples of a reduction's task -- the exact tokens commsim
-feeds a model and the labels a correct model outputs (:func:`commsim.pipeline.sample.sample`)."""
+feeds a model and the labels a correct model outputs (:func:`commsim.runs.sample.sample`)."""
 from __future__ import annotations
 
 import click
@@ -9,8 +9,8 @@ from rich.table import Table
 from commsim.cli import cli
 from commsim.cli.common import console, emit_json, json_option, plugin_option
 from commsim.core.limits import check_memory, check_seed, check_size
-from commsim.pipeline.sample import labels_for, sample_encoded, vocabulary
-from commsim.pipeline.stages import check_run_size
+from commsim.runs.sample import labels_for, sample_encoded, vocabulary
+from commsim.runs.stages import check_run_size
 from commsim.plugins import load_plugins
 
 #: the most samples ``commsim data`` prints

@@ -14,7 +14,7 @@ graph, lecture notes, a figure, ...): every file written here is marked with the
 that mark -- the user's own file, a result table, a page where a DOT graph is asked for -- is refused, as is a
 name whose suffix is not the kind's (``--format html --out results.csv``).  A command's ``--force``
 (:data:`force_option`) replaces it all the same.  Result tables (``.csv``, ``.parquet``, ``.json`` of sweep and
-replicate) are recognised by their content, which the table's reader checks (:mod:`commsim.pipeline.table`).
+replicate) are recognised by their content, which the table's reader checks (:mod:`commsim.batch.table`).
 
 Several files that belong together (lecture notes and their figures) go through :func:`write_files`: every
 target is checked before any is written, and a failure part-way puts back what was there -- a file commsim

@@ -127,7 +127,7 @@ def _draw(M, problem: str) -> None:
 
 def _model_matrix(problem, n, model_spec, reduction_id, restarts, seed, figure, out, html_path, as_json) -> None:
     """``matrix --model SPEC --reduction R``: the model's function matrix beside the task's."""
-    from commsim.pipeline.model_function import model_answers
+    from commsim.runs.model_function import model_answers
     from commsim.theory.model_matrix import WHAT_IT_BOUNDS, analyze_model_matrix
     if model_spec is None or reduction_id is None:
         missing = "--reduction" if model_spec is not None else "--model"

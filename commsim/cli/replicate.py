@@ -13,9 +13,9 @@ from commsim.cli.common import console, emit_json, err_console, json_option, plu
 from commsim.cli.files import check_target, force_option, refuse_empty, write_bytes, write_figure
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
-from commsim.pipeline.executors import EXECUTORS
-from commsim.pipeline.replicate import SCALES, bound_curves, experiment_object, frame_rows, replicate
-from commsim.pipeline.sweep import table_format
+from commsim.core.executors import EXECUTORS
+from commsim.batch.replicate import SCALES, bound_curves, experiment_object, frame_rows, replicate
+from commsim.batch.sweep import table_format
 from commsim.render.replicate_page import ceiling_check_line
 
 

@@ -23,8 +23,8 @@ from commsim.cli.common import (
 from commsim.cli.files import force_option
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
-from commsim.pipeline.run import run_reduction
-from commsim.pipeline.verdict import MUST_FAIL, WRONG_OUTCOMES
+from commsim.runs.run import run_reduction
+from commsim.runs.verdict import MUST_FAIL, WRONG_OUTCOMES
 from commsim.plugins import load_plugins
 from commsim.render.summary import run_summary
 
@@ -155,7 +155,7 @@ def run_command(reduction, model_spec, n, instances, seed, audit, show_transcrip
         if precision.strip().lower() != "effective":
             raise InputError(f"--precision: only 'effective' (got {precision!r}); a fixed format goes in the spec, "
                              f"e.g. --model lstm:width=8,precision=8", "--precision")
-        from commsim.pipeline.effective import run_effective
+        from commsim.runs.effective import run_effective
         runner = run_effective
     with progress_bar(reduction, enabled=not as_json) as update:
         options = {key: value for key, value in (("q", q), ("value_dim", value_dim)) if value is not None}

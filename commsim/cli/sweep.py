@@ -16,8 +16,8 @@ from commsim.cli.common import (console, emit_json, err_console, json_option, pa
 from commsim.cli.files import check_target, force_option, refuse_empty, write_bytes
 from commsim.core.errors import InputError
 from commsim.core.limits import MEMORY_BUDGET_BYTES, show_bytes
-from commsim.pipeline.executors import EXECUTORS, WORKER_BYTES, WORKERS_PER_CORE
-from commsim.pipeline.sweep import sweep, table_format
+from commsim.core.executors import EXECUTORS, WORKER_BYTES, WORKERS_PER_CORE
+from commsim.batch.sweep import sweep, table_format
 
 #: the most rows the terminal table shows (the whole table is in --out / --json)
 SHOWN_ROWS = 200

@@ -6,7 +6,7 @@ communication matrix, a protocol tree, a DFA) and draws it with matplotlib (netw
 layouts); :mod:`commsim.render.page` turns Markdown with LaTeX into one HTML file (MathML from
 latex2mathml, inline SVG, no network at view time, light and dark themes, a print stylesheet).
 
-Layer: above ``commsim.pipeline`` and ``commsim.teach`` (it reads their objects), below ``commsim.cli``;
+Layer: above ``commsim.batch``, ``commsim.runs``, ``commsim.budget`` and ``commsim.teach`` (it reads their objects), below ``commsim.cli``;
 the pipeline never imports it.  Needs the ``html`` extra (jinja2, markdown-it-py, latex2mathml,
 matplotlib); :func:`require` turns a missing one into an :class:`InputError` naming the option.
 """

@@ -84,7 +84,7 @@ def run_page(report, command: str) -> str:
 
 def budget_page(report, command: str) -> str:
     """``commsim budget --html``: the verdict, the table over N and the bits-vs-bound curve."""
-    from commsim.pipeline.budget import paper_count_text, paper_max_n_text
+    from commsim.budget.compute import paper_count_text, paper_max_n_text
     from commsim.render.plots import budget_figure
     d = report.to_dict()
     figures: list[Figure] = []

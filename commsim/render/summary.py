@@ -1,9 +1,9 @@
 """What the summary of one run shows, as data: rows of (label, plain text, status), built once.
 
-:func:`run_summary` turns a :class:`~commsim.pipeline.report.Report` into :class:`SummaryRow` s -- the
+:func:`run_summary` turns a :class:`~commsim.runs.report.Report` into :class:`SummaryRow` s -- the
 same rows whether the terminal (``commsim run``: a rich table, coloured by status) or the HTML run page (a
 table, the status word in bold) lays them out, as :mod:`commsim.certify.view` does for certificates.  The
-verdict row is the run's one verdict (:func:`commsim.pipeline.verdict.judge`).
+verdict row is the run's one verdict (:func:`commsim.runs.verdict.judge`).
 """
 from __future__ import annotations
 

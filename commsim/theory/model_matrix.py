@@ -12,7 +12,7 @@ may be tiny, and a huge one may compute a constant.
 
 The answers come from a callable ``answers(A, B)`` (aligned rows of Alice and Bob inputs -> the model's answers);
 the engine supplies the model's direct forward, decided by the model's decision rule
-(``commsim.pipeline.model_function``).  A model may answer values other than 0 and 1 (a language-model head over
+(``commsim.runs.model_function``).  A model may answer values other than 0 and 1 (a language-model head over
 its whole vocabulary answers a token): its function is then many-valued and the matrix holds its answers as they
 are.  The bounds stay bounds: a protocol of c bits partitions M into at most 2^c rectangles on each of which M is
 constant, so the real rank of M, the GF(2) rank of each answer's indicator 1[M = v], the number of distinct rows

@@ -11,7 +11,7 @@ import numpy as np
 
 from commsim.core.bits import Bits, pack_uints, unpack_uints
 from commsim.core.party import Receive, Send
-from commsim.pipeline.cc import BatchRun, CommunicationProtocol
+from commsim.runs.cc import BatchRun, CommunicationProtocol
 from commsim.theory.bounds import ceil_log2
 
 

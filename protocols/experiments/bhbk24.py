@@ -1,7 +1,7 @@
 """[BHBK24]'s experiments (section 6, Appendix H) as commsim experiments: cells, one trained model per cell,
 the bound beside it, the invariants, and the paper's claims checked on the rows.
 
-An experiment (the engine's contract, :mod:`commsim.pipeline.replicate`) has ``name``, ``title``, ``source``,
+An experiment (the engine's contract, :mod:`commsim.batch.replicate`) has ``name``, ``title``, ``source``,
 ``scales`` (scale -> its sizes), ``cells(scale)`` (plain dicts), ``run_cell(cell)`` (one row of figures),
 ``check(rows)`` (violated invariants, as text), ``claims(rows)`` (the paper's claims, checked) and
 ``bound_curve(rows, N)`` (the accuracy ceiling over state bits drawn on the figure, or None).

@@ -30,9 +30,9 @@ from typing import Callable
 import numpy as np
 
 import commsim
-from commsim.pipeline.effective import PRECISIONS as EFFECTIVE_PRECISIONS
-from commsim.pipeline.effective import TOLERANCE, search_width
-from commsim.pipeline.interfaces import Encoded, Reduction
+from commsim.runs.effective import PRECISIONS as EFFECTIVE_PRECISIONS
+from commsim.runs.effective import TOLERANCE, search_width
+from commsim.contract.interfaces import Encoded, Reduction
 from protocols.reductions.eq import Inequality
 from protocols.theorems import fano_accuracy_ceiling, index_lookup_one_way_bits
 
@@ -97,7 +97,7 @@ def commsim_accuracy(model, tokens: np.ndarray, labels: np.ndarray) -> float:
 def effective_precision(net, vocab_size: int, tokens: np.ndarray, labels: np.ndarray) -> dict:
     """p_eff and what it rests on: the float32 accuracy through commsim, the quantised one at p_eff, the state
     numbers, and every width tried (p -> accuracy); the search is commsim's own
-    (:func:`commsim.pipeline.effective.search_width`)."""
+    (:func:`commsim.runs.effective.search_width`)."""
     native = commsim_model(net, vocab_size)
     reference = commsim_accuracy(native, tokens, labels)
     p_eff, tried = search_width(lambda p: commsim_accuracy(commsim_model(net, vocab_size, p), tokens, labels),

@@ -21,8 +21,8 @@ PROBE_SPEC = "attention:probe:at=0,accept=0/2"
 
 def attention_dyck(n: int | None = None) -> Lesson:
     from commsim.core.errors import InputError
-    from commsim.pipeline.budget import budget
-    from commsim.pipeline.run import run_reduction
+    from commsim.budget.compute import budget
+    from commsim.runs.run import run_reduction
     from commsim.theory.dyck import DyckLanguage
     from commsim.theory.fooling import fooling_set
     N = _size(n, "attention-dyck")

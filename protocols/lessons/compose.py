@@ -27,7 +27,7 @@ def _bound_text(bound: float) -> str:
 
 
 def compose(n: int | None = None) -> Lesson:
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
 
     n = _size(n, "compose")
     spec = LESSON_MODEL.format(n=n)

@@ -30,7 +30,7 @@ def _edges(X: np.ndarray, n: int) -> str:
 def graph_transformers(n: int | None = None) -> Lesson:
     from commsim import prepare
     from commsim.core.errors import InputError
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     from protocols.reductions.graph import (
         check_reduction,
         cycle3_graphs,

@@ -45,7 +45,7 @@ def _unequal_error(report) -> dict:
 def randomized(n: int | None = None) -> Lesson:
     from commsim.core.coins import CoinSource
     from commsim.core.runner import run_protocol
-    from commsim.pipeline.cc import run_cc
+    from commsim.runs.cc import run_cc
     from commsim.theory.bounds import (
         RANDOMIZED,
         binary_entropy,

@@ -41,7 +41,7 @@ SAMPLE = 4096
 
 
 def _run(reduction_id: str, spec: str, n: int, exhaustive: int = EXHAUSTIVE):
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     from commsim.plugins import load_plugins
     problem = load_plugins().get("reduction", reduction_id).problem(n)
     count = None if problem.input_pairs <= exhaustive else min(SAMPLE, exhaustive)
@@ -124,7 +124,7 @@ def _instance(problem, seed: int):
 
 def _budget_line(task: str, width: int, precision: int) -> tuple[int | None, str]:
     """max N for a recurrent model of the given size on ``task``: ``commsim budget``'s answer."""
-    from commsim.pipeline.budget import budget
+    from commsim.budget.compute import budget
     try:
         rep = budget("rnn", width, precision, task)
         return rep.max_n, f"commsim budget --arch rnn --width {width} --precision {precision} --reduction {task}: " \

@@ -31,7 +31,7 @@ def _positions(pos) -> str:
 
 def two_layers(n: int | None = None) -> Lesson:
     from commsim.core.errors import InputError
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     from commsim.plugins import load_plugins, make_model
     from commsim.theory.automaton import ineq
     from commsim.theory.fooling import fooling_set

@@ -27,7 +27,7 @@ from fractions import Fraction
 import numpy as np
 
 from commsim.core.errors import InputError
-from commsim.pipeline.interfaces import (
+from commsim.contract.interfaces import (
     CONTIGUOUS_PREFIX,
     QUERY_ONLY,
     Encoded,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commsim.core.errors import InputError, NotApplicable, ProblemInputError
-from commsim.pipeline.interfaces import (
+from commsim.contract.interfaces import (
     CONTIGUOUS_PREFIX,
     ODD_EVEN,
     Encoded,

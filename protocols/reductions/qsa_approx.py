@@ -23,8 +23,8 @@ from fractions import Fraction
 import numpy as np
 
 from commsim.core.errors import InputError, NotApplicable
-from commsim.pipeline.interfaces import Reduction
-from commsim.pipeline.report import Report
+from commsim.contract.interfaces import Reduction
+from commsim.runs.report import Report
 from commsim.plugins import make_model
 from commsim.theory.bounds import Conditions, LowerBound
 from protocols.reductions.qsa_kernel import kernel_certificate, max_row_error, qsa_input, qsa_target

@@ -26,7 +26,7 @@ import numpy as np
 
 from commsim import Bits, NotApplicable, Protocol, Receive, Send
 from commsim.core.sums import pack_signed, unpack_signed
-from commsim.pipeline.interfaces import (
+from commsim.contract.interfaces import (
     ANY_PARTITION,
     BatchResult,
     Encoded,
@@ -129,7 +129,7 @@ def _whole_rows(positions, nodes: int) -> int | None:
 
 # ---- the party programs ---------------------------------------------------------------------------------
 class GraphExchangeProtocol(Protocol):
-    """Alice's and Bob's programs (module docstring); shares are :class:`~commsim.pipeline.interfaces.Share`."""
+    """Alice's and Bob's programs (module docstring); shares are :class:`~commsim.contract.interfaces.Share`."""
 
     name = "graph-exchange"
     output_party = "bob"

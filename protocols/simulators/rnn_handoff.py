@@ -37,7 +37,7 @@ from commsim.core.arithmetic import label_dtype
 from commsim.core.digests import message_rows
 from commsim.core.errors import NotApplicable
 from commsim.core.party import Protocol, ProtocolError, Receive, Send
-from commsim.pipeline.interfaces import (
+from commsim.contract.interfaces import (
     CONTIGUOUS_PREFIX,
     BatchResult,
     Encoded,

@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 
 from commsim.cli import cli
-from commsim.pipeline.budget import architectures, budget
-from commsim.pipeline.run import run_reduction
+from commsim.budget.compute import architectures, budget
+from commsim.runs.run import run_reduction
 from commsim.plugins import load_plugins
 from commsim.theory.bounds import ceil_log2
 
@@ -89,8 +89,8 @@ def test_architectures_are_rnn_and_attention():
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from commsim.pipeline.budget import paper_fits, simulator_for_arch  # noqa: E402
-from commsim.pipeline.budget_solve import solve  # noqa: E402
+from commsim.budget.compute import paper_fits, simulator_for_arch  # noqa: E402
+from commsim.budget.solve import solve  # noqa: E402
 from cli_helpers import invoke, run_main  # noqa: E402
 
 
@@ -244,7 +244,7 @@ def test_budget_plans_the_graph_exchange_with_its_public_nodes_as_run_sends_it()
 
 
 # ---- fixes: the paper's count only for the protocol the paper counts; an undercount is not cited ----------------
-from commsim.pipeline.budget import judge  # noqa: E402
+from commsim.budget.compute import judge  # noqa: E402
 
 
 def test_disj_qsa_has_no_papers_count_and_no_papers_max_n():

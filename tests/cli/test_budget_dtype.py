@@ -8,7 +8,7 @@ import json
 import pytest
 from cli_helpers import run_main
 
-from commsim.pipeline.budget import budget
+from commsim.budget.compute import budget
 
 
 def invoke(args, capsys):

@@ -6,7 +6,7 @@ import json
 from click.testing import CliRunner
 
 from commsim.cli import cli
-from commsim.pipeline.budget import budget, paper_max_n_text
+from commsim.budget.compute import budget, paper_max_n_text
 
 
 def test_theorem_5s_paper_max_n_in_the_papers_form_beside_the_ceiling_form():

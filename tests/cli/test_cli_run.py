@@ -219,7 +219,7 @@ def test_certificate_view_error_disj_marks_the_common_elements():
 
 # ---- budget ------------------------------------------------------------------------------------------
 def _tasks_with_length_bounds():
-    from commsim.pipeline.budget import simulator_for_arch
+    from commsim.budget.compute import simulator_for_arch
     out = []
     for entry in load_plugins().entries("reduction"):
         try:
@@ -348,7 +348,7 @@ def test_listings_bound_notes_and_refusals_cite_the_papers_not_internal_notes():
     every simulator (or the reason it does not apply), and what `run` says with a recurrent and an attention
     model (bound note, or the refusal)."""
     from commsim.core.errors import InputError
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
 
     _no_dangling(json.dumps(invoke("list", "--json")), "commsim list --json")
     reg = load_plugins()

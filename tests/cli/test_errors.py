@@ -25,7 +25,7 @@ from commsim.core.errors import (
 )
 from commsim.core.party import ProtocolError
 from commsim.core.runner import DeadlockError
-from commsim.pipeline.stages import prepare
+from commsim.runs.stages import prepare
 
 
 # ---- the hierarchy -----------------------------------------------------------------------------------------

@@ -308,7 +308,7 @@ def _hostile_tables(tmp: Path) -> dict[str, bytes | None]:
 def test_fuzz_hostile_tables_and_a_second_writer(tmp_path):
     """Every hostile table, as --out of sweep and of replicate: exit 2 with one line, the file unchanged; and a
     table whose lock this process holds: exit 2 naming this process."""
-    from commsim.pipeline.table import table_lock
+    from commsim.batch.table import table_lock
     tables = _hostile_tables(tmp_path)
     for name, content in tables.items():
         if content is not None:

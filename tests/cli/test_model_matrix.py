@@ -9,7 +9,7 @@ import pytest
 
 import commsim
 from commsim.cli import main as cli_main
-from commsim.pipeline.model_function import model_answers
+from commsim.runs.model_function import model_answers
 from commsim.plugins import load_plugins, make_model
 from commsim.theory.model_matrix import WHAT_IT_BOUNDS, analyze_model_matrix
 

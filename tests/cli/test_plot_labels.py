@@ -40,7 +40,7 @@ def test_written_svg_ticks_are_plain_text(args, tick, tmp_path, capsys):
 
 
 def test_png_figures_tick_labels_are_plain_and_apart():
-    from commsim.pipeline.budget import budget
+    from commsim.budget.compute import budget
     from commsim.render.plots import budget_figure, separation_figure
     from commsim.plugins import load_plugins
     figures = [budget_figure(budget("rnn", 128, 64, "index-idxl", n_range=[2 ** k for k in range(4, 13)])),
@@ -53,7 +53,7 @@ def test_png_figures_tick_labels_are_plain_and_apart():
 
 
 def test_max_n_beyond_the_plotted_range_is_said_not_drawn():
-    from commsim.pipeline.budget import budget
+    from commsim.budget.compute import budget
     from commsim.render.plots import budget_figure
     report = budget("rnn", 128, 64, "index-idxl", n_range=[2 ** k for k in range(4, 13)])
     assert report.max_n == 8193

@@ -22,8 +22,8 @@ import pytest
 from commsim.cli import cli
 from commsim.cli.common import parse_instances
 from commsim.core.limits import MAX_LOCAL_STREAMED_INSTANCES
-from commsim.pipeline.shards import streams
-from commsim.pipeline.stages import check_instances, check_run_size
+from commsim.runs.shards import streams
+from commsim.runs.stages import check_instances, check_run_size
 from commsim.plugins import load_plugins
 
 from .cli_helpers import run_main

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from cli_helpers import run_main
 
-from commsim.pipeline.replicate import cell_key, read_rows
+from commsim.batch.replicate import cell_key, read_rows
 from protocols.experiments.bhbk24 import EXPERIMENTS
 from protocols.experiments.bounds import sampling_margin
 

@@ -1,5 +1,5 @@
 """Ctrl-C while the command is still importing: one line, exit 130 -- never a traceback, never death by the
-signal.  The command is held inside one of its heavy imports (``commsim.pipeline.stages``) by an import hook
+signal.  The command is held inside one of its heavy imports (``commsim.runs.stages``) by an import hook
 that a ``sitecustomize`` on PYTHONPATH installs: the hook writes a file when the import starts and then waits
 for a signal.  The test sends SIGINT once that file exists (an observed event, not a sleep)."""
 from __future__ import annotations
@@ -59,7 +59,7 @@ def test_ctrl_c_during_the_imports_is_one_line_and_exit_130(tmp_path, how, load)
     ready = tmp_path / "ready"
     hooks = tmp_path / "hooks"
     hooks.mkdir()
-    (hooks / "sitecustomize.py").write_text(HOOK.format(module="commsim.pipeline.stages", ready=str(ready)))
+    (hooks / "sitecustomize.py").write_text(HOOK.format(module="commsim.runs.stages", ready=str(ready)))
     (tmp_path / "commsim").write_text(SCRIPT)          # what pip writes as the console script
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hooks), str(ROOT)])}
     args = ["run", "index-idxl", "--n", "4"] + (["--json"] if how == "json" else [])

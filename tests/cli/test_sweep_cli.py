@@ -15,7 +15,7 @@ from interrupts import LOADS, ctrl_c, start_commsim, under, wait_for
 
 pytest.importorskip("distributed")
 
-from commsim.pipeline.sweep import read_table  # noqa: E402
+from commsim.batch.sweep import read_table  # noqa: E402
 
 ISSUE_COMMAND = ["sweep", "--reduction", "index-idxl", "--model", "elman:width=2..8:x2,precision=4..8:+4",
                  "--n", "8..16:x2", "--executor", "dask", "--out", "r.parquet"]

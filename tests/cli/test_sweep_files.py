@@ -12,8 +12,8 @@ from cli_helpers import run_main
 
 pytest.importorskip("pandas")
 
-from commsim.pipeline import executors  # noqa: E402
-from commsim.pipeline.sweep import read_table  # noqa: E402
+from commsim.core import executors  # noqa: E402
+from commsim.batch.sweep import read_table  # noqa: E402
 
 SMALL = ["sweep", "--reduction", "index-idxl", "--model", "elman:width=1..2,precision=2", "--n", "3"]
 

@@ -9,7 +9,7 @@ from cli_helpers import run_main
 
 pytest.importorskip("pandas")
 
-from commsim.pipeline.sweep import read_table  # noqa: E402
+from commsim.batch.sweep import read_table  # noqa: E402
 
 FACTORY = '''from commsim import make_model
 

@@ -245,10 +245,10 @@ def _report_page(kind: str) -> str:
     from commsim.plugins import load_plugins
     from commsim.render import reports
     if kind == "run":
-        from commsim.pipeline.run import run_reduction
+        from commsim.runs.run import run_reduction
         return reports.run_page(_Injected(run_reduction("dyck22-fooling", "attention", n=8)), EVERYTHING)
     if kind == "budget":
-        from commsim.pipeline.budget import budget
+        from commsim.budget.compute import budget
         return reports.budget_page(_Injected(budget("attention", 4, 8, "dyck22-fooling", heads=1, n=16)), EVERYTHING)
     if kind == "separate":
         data = load_plugins().get("separation", "idxl").run(8, seed=0, instances=64).to_dict()

@@ -21,7 +21,7 @@ def test_results_md_describes_the_dyck_matrix_as_computed():
 
 
 def test_composition_randomized_note_says_the_randomized_bound_is_smaller():
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     d = run_reduction("compose-index", None, 3, certify=False).to_dict()
     assert d["bound_randomized"] is True
     note = d["bound_randomized_note"]

@@ -12,7 +12,7 @@ from cli_helpers import run_main
 pytest.importorskip("torch")
 
 import commsim  # noqa: E402
-from commsim.pipeline.replicate import cell_key, check_row, read_rows  # noqa: E402
+from commsim.batch.replicate import cell_key, check_row, read_rows  # noqa: E402
 from protocols.experiments.bhbk24 import EXPERIMENTS  # noqa: E402
 
 WIDTH = next(e for e in EXPERIMENTS if e.name == "bhbk24-width")

@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from commsim.pipeline.budget import budget
-from commsim.pipeline.run import run_reduction
+from commsim.budget.compute import budget
+from commsim.runs.run import run_reduction
 from commsim.theory.fooling import fooling_set
 from protocols.theorems import (
     attention_min_width,

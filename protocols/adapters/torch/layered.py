@@ -1,7 +1,7 @@
 """A torch module of two or more attention layers as the **function** it computes: no one-layer exchange simulates
 it (Lemma 5 of [BHBK24], :data:`~.fold.TWO_LAYERS`), so ``commsim run`` refuses it with that reason, but its answers
 on every instance are still its own forward -- what ``commsim matrix --model SPEC --reduction R --n N`` reads
-(:mod:`commsim.pipeline.model_function`).
+(:mod:`commsim.runs.model_function`).
 
 :class:`LayeredModule` keeps the module's forward at the last position (outputs of shape (B, V), (B, 1, V) or
 (B, T, V), an output object's ``logits``, the first element of a ``(logits, loss)`` tuple) and decides it by the

@@ -21,7 +21,7 @@ model (Theorem 4 of [BHBK24]), folded by :mod:`.fold` as GPT-2 is (:mod:`.gpt2`)
 More than one layer: no one-layer exchange simulates it (Lemma 5 of [BHBK24], :data:`~.fold.TWO_LAYERS`).  A
 ``LlamaForCausalLM`` of any depth becomes a :class:`LayeredLlama`, which ``commsim run`` refuses with that reason
 and which keeps the model's own function for ``commsim matrix --model SPEC --reduction R --n N``
-(:mod:`commsim.pipeline.model_function`); a ``LlamaModel`` of more layers is refused outright.
+(:mod:`commsim.runs.model_function`); a ``LlamaModel`` of more layers is refused outright.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ compared with (its *reference*), and the torch module's own decisions (to re-che
 
 **One rule** (:func:`judge`), used by every adapter, by :func:`~protocols.adapters.torch.adapt.agreement`,
 by the adapters' build-time checks and by the report's ``torch_agreement``
-(:mod:`commsim.pipeline.framework`).  On the same token rows, at the same output positions, it computes
+(:mod:`commsim.runs.framework`).  On the same token rows, at the same output positions, it computes
 ``max_abs_diff`` = max |commsim - torch| and judges it under the tolerance of the model's number format
 (:data:`~protocols.adapters.torch.layers.TOLERANCE`): |commsim - torch| <= atol + rtol * |torch| on every
 output value.  Its keys, everywhere:
@@ -33,7 +33,7 @@ connection goes unseen), so within the tolerance it is *not judged*: ``ok`` None
 given: not judged".  A fixed-point ``precision=`` override makes commsim's model a different model from the
 module: reported, not judged.
 
-:class:`TorchTrust` is the engine's hook (:class:`commsim.pipeline.framework.FrameworkBacked`):
+:class:`TorchTrust` is the engine's hook (:class:`commsim.runs.framework.FrameworkBacked`):
 ``framework_agreement`` fills the report's ``torch_agreement``; ``framework_labels`` re-checks a certificate
 with the torch forward.  The engine never imports torch.
 """

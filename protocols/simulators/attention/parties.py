@@ -12,7 +12,7 @@ import numpy as np
 from commsim.core.party import Protocol, Receive, Send
 from commsim.core.runner import run_protocol
 from commsim.core.sums import pack_count, pack_signed, unpack_count, unpack_signed
-from commsim.pipeline.interfaces import Share
+from commsim.contract.interfaces import Share
 from protocols.models.attention import AttentionLayer
 from protocols.simulators.attention.plan import ExchangePlan, make_plan
 
@@ -20,7 +20,7 @@ __all__ = ["AttentionExchangeProtocol", "run_exchange"]
 
 
 class AttentionExchangeProtocol(Protocol):
-    """The party programs of the exchange; shares are :class:`commsim.pipeline.interfaces.Share` values."""
+    """The party programs of the exchange; shares are :class:`commsim.contract.interfaces.Share` values."""
 
     name = "attention-exchange"
 

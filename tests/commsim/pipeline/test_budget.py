@@ -5,8 +5,8 @@ import pytest
 from click.testing import CliRunner
 
 from commsim.cli import cli
-from commsim.pipeline.budget import budget, simulator_for_arch
-from commsim.pipeline.budget_solve import solve as budget_solve
+from commsim.budget.compute import budget, simulator_for_arch
+from commsim.budget.solve import solve as budget_solve
 from commsim.plugins import load_plugins
 
 

@@ -14,7 +14,7 @@ from commsim.core.errors import InputError
 from commsim.core.party import Flip, Protocol, ProtocolError, Receive, Send
 from commsim.core.runner import AuditSession, run_protocol
 from commsim.core.stats import rate_interval
-from commsim.pipeline.cc import run_cc
+from commsim.runs.cc import run_cc
 from commsim.theory.bounds import index_one_way_randomized_bits
 from commsim.theory.problems import make_problem
 from protocols.baseline import SendEverything

@@ -19,7 +19,7 @@ import time
 
 import commsim
 from distributed.diagnostics.plugin import WorkerPlugin
-from commsim.pipeline.executors import make_executor
+from commsim.core.executors import make_executor
 
 
 class SlowTeardown(WorkerPlugin):

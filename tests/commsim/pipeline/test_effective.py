@@ -8,7 +8,7 @@ import pytest
 
 import commsim
 from commsim.core.errors import InputError
-from commsim.pipeline.effective import PRECISIONS, TOLERANCE, WHAT_FOLLOWS, search_width
+from commsim.runs.effective import PRECISIONS, TOLERANCE, WHAT_FOLLOWS, search_width
 
 torch = pytest.importorskip("torch")
 

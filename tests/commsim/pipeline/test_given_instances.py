@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from commsim import InputError, prepare, run_instances
-from commsim.pipeline.stages import given_instances
+from commsim.runs.stages import given_instances
 from commsim.plugins import load_plugins
 
 N = 6

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from commsim.core.stats import rate_interval
-from commsim.pipeline.measured import measured_error
+from commsim.runs.measured import measured_error
 from commsim.theory.bounds import ErrorBound
 
 BOUND = ErrorBound(0.25, "a theorem", "Pr[wrong] >= 0.25", "uniform inputs", values={"R": 3.0})

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from commsim import run_instances
-from commsim.pipeline.run import run_reduction
-from commsim.pipeline.shards import run_streamed
+from commsim.runs.run import run_reduction
+from commsim.runs.shards import run_streamed
 from commsim.plugins import load_plugins
 
 #: what depends on how a path samples the runner's re-runs or names its instances, not on the result

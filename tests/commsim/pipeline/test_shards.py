@@ -1,4 +1,4 @@
-"""Sharded, streaming exhaustive sweeps (commsim.pipeline.shards) and the sharded collision search
+"""Sharded, streaming exhaustive sweeps (commsim.runs.shards) and the sharded collision search
 (commsim.core.digests.digest_shard / merge_digest_shards, used by the pigeonhole certificate)."""
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import commsim.pipeline.shards as shards_mod
+import commsim.runs.shards as shards_mod
 from commsim.certify.pigeonhole import collision_certificate
 from commsim.core.digests import digest_shard, merge_digest_shards, message_rows
 from commsim.core.errors import InputError
-from commsim.pipeline.run import run_reduction
-from commsim.pipeline.shards import (ShardResult, merge_shards, merged_details, plan_shards, run_shard, run_sharded,
+from commsim.runs.run import run_reduction
+from commsim.runs.shards import (ShardResult, merge_shards, merged_details, plan_shards, run_shard, run_sharded,
                                      run_streamed)
-from commsim.pipeline.stages import RUNNER_CHECKS, prepare
+from commsim.runs.stages import RUNNER_CHECKS, prepare
 from commsim.theory.problems import Equality, Index
 from commsim.theory.ranks import inputs_at, pairs_at
 

@@ -8,12 +8,12 @@ import types
 
 import pytest
 
-import commsim.pipeline.executors as executors_mod
-import commsim.pipeline.shards as shards_mod
+import commsim.core.executors as executors_mod
+import commsim.runs.shards as shards_mod
 from commsim.core.errors import InputError
-from commsim.pipeline.executors import spawn_is_safe
-from commsim.pipeline.run import run_reduction
-from commsim.pipeline.shards import PARALLEL_INSTANCES, run_streamed, sweep_workers
+from commsim.core.executors import spawn_is_safe
+from commsim.runs.run import run_reduction
+from commsim.runs.shards import PARALLEL_INSTANCES, run_streamed, sweep_workers
 
 MODEL = "elman:width=3,precision=4"
 

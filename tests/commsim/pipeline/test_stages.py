@@ -10,10 +10,10 @@ import pytest
 from commsim.core.bits import Bits
 from commsim.core.errors import InputError, InternalError, NotApplicable
 from commsim.core.party import ProtocolError, Receive, Send
-from commsim.pipeline import stages
-from commsim.pipeline.cc import CommunicationProtocol, run_cc
-from commsim.pipeline.run import run_reduction
-from commsim.pipeline.stages import (
+from commsim.runs import stages
+from commsim.runs.cc import CommunicationProtocol, run_cc
+from commsim.runs.run import run_reduction
+from commsim.runs.stages import (
     MAX_EXHAUSTIVE_INSTANCES,
     RUNNER_CHECKS,
     BatchRun,

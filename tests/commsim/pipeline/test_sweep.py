@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 import commsim
 from commsim.core.errors import InputError
-from commsim.pipeline.executors import make_executor
-from commsim.pipeline.grid import MAX_CELLS, build_grid, expand_model, parse_item, parse_values, range_count
-from commsim.pipeline.run import run_reduction
-from commsim.pipeline.sweep import read_table, run_cell, sweep
+from commsim.core.executors import make_executor
+from commsim.batch.grid import MAX_CELLS, build_grid, expand_model, parse_item, parse_values, range_count
+from commsim.runs.run import run_reduction
+from commsim.batch.sweep import read_table, run_cell, sweep
 
 distributed = pytest.importorskip("distributed")
 

@@ -8,8 +8,8 @@ from datetime import datetime, timezone
 import pytest
 
 import commsim
-from commsim.pipeline.sweep import read_table
-from commsim.pipeline.sweep_rows import TIME_FORMAT
+from commsim.batch.sweep import read_table
+from commsim.batch.sweep_rows import TIME_FORMAT
 
 pytest.importorskip("pandas")
 
@@ -34,8 +34,8 @@ def test_every_row_says_which_commsim_made_it_and_when(tmp_path):
 
 
 def test_a_failed_cells_row_has_its_provenance_too():
-    from commsim.pipeline.grid import build_grid
-    from commsim.pipeline.sweep import run_cell
+    from commsim.batch.grid import build_grid
+    from commsim.batch.sweep import run_cell
     cell = build_grid(["dyck22-fooling"], ["elman:width=1,precision=2"], 4, [0], instances=None)[0]
     row = run_cell(cell)
     assert row["error"] and row["commsim_version"] == commsim.__version__

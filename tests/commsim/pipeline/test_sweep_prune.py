@@ -12,9 +12,9 @@ import pytest
 
 import commsim
 from commsim.core.errors import InputError
-from commsim.pipeline import grid
-from commsim.pipeline.grid import build_grid, spec_files
-from commsim.pipeline.sweep import read_table
+from commsim.batch import grid
+from commsim.batch.grid import build_grid, spec_files
+from commsim.batch.sweep import read_table
 
 pytest.importorskip("pandas")
 

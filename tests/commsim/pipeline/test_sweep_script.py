@@ -48,6 +48,6 @@ def test_a_guarded_sweep_in_a_script_runs(tmp_path):
 def test_the_check_passes_where_no_worker_reimports_the_script():
     """inprocess, a running Dask cluster, threads, and a caller that is not a script's top level (here pytest's
     guarded entry point) are never refused."""
-    from commsim.pipeline.executors import check_main_guarded
+    from commsim.core.executors import check_main_guarded
     for args in (("inprocess",), ("dask", "tcp://127.0.0.1:8786"), ("dask", None, False), ("processes",), ("dask",)):
         check_main_guarded(*args)

@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 
 import commsim
 from commsim.core.errors import InputError
-from commsim.pipeline.executors import WORKERS_PER_CORE, check_workers, make_executor
-from commsim.pipeline.grid import build_grid
-from commsim.pipeline.sweep import read_table, run_cell
-from commsim.pipeline.sweep_rows import KINDS, check_row
+from commsim.core.executors import WORKERS_PER_CORE, check_workers, make_executor
+from commsim.batch.grid import build_grid
+from commsim.batch.sweep import read_table, run_cell
+from commsim.batch.sweep_rows import KINDS, check_row
 
 pytest.importorskip("pandas")
 

@@ -1,4 +1,4 @@
-"""A result table on disk (commsim.pipeline.table): one reader for sweep and replicate tables -- its size checked
+"""A result table on disk (commsim.batch.table): one reader for sweep and replicate tables -- its size checked
 before it is read, repeated cell keys counted, a list in a cell refused --, one writer at a time (a lock file
 beside the table), the temporaries of a writer killed mid-save removed, rows waiting to run again kept until
 their new rows replace them; and a grid counted before it is built."""
@@ -18,11 +18,11 @@ import pytest
 import commsim
 from commsim.cli.files import write_bytes
 from commsim.core.errors import InputError
-from commsim.pipeline import grid as grid_module
-from commsim.pipeline.grid import MAX_CELLS, build_grid
-from commsim.pipeline.replicate import read_rows
-from commsim.pipeline.sweep import read_table, sweep
-from commsim.pipeline.table import MAX_TABLE_BYTES, lock_path, remove_stale_temporaries, table_lock
+from commsim.batch import grid as grid_module
+from commsim.batch.grid import MAX_CELLS, build_grid
+from commsim.batch.replicate import read_rows
+from commsim.batch.sweep import read_table, sweep
+from commsim.batch.table import MAX_TABLE_BYTES, lock_path, remove_stale_temporaries, table_lock
 
 GRID = dict(reductions="index-idxl", models="elman:width=1..2,precision=2", n=3)
 ROOT = Path(__file__).resolve().parents[3]
@@ -47,7 +47,7 @@ def test_a_second_writer_is_refused_naming_the_holder(tmp_path):
     _sweep(out)
     before = out.read_bytes()
     holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys; from commsim.pipeline.table import table_lock\n"
+        "import sys; from commsim.batch.table import table_lock\n"
         "with table_lock(sys.argv[1]):\n    print('held', flush=True); sys.stdin.read()\n"), str(out)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
@@ -179,8 +179,8 @@ _READ_LIMITED = """
 import resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 import commsim
-from commsim.pipeline.replicate import read_rows
-from commsim.pipeline.sweep import read_table
+from commsim.batch.replicate import read_rows
+from commsim.batch.sweep import read_table
 try:
     {"sweep": read_table, "replicate": read_rows}[sys.argv[1]](sys.argv[2])
 except commsim.InputError as exc:

@@ -1,4 +1,4 @@
-"""The one verdict (commsim.pipeline.verdict.judge): one model per outcome, and the same outcome and sentence
+"""The one verdict (commsim.runs.verdict.judge): one model per outcome, and the same outcome and sentence
 in the terminal, ``Report.verdict()``, ``Report._repr_html_``, the HTML run page, ``run --json`` and the exit
 status of ``--fail-on-certificate`` / ``--fail-on-error``."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ from cli_helpers import run_main
 from page_checks import flat as _flat, page_text
 
 import commsim.cli.common as cli_common
-from commsim.pipeline.run import run_reduction
-from commsim.pipeline.verdict import (
+from commsim.runs.run import run_reduction
+from commsim.runs.verdict import (
     BOUND_DOES_NOT_APPLY,
     CORRECT,
     MUST_FAIL,

@@ -158,7 +158,7 @@ def test_too_large_objects_are_not_drawn():
 
 
 def test_budget_figure_marks_the_crossing():
-    from commsim.pipeline.budget import budget
+    from commsim.budget.compute import budget
     from commsim.render.plots import budget_figure
     report = budget("rnn", 4, 8, "index-idxl", n_range=[8, 16, 32, 64])
     shown = texts(to_svg(budget_figure(report)))

@@ -134,7 +134,7 @@ def test_run_page_with_a_crafted_weights_file_name(capsys, tmp_path, elman_weigh
 
 
 def test_run_page_with_a_model_object_spec_from_the_python_api():
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     from commsim.render.reports import run_page
     from protocols.models.trainable import random_model
     model = random_model("elman", 4, "8", vocab=8, classes=2)       # index-idxl at n = 6: 8 tokens
@@ -149,7 +149,7 @@ def test_run_page_with_a_model_object_spec_from_the_python_api():
 
 
 def test_every_other_page_kind():
-    from commsim.pipeline.budget import budget
+    from commsim.budget.compute import budget
     from commsim.plugins import load_plugins
     from commsim.render.reports import (
         automaton_page,
@@ -208,7 +208,7 @@ def test_the_sanitizer_keeps_commsims_own_pages_whole(monkeypatch):
     import re
 
     import commsim.render.page as page_module
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     from commsim.render.reports import run_page
     monkeypatch.setattr(page_module, "sanitize", lambda text: text)
     raw = run_page(run_reduction("eq-ineq", "lstm:width=1,precision=2", n=4), "commsim run eq-ineq")

@@ -185,8 +185,8 @@ def test_a_dropped_element_takes_only_its_own_content():
 # ---- one final pass for every page kind --------------------------------------------------------------------
 def test_every_page_kind_returns_what_the_final_sanitizer_pass_made(monkeypatch):
     import commsim.render.page as page_module
-    from commsim.pipeline.budget import budget
-    from commsim.pipeline.run import run_reduction
+    from commsim.budget.compute import budget
+    from commsim.runs.run import run_reduction
     from commsim.plugins import load_plugins
     from commsim.render import reports
     from commsim.render.lesson import lesson_page

@@ -11,7 +11,7 @@ from page_checks import flat as _flat, page_text  # noqa: E402
 
 import commsim.cli.common as cli_common  # noqa: E402
 from commsim.cli.run import render_report  # noqa: E402
-from commsim.pipeline.run import run_reduction  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
 from commsim.render.reports import run_page  # noqa: E402
 from commsim.render.summary import run_summary  # noqa: E402
 

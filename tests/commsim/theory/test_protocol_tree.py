@@ -10,7 +10,7 @@ import pytest
 from commsim.core.bits import Bits
 from commsim.core.errors import InputError
 from commsim.core.party import Receive, Send
-from commsim.pipeline.cc import CommunicationProtocol, run_cc
+from commsim.runs.cc import CommunicationProtocol, run_cc
 from commsim.theory.fooling import cross, fooling_set
 from commsim.theory.protocol_tree import (
     MAX_TREE_PAIRS,

@@ -10,13 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from commsim.core.errors import InputError, NotApplicable
-from commsim.pipeline.stages import (
+from commsim.runs.stages import (
     encode_instances,
     lower_bound,
     prepare,
     select_instances,
 )
-from commsim.pipeline.run import run_reduction
+from commsim.runs.run import run_reduction
 from commsim.plugins import load_plugins
 from commsim.theory.bounds import (
     RANDOMIZED,

@@ -20,7 +20,7 @@ torch.set_num_threads(1)
 from agreement_checks import follows_parts  # noqa: E402
 
 from commsim.core.precision import FixedPoint  # noqa: E402
-from commsim.pipeline.run import run_reduction  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
 from protocols.adapters.torch import agreement, from_torch  # noqa: E402
 from protocols.adapters.torch.layers import TOLERANCE, AdapterError  # noqa: E402
 from protocols.adapters.torch.trust import NO_REFERENCE  # noqa: E402

@@ -16,8 +16,8 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 torch.set_num_threads(1)
 
-from commsim.pipeline.run import run_reduction  # noqa: E402
-from commsim.pipeline.stages import prepare  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
+from commsim.runs.stages import prepare  # noqa: E402
 from protocols.adapters.torch import save_parts  # noqa: E402
 
 N = 4

@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[3]
 from agreement_checks import assert_trusted, follows_parts  # noqa: E402
 from cli_helpers import run_main  # noqa: E402
 
-from commsim.pipeline.run import run_reduction  # noqa: E402
-from commsim.pipeline.stages import prepare  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
+from commsim.runs.stages import prepare  # noqa: E402
 from examples.transformer_blocks import EncoderClassifier  # noqa: E402
 from protocols.adapters.torch import agreement, from_torch, save_parts  # noqa: E402
 from protocols.adapters.torch.layers import AdapterError  # noqa: E402

@@ -12,7 +12,7 @@ nn = torch.nn
 F = torch.nn.functional
 torch.set_num_threads(1)
 
-from commsim.pipeline.run import run_reduction  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
 from protocols.adapters.torch import agreement, from_torch  # noqa: E402
 from protocols.adapters.torch.layers import AdapterError  # noqa: E402
 

@@ -20,7 +20,7 @@ torch.set_num_threads(1)
 from agreement_checks import assert_trusted  # noqa: E402
 from cli_helpers import run_main  # noqa: E402
 from commsim.core.errors import NotApplicable  # noqa: E402
-from commsim.pipeline.run import run_reduction  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
 from examples.hf_decoders import save_tiny_decoder, tiny_decoder  # noqa: E402
 from protocols.adapters.torch import agreement, from_torch, hf_decoders  # noqa: E402
 from protocols.adapters.torch.fold import FoldedPsi  # noqa: E402

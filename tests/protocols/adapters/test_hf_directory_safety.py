@@ -22,7 +22,7 @@ torch.set_num_threads(1)
 
 from cli_helpers import run_main  # noqa: E402
 from commsim.core.errors import InputError  # noqa: E402
-from commsim.pipeline.run import run_reduction  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
 from examples.hf_decoders import save_tiny_decoder  # noqa: E402
 from protocols.adapters.torch.hf_files import load_failure, safetensors_bytes, torch_zip_bytes  # noqa: E402
 

@@ -21,7 +21,7 @@ from agreement_checks import assert_trusted  # noqa: E402
 from cli_helpers import run_main  # noqa: E402
 from commsim.core.errors import NotApplicable  # noqa: E402
 from commsim.plugins import load_plugins  # noqa: E402
-from commsim.pipeline.run import run_reduction  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
 from examples.real_models import save_tiny_llama, tiny_llama  # noqa: E402
 from protocols.adapters.torch import agreement, from_torch  # noqa: E402
 from protocols.adapters.torch.layers import AdapterError  # noqa: E402

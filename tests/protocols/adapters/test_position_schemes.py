@@ -13,8 +13,8 @@ F = torch.nn.functional
 torch.set_num_threads(1)
 
 from agreement_checks import assert_trusted  # noqa: E402
-from commsim.pipeline.run import run_reduction  # noqa: E402
-from commsim.pipeline.stages import prepare  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
+from commsim.runs.stages import prepare  # noqa: E402
 from examples.research_blocks import CausalSelfAttention, nanogpt  # noqa: E402
 from protocols.adapters.torch import agreement, from_torch  # noqa: E402
 from protocols.adapters.torch.layers import AdapterError  # noqa: E402

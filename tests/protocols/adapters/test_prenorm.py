@@ -19,8 +19,8 @@ torch.set_num_threads(1)
 
 from agreement_checks import assert_trusted, follows_parts  # noqa: E402
 
-from commsim.pipeline.run import run_reduction  # noqa: E402
-from commsim.pipeline.stages import prepare  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
+from commsim.runs.stages import prepare  # noqa: E402
 from examples.transformer_blocks import PreNormAttention  # noqa: E402
 from protocols.adapters.torch import agreement, from_torch  # noqa: E402
 from protocols.adapters.torch.discover import ModuleForward  # noqa: E402

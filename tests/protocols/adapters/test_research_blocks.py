@@ -16,8 +16,8 @@ nn = torch.nn
 torch.set_num_threads(1)
 
 from agreement_checks import assert_trusted  # noqa: E402
-from commsim.pipeline.run import run_reduction  # noqa: E402
-from commsim.pipeline.stages import prepare  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
+from commsim.runs.stages import prepare  # noqa: E402
 from examples.research_blocks import MLP, nanogpt  # noqa: E402
 from protocols.adapters.torch import agreement, from_torch  # noqa: E402
 from protocols.adapters.torch.blocks import ResidualBranch, sequential_reading  # noqa: E402

@@ -15,7 +15,7 @@ torch.set_num_threads(1)
 
 from commsim.cli import main as cli_main  # noqa: E402
 from commsim.core.errors import InputError  # noqa: E402
-from commsim.pipeline.run import run_reduction  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
 from examples.real_models import S4DLin, save_tiny_mamba, save_tiny_rwkv  # noqa: E402
 from protocols.adapters.torch import from_torch  # noqa: E402
 from protocols.adapters.torch.layers import AdapterError  # noqa: E402

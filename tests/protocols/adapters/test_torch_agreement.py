@@ -22,13 +22,13 @@ ROOT = Path(__file__).resolve().parents[3]
 from agreement_checks import follows_parts  # noqa: E402
 
 from commsim.cli import main as cli_main  # noqa: E402
-from commsim.pipeline.framework import (  # noqa: E402
+from commsim.runs.framework import (  # noqa: E402
     AGREEMENT_INSTANCES,
     FrameworkBacked,
     recheck_certificate,
 )
-from commsim.pipeline.run import run_reduction  # noqa: E402
-from commsim.pipeline.stages import prepare  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
+from commsim.runs.stages import prepare  # noqa: E402
 from protocols.adapters.torch import save_parts  # noqa: E402
 from protocols.adapters.torch.layers import TOLERANCE  # noqa: E402
 

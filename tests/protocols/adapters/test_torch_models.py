@@ -28,7 +28,7 @@ from agreement_checks import follows_parts  # noqa: E402
 from commsim.cli import main as cli_main  # noqa: E402
 from commsim.core.errors import InputError  # noqa: E402
 from commsim.core.precision import FixedPoint, FloatFormat  # noqa: E402
-from commsim.pipeline.run import run_reduction  # noqa: E402
+from commsim.runs.run import run_reduction  # noqa: E402
 from protocols.adapters.torch import agreement, from_torch, load_torch_file, save_parts  # noqa: E402
 from protocols.adapters.torch.layers import AdapterError  # noqa: E402
 from protocols.models.attention import AttentionLayer  # noqa: E402
@@ -442,7 +442,7 @@ def test_python_loader_does_not_import_torch_for_commsim_models(tmp_path):
     """))
     code = textwrap.dedent("""
         import json, sys
-        from commsim.pipeline.run import run_reduction
+        from commsim.runs.run import run_reduction
         report = run_reduction("index-idxl", "python:plain:lstm", 4, certify=False)
         print(json.dumps({"torch": "torch" in sys.modules, "bits": report.bits_used,
                           "match": report.protocol_matches_model}))

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from commsim.core.errors import InputError, NotApplicable
 from commsim.core.precision import FixedPoint
-from commsim.pipeline.run import run_reduction
+from commsim.runs.run import run_reduction
 from commsim.plugins import load_plugins, make_model
 from commsim.theory.dyck import DyckLanguage
 from protocols.constructions import orthogonal as orth

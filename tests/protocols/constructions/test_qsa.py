@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from commsim.pipeline.run import run_reduction
+from commsim.runs.run import run_reduction
 from protocols.constructions.qsa import all_qsa, build_qsa, qsa_average, rank_subset, sample_qsa, unrank_subset
 
 

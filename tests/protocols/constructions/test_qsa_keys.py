@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from commsim.core.errors import InputError
-from commsim.pipeline.run import run_reduction
+from commsim.runs.run import run_reduction
 from commsim.plugins import make_model
 from protocols.constructions.qsa import all_qsa, build_qsa, qsa_average, sample_qsa
 from protocols.constructions.qsa_keys import (

@@ -187,7 +187,7 @@ def test_graph_transformers_counts_elements_and_nodes_from_1():
 
 
 def test_attention_disj_certificate_counts_the_instance_from_1():
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     from protocols.lessons.common import reduction_default
     step = [s for s in build("attention-disj").steps if s.title == "A real layer on every instance"][0]
     cert = run_reduction("disj-match3", reduction_default("disj-match3"), 4).certificate

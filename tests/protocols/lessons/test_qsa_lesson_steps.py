@@ -16,7 +16,7 @@ def _steps(n):
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_the_rip_step_states_the_constructions_widths_and_the_runs_bits(n):
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     from protocols.constructions.qsa import build_qsa
     step = _steps(n)["The layer with q log N keys, found and checked"]
     rip, lemma2 = build_qsa(2 * n + 1, n, layout="disj", keys="rip"), build_qsa(2 * n + 1, n, layout="disj")

@@ -291,7 +291,7 @@ def test_division_spec_key_passes_through_the_torch_adapters():
     """division=per-weight on an adapted torch model (hf-gpt2) sets the attention layer's division; the
     exchange stays exact under it, and a recurrent model refuses the key."""
     pytest.importorskip("transformers")
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     once = make_model("hf-gpt2:dim=8,heads=2,seed=0,precision=10", vocab_size=4, seq_len=6)
     per = make_model("hf-gpt2:dim=8,heads=2,seed=0,precision=10,division=per-weight", vocab_size=4, seq_len=6)
     assert (once.division, per.division) == ("once", "per-weight")

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from commsim.core.errors import InputError, ModelError
 from commsim.core.precision import FixedPoint, FloatFormat
-from commsim.pipeline.run import run_reduction
+from commsim.runs.run import run_reduction
 from commsim.plugins import load_plugins, make_model
 from protocols.models.mamba import SelectiveSSM, softplus
 

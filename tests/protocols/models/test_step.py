@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import commsim
 from commsim.core.errors import InputError, ModelError
 from commsim.core.precision import BitFormat, FixedPoint, FloatFormat
-from commsim.pipeline.run import run_reduction
+from commsim.runs.run import run_reduction
 from examples.recurrences import ShiftRegister, answer_scores, shift_register
 from protocols.models.step import Portable, StepModel, portable
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from commsim.core.errors import InputError, NotApplicable, ProblemInputError
 from commsim.core.precision import FixedPoint
 from commsim.core.runner import run_protocol
-from commsim.pipeline.interfaces import Encoded
-from commsim.pipeline.run import run_reduction
+from commsim.contract.interfaces import Encoded
+from commsim.runs.run import run_reduction
 from commsim.plugins import load_plugins
 from protocols.models.attention import random_layer
 from protocols.reductions.compose import Composition, CompositionReduction
@@ -179,7 +179,7 @@ def test_refusals_and_other_model_kinds():
 
 
 def test_two_way_protocols_are_not_bound():
-    from commsim.pipeline.interfaces import MessagePlan
+    from commsim.contract.interfaces import MessagePlan
     two_way = MessagePlan(5, 3, 2, "both speak")
     p = Composition(8)
     bound = RED.lower_bound(None, two_way, p, None)
@@ -188,6 +188,6 @@ def test_two_way_protocols_are_not_bound():
 
 
 def test_the_variant_is_never_chosen_by_the_model_kind():
-    from commsim.pipeline.stages import simulator_for
+    from commsim.runs.stages import simulator_for
     assert load_plugins().get("simulator", "attention-public-query") is PUBLIC_QUERY
     assert simulator_for(random_layer(FixedPoint(6, 1), vocab=4, positions=4))[0].name == "attention-exchange"

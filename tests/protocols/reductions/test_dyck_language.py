@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commsim.pipeline.run import run_reduction
-from commsim.pipeline.stages import (
+from commsim.runs.run import run_reduction
+from commsim.runs.stages import (
     EvaluationSet,
     direct_answers,
     prepare,

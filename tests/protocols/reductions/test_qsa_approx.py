@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernel_checks import _model, check_certificate
-from commsim.pipeline.run import run_reduction
+from commsim.runs.run import run_reduction
 from protocols.reductions.kernel import integer_kernel_vector, is_kernel_vector, nullspace, scale_into_ball
 from protocols.theorems import fnn_qsa_kernel_width, fnn_qsa_width
 

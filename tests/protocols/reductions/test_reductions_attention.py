@@ -10,7 +10,7 @@ import pytest
 from commsim.core.digests import row_digests
 from commsim.certify.rectangle import rectangle_certificate
 from commsim.core.errors import NotApplicable
-from commsim.pipeline.run import run_reduction
+from commsim.runs.run import run_reduction
 from commsim.plugins import load_plugins, make_model
 from commsim.theory.dyck import DyckLanguage
 from commsim.theory.fooling import fooling_set

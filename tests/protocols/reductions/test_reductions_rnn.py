@@ -8,9 +8,9 @@ import pytest
 
 from commsim.cli import main
 from commsim.core.errors import InputError, NotApplicable
-from commsim.pipeline.interfaces import ANY_PARTITION, CONTIGUOUS_PREFIX, MessagePlan, Simulator
-from commsim.pipeline.run import run_reduction
-from commsim.pipeline.stages import select_instances
+from commsim.contract.interfaces import ANY_PARTITION, CONTIGUOUS_PREFIX, MessagePlan, Simulator
+from commsim.runs.run import run_reduction
+from commsim.runs.stages import select_instances
 from commsim.plugins import load_plugins, make_model
 from commsim.theory.bounds import ceil_log2
 from protocols.models.trainable import random_model

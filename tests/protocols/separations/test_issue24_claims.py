@@ -13,7 +13,7 @@ def sep(name):
 
 
 def test_qsa_states_the_self_attending_bound_as_run_disj_qsa_does():
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     d = sep("qsa").run(6, instances=64).to_dict()
     assert "min(d*p, (2m + 1)*p*H) >= q" in d["claim"] and "needs m*p*H >= q" not in d["claim"]
     assert "min(d*p, (2m + 1)*p*H) >= q" in d["lower"]["formula"]

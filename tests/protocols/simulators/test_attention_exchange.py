@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint, FloatFormat
 from commsim.core.runner import run_protocol
-from commsim.pipeline.interfaces import Encoded, Share
+from commsim.contract.interfaces import Encoded, Share
 from commsim.theory.bounds import ceil_log2
 from protocols.models.attention import AttentionConfig, AttentionLayer, random_layer
 from protocols.simulators.attention import (
@@ -133,7 +133,7 @@ def test_one_way_variant_when_alice_holds_only_the_query():
 def test_the_qsa_one_way_message_is_the_cheaper_valid_one():
     """Issue 12, defect 5: `run disj-qsa` with heads=1, width=4, precision=8 (dim 8, self-attending) sent
     q_N + self = 72 bits, and with residual=1 q_N + x_N + self = 136 bits; x_N alone (d·p = 64) suffices."""
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     for spec in ("attention:heads=1,width=4,precision=8,seed=0", "attention:heads=1,width=4,precision=8,seed=0,"
                                                                  "residual=1"):
         rep = run_reduction("disj-qsa", spec, 4)

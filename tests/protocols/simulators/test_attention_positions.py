@@ -11,7 +11,7 @@ from protocols.models.attention import FLOAT_TOLERANCE, random_layer
 from protocols.models.attention_positions import alibi_slopes
 from protocols.simulators.attention import ATTENTION_EXCHANGE, make_plan, run_exchange, simulate
 from commsim.core.precision import FixedPoint, FloatFormat
-from commsim.pipeline.interfaces import Encoded
+from commsim.contract.interfaces import Encoded
 
 formats = st.one_of(
     st.builds(lambda b, share: FixedPoint(b, min(int(share * b), b - 1)), st.integers(2, 24), st.floats(0, 0.99)),
@@ -116,7 +116,7 @@ def test_the_schemes_see_relative_positions_only_and_change_the_output():
 def test_the_public_query_message_stays_exact_with_rope_and_alibi():
     """[PNP24]'s one-way partial softmax: Alice rotates the public query at its position and adds her own
     positions' biases; Bob picks her sums for the global maximum: protocol == model on every instance."""
-    from commsim.pipeline.run import run_reduction
+    from commsim.runs.run import run_reduction
     for keys in ("rope=true", "alibi=true", "rope=true,rope_base=50,alibi=true,positions=0"):
         report = run_reduction("compose-index", f"attention:precision=8,frac=2,heads=2,width=4,{keys}", 3,
                                instances=64, certify=False)

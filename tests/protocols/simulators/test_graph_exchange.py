@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from commsim.core.precision import FixedPoint
 from commsim.core.runner import run_protocol
-from commsim.pipeline.interfaces import Encoded
+from commsim.contract.interfaces import Encoded
 from protocols.models.graph_attention import random_graph_attention, rows_to_tokens
 from protocols.reductions.graph import (
     Disj3Cycle,
@@ -136,7 +136,7 @@ def test_run_below_the_bound_must_fail_with_a_verified_certificate():
 
 def test_budget_plans_the_graph_exchange_by_node_counts():
     """`budget --arch graph-attention` plans the same exchange from sizes (ranges of whole rows: any N)."""
-    from commsim.pipeline.budget import budget
+    from commsim.budget.compute import budget
     from protocols.theorems import graph_nodes
     report = budget("graph-attention", 1, 2, "disj-3cycle").to_dict()
     assert report["bound_applies"] and report["max_n"] is not None

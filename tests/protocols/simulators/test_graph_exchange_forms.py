@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 
 from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint
-from commsim.pipeline.run import run_reduction
+from commsim.runs.run import run_reduction
 from commsim.core.runner import run_protocol
-from commsim.pipeline.interfaces import Encoded
+from commsim.contract.interfaces import Encoded
 from protocols.models.graph_attention import (
     EMPTY,
     GraphAttention,

@@ -29,7 +29,7 @@ class BCEClassifier(nn.Module):
 
 def instances(task: str, n: int):
     """Every instance of ``task`` at size ``n``: (tokens (B, L) int64, labels (B,), vocabulary size)."""
-    from commsim.pipeline.stages import prepare, select_instances
+    from commsim.runs.stages import prepare, select_instances
     setup = prepare(task, None, n)
     chosen = select_instances(setup.problem, None, 0)
     encoded = setup.reduction.encode(setup.problem, chosen.alice, chosen.bob)

@@ -5,14 +5,14 @@ pair (Alice input r // |Bob inputs|, Bob input r % |Bob inputs|), the order of
 :meth:`commsim.theory.problems.Problem.all_pairs`.  :func:`plan_shards` cuts the ranks into contiguous
 :class:`Shard` s (plain, picklable values); :func:`run_shard` builds the instances of one shard chunk by chunk
 (:func:`commsim.theory.ranks.pairs_at`: never the whole input space), runs each chunk through the pipeline's own stages
-(:func:`commsim.pipeline.stages.evaluate`: encode, the simulator's sweep, the runner audit, decode) and keeps
-only a :class:`~commsim.pipeline.tally.Tally` of counts, so a shard's memory is O(chunk) whatever n; :func:`merge_shards`
+(:func:`commsim.runs.stages.evaluate`: encode, the simulator's sweep, the runner audit, decode) and keeps
+only a :class:`~commsim.runs.tally.Tally` of counts, so a shard's memory is O(chunk) whatever n; :func:`merge_shards`
 adds shard results up.  :func:`run_sharded` does all three with any ``map`` (the builtin, a process pool's, a
 Dask client's; the results may come in any order): the result does not depend on the executor or on how the
 ranks were cut.  :func:`stream_exhaustive` runs the shards on every core by default (:func:`sweep_workers`).
-:func:`streamed_report` turns the merged result into the same :class:`~commsim.pipeline.report.Report` an
-in-memory run gives; :func:`commsim.pipeline.run.run_reduction` takes this path for exhaustive runs
-beyond :data:`~commsim.pipeline.stages.MAX_EXHAUSTIVE_INSTANCES` instances.
+:func:`streamed_report` turns the merged result into the same :class:`~commsim.runs.report.Report` an
+in-memory run gives; :func:`commsim.runs.run.run_reduction` takes this path for exhaustive runs
+beyond :data:`~commsim.runs.stages.MAX_EXHAUSTIVE_INSTANCES` instances.
 
 Certificate searches stream too: the pigeonhole search (:mod:`commsim.certify.pigeonhole`) and the rectangle
 search (:mod:`commsim.certify.rectangle`) digest messages shard by shard
@@ -30,11 +30,11 @@ from typing import Any, Callable, Iterable
 from commsim.core.errors import InputError
 from commsim.core.limits import (MAX_LOCAL_STREAMED_INSTANCES, MAX_STREAMED_INSTANCES, check_memory, check_seed, check_size, show_bytes,
                                  show_size)
-from commsim.pipeline.assemble import make_report
-from commsim.pipeline.certificates import find_certificate
-from commsim.pipeline.interfaces import EvaluationSet, Reduction
-from commsim.pipeline.report import Report
-from commsim.pipeline.stages import (
+from commsim.runs.assemble import make_report
+from commsim.runs.certificates import find_certificate
+from commsim.contract.interfaces import EvaluationSet, Reduction
+from commsim.runs.report import Report
+from commsim.runs.stages import (
     BYTES_PER_POSITION,
     MAX_EXHAUSTIVE_INSTANCES,
     RUNNER_CHECKS,
@@ -44,11 +44,11 @@ from commsim.pipeline.stages import (
     lower_bound,
     prepare,
 )
-from commsim.pipeline.tally import Tally, add_tallies, merge_tallies
+from commsim.runs.tally import Tally, add_tallies, merge_tallies
 from commsim.plugins import load_plugins
 from commsim.theory.ranks import pairs_at
 
-#: a shard's result: the tally of its ranks (:class:`commsim.pipeline.tally.Tally`)
+#: a shard's result: the tally of its ranks (:class:`commsim.runs.tally.Tally`)
 ShardResult = Tally
 
 #: instances per chunk of a shard (the unit of memory: a few dozen bytes per instance and input position)
@@ -62,7 +62,7 @@ CHUNK_BYTES = 1 << 28
 CHUNKS_PER_SHARD = 2
 
 #: exhaustive runs of at least this many instances use every core by default (:func:`sweep_workers`): the
-#: streamed runs (more than :data:`~commsim.pipeline.stages.MAX_EXHAUSTIVE_INSTANCES`); below it, starting the
+#: streamed runs (more than :data:`~commsim.runs.stages.MAX_EXHAUSTIVE_INSTANCES`); below it, starting the
 #: worker processes (about a second each) costs more than they save
 PARALLEL_INSTANCES = 1 << 24
 
@@ -109,7 +109,7 @@ def plan_shards(reduction: str, model: Any = None, n: int | None = None, *, shar
     instances (default: :data:`CHUNKS_PER_SHARD` chunks each).  Everything is checked before anything is
     built: n, the number of instances (at most ``limit``: :data:`~commsim.core.limits.MAX_STREAMED_INSTANCES`,
     or :data:`~commsim.core.limits.MAX_LOCAL_STREAMED_INSTANCES` for a sweep in one process), the
-    chunk's memory.  The runner's :data:`~commsim.pipeline.stages.RUNNER_CHECKS` re-runs are spread over
+    chunk's memory.  The runner's :data:`~commsim.runs.stages.RUNNER_CHECKS` re-runs are spread over
     the shards (at least one each)."""
     red = load_plugins().get("reduction", reduction, param="reduction") if isinstance(reduction, str) else reduction
     n = red.default_n if n is None else check_run_size(red, n)
@@ -120,7 +120,7 @@ def plan_shards(reduction: str, model: Any = None, n: int | None = None, *, shar
         where = "in one process" if limit < MAX_STREAMED_INSTANCES else "even sharded"
         raise InputError(f"instances: all {show_size(total)} instances of {problem.name} at n = {n} are too many "
                          f"to sweep {where} (at most {show_size(limit)}); give a number of instances to sample"
-                         + (f", or shard the sweep over a cluster (commsim.pipeline.shards.run_sharded, up to "
+                         + (f", or shard the sweep over a cluster (commsim.runs.shards.run_sharded, up to "
                             f"{show_size(MAX_STREAMED_INSTANCES)})" if limit < MAX_STREAMED_INSTANCES else ""),
                          "instances")
     chunk = _chunk_for(red, n, chunk)
@@ -169,7 +169,7 @@ def peak_rss_bytes() -> int:
 
 
 def run_shard(shard: Shard, setup: Prepared | None = None) -> Tally:
-    """Sweep one shard chunk by chunk through :func:`~commsim.pipeline.stages.evaluate` and keep its tally.
+    """Sweep one shard chunk by chunk through :func:`~commsim.runs.stages.evaluate` and keep its tally.
 
     Memory is one chunk's arrays; the runner re-runs ``shard.checks`` instances of the shard's first chunk."""
     began = time.perf_counter()
@@ -238,7 +238,7 @@ def run_sharded(reduction: str, model: Any = None, n: int | None = None, *, map_
 def streamed_report(setup: Prepared, merged: Tally, *, seed: int = 0, audit: bool = False,
                     certify: bool = True, progress: Callable[[str, int, int], None] | None = None) -> Report:
     """The report of an exhaustive run from its merged tally: the same certificate stage and report builder as
-    an in-memory run (:mod:`commsim.pipeline.certificates`, :func:`commsim.pipeline.assemble.make_report`)."""
+    an in-memory run (:mod:`commsim.runs.certificates`, :func:`commsim.runs.assemble.make_report`)."""
     problem = setup.problem
     if merged.instances != problem.input_pairs:
         raise InputError(f"shards: the results cover {merged.instances} of the {problem.input_pairs} instances",
@@ -260,7 +260,7 @@ def streamed_report(setup: Prepared, merged: Tally, *, seed: int = 0, audit: boo
 
 def streams(setup: Prepared, instances: int | None) -> bool:
     """Does this run take the sharded, streaming path?  An exhaustive run over more than
-    :data:`~commsim.pipeline.stages.MAX_EXHAUSTIVE_INSTANCES` instances of a reduction that judges the model
+    :data:`~commsim.runs.stages.MAX_EXHAUSTIVE_INSTANCES` instances of a reduction that judges the model
     on its instances alone (one that adds sets, :meth:`Reduction.evaluation_sets`, needs them all at once)."""
     return instances is None and setup.problem.input_pairs > MAX_EXHAUSTIVE_INSTANCES and \
         type(setup.reduction).evaluation_sets is Reduction.evaluation_sets
@@ -273,10 +273,10 @@ def usable_cores() -> int:
 
 def sweep_workers(instances: int, workers: int | None = None) -> int:
     """Local worker processes for a streamed sweep of ``instances`` instances: ``workers`` when given (checked:
-    at least 1, at most :data:`~commsim.pipeline.executors.WORKERS_PER_CORE` per core and what the memory
+    at least 1, at most :data:`~commsim.core.executors.WORKERS_PER_CORE` per core and what the memory
     budget holds), else one per usable core when the run has at least :data:`PARALLEL_INSTANCES` instances,
     more than one core is usable and this process is not itself a worker process, else 1 (this process)."""
-    from commsim.pipeline.executors import check_workers
+    from commsim.core.executors import check_workers
     if workers is not None:
         check_workers("processes", workers)
         return int(workers)
@@ -310,14 +310,14 @@ def stream_exhaustive(setup: Prepared, model: Any = None, *, seed: int = 0, audi
     if map_fn is None and (workers is not None or spec is None or isinstance(spec, str)):
         count = sweep_workers(setup.problem.input_pairs, workers)
     if count > 1 and workers is None:   # a default never refuses: unless spawning is safe, this process sweeps
-        from commsim.pipeline.executors import check_main_guarded, spawn_is_safe
+        from commsim.core.executors import check_main_guarded, spawn_is_safe
         try:
             check_main_guarded("processes")
             count = count if spawn_is_safe() else 1
         except InputError:
             count = 1
     if count > 1:
-        from commsim.pipeline.executors import make_executor
+        from commsim.core.executors import make_executor
         with make_executor("processes", workers=count) as executor:
             merged = run_sharded(setup.reduction.id, spec, setup.problem.n,
                                  map_fn=lambda fn, items: (result for _, result in executor.as_completed(fn, items)),

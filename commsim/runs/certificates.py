@@ -1,8 +1,8 @@
 """The certificate stage: the engine's one search for the input on which a model must fail.
 
 No simulator searches certificates.  A simulator hands the engine its message plan (who speaks, how many
-bits: :meth:`~commsim.pipeline.interfaces.Simulator.plan`) and its per-instance transcript keys
-(:meth:`~commsim.pipeline.interfaces.Simulator.transcript_keys`); the engine chooses the argument from the
+bits: :meth:`~commsim.contract.interfaces.Simulator.plan`) and its per-instance transcript keys
+(:meth:`~commsim.contract.interfaces.Simulator.transcript_keys`); the engine chooses the argument from the
 plan's direction:
 
 * **one-way** (only Alice speaks, so her message is the whole transcript): pigeonhole over Alice's inputs
@@ -14,7 +14,7 @@ plan's direction:
 
 Either way the candidate is confirmed bit for bit (keys recomputed, transcripts from the real runner), and
 by a direct forward of the model; a framework model's own forward re-checks it
-(:func:`commsim.pipeline.framework.recheck_certificate`).  When the model is simply wrong on a tested
+(:func:`commsim.runs.framework.recheck_certificate`).  When the model is simply wrong on a tested
 instance and no argument from the bound applies, that instance is the certificate (kind ``error``).
 Every certificate says what the model itself output on its own task, beside the decoded answer
 (``details["task_output"]``), and shows the model input in the task's tokens (``details["model_input"]``).
@@ -31,10 +31,10 @@ from commsim.certify.pigeonhole import collision_certificate
 from commsim.certify.rectangle import rectangle_certificate
 from commsim.certify.types import Certificate
 from commsim.core.errors import InputError
-from commsim.pipeline.framework import recheck_certificate
-from commsim.pipeline.interfaces import MessagePlan
-from commsim.pipeline.stages import Prepared, stage_progress
-from commsim.pipeline.tally import Tally
+from commsim.runs.framework import recheck_certificate
+from commsim.contract.interfaces import MessagePlan
+from commsim.runs.stages import Prepared, stage_progress
+from commsim.runs.tally import Tally
 from commsim.theory.bounds import LowerBound
 
 #: instances the transcript keys are computed for at once

@@ -24,10 +24,10 @@ import numpy as np
 
 from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint
-from commsim.pipeline.arguments import instances_argument
-from commsim.pipeline.report import Report
-from commsim.pipeline.run import modes_kept, run_reduction
-from commsim.pipeline.stages import Instances, check_run_size, prepare, select_instances
+from commsim.runs.arguments import instances_argument
+from commsim.runs.report import Report
+from commsim.runs.run import modes_kept, run_reduction
+from commsim.runs.stages import Instances, check_run_size, prepare, select_instances
 from commsim.plugins import load_plugins, make_model
 from commsim.spec import FORMAT_KEYS, ModelSpec
 

@@ -1,14 +1,14 @@
 """``run_reduction``: a source problem becomes a model task, the model becomes a protocol, and the report
 says how many bits it used against the lower bound.
 
-It reads like this picture, one stage (:mod:`commsim.pipeline.stages`) per box::
+It reads like this picture, one stage (:mod:`commsim.runs.stages`) per box::
 
     instances (+ the reduction's evaluation sets) ──encode──▶ model inputs + split
         ──simulator──▶ transcripts, outputs (audited by the runner) ──decode──▶ answers
         ──▶ bound ──▶ certificate ──▶ report
 
-Three plugin roles meet here: a :class:`~commsim.pipeline.interfaces.Reduction` (the problem, the
-encoding and split, the decoding, the lower bound), a :class:`~commsim.pipeline.interfaces.Simulator`
+Three plugin roles meet here: a :class:`~commsim.contract.interfaces.Reduction` (the problem, the
+encoding and split, the decoding, the lower bound), a :class:`~commsim.contract.interfaces.Simulator`
 (the model as party programs, e.g. the hidden-state handoff of Theorem 2 of [BHBK24]; the vectorized
 sweep; the certificate search) and a model (built from a spec by :func:`commsim.plugins.make_model`).
 The engine checks what every plugin claims: a seeded subset of every sweep is re-run through the real
@@ -22,16 +22,16 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from commsim.core.errors import InputError
-from commsim.pipeline.arguments import instances_argument, run_arguments
-from commsim.pipeline.assemble import make_report
-from commsim.pipeline.certificates import find_certificate, in_task_terms, search_by_argument
-from commsim.pipeline.executors import check_workers
-from commsim.pipeline.framework import recheck_certificate
-from commsim.pipeline.interfaces import EvaluationSet
-from commsim.pipeline.report import Report
-from commsim.pipeline.shards import stream_exhaustive, streams
+from commsim.runs.arguments import instances_argument, run_arguments
+from commsim.runs.assemble import make_report
+from commsim.runs.certificates import find_certificate, in_task_terms, search_by_argument
+from commsim.core.executors import check_workers
+from commsim.runs.framework import recheck_certificate
+from commsim.contract.interfaces import EvaluationSet
+from commsim.runs.report import Report
+from commsim.runs.shards import stream_exhaustive, streams
 from commsim.plugins import load_plugins
-from commsim.pipeline.stages import (
+from commsim.runs.stages import (
     Instances,
     Prepared,
     covers_all,
@@ -85,8 +85,8 @@ def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, 
     an input the model must fail on; ``progress(stage, done, total)`` is called during long work;
     ``simulator`` names the simulator to use (default: the model's kind selects it); ``workers``: the local
     processes of a streamed exhaustive run (default: one per core for a large run,
-    :func:`commsim.pipeline.shards.sweep_workers`); ``q``, ``value_dim``: options of a reduction that declares
-    them (:attr:`~commsim.pipeline.interfaces.Reduction.options`; qsa-approx: the sparsity q and d').
+    :func:`commsim.runs.shards.sweep_workers`); ``q``, ``value_dim``: options of a reduction that declares
+    them (:attr:`~commsim.contract.interfaces.Reduction.options`; qsa-approx: the sparsity q and d').
     """
     reduction_id, model_spec = run_arguments(reduction_id, model_spec, audit=audit, certify=certify, progress=progress)
     instances = instances_argument(instances)
@@ -128,7 +128,7 @@ def run_instances(reduction_id: str | Any, model: str | Any, n: int, alice: np.n
                   described: str = "given instances", seed: int = 0, audit: bool = False, certify: bool = False,
                   progress: Callable[[str, int, int], None] | None = None) -> Report:
     """The run of :func:`run_reduction` on instances chosen by the caller (``alice``, ``bob``: aligned arrays of
-    the source problem's inputs, checked as :func:`~commsim.pipeline.stages.given_instances` says) -- the same
+    the source problem's inputs, checked as :func:`~commsim.runs.stages.given_instances` says) -- the same
     stages, runner audit and report builder; separations use it."""
     with modes_kept(model):
         setup = prepare(reduction_id, model, n)
@@ -154,7 +154,7 @@ def evaluate_and_report(setup: Prepared, chosen: Instances, sets: list[Evaluatio
 
 def search_certificate(setup: Prepared, *, seed: int = 0, progress: Callable[[int, int], None] | None = None):
     """The engine's certificate search for a prepared setup, whatever the bits used: the argument its message plan
-    calls for (pigeonhole one-way, rectangle two-way: :mod:`commsim.pipeline.certificates`), with the plan taken
+    calls for (pigeonhole one-way, rectangle two-way: :mod:`commsim.runs.certificates`), with the plan taken
     on a sampled instance's split.  Returns (certificate or None, what was searched); lessons use it."""
     A, B = setup.problem.sample(np.random.default_rng(seed), 1)
     plan = setup.plan(setup.reduction.encode(setup.problem, A, B))

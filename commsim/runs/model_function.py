@@ -1,7 +1,7 @@
 """A model's own function on a reduction's instances: the answers of its direct forward, for the model-function
 matrix (:mod:`commsim.theory.model_matrix`, ``commsim matrix --model SPEC --reduction R``).
 
-The answers are :meth:`commsim.pipeline.stages.Prepared.direct_answers`: encode, the simulator's
+The answers are :meth:`commsim.runs.stages.Prepared.direct_answers`: encode, the simulator's
 ``direct_labels`` (the model's own forward), decode.  A model no simulator wraps -- a multi-layer transformer,
 refused by ``run`` with its reason (Lemma 5 of [BHBK24]) -- still has a function: it is evaluated by its own
 ``forward(tokens)``, which must give its decision at the last position (one label per row) on a reduction whose
@@ -17,7 +17,7 @@ import numpy as np
 
 from commsim.core.errors import InputError, NotApplicable
 from commsim.core.limits import check_size
-from commsim.pipeline.stages import prepare, simulator_for
+from commsim.runs.stages import prepare, simulator_for
 from commsim.plugins import load_plugins, make_model
 from commsim.theory.model_matrix import MAX_MODEL_CELLS, check_matrix_size
 from commsim.theory.problems import Problem

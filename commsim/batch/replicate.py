@@ -21,7 +21,7 @@ Each cell is keyed by a hash of the experiment's name and the cell (:func:`cell_
 a table written before are read first and every cell whose key is there without an error is not run again; the
 table is rewritten after every cell, so an interrupted run loses only the cells that were running (a row waiting
 to run again stays until its new row replaces it); one run writes a table at a time, and the table is read back as
-a sweep's is (:mod:`commsim.pipeline.table`).  A file that
+a sweep's is (:mod:`commsim.batch.table`).  A file that
 is not a replicate table is refused, never overwritten.  A row read back is reused only when it is what a cell
 writes (:func:`check_row`: every known column holds a value of its kind, :data:`KINDS`; any other column a
 single value; its coordinates and sizes those of the cell its key names); a row that is not -- edited by hand,
@@ -40,13 +40,13 @@ from typing import Callable
 
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_jsonable
-from commsim.pipeline.executors import Executor, check_workers, make_executor
-from commsim.pipeline.sweep import nullable_frame
-from commsim.pipeline.sweep import table_bytes as sweep_table_bytes
-from commsim.pipeline.sweep_rows import checked_value, is_key, report_invalid_rows
-from commsim.pipeline.table import TableKind, read_table, remove_stale_temporaries, report_duplicates, table_format
-from commsim.pipeline.table import plain as _plain
-from commsim.pipeline.table import table_lock
+from commsim.core.executors import Executor, check_workers, make_executor
+from commsim.batch.sweep import nullable_frame
+from commsim.batch.sweep import table_bytes as sweep_table_bytes
+from commsim.batch.sweep_rows import checked_value, is_key, report_invalid_rows
+from commsim.batch.table import TableKind, read_table, remove_stale_temporaries, report_duplicates, table_format
+from commsim.batch.table import plain as _plain
+from commsim.batch.table import table_lock
 from commsim.plugins import load_plugins
 
 #: the scales an experiment may define
@@ -56,7 +56,7 @@ KEY_COLUMNS = ("cell", "experiment", "scale", "model", "layers", "width", "N", "
 #: bumped when what a cell computes changes: rows of an older version are run again
 VERSION = 1
 
-#: the kind of value each known column holds (:func:`commsim.pipeline.sweep_rows.checked_value`'s kinds;
+#: the kind of value each known column holds (:func:`commsim.batch.sweep_rows.checked_value`'s kinds;
 #: ``seconds`` is any non-negative number); a column not listed holds a single value of any kind
 KINDS = {"cell": "key", **dict.fromkeys(("experiment", "scale", "model", "error", "commsim_version", "torch_version",
                                         "python", "machine", "precisions_tried", "run_verdict", "run_certificate",
@@ -150,7 +150,7 @@ def check_row(row: dict, experiment: str, cell: dict | None = None) -> tuple[dic
     return checked, ""
 
 
-#: what a replicate table is (:func:`commsim.pipeline.table.read_table`): every row keyed by a cell key
+#: what a replicate table is (:func:`commsim.batch.table.read_table`): every row keyed by a cell key
 REPLICATE_TABLE = TableKind("replicate", KEY_COLUMNS)
 
 

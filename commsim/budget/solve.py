@@ -1,10 +1,10 @@
-"""``commsim budget --solve``: the inverse question of :mod:`commsim.pipeline.budget` -- the smallest width,
+"""``commsim budget --solve``: the inverse question of :mod:`commsim.budget.compute` -- the smallest width,
 precision or head count whose protocol plan a sequence length N does not rule out."""
 from __future__ import annotations
 
 from commsim.core.errors import InputError
-from commsim.pipeline.arches import arch_shape, simulator_for_arch
-from commsim.pipeline.budget import (PRECISIONS, BudgetReport, Judgement, budget, check_sizes, format_of, judge,
+from commsim.budget.arches import arch_shape, simulator_for_arch
+from commsim.budget.compute import (PRECISIONS, BudgetReport, Judgement, budget, check_sizes, format_of, judge,
                                      paper_count, paper_fits, planning_simulator, valid_at_most)
 from commsim.plugins import load_plugins
 
@@ -107,7 +107,7 @@ def _paper_answer(reduction, simulator, shape, sizes: dict, parameter: str, size
                   first: Judgement, dim: int) -> dict | None:
     """The paper's answer at L: the smallest ``parameter`` (of the sizes lo..hi by index) whose paper count meets
     the bound for the parties that speak in the protocol -- the paper's inequality, as ``paper_max_n`` uses it
-    (:func:`~commsim.pipeline.budget.paper_fits`), monotone in every size; None when the papers give no count for
+    (:func:`~commsim.budget.compute.paper_fits`), monotone in every size; None when the papers give no count for
     this protocol, or when the bound does not apply."""
     def sized(i: int) -> dict:
         s = {**sizes, parameter: size(i)}

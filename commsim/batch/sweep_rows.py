@@ -2,7 +2,7 @@
 back from a result table (a file the user may have edited, or that another program wrote).
 
 Every row says which commsim made it, when, and from which files (``commsim_version``, ``written_at``,
-``spec_files_hash``: a hash of the files the model spec names, :meth:`~commsim.pipeline.grid.Cell.files_hash`),
+``spec_files_hash``: a hash of the files the model spec names, :meth:`~commsim.batch.grid.Cell.files_hash`),
 so that rows made before a change -- an upgrade, an edited factory file or checkpoint -- can be told apart from
 newer ones; a table written before these columns existed still resumes.
 
@@ -55,7 +55,7 @@ class _Invalid(Exception):
 
 
 def is_key(value) -> bool:
-    """Is ``value`` a cell key (:meth:`~commsim.pipeline.grid.Cell.key`: 16 hex digits)?"""
+    """Is ``value`` a cell key (:meth:`~commsim.batch.grid.Cell.key`: 16 hex digits)?"""
     return isinstance(value, str) and _KEY.fullmatch(value) is not None
 
 
@@ -123,7 +123,7 @@ def check_row(row: dict, cell=None) -> tuple[dict | None, str]:
     """``(row, "")`` with the values as a sweep writes them, or ``(None, reason)`` when ``row`` is not a row
     a sweep wrote: a column of :data:`KINDS` holding another kind of value, a cell that ran without one of
     :data:`RAN`, a ``model.KEY`` value that is not a scalar, or coordinates other than ``cell``'s (the
-    :class:`~commsim.pipeline.grid.Cell` its key names, when given)."""
+    :class:`~commsim.batch.grid.Cell` its key names, when given)."""
     checked = dict(row)
     try:
         for name, value in row.items():
@@ -150,7 +150,7 @@ def check_row(row: dict, cell=None) -> tuple[dict | None, str]:
 
 
 def cell_coordinates(cell) -> dict:
-    """What every row of ``cell`` (a :class:`~commsim.pipeline.grid.Cell`) says of it, as a sweep writes it:
+    """What every row of ``cell`` (a :class:`~commsim.batch.grid.Cell`) says of it, as a sweep writes it:
     ``reduction``, ``seed``, ``instances``, and ``n`` and ``model`` when the cell names them (a cell of the
     reduction's default size or model has the report's in its row)."""
     coordinates = {"reduction": cell.reduction, "seed": cell.seed,

@@ -48,7 +48,7 @@ class Verdict:
 
 
 def judge(report) -> Verdict:
-    """The verdict of a :class:`~commsim.pipeline.report.Report`."""
+    """The verdict of a :class:`~commsim.runs.report.Report`."""
     lb, cert = report.lower_bound, report.certificate
     verified = cert is not None and cert.verified
     wrong = not report.model_correct or verified

@@ -2,7 +2,7 @@
 
 Every path of a run -- one in-memory batch, the chunks of a streamed shard, shards merged from any executor --
 reduces its instances to a :class:`Tally` (:func:`tally_batch`), and tallies of adjacent rank ranges add
-(:func:`add_tallies`).  :func:`commsim.pipeline.stages.make_report` builds the one report from tallies, so
+(:func:`add_tallies`).  :func:`commsim.runs.stages.make_report` builds the one report from tallies, so
 the in-memory, the streamed and the separations' runs report the same fields for the same instances.
 """
 from __future__ import annotations
@@ -68,8 +68,8 @@ def _int_details(details: dict) -> dict:
 
 def tally_batch(batch, outcome, alice: np.ndarray, bob: np.ndarray, *, start: int = 0, runner_checked: int = 0,
                 transcript: Transcript | None = None, name: str = "", described: str = "", chunk: int = 0) -> Tally:
-    """One simulator batch (:class:`~commsim.pipeline.interfaces.BatchResult`) and its decoded outcome
-    (:class:`~commsim.pipeline.stages.Outcome`) on the instances ``alice``/``bob`` of ranks ``start...``."""
+    """One simulator batch (:class:`~commsim.contract.interfaces.BatchResult`) and its decoded outcome
+    (:class:`~commsim.runs.stages.Outcome`) on the instances ``alice``/``bob`` of ranks ``start...``."""
     count = len(alice)
     wrong = np.flatnonzero(~outcome.correct)
     first = None

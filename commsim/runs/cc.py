@@ -27,7 +27,7 @@ from commsim.core.errors import InputError
 from commsim.core.limits import MAX_SEQUENCE_LENGTH, check_size
 from commsim.core.party import Protocol
 from commsim.core.stats import rate_interval
-from commsim.pipeline.stages import (
+from commsim.runs.stages import (
     BatchRun,
     Instances,
     check_instances,
@@ -149,7 +149,7 @@ def run_cc(problem_name: str, n: int, protocol_cls: type, *, instances: int | No
     """Run a plain protocol over all (or sampled) instances of a problem; worst-case bits and correctness.
 
     The protocol's vectorized path (when it has one, and not under ``audit``) is held to the runner on a
-    seeded subset by the same stage ``commsim run`` uses (:func:`commsim.pipeline.stages.sweep_and_audit`);
+    seeded subset by the same stage ``commsim run`` uses (:func:`commsim.runs.stages.sweep_and_audit`);
     without it every instance goes through the runner.  A randomized protocol (``error``: the error asked
     for) draws instance i's coins from ``CoinSource(seed, i)`` and its sampled instances from its own
     ``sample``; the report then carries the measured error with its ``confidence`` interval."""

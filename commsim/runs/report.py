@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from commsim.certify.types import Certificate
 from commsim.core.channel import Transcript
 from commsim.core.jsonable import to_json
-from commsim.pipeline.verdict import Verdict, judge
+from commsim.runs.verdict import Verdict, judge
 from commsim.theory.bounds import LowerBound
 
 
@@ -71,7 +71,7 @@ class Report:
     #: for a model that decides by no output values (an automaton)
     decision: dict | None = None
     #: a run at the effective precision (``precision="effective"``): the search's p_eff, tolerance, sample and what
-    #: follows (:class:`commsim.pipeline.effective.EffectivePrecision`); None for a run in the model's own format
+    #: follows (:class:`commsim.runs.effective.EffectivePrecision`); None for a run in the model's own format
     effective_precision: dict | None = None
 
     @property
@@ -117,7 +117,7 @@ class Report:
 
     @property
     def judgement(self) -> Verdict:
-        """The run's one verdict (:func:`commsim.pipeline.verdict.judge`): outcome and sentence."""
+        """The run's one verdict (:func:`commsim.runs.verdict.judge`): outcome and sentence."""
         return judge(self)
 
     @property

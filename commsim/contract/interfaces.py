@@ -256,7 +256,7 @@ class Reduction:
 
     def direct_report(self, model, n: int | None, *, instances: int | None, seed: int, certify: bool, **options):
         """For a reduction judged by a bound on the model's own size rather than on a protocol's bits (a width
-        bound, with no split between parties): the whole :class:`~commsim.pipeline.report.Report` of the run,
+        bound, with no split between parties): the whole :class:`~commsim.runs.report.Report` of the run,
         certificate included.  None (the default): the run is the pipeline's protocol run."""
         return None
 
@@ -289,7 +289,7 @@ class Simulator:
 
     A simulator *declares* what the engine needs to choose bounds and certificate searches, and *hands the
     engine data*; it never evaluates a run, searches a certificate or builds a report (the engine does:
-    :mod:`commsim.pipeline.stages`, :mod:`commsim.pipeline.certificates`).
+    :mod:`commsim.runs.stages`, :mod:`commsim.runs.certificates`).
 
     Declarations (class attributes): :attr:`name`, :attr:`source`, :attr:`partition_kind` (the splits it has a
     protocol for), :attr:`one_way_splits` (the split kinds on which only Alice speaks), :attr:`precedence`

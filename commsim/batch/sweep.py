@@ -1,24 +1,24 @@
 """``sweep``: one question over a grid of runs -- reductions x model specs x n x seeds -- as a table.
 
-Each cell of the grid (:mod:`commsim.pipeline.grid`) is one :func:`~commsim.pipeline.run.run_reduction`,
+Each cell of the grid (:mod:`commsim.batch.grid`) is one :func:`~commsim.runs.run.run_reduction`,
 kept as one row of the report's key figures (:data:`COLUMNS`: bits used against the bound, accuracy,
-protocol = model, the certificate found).  The cells run on an executor (:mod:`commsim.pipeline.executors`:
+protocol = model, the certificate found).  The cells run on an executor (:mod:`commsim.core.executors`:
 in this process, local processes, Dask) and the rows come back in grid order whatever the executor.
 
 Resuming: with ``out`` naming a result table (``.parquet``, ``.csv``, ``.json``), the rows already in it
-are read first and every cell whose key (a hash of the cell, :meth:`~commsim.pipeline.grid.Cell.key`) is
+are read first and every cell whose key (a hash of the cell, :meth:`~commsim.batch.grid.Cell.key`) is
 there without an error is not run again; the table is rewritten as cells finish (at the first finished cell,
 then at most every ``save_every`` seconds, and once more when the sweep ends or is interrupted), so an interrupted sweep
 loses at most the cells that were running.  A second identical sweep runs nothing and writes nothing.  One
-sweep writes a table at a time (:func:`~commsim.pipeline.table.table_lock`: a second is refused, naming the
-first's pid), a table is read back through :func:`~commsim.pipeline.table.read_table` (its size checked first,
+sweep writes a table at a time (:func:`~commsim.batch.table.table_lock`: a second is refused, naming the
+first's pid), a table is read back through :func:`~commsim.batch.table.read_table` (its size checked first,
 repeated cell keys counted and reported), and a row of this grid waiting to run again stays in the table until
 its new row replaces it.
 Rows of the table that belong to other grids are kept -- unless ``prune``: then every row whose cell is not in
 this grid is dropped, those of this grid's coordinates made from other files (an edited factory or checkpoint:
-another key, :meth:`~commsim.pipeline.grid.Cell.key` hashes the spec's files) or settings and those outside it,
+another key, :meth:`~commsim.batch.grid.Cell.key` hashes the spec's files) or settings and those outside it,
 and the table rewritten.  A row of this grid that is not what a sweep writes
-(:mod:`commsim.pipeline.sweep_rows`: a value of the wrong kind, coordinates other than its key's) is not
+(:mod:`commsim.batch.sweep_rows`: a value of the wrong kind, coordinates other than its key's) is not
 trusted: its cell runs again, and the caller is told.  A file that is not a sweep table at all is refused,
 never overwritten.
 
@@ -39,11 +39,11 @@ from typing import Callable
 
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_jsonable
-from commsim.pipeline.executors import Executor, check_main_guarded, check_workers, make_executor
-from commsim.pipeline.grid import Cell, build_grid
-from commsim.pipeline.run import run_reduction
-from commsim.pipeline.stages import check_run_size
-from commsim.pipeline.sweep_rows import (
+from commsim.core.executors import Executor, check_main_guarded, check_workers, make_executor
+from commsim.batch.grid import Cell, build_grid
+from commsim.runs.run import run_reduction
+from commsim.runs.stages import check_run_size
+from commsim.batch.sweep_rows import (
     COLUMNS,
     KEY_COLUMNS,
     TIME_FORMAT,
@@ -52,17 +52,17 @@ from commsim.pipeline.sweep_rows import (
     is_key,
     report_invalid_rows,
 )
-from commsim.pipeline.table import FORMATS, TableKind, table_format  # noqa: F401 - FORMATS: part of this module's API
-from commsim.pipeline.table import plain as _plain  # noqa: F401 - the replicate table reads its cells with it
-from commsim.pipeline.table import read_table as read_any_table
-from commsim.pipeline.table import remove_stale_temporaries, report_duplicates, table_lock
+from commsim.batch.table import FORMATS, TableKind, table_format  # noqa: F401 - FORMATS: part of this module's API
+from commsim.batch.table import plain as _plain  # noqa: F401 - the replicate table reads its cells with it
+from commsim.batch.table import read_table as read_any_table
+from commsim.batch.table import remove_stale_temporaries, report_duplicates, table_lock
 from commsim.plugins import load_plugins
 from commsim.spec import ModelSpec
 
 # ---- one cell -----------------------------------------------------------------------------------
 def run_cell(cell: Cell, plugins: tuple[str, ...] = ()) -> dict:
     """Run one cell and return its row (:data:`COLUMNS`: the cell's coordinates, then
-    :meth:`~commsim.pipeline.report.Report.to_row` -- ``certificate`` is True when a verified certificate was
+    :meth:`~commsim.runs.report.Report.to_row` -- ``certificate`` is True when a verified certificate was
     found -- with ``runner_checked``, ``certificate_kind`` and which commsim made the row, when and from which
     files); an InputError (the cell cannot run as asked) becomes the row's ``error``.  Module-level, so that the
     processes and Dask executors can pickle it."""
@@ -89,8 +89,8 @@ def run_cell(cell: Cell, plugins: tuple[str, ...] = ()) -> dict:
 
 
 def _provenance(cell: Cell) -> dict:
-    """Which commsim made a row (the worker's), when (UTC, :data:`~commsim.pipeline.sweep_rows.TIME_FORMAT`) and
-    from which files (:meth:`~commsim.pipeline.grid.Cell.files_hash`, None when the spec names none)."""
+    """Which commsim made a row (the worker's), when (UTC, :data:`~commsim.batch.sweep_rows.TIME_FORMAT`) and
+    from which files (:meth:`~commsim.batch.grid.Cell.files_hash`, None when the spec names none)."""
     from importlib.metadata import PackageNotFoundError, version
     try:
         commsim_version = version("commsim")            # as commsim.__version__ (importing commsim crosses layers)
@@ -101,15 +101,15 @@ def _provenance(cell: Cell) -> dict:
 
 
 # ---- result tables ------------------------------------------------------------------------------
-#: what a sweep table is (:func:`commsim.pipeline.table.read_table`)
+#: what a sweep table is (:func:`commsim.batch.table.read_table`)
 SWEEP_TABLE = TableKind("sweep", KEY_COLUMNS)
 
 
 def read_table(path, param: str = "out") -> list[dict]:
     """The rows of a result table written by a sweep ([] when the file does not exist or is empty: nothing to
     lose), each cell key once; an InputError naming ``param`` when it exists but is not one
-    (:func:`commsim.pipeline.table.read_table`: too large, unreadable, without rows or without the columns every
-    row of a sweep has, :data:`~commsim.pipeline.sweep_rows.KEY_COLUMNS`, a row without a cell key): such a file
+    (:func:`commsim.batch.table.read_table`: too large, unreadable, without rows or without the columns every
+    row of a sweep has, :data:`~commsim.batch.sweep_rows.KEY_COLUMNS`, a row without a cell key): such a file
     is the user's, never overwritten."""
     return read_any_table(path, SWEEP_TABLE, param)[0]
 
@@ -174,7 +174,7 @@ def _reusable_rows(old: list[dict], cells: dict) -> tuple[dict[str, dict], list[
 
 def _stale_rows(old: list[dict], cells: list[Cell], keys: set[str]) -> tuple[list[dict], list[dict]]:
     """The rows of ``old`` whose cells are not in this grid (``keys``), as (stale, outside): a stale row has the
-    coordinates of a cell of the grid (:func:`~commsim.pipeline.sweep_rows.cell_coordinates`) under another key
+    coordinates of a cell of the grid (:func:`~commsim.batch.sweep_rows.cell_coordinates`) under another key
     -- made from other files the spec names, or with other settings --; the others are outside the grid."""
     shapes: dict[tuple, set] = {}
     for cell in cells:
@@ -210,12 +210,12 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     or None (each reduction's default model); ``n``, ``seeds``: an int, a list or a range text
     (``"8..16:x2"``); ``precision``/``dtype``: values or a range added to every spec.  ``executor``:
     ``inprocess``, ``processes`` or ``dask`` (``scheduler``: a running cluster's address), ``workers``
-    local workers -- or an :class:`~commsim.pipeline.executors.Executor` already started (left open).
+    local workers -- or an :class:`~commsim.core.executors.Executor` already started (left open).
     ``out``: a result table to resume from and keep up to date, written with ``write(path, content)``
     (the command line's atomic writer).  ``progress(done, total)`` counts cells.
 
     A row of ``out`` that belongs to this grid but is not what a sweep writes (a value of the wrong kind, such
-    as ``model_accuracy = "high"``, coordinates other than its key's: :func:`~commsim.pipeline.sweep_rows.check_row`)
+    as ``model_accuracy = "high"``, coordinates other than its key's: :func:`~commsim.batch.sweep_rows.check_row`)
     is not trusted: its cell runs again and its row is replaced; ``notify(message)`` says so once (default: a
     :class:`UserWarning`).
 

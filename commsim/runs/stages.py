@@ -1,12 +1,12 @@
-"""The stages of the pipeline, one function per box of the picture in :mod:`commsim.pipeline.run`.
+"""The stages of the pipeline, one function per box of the picture in :mod:`commsim.runs.run`.
 
-:func:`commsim.pipeline.run.run_reduction` composes them: :func:`prepare` (reduction, problem, model,
+:func:`commsim.runs.run.run_reduction` composes them: :func:`prepare` (reduction, problem, model,
 simulator) -> :func:`select_instances` -> :func:`evaluation_sets` (the instances, and the sets the reduction
 adds: a language is judged on all its strings, not only on the fooling set's members) -> :func:`evaluate`
 per set (:func:`encode_instances` -> :func:`simulate`, the simulator's batch run, audited against the
 runner by :func:`sweep_and_audit`, which ``commsim cc`` shares -> :func:`decode` -> a
-:class:`~commsim.pipeline.tally.Tally`) -> :func:`lower_bound` -> the certificate stage
-(:mod:`commsim.pipeline.certificates`) -> :func:`commsim.pipeline.assemble.make_report`.
+:class:`~commsim.runs.tally.Tally`) -> :func:`lower_bound` -> the certificate stage
+(:mod:`commsim.runs.certificates`) -> :func:`commsim.runs.assemble.make_report`.
 :meth:`Prepared.run_instance` is the whole path for a single instance, through the real runner, and
 :meth:`Prepared.direct_answers` the model's own answers from a direct forward: lessons and the certificate
 stage use them.
@@ -24,8 +24,8 @@ from commsim.core.limits import (MAX_EXHAUSTIVE_BITS, MAX_INSTANCES, MAX_SEQUENC
                                   check_size, show_size)
 from commsim.core.party import Protocol, ProtocolError
 from commsim.core.runner import AuditSession, RunResult, run_protocol
-from commsim.pipeline.arguments import given_side
-from commsim.pipeline.interfaces import (
+from commsim.runs.arguments import given_side
+from commsim.contract.interfaces import (
     BatchResult,
     Encoded,
     EvaluationSet,
@@ -33,13 +33,13 @@ from commsim.pipeline.interfaces import (
     Reduction,
     Simulator,
 )
-from commsim.pipeline.tally import Tally, tally_batch
+from commsim.runs.tally import Tally, tally_batch
 from commsim.plugins import load_plugins, make_model
 from commsim.theory.bounds import LowerBound
 from commsim.theory.problems import Problem
 
 #: the most instances ``instances=None`` (``--instances all``) enumerates in memory; beyond, ``run_reduction``
-#: streams them in shards (:mod:`commsim.pipeline.shards`) and the other callers sample
+#: streams them in shards (:mod:`commsim.runs.shards`) and the other callers sample
 MAX_EXHAUSTIVE_INSTANCES = 1 << 24
 
 #: bytes a run holds per instance and input position (inputs, tokens, per-position outputs), for the budget
@@ -89,7 +89,7 @@ def simulator_for(model, name: str | None = None) -> tuple[Simulator, str]:
 
     ``name`` (``run --simulator``) picks a registered simulator, which must accept the model.  Otherwise the
     model's kind selects: of the selectable simulators that accept it, the lowest
-    :attr:`~commsim.pipeline.interfaces.Simulator.precedence` wins; two that accept it with the same
+    :attr:`~commsim.contract.interfaces.Simulator.precedence` wins; two that accept it with the same
     precedence are refused (name one), never chosen silently.  When none accepts, a model may say why in
     ``no_protocol_reason`` (e.g. a two-layer transformer); that reason is the refusal."""
     registry = load_plugins()
@@ -193,7 +193,7 @@ def covers_all(problem: Problem, instances: int | None) -> bool:
 
 def given_instances(problem: Problem, alice, bob, described: str, names: tuple[str, str] = ("alice", "bob"), *,
                     single: bool = False) -> Instances:
-    """Instances chosen by the caller (:func:`commsim.pipeline.run.run_instances`, :meth:`Prepared.run_instance`),
+    """Instances chosen by the caller (:func:`commsim.runs.run.run_instances`, :meth:`Prepared.run_instance`),
     checked before anything is encoded: aligned, non-empty arrays whose rows are inputs of the problem at its size
     (an :class:`InputError` naming ``names[0]`` or ``names[1]``, and the bad row unless ``single``: one instance,
     given as a batch of one), never an error from deep inside the encoding."""
@@ -206,7 +206,7 @@ def given_instances(problem: Problem, alice, bob, described: str, names: tuple[s
 
 def encode_instances(setup: Prepared, chosen: Instances) -> Encoded:
     """The instances as model inputs with the split between the parties; the simulator must have a plan for
-    the split (its :meth:`~commsim.pipeline.interfaces.Simulator.plan` refuses one that does not fit)."""
+    the split (its :meth:`~commsim.contract.interfaces.Simulator.plan` refuses one that does not fit)."""
     encoded = setup.reduction.encode(setup.problem, chosen.alice, chosen.bob)
     setup.plan(encoded)
     return encoded
@@ -356,7 +356,7 @@ def lower_bound(setup: Prepared, encoded: Encoded, plan: MessagePlan | None = No
 def evaluation_sets(setup: Prepared, chosen: Instances, instances: int | None, seed: int) -> list[EvaluationSet]:
     """The chosen instances first, then the sets the reduction declares beyond them.
 
-    A reduction's :meth:`~commsim.pipeline.interfaces.Reduction.evaluation_sets` may return more: e.g. Dyck-(2,2), whose fooling set holds only members while membership is
+    A reduction's :meth:`~commsim.contract.interfaces.Reduction.evaluation_sets` may return more: e.g. Dyck-(2,2), whose fooling set holds only members while membership is
     a function of every string of length N, adds the non-members (Lemma 1 of [BHBK24] bounds a protocol that
     decides membership on all strings).  A problem names its exhaustive set with ``all_set = (name, phrase)`` (:class:`Problem`)."""
     if covers_all(setup.problem, instances):

@@ -8,18 +8,16 @@ they are used, by :mod:`commsim.core.limits`; spec strings by :mod:`commsim.spec
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sized
 from typing import Any
 
 import numpy as np
 
 from commsim.core.errors import InputError
 from commsim.core.limits import MAX_INSTANCES, check_size
-from commsim.pipeline.grid import MAX_CELLS
-from commsim.pipeline.interfaces import Reduction
+from commsim.contract.interfaces import Reduction
 
 __all__ = ["callable_argument", "flag_argument", "instances_argument", "model_argument", "names_argument",
-           "reduction_argument", "run_arguments", "sweep_arguments"]
+           "reduction_argument", "run_arguments"]
 
 #: an attribute no model has: reading it shows whether the object's attribute lookup follows Python's rule
 _ABSENT = "_commsim_absent_attribute_"
@@ -118,31 +116,8 @@ def run_arguments(reduction: Any, model: Any, *, audit: Any = False, certify: An
     return reduction_argument(reduction), model_argument(model)
 
 
-def sweep_arguments(reductions: Any, models: Any, n: Any, options: dict) -> None:
-    """The checks ``commsim.sweep`` makes on entry (types only: ranges, sizes and names are the grid's)."""
-    names_argument(reductions, "reductions", "a reduction id such as 'index-idxl'")
-    names_argument(models, "models", "a model spec pattern such as 'elman:width=2..8:x2'", allow_none=True,
-                   object_hint=" (a sweep builds its models from spec patterns; run a model object with commsim.run)")
-    if n is not None and not isinstance(n, str):
-        if isinstance(n, (int, bytes, bytearray, dict)) or not isinstance(n, Iterable):
-            values = [n]
-        elif not isinstance(n, Sized) or isinstance(n, range):
-            values = []                 # a generator or a range: counted and checked by the grid, never listed here
-        else:
-            values = list(n) if len(n) <= MAX_CELLS else []         # too many: the grid says so
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
-            raise InputError(f"n must be an integer, a list of integers or a range text such as '8..16:x2', got "
-                             f"{_shown(n)}", "n")
-    for key in ("write", "progress"):
-        callable_argument(options.get(key), key)
-    if "certify" in options:
-        flag_argument(options["certify"], "certify")
-    if "plugins" in options:
-        names_argument(options["plugins"], "plugins", "a plugin module name")
-
-
 def given_side(problem, values, param: str, party: str, single: bool):
-    """One party's given inputs (:func:`commsim.pipeline.stages.given_instances`) (one per row) checked at the API boundary: an array of numbers (not ragged, not
+    """One party's given inputs (:func:`commsim.runs.stages.given_instances`) (one per row) checked at the API boundary: an array of numbers (not ragged, not
     empty) whose every row the problem accepts (its ``validate_alice`` / ``validate_bob``); returns the rows as
     the problem normalizes them.  A bad row is an :class:`InputError` naming ``param`` and the row's index."""
     try:

@@ -1,8 +1,8 @@
 """The one report builder: tallies, the bound and the certificate become a :class:`Report`.
 
 Every path of a run ends here -- an in-memory run (one tally per evaluation set), a streamed exhaustive run
-(the merged tally of its shards: :mod:`commsim.pipeline.shards`) and the runs a separation makes on its own
-instances (:func:`commsim.pipeline.run.run_instances`) -- so they carry the same fields for the same
+(the merged tally of its shards: :mod:`commsim.runs.shards`) and the runs a separation makes on its own
+instances (:func:`commsim.runs.run.run_instances`) -- so they carry the same fields for the same
 instances: bits used (the worst instance of every set) against the bound, correctness on every set (and none
 when a verified certificate shows a failing input), exactness on every set, the trust signals.
 """
@@ -12,12 +12,12 @@ import numpy as np
 
 from commsim.certify.types import Certificate
 from commsim.core.decision import Decision
-from commsim.pipeline.framework import accuracies_compared, framework_agreement
-from commsim.pipeline.interfaces import MessagePlan
-from commsim.pipeline.measured import measured_error
-from commsim.pipeline.report import Report
-from commsim.pipeline.stages import Prepared
-from commsim.pipeline.tally import Tally
+from commsim.runs.framework import accuracies_compared, framework_agreement
+from commsim.contract.interfaces import MessagePlan
+from commsim.runs.measured import measured_error
+from commsim.runs.report import Report
+from commsim.runs.stages import Prepared
+from commsim.runs.tally import Tally
 from commsim.theory.bounds import LowerBound
 
 #: instances of a run compared with a framework model's own forward (a seeded subset when there are more)

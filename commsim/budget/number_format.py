@@ -1,6 +1,6 @@
 """The number format ``commsim budget`` plans for: p-bit fixed point (p // 2 fraction bits), or a float dtype
 (``budget --dtype``: float16, bfloat16, float32, float64; p is its width), and how it reaches a simulator's plan
-(:mod:`commsim.pipeline.budget`)."""
+(:mod:`commsim.budget.compute`)."""
 from __future__ import annotations
 
 from commsim.core.errors import InputError

@@ -27,7 +27,7 @@ from typing import Iterator
 
 from commsim.core.errors import InputError
 from commsim.core.limits import show_bytes
-from commsim.pipeline.sweep_rows import is_key
+from commsim.batch.sweep_rows import is_key
 
 #: result-table formats by file suffix
 FORMATS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".json": "json"}

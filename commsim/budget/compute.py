@@ -12,7 +12,7 @@ N comes from the reduction (:meth:`Reduction.length_bound`), for the parties tha
 is always the sequence length in tokens (``run --n`` is the source problem's size: :func:`run_size` gives it for
 N), and only the task's valid lengths (:meth:`Reduction.is_valid_length`) are judged.
 
-``--arch`` names an architecture (:mod:`commsim.pipeline.arches`).  The number format is p-bit fixed point
+``--arch`` names an architecture (:mod:`commsim.budget.arches`).  The number format is p-bit fixed point
 (p // 2 fraction bits) unless a float dtype is named (``dtype``: float16, bfloat16, float32, float64; p is its
 width): a simulator whose plan depends on the format beyond p takes it (``shape_plan``'s ``number_format``: the
 attention exchange, whose sums are sent at their exact widths), every other counts p bits per number in any
@@ -23,20 +23,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from commsim.core.errors import InputError, NotApplicable
-from commsim.pipeline.arches import (  # noqa: F401
+from commsim.budget.arches import (  # noqa: F401
     ArchShape,
     arch_shape,
     architectures,
     simulator_for_arch,
 )
-from commsim.pipeline.budget_format import (  # noqa: F401  (DTYPES: budget's dtypes, read from here too)
+from commsim.budget.number_format import (  # noqa: F401  (DTYPES: budget's dtypes, read from here too)
     DTYPES,
     MAX_FIXED_PRECISION,
     format_keywords,
     format_of,
     format_scope,
 )
-from commsim.pipeline.budget_paper import (  # noqa: F401  (read from here by the renderers and the CLI)
+from commsim.budget.paper import (  # noqa: F401  (read from here by the renderers and the CLI)
     MAX_SEARCH,
     no_paper_count,
     paper_count,

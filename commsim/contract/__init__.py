@@ -1,0 +1,2 @@
+"""The contract between the engine and its plugins: the interfaces a Reduction and a Simulator implement, and the
+values that pass between them."""
