@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from commsim.core.bits import Bits
+from commsim.core.errors import InputError
 
 PARTIES = ("alice", "bob")
 
@@ -152,4 +153,10 @@ class Transcript:
 
     @classmethod
     def from_json(cls, text: str) -> "Transcript":
-        return cls.from_dict(json.loads(text))
+        """The transcript a :meth:`to_json` text holds; text that is not one (not JSON, nested past the parser's
+        stack, or missing a message's fields) is an :class:`InputError` naming ``text``."""
+        try:
+            return cls.from_dict(json.loads(text))
+        except (ValueError, RecursionError, KeyError, TypeError, AttributeError) as exc:
+            raise InputError(f"text is not a transcript's JSON ({type(exc).__name__}: {str(exc)[:200]})",
+                             "text") from None

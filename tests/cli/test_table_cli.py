@@ -87,10 +87,14 @@ def test_two_writers_on_one_table_the_second_is_refused_and_nothing_is_lost(fold
     assert sorted(table["reduction"]) == ["eq-ineq", "index-idxl", "index-idxl"]     # every writer's rows kept
 
 
-def test_the_workers_of_a_killed_sweep_end_with_it(folder):
-    """kill -9 of a sweep on local processes: its worker (in the middle of a cell) ends too."""
+@pytest.mark.parametrize("executor", ["processes", "dask"])
+def test_the_workers_of_a_killed_sweep_end_with_it(folder, executor):
+    """kill -9 of a sweep on local processes or on its embedded Dask cluster: its worker (in the middle of a cell)
+    ends too."""
+    if executor == "dask":
+        pytest.importorskip("distributed")
     sweep = _commsim(folder, "sweep", "--reduction", "index-idxl", "--model", "python:slow.py:elman:width=1",
-                     "--n", "3", "--executor", "processes", "--workers", "1", "--out", "c.csv")
+                     "--n", "3", "--executor", executor, "--workers", "1", "--out", "c.csv")
     worker = None
     try:
         _wait_for(lambda: (folder / "started-1").exists(), "the worker started its cell")

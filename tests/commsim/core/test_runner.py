@@ -427,3 +427,14 @@ def test_audit_refuses_misbehaviour_and_recovers(audit):
     script = [("bob", "x", 9), ("alice", "y", 3)]
     assert run_protocol(Scripted(script), 1, 2, audit=audit).transcript == \
         run_protocol(Scripted(script), 1, 2).transcript
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000 + "]" * 100_000, "not json", "{}", '{"messages": [{"sender": 1}]}',
+                                  "[1, 2]"])
+def test_text_that_is_no_transcript_is_an_input_error_naming_text(text):
+    """Nested past the parser's stack, not JSON, or JSON of another shape: one InputError naming ``text``, never a
+    RecursionError or a KeyError from inside."""
+    from commsim import InputError
+    with pytest.raises(InputError) as caught:
+        Transcript.from_json(text)
+    assert caught.value.param == "text" and "not a transcript's JSON" in str(caught.value)
