@@ -218,5 +218,6 @@ def replicate_page(frame, rows: list[dict], curves: dict, command: str, legend: 
                     "recurrent model at its state bits S, with the accuracy ceiling of any one-way protocol with an "
                     "S-bit message and the one-way line; and each one-layer transformer's attention exchange "
                     "(Theorem 4), the bits it really sends at p_eff and the paper's count, against the bits the "
-                    "task needs (Theorem 5's line for Dyck-(2,2)).", to_svg(replicate_figure(rows, curves, a["title"], legend)))
+                    "task needs (Theorem 5's line for Dyck-(2,2)).",
+                    to_svg(replicate_figure(rows, curves, a["title"], legend)))
     return page(a["title"], replicate_markdown(frame, rows, legend, columns), [figure], command)

@@ -20,7 +20,8 @@ from commsim.plugins import make_model
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.theorems import attention_min_width
 
-__all__ = ["EXHAUSTIVE_LIMIT", "lengths", "SeparationResult", "Separation", "SeparationRun", "GAMMA", "INPUTS_NOTE", "crossover_note",
+__all__ = ["EXHAUSTIVE_LIMIT", "lengths", "SeparationResult", "Separation", "SeparationRun", "GAMMA", "INPUTS_NOTE",
+           "crossover_note",
            "crossing", "checks_all", "instances_for", "inputs_info", "exchange_bits", "attention_check", "recurrent_check",
            "model_width", "WIDTH_NOTE", "WEAKEST_GAMMA"]
 
@@ -230,14 +231,15 @@ class Separation:
                 return f"--n {N} brings the crossing into view ({at[ours]} vs {at[theirs]} there)."
         at = at or self.sizes(N, seed=seed, **options)
         text = f"at the largest --n ({self.largest}) it is {at[ours]} vs {at[theirs]}"
-        if self.option("gamma") is not None and options.get("gamma", DEFAULT_GAMMA) < WEAKEST_GAMMA:
+        gamma = self.option("gamma")
+        if gamma is not None and options.get("gamma", gamma.default) < WEAKEST_GAMMA:
             weak = self.sizes(self.largest, seed=seed, **{**options, "gamma": WEAKEST_GAMMA})
             if weak[ours] < weak[theirs]:
                 return (f"{text}; --n {self.largest} --gamma {WEAKEST_GAMMA} brings the crossing into view "
                         f"({weak[ours]} vs {weak[theirs]}).")
             text += (f", and {weak[ours]} vs {weak[theirs]} with --gamma {WEAKEST_GAMMA} (for k <= 1000 the "
                      f"weakest condition any gamma < 1 sets: vectors distinct up to sign)")
-        knobs = "--n or --gamma" if self.option("gamma") is not None else "--n"
+        knobs = "--n or --gamma" if gamma is not None else "--n"
         fixed = ", ".join(f"{k} = {v}" for k, v in options.items() if k != "gamma")
         return f"no accepted {knobs} brings the crossing into view here{f' (at {fixed})' if fixed else ''}: {text}."
 
