@@ -37,8 +37,8 @@ from commsim.core.errors import InputError, NotApplicable  # noqa: E402
 from commsim.core.party import Protocol, Receive, Send  # noqa: E402
 from commsim.core.precision import FixedPoint, FloatFormat, parse_format  # noqa: E402
 from commsim.core.runner import AuditSession, run_protocol  # noqa: E402
-from commsim.runs import report as _report_module  # noqa: E402
 from commsim.runs.report import Report  # noqa: E402
+from commsim.runs.report import register_html_writer as _register_html_writer  # noqa: E402
 from commsim.runs.run import run_instances, run_reduction, search_certificate  # noqa: E402
 from commsim.runs.stages import Prepared, prepare  # noqa: E402
 from commsim.runs.sample import sample, vocabulary  # noqa: E402
@@ -162,7 +162,7 @@ def save_html(report, path, *, command=None):
     write_html(os.fspath(path), run_page(report, made_by), "path")
 
 
-_report_module.html_writer = save_html      # Report.to_html draws its page here, above the pipeline's layer
+_register_html_writer(save_html)      # Report.to_html draws its page here, in the API layer above the pipeline
 
 
 def replicate(experiment, scale="quick", **options):

@@ -15,7 +15,9 @@ An experiment is a plugin (registry kind ``experiment``; [BHBK24]'s are in ``pro
 * ``bound_curve(rows, N)`` -- the accuracy ceiling over state bits at length N (``bits``, ``ceiling``,
   ``line``, ``label``, ``line_label``) or None;
 * optionally ``ceiling_column`` -- the row's column holding that ceiling at the quantised model's state bits
-  (what the command's table shows).
+  (what the command's table shows);
+* the declarations of :class:`commsim.contract.experiment.Experiment` -- ``legend`` and ``columns`` (how its
+  figures and page show the rows) and ``provenance()`` (the versions of the libraries a row ran on).
 
 Each cell is keyed by a hash of the experiment's name and the cell (:func:`cell_key`); with ``out`` the rows of
 a table written before are read first and every cell whose key is there without an error is not run again; the
@@ -38,6 +40,7 @@ import platform
 import time
 from typing import Callable
 
+from commsim.contract.experiment import Experiment
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_jsonable
 from commsim.core.executors import Executor, check_workers, make_executor
@@ -87,18 +90,16 @@ def cell_key(experiment: str, cell: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def _provenance() -> dict:
+def _provenance(exp) -> dict:
+    """commsim's version, the experiment's libraries' (:meth:`commsim.contract.experiment.Experiment.provenance`),
+    Python's and the machine's."""
     from importlib.metadata import PackageNotFoundError, version
     try:
         commsim_version = version("commsim")
     except PackageNotFoundError:  # pragma: no cover - a source tree that is not installed
         commsim_version = "0.0.0+source"
-    try:
-        import torch
-        torch_version = torch.__version__
-    except ImportError:  # pragma: no cover - an experiment without torch
-        torch_version = None
-    return {"commsim_version": commsim_version, "torch_version": torch_version, "python": platform.python_version(),
+    libraries = exp.provenance() if isinstance(exp, Experiment) else {}
+    return {"commsim_version": commsim_version, **libraries, "python": platform.python_version(),
             "machine": platform.machine()}
 
 
@@ -106,12 +107,13 @@ def run_experiment_cell(cell: dict, experiment: str, plugins: tuple[str, ...] = 
     """One cell's row: its key, coordinates and sizes, the experiment's figures, provenance, seconds; an
     InputError becomes the row's ``error``.  Module-level, so the processes and Dask executors can pickle it."""
     row = {"cell": cell_key(experiment, cell), "experiment": experiment, **cell, "error": None}
-    start = time.perf_counter()
+    start, exp = time.perf_counter(), None
     try:
-        row.update(experiment_object(experiment, plugins).run_cell(dict(cell)))
+        exp = experiment_object(experiment, plugins)
+        row.update(exp.run_cell(dict(cell)))
     except InputError as exc:
         row["error"] = " ".join(str(exc).split()) or type(exc).__name__
-    row.update(_provenance())
+    row.update(_provenance(exp))
     row["seconds"] = round(time.perf_counter() - start, 3)
     return to_jsonable(row)
 

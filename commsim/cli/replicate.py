@@ -14,6 +14,7 @@ from commsim.cli.files import check_target, force_option, refuse_empty, write_by
 from commsim.cli.html import check_html, command_line, html_option, write_html
 from commsim.core.errors import InputError
 from commsim.core.executors import EXECUTORS
+from commsim.contract.experiment import DEFAULT_COLUMNS, Experiment
 from commsim.batch.replicate import SCALES, bound_curves, experiment_object, frame_rows, replicate
 from commsim.batch.sweep import table_format
 from commsim.render.replicate_page import ceiling_check_line
@@ -102,7 +103,8 @@ def replicate_command(experiment, scale, executor, scheduler, workers, out, plot
                         --plot idx.png --html idx.html
       commsim replicate bhbk24-dyck --scale cpu --out dyck.csv
     """
-    name = experiment_object(experiment, plugins).name    # an unknown name fails before anything runs
+    exp = experiment_object(experiment, plugins)           # an unknown name fails before anything runs
+    name = exp.name
     if out is not None:
         table_format(out, "--out")
         check_target(out, "--out", "table")
@@ -122,12 +124,13 @@ def replicate_command(experiment, scale, executor, scheduler, workers, out, plot
                                                                    soft_wrap=True))
     rows = frame_rows(frame)
     curves = bound_curves(name, frame) if (plot_path or html_path) else {}
+    legend, columns = (exp.legend, exp.columns) if isinstance(exp, Experiment) else ({}, DEFAULT_COLUMNS)
     if plot_path is not None:
         from commsim.render.replicate_page import replicate_figure
-        write_figure(replicate_figure(rows, curves, frame.attrs["title"]), plot_path, option="--plot")
+        write_figure(replicate_figure(rows, curves, frame.attrs["title"], legend), plot_path, option="--plot")
     if html_path is not None:
         from commsim.render.replicate_page import replicate_page
-        write_html(html_path, replicate_page(frame, rows, curves, command_line()))
+        write_html(html_path, replicate_page(frame, rows, curves, command_line(), legend, columns))
     a = frame.attrs
     if as_json:
         emit_json({key: a[key] for key in ("experiment", "scale", "cells", "run", "skipped", "failed", "invalid",

@@ -5,7 +5,8 @@ The command only renders.  Each task is a plugin of registry kind ``separation``
 ``claim``, ``n``, ``upper`` and ``lower`` (each ``arch``, ``model``, ``source``, ``formula``), ``columns``
 (``key``, ``label``), ``rows`` (one per sequence length N), ``plot`` (``x``, ``series`` of ``key`` and
 ``label``, ``ylabel``), ``all_verified`` and ``verdict``; optionally ``check_n(n)`` refuses a bad N
-before any work is done.
+before any work is done, and ``options`` declares the keyword options its ``run`` takes
+(:class:`commsim.contract.options.Option`): each becomes a flag of the command, with its type, help and check.
 """
 from __future__ import annotations
 
@@ -107,14 +108,69 @@ def _check_plot_path(plot: str | None) -> Path | None:
 HELP_N = 24
 
 
+def _separations() -> list:
+    """The registered separations (none when a plugin fails to load: the command reports that itself)."""
+    try:
+        return load_plugins().entries("separation")
+    except Exception:      # noqa: BLE001 -- a broken plugin must not break --help; `commsim list` reports it
+        return []
+
+
+def option_flags(separations) -> list[click.Option]:
+    """One flag per option name the separations declare (:class:`commsim.contract.options.Option`: its type, help
+    and value name), in the order they first appear; a name several declare is one flag, from its first
+    declaration (separations share one Option object for it)."""
+    declared: dict = {}
+    for entry in separations:
+        for option in getattr(entry.obj, "options", ()):
+            declared.setdefault(option.name, option)
+    return [click.Option([option.flag, option.name], type=option.type, default=None, metavar=option.metavar,
+                         help=option.help) for option in declared.values()]
+
+
+def _load_named_plugins(args: list[str]) -> None:
+    """Load the ``--plugin`` modules named in ``args`` before they are parsed, so that their separations' options
+    are flags too.  A module that fails to load is left for the command, which reports it."""
+    named = [value for flag, value in zip(args, args[1:]) if flag == "--plugin"]
+    named += [arg.split("=", 1)[1] for arg in args if arg.startswith("--plugin=")]
+    for module in named:
+        try:
+            load_plugins([module])
+        except Exception:  # noqa: BLE001 -- reported by the command itself (exit 2, one line)
+            pass
+
+
 class SeparateCommand(click.Command):
-    """``separate --help`` ends with every registered separation and the lengths N its rows run over."""
+    """``separate``: its own flags, then one per option the registered separations declare (built when the
+    command is used, from the plugins then loaded); ``--help`` ends with every registered separation and the
+    lengths N its rows run over."""
+
+    def __init__(self, *args, **kwargs):
+        self._built: tuple | None = None
+        super().__init__(*args, **kwargs)
+
+    @property
+    def params(self) -> list[click.Parameter]:
+        """The command's own parameters with the separations' option flags after ``--plot``."""
+        separations = _separations()
+        key = tuple((entry.name, id(entry.obj)) for entry in separations)
+        if self._built is None or self._built[0] != key:
+            at = next(i for i, param in enumerate(self._own) if param.name == "plot") + 1
+            self._built = (key, self._own[:at] + option_flags(separations) + self._own[at:])
+        return self._built[1]
+
+    @params.setter
+    def params(self, value: list[click.Parameter]) -> None:
+        self._own, self._built = list(value), None
+
+    def parse_args(self, ctx, args):
+        _load_named_plugins(args)
+        return super().parse_args(ctx, args)
 
     def format_epilog(self, ctx, formatter):
         super().format_epilog(ctx, formatter)
-        try:
-            entries = load_plugins().entries("separation")
-        except Exception:      # noqa: BLE001 -- a broken plugin must not break --help; `commsim list` reports it
+        entries = _separations()
+        if not entries:
             return
         rows = []
         for e in entries:
@@ -140,18 +196,11 @@ class SeparateCommand(click.Command):
                    "checked (* = all).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for sampled inputs and constructions.")
 @click.option("--plot", "plot", callback=refuse_empty, default=None, metavar="FILE", help="Also draw both sides against N (.png or .svg).")
-@click.option("--gamma", type=float, default=None,
-              help="Near-orthogonality of the constructions' position vectors (idxl, eq; default 1/4 as in "
-                   "[BHBK24]); 0.5 shrinks the width about 4x.")
-@click.option("--q", "q", type=int, default=None,
-              help="Sparsity q of the query sets (qsa; default 2).")
-@click.option("--partition", "partition", default=None, metavar="POSITIONS",
-              help="Alice's positions of a balanced partition, e.g. 1,4,5,8 (two-layers; N = twice their number).")
 @html_option
 @plugin_option
 @force_option
 @json_option
-def separate_command(task, n, instances, seed, plot, gamma, q, partition, html_path, plugins, as_json):
+def separate_command(task, n, instances, seed, plot, html_path, plugins, as_json, **options):
     """Both halves of a separation: a verified construction's size against the other
     architecture's lower bound, over sequence lengths up to N.
 
@@ -183,19 +232,7 @@ def separate_command(task, n, instances, seed, plot, gamma, q, partition, html_p
                noun="number of instances")
     if hasattr(separation, "check_n"):
         separation.check_n(n)
-    options = {}
-    if gamma is not None:
-        if "gamma" not in getattr(separation, "options", ()):
-            raise InputError(f"--gamma does not apply to {task}", "--gamma")
-        if not 0.1 <= gamma < 1:   # below 0.1 the width k = 8 ln(2N)/gamma^2 is too large to build (1e-300: 1/0)
-            raise InputError(f"--gamma must be in [0.1, 1) (Lemma 2 takes gamma in (0, 1); below 0.1 the width "
-                             f"8 ln(2N)/gamma^2 is too large to build), got {gamma}", "--gamma")
-        options["gamma"] = gamma
-    for name, value in (("q", q), ("partition", partition)):
-        if value is not None:
-            if name not in getattr(separation, "options", ()):
-                raise InputError(f"--{name} does not apply to {task}", f"--{name}")
-            options[name] = value
+    options = _options_given(separation, task, options)
     with progress_bar(f"separate {task}", enabled=not as_json) as update:
         result = separation.run(n, seed=seed, instances=count, progress=update, instances_given=given, **options)
     data = result.to_dict()
@@ -214,3 +251,16 @@ def separate_command(task, n, instances, seed, plot, gamma, q, partition, html_p
         console.print(f"plot written to {escape(str(plot_path))}")
     if html_path is not None:
         console.print(f"report written to {escape(str(html_path))}")
+
+
+def _options_given(separation, task: str, values: dict) -> dict:
+    """The separation's options the user gave (flags in the order the command lists them), each checked by its
+    declaration; an option the separation does not declare is refused (exit 2, naming the flag)."""
+    order = [param.name for param in click.get_current_context().command.params]
+    declared = {option.name: option for option in getattr(separation, "options", ())}
+    given = {}
+    for name in sorted((name for name, value in values.items() if value is not None), key=order.index):
+        if name not in declared:
+            raise InputError(f"--{name} does not apply to {task}", f"--{name}")
+        given[name] = declared[name].checked(values[name])
+    return given

@@ -4,31 +4,38 @@ transformers' attention exchange (the bits it sends against the bits the task ne
 paper's claims beside ours, one by one (built by :func:`commsim.render.page.page`, which sanitizes)."""
 from __future__ import annotations
 
+from commsim.contract.experiment import DEFAULT_COLUMNS
 from commsim.render.page import code_token, figure_token, page, text_token
 from commsim.render.svg import GREY, Figure, pyplot, to_svg
 
-#: one colour per model family, one marker per width (Okabe-Ito)
-COLOURS = {"tf": "#0072B2", "lstm": "#D55E00", "dss": "#009E73", "linattn": "#CC79A7"}
+#: one marker per width
 MARKERS = "os^Dvx*P"
 
 
-def _label(row: dict) -> str:
-    names = {"tf": "TF", "lstm": "LSTM", "dss": "DSS", "linattn": "LinAttn"}
-    return f"{names.get(row['model'], row['model'])}-({row['layers']}, {row['width']})"
+def _label(row: dict, legend: dict) -> str:
+    """``TF-(1, 64)``: the model's name in the experiment's ``legend`` (else its key), layers and width."""
+    return f"{legend.get(row['model'], (row['model'],))[0]}-({row['layers']}, {row['width']})"
 
 
-def _series(rows: list[dict]) -> dict[str, list[dict]]:
+def _colour(row: dict, legend: dict) -> str:
+    """The model's colour in the experiment's ``legend`` (grey when it has none)."""
+    return legend[row["model"]][1] if row["model"] in legend else GREY
+
+
+def _series(rows: list[dict], legend: dict) -> dict[str, list[dict]]:
     """label -> its rows over N (mean over seeds), in the order the grid lists them."""
     grouped: dict[str, dict[int, list[float]]] = {}
     for r in rows:
-        grouped.setdefault(_label(r), {}).setdefault(r["N"], []).append(r["accuracy"])
+        grouped.setdefault(_label(r, legend), {}).setdefault(r["N"], []).append(r["accuracy"])
     return {name: [{"N": N, "accuracy": sum(a) / len(a)} for N, a in sorted(points.items())]
             for name, points in grouped.items()}
 
 
-def replicate_figure(rows: list[dict], curves: dict, title: str):
+def replicate_figure(rows: list[dict], curves: dict, title: str, legend: dict | None = None):
     """Accuracy vs N (left) and, when there are quantised recurrent models, accuracy vs state bits S with each
-    N's ceiling curve and its one-way line S = N·log2 k (right)."""
+    N's ceiling curve and its one-way line S = N·log2 k (right).  ``legend``: the experiment's names and colours
+    of its models (:attr:`commsim.contract.experiment.Experiment.legend`; none: each model's key, in grey)."""
+    legend = legend or {}
     plt = pyplot()
     bounded = [r for r in rows if r.get("state_bits") is not None]
     exchanged = [r for r in rows if r.get("state_bits") is None and r.get("run_bits_used") is not None]
@@ -37,12 +44,12 @@ def replicate_figure(rows: list[dict], curves: dict, title: str):
     ax = axes[0][0]
     first = {}
     for r in rows:
-        first.setdefault(_label(r), r)
+        first.setdefault(_label(r, legend), r)
     widths = sorted({r["width"] for r in rows})
-    for name, points in _series(rows).items():
+    for name, points in _series(rows, legend).items():
         r = first[name]
         ax.plot([p["N"] for p in points], [p["accuracy"] for p in points], label=name,
-                color=COLOURS.get(r["model"], GREY), marker=MARKERS[widths.index(r["width"]) % len(MARKERS)],
+                color=_colour(r, legend), marker=MARKERS[widths.index(r["width"]) % len(MARKERS)],
                 linestyle="-" if r["layers"] == 1 else "--")
     chance = {r.get("chance") for r in rows if r.get("chance") is not None}
     if len(chance) == 1:
@@ -64,7 +71,7 @@ def replicate_figure(rows: list[dict], curves: dict, title: str):
                 ax.plot([b for b, _ in points], [c for _, c in points], color=str(1 - shades[N]), label=curve["label"])
                 ax.axvline(curve["line"], color=str(1 - shades[N]), linestyle=":", label=curve["line_label"])
         for r in bounded:                     # colour and marker as on the left; the label says N
-            ax.scatter([r["state_bits"]], [r["quantised_accuracy"]], color=COLOURS.get(r["model"], GREY),
+            ax.scatter([r["state_bits"]], [r["quantised_accuracy"]], color=_colour(r, legend),
                        marker=MARKERS[widths.index(r["width"]) % len(MARKERS)], edgecolors="black", linewidths=0.5,
                        zorder=3)
             ax.annotate(f"N={r['N']}", (r["state_bits"], r["quantised_accuracy"]), fontsize=6,
@@ -81,12 +88,12 @@ def replicate_figure(rows: list[dict], curves: dict, title: str):
         if curves:
             ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3)
     if exchanged:
-        _exchange_panel(axes[0][panels - 1], exchanged, widths)
+        _exchange_panel(axes[0][panels - 1], exchanged, widths, legend)
     fig.tight_layout()
     return fig
 
 
-def _exchange_panel(ax, rows: list[dict], widths: list[int]) -> None:
+def _exchange_panel(ax, rows: list[dict], widths: list[int], legend: dict) -> None:
     """The one-layer transformers run through commsim's attention exchange: over N, the bits the quantised
     model's exchange really sends, the paper's count 3m(p + ceil(log2 N))H, and the bits the task needs (the
     reduction's line: N - 1 for Dyck-(2,2), Lemma 1 / Theorem 5; n for EQ_n, Theorem 12)."""
@@ -94,9 +101,9 @@ def _exchange_panel(ax, rows: list[dict], widths: list[int]) -> None:
     if need:
         ax.plot([N for N, _ in need], [b for _, b in need], color="black", linestyle=":",
                 label="bits the task needs (the lower bound)")
-    for name, group in _grouped(rows).items():
+    for name, group in _grouped(rows, legend).items():
         r = group[0]
-        colour, marker = COLOURS.get(r["model"], GREY), MARKERS[widths.index(r["width"]) % len(MARKERS)]
+        colour, marker = _colour(r, legend), MARKERS[widths.index(r["width"]) % len(MARKERS)]
         ax.plot([g["N"] for g in group], [g["run_bits_used"] for g in group], color=colour, marker=marker,
                 label=f"{name}: bits its exchange sends (at p_eff)")
         formula = [g for g in group if g.get("run_bits_formula") is not None]
@@ -113,11 +120,11 @@ def _exchange_panel(ax, rows: list[dict], widths: list[int]) -> None:
     ax.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1)
 
 
-def _grouped(rows: list[dict]) -> dict[str, list[dict]]:
+def _grouped(rows: list[dict], legend: dict) -> dict[str, list[dict]]:
     """label -> its rows, sorted by N."""
     out: dict[str, list[dict]] = {}
     for r in rows:
-        out.setdefault(_label(r), []).append(r)
+        out.setdefault(_label(r, legend), []).append(r)
     return {name: sorted(group, key=lambda r: r["N"]) for name, group in out.items()}
 
 
@@ -147,8 +154,11 @@ def _cell(value) -> str:
     return text_token(value)
 
 
-def replicate_markdown(frame, rows: list[dict]) -> str:
-    """The page's Markdown: what ran, the claims side by side, the invariants, the table."""
+def replicate_markdown(frame, rows: list[dict], legend: dict | None = None,
+                       columns: tuple[str, ...] = DEFAULT_COLUMNS) -> str:
+    """The page's Markdown: what ran, the claims side by side, the invariants, the table (``columns``, those some
+    row has); ``legend`` names the models (:class:`commsim.contract.experiment.Experiment`)."""
+    legend = legend or {}
     a = frame.attrs
     lines = [f"# {text_token(a['title'])}", "",
              f"Experiment {code_token(a['experiment'])} at scale {code_token(a['scale'])} "
@@ -189,25 +199,25 @@ def replicate_markdown(frame, rows: list[dict]) -> str:
     notes = [r for r in rows if r.get("theorem5_note")]
     if notes:
         lines += ["", "## Theorem 5's line for the one-layer transformer", ""]
-        lines += [f"- {text_token(_label(r))}, N = {r['N']}: {text_token(r['theorem5_note'])}" for r in notes]
+        lines += [f"- {text_token(_label(r, legend))}, N = {r['N']}: {text_token(r['theorem5_note'])}" for r in notes]
     lines += ["", "## Figure", "", figure_token("replicate"), "", "## Results", ""]
-    columns = [c for c in ("model", "layers", "width", "N", "seed", "steps_run", "accuracy", "p_eff", "state_bits",
-                           "one_way_bits", "fano_ceiling", "eq_random_ceiling", "quantised_accuracy", "run_bits_used",
-                           "run_bits_formula", "run_lower_bound_bits", "mH", "theorem5_min_mH", "run_verdict",
-                           "run_certificate") if any(r.get(c) is not None for r in rows)]
+    columns = [c for c in columns if any(r.get(c) is not None for r in rows)]
     lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for r in rows:
         lines.append("| " + " | ".join(_cell(r.get(c)) for c in columns) + " |")
     return "\n".join(lines) + "\n"
 
 
-def replicate_page(frame, rows: list[dict], curves: dict, command: str) -> str:
-    """The self-contained, sanitized HTML page of a replicate run."""
+def replicate_page(frame, rows: list[dict], curves: dict, command: str, legend: dict | None = None,
+                   columns: tuple[str, ...] = DEFAULT_COLUMNS) -> str:
+    """The self-contained, sanitized HTML page of a replicate run; ``legend`` and ``columns``: the experiment's
+    (:class:`commsim.contract.experiment.Experiment`)."""
     a = frame.attrs
     figure = Figure("replicate", f"{a['figure']}: accuracy over N and over state bits",
                     "Left: accuracy on fresh strings of length exactly N. Then, when the run has them: each quantised "
                     "recurrent model at its state bits S, with the accuracy ceiling of any one-way protocol with an "
                     "S-bit message and the one-way line; and each one-layer transformer's attention exchange "
                     "(Theorem 4), the bits it really sends at p_eff and the paper's count, against the bits the "
-                    "task needs (Theorem 5's line for Dyck-(2,2)).", to_svg(replicate_figure(rows, curves, a["title"])))
-    return page(a["title"], replicate_markdown(frame, rows), [figure], command)
+                    "task needs (Theorem 5's line for Dyck-(2,2)).",
+                    to_svg(replicate_figure(rows, curves, a["title"], legend)))
+    return page(a["title"], replicate_markdown(frame, rows, legend, columns), [figure], command)

@@ -2,43 +2,23 @@
 framework's own forward on the run's instances (the report's ``torch_agreement``), and a certificate re-checked
 with the framework's forward.
 
-The engine never imports a framework.  A model adapted from one offers the hooks of :class:`FrameworkBacked`
-(:class:`protocols.adapters.torch.trust.TorchTrust` for torch models); any other model is left alone.
+The engine never imports a framework.  A model adapted from one offers the hooks of
+:class:`~commsim.contract.framework.FrameworkBacked` (:class:`protocols.adapters.torch.trust.TorchTrust` for torch
+models); any other model is left alone.  The report's key keeps its name, ``torch_agreement``, whatever the
+framework (its ``framework`` field names it): the key is part of the report's published contract.
 """
 from __future__ import annotations
 
 import dataclasses
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from commsim.certify.types import Certificate
 from commsim.certify.view import problem_name
+from commsim.contract.framework import FrameworkBacked
 
 #: instances of the run compared with the framework's forward (a seeded subset when there are more)
 AGREEMENT_INSTANCES = 256
-
-
-@runtime_checkable
-class FrameworkBacked(Protocol):
-    """A model adapted from a framework, which can run the framework's own forward.
-
-    ``framework``: its name ("torch"); ``framework_agreement(tokens, output_positions)``: a dict with the keys
-    of the framework's one agreement rule (for torch, :func:`protocols.adapters.torch.trust.judge`) -- ``ok``
-    (True/False, or None when not judged, the ``note`` then saying "not judged" and why), ``atol``, ``rtol``,
-    ``max_abs_diff``, ``reference`` (what the model was compared with: the user's module's own forward, or
-    only the parts it was built from) and ``note`` -- with ``framework`` and ``instances``; or None when the
-    framework's forward is not available;
-    ``framework_labels(tokens, output_positions)``: the framework forward's decisions (batch, outputs),
-    labelled as the model labels its own outputs, or None; ``framework_judged``: whether the model runs in
-    a number format whose agreement is judged (not a different, e.g. fixed-point, model of the module)."""
-
-    framework: str
-    framework_judged: bool
-
-    def framework_agreement(self, tokens, output_positions=None) -> dict | None: ...
-
-    def framework_labels(self, tokens, output_positions=None) -> np.ndarray | None: ...
 
 
 def framework_agreement(model, encoded, seed: int = 0) -> dict | None:
@@ -76,7 +56,7 @@ def accuracies_compared(setup, encoded, alice, bob, agreement: dict) -> dict:
     right_ours = int(np.all(ours == expected, axis=1).sum())
     out = {**agreement, "framework_accuracy": right_theirs / len(alice), "commsim_accuracy": right_ours / len(alice)}
     if right_theirs != right_ours:
-        name = agreement.get("framework", "torch")
+        name = setup.model.framework
         judged = setup.model.framework_judged   # else commsim's model is a rounding of the module: expected
         if judged:
             out["ok"] = False

@@ -15,9 +15,18 @@ def _no_html_writer(report, path, *, command=None) -> None:
     raise RuntimeError("no page writer is set: import commsim (its save_html draws the page)")
 
 
-#: what :meth:`Report.to_html` calls, ``(report, path, command=...)``: :func:`commsim.save_html`, set when the
-#: ``commsim`` package loads (which it does before any of its modules): pages are drawn in the layers above this one
+#: what :meth:`Report.to_html` calls, ``(report, path, command=...)``: the writer given to
+#: :func:`register_html_writer` (:func:`commsim.save_html`; none before it is registered)
 html_writer = _no_html_writer
+
+
+def register_html_writer(writer) -> None:
+    """Make ``writer(report, path, command=...)`` the page writer of :meth:`Report.to_html`.  Pages are drawn in
+    the layers above this one (render, and the command line's file writer), which this module may not import;
+    the ``commsim`` package -- the public API, above every layer, loaded before any of its modules -- registers
+    :func:`commsim.save_html` here when it loads, and is the one caller."""
+    global html_writer
+    html_writer = writer
 
 
 def _effective_keys(found: dict | None) -> dict:
@@ -164,7 +173,7 @@ class Report:
     def to_html(self, path, *, command: str | None = None) -> None:
         """Save the report as the page ``commsim run --html`` writes: :func:`commsim.save_html` (the same code,
         the same checks on ``path``; ``command`` is the page footer's "made by" line, default: this call).  The
-        writer is :data:`html_writer`, which the ``commsim`` package sets: pages are drawn above this layer."""
+        writer is the one registered with :func:`register_html_writer` (pages are drawn above this layer)."""
         import os
 
         made_by = command

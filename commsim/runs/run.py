@@ -16,7 +16,7 @@ runner, whose outputs and bit counts must equal the sweep's.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from typing import Any, Callable, Iterator
 
 import numpy as np
@@ -27,6 +27,7 @@ from commsim.runs.assemble import make_report
 from commsim.runs.certificates import find_certificate, in_task_terms, search_by_argument
 from commsim.core.executors import check_workers
 from commsim.runs.framework import recheck_certificate
+from commsim.contract.framework import Framework
 from commsim.contract.interfaces import EvaluationSet
 from commsim.runs.report import Report
 from commsim.runs.shards import stream_exhaustive, streams
@@ -44,31 +45,19 @@ from commsim.runs.stages import (
 )
 
 
-def _torch_modules(obj: Any, depth: int = 0) -> Iterator[Any]:
-    """Every torch module (and its submodules) in a model object: a module, or a dict of parts (its values, one
-    level of lists and dicts inside); found by duck typing, so torch is never imported here."""
-    if isinstance(obj, dict) and depth < 2:
-        for value in obj.values():
-            yield from _torch_modules(value, depth + 1)
-    elif isinstance(obj, (list, tuple)) and depth < 2:
-        for value in obj:
-            yield from _torch_modules(value, depth + 1)
-    elif isinstance(getattr(obj, "training", None), bool) and callable(getattr(obj, "modules", None)):
-        yield from obj.modules()
-
-
 @contextmanager
 def modes_kept(model: Any) -> Iterator[None]:
-    """Run with the caller's torch modules as they were after: the adapters put a module in eval mode (a run is
-    the module's inference: no dropout, running batch-norm statistics), and on the way out every module and
-    submodule gets back its own ``training`` flag.  The report holds numbers only, never the module, so nothing
-    after the run needs eval mode; a :func:`prepare`'d setup does, and keeps the module in eval mode."""
-    saved = [(module, module.training) for module in _torch_modules(model)]
-    try:
+    """Run with the caller's framework objects as they were after: every registered adapter that is a
+    :class:`~commsim.contract.framework.Framework` holds its objects' train/eval state for the run
+    (:meth:`~commsim.contract.framework.Framework.evaluating`: a torch module runs in eval mode -- no dropout,
+    running batch-norm statistics -- and gets its own ``training`` flags back after).  The report holds numbers
+    only, never the module, so nothing after the run needs eval mode; a :func:`prepare`'d setup does, and keeps
+    the module in eval mode."""
+    with ExitStack() as held:
+        for entry in load_plugins().entries("adapter"):
+            if isinstance(entry.obj, Framework):
+                held.enter_context(entry.obj.evaluating(model))
         yield
-    finally:
-        for module, training in saved:
-            module.training = training
 
 
 def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, n: int | None = None, *,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from commsim.contract.experiment import Experiment
 from protocols.experiments.bounds import sampling_margin
 from protocols.experiments.verdicts import judged_at_scale
 
@@ -12,6 +13,15 @@ from protocols.experiments.verdicts import judged_at_scale
 LR = {"tf": 1e-3, "lstm": 3e-3, "dss": 3e-3, "linattn": 3e-3}
 #: what a paper figure's legend calls each model
 LABELS = {"tf": "TF", "lstm": "LSTM", "dss": "DSS (real diag.)", "linattn": "LinAttn"}
+
+
+#: how the figures and the page draw each model family: (its name there, its colour; Okabe-Ito)
+FIGURE_LEGEND = {"tf": ("TF", "#0072B2"), "lstm": ("LSTM", "#D55E00"), "dss": ("DSS", "#009E73"),
+                 "linattn": ("LinAttn", "#CC79A7")}
+#: the page's results table: these columns, those some row has
+RESULT_COLUMNS = ("model", "layers", "width", "N", "seed", "steps_run", "accuracy", "p_eff", "state_bits",
+                  "one_way_bits", "fano_ceiling", "eq_random_ceiling", "quantised_accuracy", "run_bits_used",
+                  "run_bits_formula", "run_lower_bound_bits", "mH", "theorem5_min_mH", "run_verdict", "run_certificate")
 
 
 def label(row: dict) -> str:
@@ -56,8 +66,10 @@ def _checked(row: dict) -> tuple[float, int]:
     return float(row["quantised_accuracy"]), int(row["bound_eval"])
 
 
-class _Experiment:
+class _Experiment(Experiment):
     name = title = source = figure = ""
+    legend = FIGURE_LEGEND
+    columns = RESULT_COLUMNS
     #: the row's accuracy ceiling at the quantised model's state bits (None: the task has none), and its name
     ceiling_column: str | None = None
     ceiling_name = ""
@@ -86,3 +98,11 @@ class _Experiment:
     def bound_curve(self, rows: list[dict], N: int) -> dict | None:
         """The accuracy ceiling over state bits at length N, drawn on the figure (None: no such ceiling)."""
         return None
+
+    def provenance(self) -> dict:
+        """The torch version the cell trained with (None without torch)."""
+        try:
+            import torch
+        except ImportError:  # pragma: no cover - an installation without torch
+            return {"torch_version": None}
+        return {"torch_version": torch.__version__}

@@ -7,18 +7,21 @@ inputs are few, else on seeded samples), measures its size, and sets it against 
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from commsim.contract.options import Option
 from commsim.core.errors import InputError
 from commsim.core.limits import show_size
 from commsim.plugins import make_model
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.theorems import attention_min_width
 
-__all__ = ["EXHAUSTIVE_LIMIT", "lengths", "SeparationResult", "Separation", "INPUTS_NOTE", "crossover_note",
+__all__ = ["EXHAUSTIVE_LIMIT", "lengths", "SeparationResult", "Separation", "SeparationRun", "GAMMA", "INPUTS_NOTE",
+           "crossover_note",
            "crossing", "checks_all", "instances_for", "inputs_info", "exchange_bits", "attention_check", "recurrent_check",
            "model_width", "WIDTH_NOTE", "WEAKEST_GAMMA"]
 
@@ -28,6 +31,21 @@ EXHAUSTIVE_LIMIT = 1 << 16
 #: the --gamma at which Lemma 2's condition |<s, t>| <= floor(gamma k) is the weakest any accepted gamma (< 1) sets
 #: for every k <= 1000: k - 1, i.e. sign vectors distinct up to sign -- where the constructions are narrowest
 WEAKEST_GAMMA = 0.999
+
+
+def _lemma2_range(gamma: float) -> str:
+    """Why ``gamma`` is refused ("" when accepted): Lemma 2 takes gamma in (0, 1), and below 0.1 the width
+    k = 8 ln(2N)/gamma^2 is too large to build (1e-300: 1/0)."""
+    if 0.1 <= gamma < 1:
+        return ""
+    return (f"must be in [0.1, 1) (Lemma 2 takes gamma in (0, 1); below 0.1 the width 8 ln(2N)/gamma^2 is too "
+            f"large to build), got {gamma}")
+
+
+#: the near-orthogonality gamma of Lemma 2's position vectors, an option of every separation built on them
+GAMMA = Option("gamma", float, "Near-orthogonality of the constructions' position vectors (idxl, eq; default 1/4 as "
+               "in [BHBK24]); 0.5 shrinks the width about 4x.", default=DEFAULT_GAMMA, check=_lemma2_range)
+
 
 #: the one definition of a transformer's width every separation uses, said once
 WIDTH_NOTE = ("width = max(m, d), [BHBK24]'s width of a transformer: m the query/key/value width per head, d the "
@@ -101,17 +119,47 @@ class SeparationResult:
                 "seconds": round(self.seconds, 3)}
 
 
+@dataclass(frozen=True)
+class SeparationRun:
+    """One call of :meth:`Separation.run`: its settings, handed to every row and to the result.  A value per call,
+    never state on the registered separation, so that two runs of one separation at once (threads, Dask tasks)
+    each see their own.  ``options``: the options the caller gave (a separation's own, :attr:`Separation.options`);
+    ``instances_given``: the caller gave ``instances`` (:func:`checks_all`); ``shared``: what every row of the run
+    uses, computed once (:meth:`Separation.shared`)."""
+
+    seed: int
+    instances: int | None
+    instances_given: bool = False
+    options: dict = field(default_factory=dict)
+    shared: dict = field(default_factory=dict)
+
+    def checks_all(self, total: int, limit: int) -> bool:
+        """Whether a row checks all of its ``total`` inputs (:func:`checks_all`, with this run's instances)."""
+        return checks_all(total, limit, self.instances, self.instances_given)
+
+    @property
+    def hint_options(self) -> dict:
+        """The seed and options :meth:`Separation.crossing_hint` re-evaluates the construction with."""
+        return {"seed": self.seed, **self.options}
+
+
 class Separation:
-    """Base: ``run(n, seed=, instances=, progress=)`` -> :class:`SeparationResult`."""
+    """Base: ``run(n, seed=, instances=, progress=)`` -> :class:`SeparationResult`; a separation implements
+    ``row(N, run, **options)`` (one N, ``run`` the call's :class:`SeparationRun`) and ``result(n, rows, run)``."""
 
     name = ""
     description = ""
-    options: tuple = ()         # extra keyword options run() accepts (e.g. "gamma")
+    #: the keyword options run() accepts beyond the engine's (:class:`commsim.contract.options.Option`: ``gamma``,
+    #: ``q``, ...): the command line builds a flag from each
+    options: tuple[Option, ...] = ()
     samples = True              # rows check seeded samples when the inputs are too many (False: --instances unused)
-    _instances_given = False    # this run's instances_given (see run)
     smallest = 2
     largest = 1 << 14
     even = False
+
+    def option(self, name: str) -> Option | None:
+        """The option ``name`` this separation declares (None: it declares none of that name)."""
+        return next((o for o in self.options if o.name == name), None)
 
     def check_n(self, n: int) -> None:
         """InputError unless n is in range (and even when the task needs it)."""
@@ -126,36 +174,35 @@ class Separation:
         row's inputs are too many to check all; with ``instances_given`` (the user asked for that number) also
         where they are fewer than the row's exhaustive limit but more than ``instances`` (:meth:`checks_all`)."""
         self.check_n(n)
-        self._instances_given = instances_given
-        unknown = sorted(set(options) - set(self.options))
+        unknown = sorted(set(options) - {o.name for o in self.options})
         if unknown:
             raise InputError(f"{self.name} takes no option {', '.join(unknown)}")
         start = time.perf_counter()
+        call = SeparationRun(seed, instances, instances_given, dict(options))
+        call = dataclasses.replace(call, shared=self.shared(call))
         Ns = self.lengths(n)
         rows = []
         for i, N in enumerate(Ns):
-            rows.append(self.row(N, seed=seed, instances=instances, **options))
+            rows.append(self.row(N, call, **options))
             if progress:
                 progress(i + 1, len(Ns))
-        self._run_options = {"seed": seed, **options}     # what crossing_hint re-evaluates the construction with
-        result = self.result(n, rows)
+        result = self.result(n, rows, call)
         result.seconds = time.perf_counter() - start
         return result
+
+    def shared(self, run: SeparationRun) -> dict:
+        """What every row of ``run`` uses, computed once before the rows (:attr:`SeparationRun.shared`; none)."""
+        return {}
 
     def lengths(self, n: int) -> list[int]:
         """The sequence lengths of the rows (powers of two from ``smallest``, and n)."""
         return lengths(n, self.smallest, self.even)
 
-    def checks_all(self, total: int, limit: int, instances: int | None) -> bool:
-        """Whether a row checks all of its ``total`` inputs (:func:`checks_all`, with this run's
-        ``instances_given``)."""
-        return checks_all(total, limit, instances, self._instances_given)
-
-    def row(self, N: int, *, seed: int, instances: int | None, **options) -> dict:  # pragma: no cover - abstract
+    def row(self, N: int, run: SeparationRun, **options) -> dict:  # pragma: no cover - abstract
         """One N: both sides, measured and verified."""
         raise NotImplementedError
 
-    def result(self, n: int, rows: list) -> SeparationResult:  # pragma: no cover - abstract
+    def result(self, n: int, rows: list, run: SeparationRun) -> SeparationResult:  # pragma: no cover - abstract
         """The rows as a SeparationResult."""
         raise NotImplementedError
 
@@ -164,13 +211,15 @@ class Separation:
         same keys as :meth:`row`; None when the separation offers none (then :meth:`crossing_hint` says nothing)."""
         return None
 
-    def crossing_hint(self, rows: list, ours: str, theirs: str) -> str:
+    def crossing_hint(self, rows: list, ours: str, theirs: str, options: dict | None = None) -> str:
         """Computed, not guessed: the accepted --n (at the run's --gamma) from which ``ours`` drops below ``theirs``
         (doubling N up to :attr:`largest`), else whether --gamma set to :data:`WEAKEST_GAMMA` at the largest --n
-        does, else that no accepted setting shows it.  "" when the separation offers no :meth:`sizes`."""
-        options = dict(getattr(self, "_run_options", {}))
+        does, else that no accepted setting shows it.  "" when the separation offers no :meth:`sizes`.
+        ``options``: the run's seed and options (:attr:`SeparationRun.hint_options`; None: seed 0, none given)."""
+        options = dict(options or {})
         seed = options.pop("seed", 0)
-        options = {k: v for k, v in options.items() if k in self.options and k != "partition" and v is not None}
+        options = {k: v for k, v in options.items()
+                   if self.option(k) is not None and k != "partition" and v is not None}
         N = rows[-1]["N"]
         if type(self).sizes is Separation.sizes:
             return ""
@@ -182,14 +231,15 @@ class Separation:
                 return f"--n {N} brings the crossing into view ({at[ours]} vs {at[theirs]} there)."
         at = at or self.sizes(N, seed=seed, **options)
         text = f"at the largest --n ({self.largest}) it is {at[ours]} vs {at[theirs]}"
-        if "gamma" in self.options and options.get("gamma", DEFAULT_GAMMA) < WEAKEST_GAMMA:
+        gamma = self.option("gamma")
+        if gamma is not None and options.get("gamma", gamma.default) < WEAKEST_GAMMA:
             weak = self.sizes(self.largest, seed=seed, **{**options, "gamma": WEAKEST_GAMMA})
             if weak[ours] < weak[theirs]:
                 return (f"{text}; --n {self.largest} --gamma {WEAKEST_GAMMA} brings the crossing into view "
                         f"({weak[ours]} vs {weak[theirs]}).")
             text += (f", and {weak[ours]} vs {weak[theirs]} with --gamma {WEAKEST_GAMMA} (for k <= 1000 the "
                      f"weakest condition any gamma < 1 sets: vectors distinct up to sign)")
-        knobs = "--n or --gamma" if "gamma" in self.options else "--n"
+        knobs = "--n or --gamma" if gamma is not None else "--n"
         fixed = ", ".join(f"{k} = {v}" for k, v in options.items() if k != "gamma")
         return f"no accepted {knobs} brings the crossing into view here{f' (at {fixed})' if fixed else ''}: {text}."
 
@@ -251,20 +301,22 @@ def two_layer_bounds(bound_bits: int, precision: int, N: int, memorize_bits: int
             "one_layer_min_width": float(attention_min_width(bound_bits, precision, N))}
 
 
-def two_layer_crossover_note(rows: list, separation: "Separation | None" = None) -> str:
+def two_layer_crossover_note(rows: list, separation: "Separation | None" = None,
+                             run: SeparationRun | None = None) -> str:
     return crossover_note(rows, "width_bits", "rnn_bound_bits", "the two-layer model's width·p",
-                          "the recurrent bound N/2", separation)
+                          "the recurrent bound N/2", separation, run)
 
 
 def crossover_note(rows: list, ours: str, theirs: str, ours_text: str, theirs_text: str,
-                   separation: "Separation | None" = None) -> str:
+                   separation: "Separation | None" = None, run: SeparationRun | None = None) -> str:
     """Where the construction's size drops below the other side's bound, within the rows; else whether an accepted
-    --n or --gamma would show it (:meth:`Separation.crossing_hint`, computed)."""
+    --n or --gamma would show it (:meth:`Separation.crossing_hint` at ``run``'s seed and options, computed)."""
     cross = crossing(rows, ours, theirs)
     if cross is not None:
         return f"{ours_text} is below {theirs_text} from N = {cross} on (in this range)."
     last = rows[-1]
-    hint = separation.crossing_hint(rows, ours, theirs) if separation is not None else ""
+    hint = separation.crossing_hint(rows, ours, theirs, None if run is None else run.hint_options) \
+        if separation is not None else ""
     return (f"{ours_text} is still at or above {theirs_text} at N = {last['N']} ({last[ours]} vs {last[theirs]}): "
             f"the separation is asymptotic (the construction grows like log^2 N, the bound like N) and Lemma 2's "
             f"constants are large" + (f"; {hint}" if hint else "."))

@@ -39,7 +39,7 @@ class Cycle3Separation(Separation):
             N *= 2
         return sorted(set(out + [top]))
 
-    def row(self, N, *, seed, instances):
+    def row(self, N, run):
         """N nodes: the unit on every loopless digraph (N <= 4) or on sampled ones and the reduction's graphs,
         the bound, and the smallest graph transformer through the real exchange."""
         from commsim.plugins import make_model
@@ -51,12 +51,13 @@ class Cycle3Separation(Separation):
             loopless_digraphs,
         )
         from protocols.simulators.graph import GRAPH_EXCHANGE
+        seed, instances = run.seed, run.instances
         n = N // 3
         unit = build_cycle3_pair(N)
         rng = np.random.default_rng(seed + N)
         reduction = Disj3Cycle()
         problem = reduction.problem(n)
-        if self.checks_all(2 ** (N * (N - 1)), 2 ** (EXHAUSTIVE_NODES * (EXHAUSTIVE_NODES - 1)), instances):
+        if run.checks_all(2 ** (N * (N - 1)), 2 ** (EXHAUSTIVE_NODES * (EXHAUSTIVE_NODES - 1))):
             graphs, described = loopless_digraphs(N), "all"
         else:
             count = max(4, min(instances, WORK // N ** 3))
@@ -96,7 +97,7 @@ class Cycle3Separation(Separation):
         from protocols.constructions.cycle3 import build_cycle3_pair
         return self._sizes(N, build_cycle3_pair(N))
 
-    def result(self, n, rows):
+    def result(self, n, rows, run):
         """The Directed 3-Cycle separation."""
         cross = crossing(rows, "unit_bits", "min_lhmp")
         last = rows[-1]
@@ -104,7 +105,7 @@ class Cycle3Separation(Separation):
                 f"N = {cross} on (in this range)." if cross else
                 f"At N = {last['N']} a graph transformer needs L·H·m·p >= {last['min_lhmp']:.3g}, still below the "
                 f"unit's m·p = {last['unit_bits']}: the bound grows like N/12, the unit stays constant; "
-                + (self.crossing_hint(rows, "unit_bits", "min_lhmp") or ""))
+                + (self.crossing_hint(rows, "unit_bits", "min_lhmp", run.hint_options) or ""))
         return SeparationResult(
             "3cycle", "Directed 3-Cycle: a higher-order graph unit vs graph transformers",
             "one higher-order graph unit (node i attends over the pairs (j, k); the logit reads the edges X_ij, "

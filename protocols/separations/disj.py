@@ -8,6 +8,7 @@ from commsim.plugins import load_plugins, make_model
 from commsim.theory.problems import make_problem
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.separations.base import (
+    GAMMA,
     INPUTS_NOTE,
     TWO_LAYER_TAIL_COLUMNS,
     WIDTH_NOTE,
@@ -28,7 +29,7 @@ class DisjSeparation(Separation):
 
     name = "disj"
     description = "disjointness: two-layer attention of width O(log N) (Theorem 13) vs recurrent and one-layer >= N/2"
-    options = ("gamma",)
+    options = (GAMMA,)
     smallest = 4
     largest = 1 << 12
     even = True
@@ -37,13 +38,14 @@ class DisjSeparation(Separation):
     #: every (a, b) is checked up to this many pairs
     EXHAUSTIVE = 1 << 12
 
-    def row(self, N, *, seed, instances, gamma=DEFAULT_GAMMA):
+    def row(self, N, run, *, gamma=DEFAULT_GAMMA):
         """DISJ_(N/2) on x = a b: the Theorem 13 model and the memorizing recurrence over disj-mqar."""
+        seed, instances = run.seed, run.instances
         half = N // 2
         problem = make_problem("disj", half)
         model = make_model(f"construct:thres:h=disj,n={half},gamma={gamma},seed={seed}")
         cap = max(8, self.WORK // (N * N * model.width * model.info["heads"]))
-        if self.checks_all(4 ** half, self.EXHAUSTIVE, instances):
+        if run.checks_all(4 ** half, self.EXHAUSTIVE):
             A, B, described = instances_for(problem, 4 ** half, None, seed)
         else:
             count = max(1, min(instances, cap))
@@ -84,7 +86,7 @@ class DisjSeparation(Separation):
         """The Theorem 13 model built at N (not verified) and the recurrent bound."""
         return self._sizes(make_model(f"construct:thres:h=disj,n={N // 2},gamma={gamma},seed={seed}"), N)
 
-    def result(self, n, rows):
+    def result(self, n, rows, run):
         """The disjointness separation."""
         return SeparationResult(
             "disj", "set disjointness (DISJ), a threshold of 2-sparse features",
@@ -108,7 +110,7 @@ class DisjSeparation(Separation):
              {"key": "width", "label": "width max(m,d)"}] + TWO_LAYER_TAIL_COLUMNS,
             rows,
             two_layer_plot("construct:thres"),
-            notes=[two_layer_crossover_note(rows, self), WIDTH_NOTE,
+            notes=[two_layer_crossover_note(rows, self, run), WIDTH_NOTE,
                    "DISJ(a, b) = 1 when the sets meet (the papers' convention), on x = a b of length N = 2n: the "
                    "features a_i AND b_(i) (I_i = {i, i + N/2}) with threshold 0. Sampled inputs: a third are "
                    "complements (disjoint, the fooling set), a third meet in exactly one bit, the rest uniform.",

@@ -29,13 +29,14 @@ class DyckSeparation(Separation):
     largest = 1 << 10
     even = True
 
-    def row(self, N, *, seed, instances, **options):
+    def row(self, N, run):
         """Dyck-(2,2) at N: the automaton, the bound and the lookup layer."""
         from protocols.constructions.lookup import build_lookup
+        seed, instances = run.seed, run.instances
         reduction = load_plugins().get("reduction", "dyck22-fooling")
         problem = reduction.problem(N)
         total = 4 ** N
-        if self.checks_all(total, EXHAUSTIVE_LIMIT, instances):
+        if run.checks_all(total, EXHAUSTIVE_LIMIT):
             if total > (1 << 22):
                 raise InputError(f"instances: all would enumerate {total} strings; give a number", "instances")
             S = np.array(np.meshgrid(*[np.arange(4)] * N, indexing="ij")).reshape(N, -1).T.astype(np.uint8)
@@ -65,7 +66,7 @@ class DyckSeparation(Separation):
         dfa = make_model("dfa:dyck22", **reduction.model_context(N))
         return {"N": N, "dfa_state_bits": int(dfa.state_bits), "attn_bound_bits": dyck_fooling_bits(N)}
 
-    def result(self, n, rows):
+    def result(self, n, rows, run):
         """The Dyck-(2,2) separation."""
         return SeparationResult(
             "dyck22", "bounded Dyck, Dyck-(2,2)",

@@ -8,6 +8,7 @@ import numpy as np
 from commsim.plugins import load_plugins
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.separations.base import (
+    GAMMA,
     INPUTS_NOTE,
     TWO_LAYER_TAIL_COLUMNS,
     WIDTH_NOTE,
@@ -32,18 +33,19 @@ class EqSeparation(Separation):
     smallest = 4
     largest = 1 << 12
     even = True
-    options = ("gamma",)
+    options = (GAMMA,)
     #: entries of the first layer's N x N attention matrices evaluated per N (bounds the time at large N)
     WORK = 1 << 27
 
-    def row(self, N, *, seed, instances, gamma=DEFAULT_GAMMA):
+    def row(self, N, run, *, gamma=DEFAULT_GAMMA):
         """Equality at N: the two-layer model and both bounds."""
         from protocols.constructions.eq2 import build_eq2
         reduction = load_plugins().get("reduction", "eq-ineq")
         half = N // 2
         problem = reduction.problem(half)
-        A, B, described = instances_for(problem, 4 ** half, instances, seed, cap=max(8, self.WORK // (N * N)),
-                                            given=self._instances_given)
+        seed = run.seed
+        A, B, described = instances_for(problem, 4 ** half, run.instances, seed, cap=max(8, self.WORK // (N * N)),
+                                        given=run.instances_given)
         if described != "all":  # a quarter equal, a quarter differing in one bit (the hard ones), half uniform
             rng = np.random.default_rng(seed + 1)
             kind = np.arange(len(A)) % 4
@@ -75,7 +77,7 @@ class EqSeparation(Separation):
         from protocols.constructions.eq2 import build_eq2
         return self._sizes(build_eq2(N // 2, seed=seed, gamma=gamma), N)
 
-    def result(self, n, rows):
+    def result(self, n, rows, run):
         """The equality separation."""
         return SeparationResult(
             "eq", "string equality (EQ / INEQ)",
@@ -97,7 +99,7 @@ class EqSeparation(Separation):
             + TWO_LAYER_TAIL_COLUMNS,
             rows,
             two_layer_plot("construct:eq2"),
-            notes=[two_layer_crossover_note(rows, self), WIDTH_NOTE,
+            notes=[two_layer_crossover_note(rows, self, run), WIDTH_NOTE,
                    "Two-layer columns: k (nearly orthogonal vectors), m, d = 2k + 5, the width max(m, d), precision "
                    "p, width·p, every "
                    "parameter at p bits, accuracy (INEQ). memo acc.: the memorizing recurrence (N/2 state bits).",

@@ -4,6 +4,7 @@ from __future__ import annotations
 from commsim.plugins import load_plugins
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.separations.base import (
+    GAMMA,
     INPUTS_NOTE,
     WIDTH_NOTE,
     Separation,
@@ -24,19 +25,19 @@ class IdxlSeparation(Separation):
 
     name = "idxl"
     description = "index lookup: one-layer attention of width O(log N) vs recurrent state bits >= N"
-    options = ("gamma",)
+    options = (GAMMA,)
     smallest = 4
     largest = 1 << 14
 
-    def row(self, N, *, seed, instances, gamma=DEFAULT_GAMMA):
+    def row(self, N, run, *, gamma=DEFAULT_GAMMA):
         """Index lookup at N: the idxl layer and the memorizing recurrence."""
         from protocols.constructions.idxl import build_idxl
         reduction = load_plugins().get("reduction", "index-idxl")
         problem = reduction.problem(N)
-        A, B, described = instances_for(problem, N * 2 ** N, instances, seed, given=self._instances_given)
+        A, B, described = instances_for(problem, N * 2 ** N, run.instances, run.seed, given=run.instances_given)
         expected = problem.evaluate_batch(A, B)
         encoded = reduction.encode(problem, A, B)
-        model = build_idxl(N, seed=seed, gamma=gamma)
+        model = build_idxl(N, seed=run.seed, gamma=gamma)
         accuracy, exact, _ = attention_check(reduction, model, N, A, B)
         rnn_accuracy, rnn_bits = recurrent_check("memorize", reduction, N, encoded, B, expected)
         info = model.info
@@ -60,7 +61,7 @@ class IdxlSeparation(Separation):
         from protocols.constructions.idxl import build_idxl
         return self._sizes(build_idxl(N, seed=seed, gamma=gamma), N)
 
-    def result(self, n, rows):
+    def result(self, n, rows, run):
         """The index-lookup separation."""
         return SeparationResult(
             "idxl", "index lookup (IdxL)",

@@ -45,13 +45,14 @@ class Match3Separation(Separation):
             half *= 2
         return sorted(set(out + [top]))
 
-    def row(self, N, *, seed, instances):
+    def row(self, N, run):
         """N tokens (n = (N - 1)/2, M = 2n + 3): the unit on every input (M^N small) or on samples, and on
         disj-match3's instances; the bound and the real exchange of a one-layer attention of the unit's width."""
         from protocols.constructions.match3 import (
             build_match3_third_order,
             match3_all_positions,
         )
+        seed, instances = run.seed, run.instances
         n, M = (N - 1) // 2, N + 2
         unit = build_match3_third_order(N, M, seed=seed)
         row = self._sizes(N, unit)
@@ -68,7 +69,7 @@ class Match3Separation(Separation):
         if N > VERIFY_N:
             return {**row, "instances": None, "inputs": 0, "inputs_shown": "-", "accuracy": None,
                     "reduction_accuracy": None, "verified": None}
-        if self.checks_all(M ** N, EXHAUSTIVE_LIMIT, instances):
+        if run.checks_all(M ** N, EXHAUSTIVE_LIMIT):
             Z, described = np.array(list(itertools.product(range(M), repeat=N)), dtype=np.int64), "all"
         else:
             count = max(4, min(instances, WORK // (N ** 3 * unit.width)))
@@ -97,7 +98,7 @@ class Match3Separation(Separation):
         from protocols.constructions.match3 import build_match3_third_order
         return self._sizes(N, build_match3_third_order(N, N + 2, seed=seed))
 
-    def result(self, n, rows):
+    def result(self, n, rows, run):
         """The Match3 separation, both sides per N."""
         cross = crossing(rows, "width", "one_layer_min_width")
         last = rows[-1]

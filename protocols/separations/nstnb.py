@@ -7,6 +7,7 @@ import numpy as np
 from commsim.plugins import load_plugins, make_model
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.separations.base import (
+    GAMMA,
     INPUTS_NOTE,
     WIDTH_NOTE,
     Separation,
@@ -25,7 +26,7 @@ class NstNbSeparation(Separation):
 
     name = "nstnb"
     description = "nearest neighbour: two-layer attention of width O(log N) vs recurrent state bits >= N/2"
-    options = ("gamma",)
+    options = (GAMMA,)
     smallest = 4
     largest = 1 << 10
     even = True
@@ -36,9 +37,10 @@ class NstNbSeparation(Separation):
     #: queries read per input beyond this many are sampled
     QUERIES = 8
 
-    def row(self, N, *, seed, instances, gamma=DEFAULT_GAMMA):
+    def row(self, N, run, *, gamma=DEFAULT_GAMMA):
         """N vectors: the MQAR instances of DISJ_(N/2), random NstNb instances, the memorizing recurrence."""
         from protocols.constructions.nstnb import build_nstnb, nearest_labels, sample_nstnb
+        seed, instances = run.seed, run.instances
         reduction = load_plugins().get("reduction", "disj-mqar")
         n = N // 2
         problem = reduction.problem(n)
@@ -48,7 +50,7 @@ class NstNbSeparation(Separation):
         # every query when few, else QUERIES sampled ones; inputs within the work budget
         mqar_queries = np.arange(n) if n <= self.QUERIES else np.sort(rng.choice(n, self.QUERIES, replace=False))
         cap = max(2, self.WORK // (len(mqar_queries) * L * L * model.width))
-        if self.checks_all(4 ** n, self.EXHAUSTIVE, instances):
+        if run.checks_all(4 ** n, self.EXHAUSTIVE):
             A, B, described = instances_for(problem, 4 ** n, None, seed)
         else:
             count = max(1, min(instances, cap))
@@ -101,7 +103,7 @@ class NstNbSeparation(Separation):
         dim = self._codebook(N)
         return self._sizes(build_nstnb(2 * N - 1, dim, gamma=gamma, seed=seed), N, dim)
 
-    def result(self, n, rows):
+    def result(self, n, rows, run):
         """The nearest-neighbour separation."""
         return SeparationResult(
             "nstnb", "nearest neighbour (NstNb) and multi-query associative recall (MQAR)",

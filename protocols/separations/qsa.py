@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from commsim.contract.options import Option
 from commsim.core.errors import InputError
 from commsim.plugins import load_plugins
 from protocols.separations.base import (
@@ -40,7 +41,7 @@ class QsaSeparation(Separation):
 
     name = "qsa"
     description = "q-sparse averaging: one-layer attention of width O(q^2 log N) vs recurrent state bits >= N - q"
-    options = ("q",)
+    options = (Option("q", int, "Sparsity q of the query sets (qsa; default 2).", default=DEFAULT_Q),)
     smallest = 4
     largest = 1 << 11
     #: attention entries (inputs x N x width) evaluated per N
@@ -57,8 +58,11 @@ class QsaSeparation(Separation):
         q = self._q(options.get("q"))
         if n < q + 2:
             raise InputError(f"n must be at least q + 2 = {q + 2} for qsa with q = {q}", "n")
-        self._disj = self._disj_check(q, seed)
         return super().run(n, seed=seed, instances=instances, progress=progress, **{**options, "q": q})
+
+    def shared(self, run) -> dict:
+        """Every row's disj-qsa columns: the layout at N = 2q + 1 checked once per run (:meth:`_disj_check`)."""
+        return self._disj_check(run.options["q"], run.seed)
 
     def _disj_check(self, q: int, seed: int) -> dict:
         """The disj-qsa layout at N = 2q + 1 through the attention protocol (every DISJ_q input)."""
@@ -75,13 +79,14 @@ class QsaSeparation(Separation):
                 "disj_protocol_bits": exchange_bits(model, encoded),
                 "disj_rip_protocol_bits": exchange_bits(rip, encoded)}
 
-    def row(self, N, *, seed, instances, q=DEFAULT_Q):
+    def row(self, N, run, *, q=DEFAULT_Q):
         """qSA on N positions: the layer's error on every input (small N) or seeded samples."""
         from protocols.constructions.qsa import all_qsa, build_qsa, qsa_average, sample_qsa
+        seed, instances = run.seed, run.instances
         q = min(q, N - 2)
         model = build_qsa(N, q, seed=seed)
         total = 2 ** (N - 1) * math.comb(N - 1, q)
-        if self.checks_all(total, EXHAUSTIVE_LIMIT, instances):
+        if run.checks_all(total, EXHAUSTIVE_LIMIT):
             T, described = all_qsa(N, q), "all"
         else:
             count = max(8, min(instances, self.WORK // (N * model.width)))
@@ -100,8 +105,8 @@ class QsaSeparation(Separation):
         rip = self._rip_row(N, q, seed, T)
         return {**self._sizes(model, N, q), "parameter_bits": (3 * model.width * model.dim + model.width) * p,
                 **inputs_info(described, len(T)), "epsilon": eps, "max_error": error, **rip,
-                "memorize_accuracy": memo_accuracy, **self._disj,
-                "verified": error < eps and self._disj["disj_accuracy"] == 1.0 and self._disj["disj_protocol_exact"]
+                "memorize_accuracy": memo_accuracy, **run.shared,
+                "verified": error < eps and run.shared["disj_accuracy"] == 1.0 and run.shared["disj_protocol_exact"]
                 and memo_accuracy in (None, 1.0) and (rip["rip_max_error"] is None or rip["rip_max_error"] < eps)}
 
     @staticmethod
@@ -142,7 +147,7 @@ class QsaSeparation(Separation):
         q = min(q, N - 2)
         return self._sizes(build_qsa(N, q, seed=seed), N, q)
 
-    def result(self, n, rows):
+    def result(self, n, rows, run):
         """The sparse-averaging separation."""
         return SeparationResult(
             "qsa", "q-sparse averaging (qSA)",

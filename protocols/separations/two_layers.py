@@ -10,16 +10,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from commsim.contract.options import Option
 from commsim.core.errors import InputError
 from commsim.theory.bounds import ceil_log2
 from commsim.theory.comm_matrix import rank_mod_p, rank_real, search_fooling_set
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
-from protocols.separations.base import WIDTH_NOTE, Separation, SeparationResult, crossing, model_width
+from protocols.separations.base import GAMMA, WIDTH_NOTE, Separation, SeparationResult, crossing, model_width
 from protocols.theorems import exchange_bits, two_layer_protocol_factor
 
 #: the communication matrix (2^(N/2) square, from 2^N forwards) is computed up to this N
 MATRIX_N = 12
 RANDOM_PARTITIONS = 3
+
+#: Alice's positions of a user's balanced partition (parsed by :func:`parse_partition` when a run starts)
+PARTITION = Option("partition", str, "Alice's positions of a balanced partition, e.g. 1,4,5,8 (two-layers; N = twice "
+                   "their number).", metavar="POSITIONS")
 
 
 def parse_partition(text: str) -> list[int]:
@@ -43,7 +48,7 @@ class TwoLayerSeparation(Separation):
     name = "two-layers"
     description = ("Lemma 5 / Corollary 13.1: a two-layer model of width O(log N) whose communication matrix has "
                    "rank 2^(N/2) on every balanced partition (no one-layer-style protocol for two layers)")
-    options = ("gamma", "partition")
+    options = (GAMMA, PARTITION)
     samples = False             # every row computes the whole communication matrix (or only builds the model)
     smallest = 2
     largest = 1 << 12
@@ -63,7 +68,7 @@ class TwoLayerSeparation(Separation):
                                  "partition")
         return super().run(n, seed=seed, instances=instances, progress=progress, **options)
 
-    def row(self, N, *, seed, instances, gamma=DEFAULT_GAMMA, partition=None):
+    def row(self, N, run, *, gamma=DEFAULT_GAMMA, partition=None):
         """Lemma 5 at N: the model, and (N <= MATRIX_N) its communication matrix on balanced partitions."""
         from protocols.constructions.lemma5 import (
             balanced_partition,
@@ -71,6 +76,7 @@ class TwoLayerSeparation(Separation):
             lemma5_function,
             lemma5_model,
         )
+        seed = run.seed
         rng = np.random.default_rng(seed + N)
         half = N // 2
         parts = [balanced_partition(N, rng=rng) for _ in range(RANDOM_PARTITIONS)]
@@ -103,7 +109,7 @@ class TwoLayerSeparation(Separation):
                     "verified": correct == total and min(ranks) == 1 << half and min(foolings) == 1 << half})
         return row
 
-    def result(self, n, rows):
+    def result(self, n, rows, run):
         """The two-layer impossibility."""
         cross = crossing(rows, "one_layer_style_bits", "needed_bits")
         return SeparationResult(

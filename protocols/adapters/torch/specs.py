@@ -60,6 +60,7 @@ from commsim.spec import FORMAT_KEYS, MAX_SPEC_INT, regular_file, user_code_fail
 from protocols.adapters.torch import hf_local
 from protocols.adapters.torch.adapt import from_torch
 from protocols.adapters.torch.files import load_torch_file, read_json_config
+from protocols.adapters.torch.framework import TORCH
 from protocols.adapters.torch.layered import adapt_or_function
 from protocols.adapters.torch.hf_files import check_model_files, load_failure
 from protocols.adapters.torch.layers import AdapterError, require_torch
@@ -354,21 +355,9 @@ def tl_factory(spec, vocab_size=None, seq_len=None, **context):
                           spec)
 
 
-def adapt_object(obj, vocab_size=None, seq_len=None, precision=None, **context):
-    """The ``adapter`` entry: a torch module (or a dict of parts) handed to ``commsim.make_model`` becomes a
-    commsim model sized to the task, in ``precision`` (a NumberFormat; default: the module's dtype); None for
-    anything else (torch is not imported for other objects)."""
-    torch = sys.modules.get("torch")
-    if isinstance(obj, dict) or (torch is not None and isinstance(obj, torch.nn.Module)):
-        label = f"python object {type(obj).__name__}"
-        return adapt_or_function(obj, lambda: from_torch(obj, vocab_size=vocab_size, seq_len=seq_len,
-                                                         precision=precision, spec=label), label, precision)
-    return None
-
-
 def register(registry) -> None:
     """The torch model kinds: ``python``, ``torch``, ``hf-gpt2``, ``tl``; the adapter for torch objects."""
-    registry.register("adapter", "torch", adapt_object, "PyTorch modules (and dicts of their parts) as models")
+    registry.register("adapter", "torch", TORCH, "PyTorch modules (and dicts of their parts) as models")
     registry.register("model", "python", python_factory,
                       "your factory: python:MODULE:FUNCTION[:key=value] returning a torch module or a commsim model")
     registry.register("model", "torch", torch_file_factory,

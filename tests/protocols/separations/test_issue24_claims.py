@@ -26,9 +26,8 @@ def test_qsa_states_the_self_attending_bound_as_run_disj_qsa_does():
 
 def _hint(name, rows, **options):
     s = sep(name)
-    s._run_options = {"seed": 0, **options}
     return s.crossing_hint(rows, *{"nstnb": ("width_bits", "rnn_bound_bits"), "disj": ("width_bits", "rnn_bound_bits"),
-                                    "dyck22": ("dfa_state_bits", "attn_bound_bits")}[name])
+                                    "dyck22": ("dfa_state_bits", "attn_bound_bits")}[name], {"seed": 0, **options})
 
 
 def test_no_crossing_advice_where_no_accepted_setting_gives_one():
