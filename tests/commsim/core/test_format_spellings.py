@@ -1,11 +1,13 @@
 """Every spelling of a number format parses, through the one parser, to the same NumberFormat; conflicting
-spellings are refused naming the argument at fault -- as keywords, as a spec's keys and as make_model's keywords."""
+spellings are refused naming the argument at fault -- as keywords, as a spec's keys, as make_model's and as
+commsim.run's keywords."""
 from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import commsim
 from commsim.budget.number_format import format_of
 from commsim.core.errors import InputError
 from commsim.core.precision import FLOAT_DTYPES, FixedPoint, FloatFormat, FormatError, parse_format
@@ -127,6 +129,10 @@ def test_conflicting_or_bad_spellings_are_refused_naming_the_argument(case):
     with pytest.raises(InputError) as through_make_model:
         make_model(object(), **keywords)
     assert through_make_model.value.param == param and str(through_make_model.value) == str(caught.value)
+    # and commsim.run parses its keywords once, by the same parser, before it builds the model
+    with pytest.raises(InputError) as through_run:
+        commsim.run("index-idxl", object(), n=4, **keywords)
+    assert through_run.value.param == param and str(through_run.value) == str(caught.value)
     # a spec's keys by the same rules, the error naming the spec (param: model)
     if all(isinstance(v, (int, str)) and not isinstance(v, bool) for v in keywords.values()):
         keys = ",".join(f"{k}={v}" for k, v in keywords.items())
