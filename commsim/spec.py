@@ -13,7 +13,7 @@ from commsim.core.errors import InputError
 #: the largest integer a spec key takes (2^31 - 1): every size key is far below, and seeds stay numpy seeds
 MAX_SPEC_INT = (1 << 31) - 1
 # FORMAT_KEYS, the keys that choose a number format (``precision=P[,frac=F]`` or ``dtype=NAME``), is read from here too
-from commsim.core.precision import FORMAT_KEYS, FixedPoint, NumberFormat, parse_format  # noqa: F401
+from commsim.core.precision import FORMAT_KEYS, FixedPoint, NumberFormat, parse_format
 
 
 # ---- files a spec names -------------------------------------------------------

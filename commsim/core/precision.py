@@ -8,6 +8,11 @@ with a width ``bits`` (the papers' p), ``quantize`` for arrays, exact
 a sum is carried as an integer count of the format's smallest unit, so any
 split of a sum into partial sums gives the same total (this is what makes the
 attention protocol's output independent of the partition).
+
+Every spelling of a format -- an int P, ``"16"``, ``"fixed16.8"``, ``"float32"``, a torch dtype, the keywords
+``precision=``/``frac=``/``dtype=`` of a spec, of ``make_model`` and of ``commsim.run`` -- is read by one
+parser, :func:`parse_format`, with the rules on conflicting spellings in one place.  The base class and the
+one-bit format are in :mod:`commsim.core.format_base` (re-exported here).
 """
 from __future__ import annotations
 
@@ -317,6 +322,7 @@ class FloatFormat(NumberFormat):
         for i, (mi, si) in enumerate(zip(flat_m.tolist(), flat_s.tolist())):
             out[i] = mi << si if si >= 0 else mi >> -si
         return out.reshape(a.shape)
+
 
 # ---- the one parser: every spelling of a format ------------------------------------------------------
 #: the keyword spellings of a format: ``precision=P[,frac=F]`` (fixed point, or any other spelling) or ``dtype=NAME``

@@ -17,7 +17,8 @@ import numpy as np
 
 from commsim.core.arithmetic import Dense, sigmoid
 from commsim.core.errors import InputError
-from commsim.core.precision import FormatError, NumberFormat, dtype_name, parse_format  # noqa: F401  (dtype_name: read from here)
+# dtype_name (a torch dtype's name, the one spelling of it) is read from here by the graph adapters too
+from commsim.core.precision import FormatError, NumberFormat, dtype_name, parse_format
 
 #: documented agreement with the torch module's own forward: |commsim - torch| <= atol + rtol * |torch|
 #: on the output values.  commsim computes every step in float64 and rounds the state (and the
