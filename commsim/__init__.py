@@ -116,10 +116,9 @@ def run(reduction, model=None, n=None, *, precision=None, frac=None, dtype=None,
     task = load_plugins().get("reduction", reduction, param="reduction") if isinstance(reduction, str) else reduction
     size = task.default_n if n is None else check_run_size(task, n)
     with modes_kept(model):   # the module's train/eval mode as it was, after the run
-        formats = {key: value for key, value in (("precision", precision), ("frac", frac), ("dtype", dtype))
-                   if value is not None}
-        built = make_model(task.default_model if model is None else model, decision=decision, **formats,
-                           **task.model_context(size))
+        fmt = parse_format(precision=precision, frac=frac, dtype=dtype)   # the one parse; make_model keeps it
+        built = make_model(task.default_model if model is None else model, decision=decision,
+                           **({} if fmt is None else {"precision": fmt}), **task.model_context(size))
         return run_reduction(task, built, size, **options)
 
 

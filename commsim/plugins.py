@@ -30,7 +30,7 @@ from typing import Any, Callable
 from commsim.core.decision import RULES
 from commsim.core.errors import InputError, NotApplicable
 from commsim.core.limits import check_size
-from commsim.core.precision import FixedPoint, FloatFormat, NumberFormat, parse_format
+from commsim.core.precision import FORMAT_KEYS, parse_format
 from commsim.spec import ModelSpec, did_you_mean, user_code_failure
 
 ENTRY_POINT_GROUP = "commsim.plugins"
@@ -167,7 +167,7 @@ def load_plugins(extra_modules: str | tuple[str, ...] | list[str] = ()) -> Regis
 #: what the engine (``Reduction.model_context``) and a caller may tell ``make_model`` about the task
 CONTEXT_KEYS = ("vocab_size", "seq_len", "n", "task", "reduction", "memory_program", "shape")
 #: a module object's number format, for ``make_model`` (a spec string names it inside: ``precision=8``)
-FORMAT_KEYWORDS = ("precision", "frac", "dtype")
+FORMAT_KEYWORDS = FORMAT_KEYS
 
 
 def make_model(spec_or_object: str | Any, **context) -> Any:
@@ -176,8 +176,9 @@ def make_model(spec_or_object: str | Any, **context) -> Any:
     ``context`` carries what the caller knows (:data:`CONTEXT_KEYS`: ``vocab_size``, ``seq_len``, ``n``,
     ``task``, ...) so factories can size random models to the task.  For an object (a PyTorch module, a dict
     of its parts) it may also carry the number format (:data:`FORMAT_KEYWORDS`): ``precision=P`` (an int or
-    a format name: ``2``, ``"fixed16.8"``, ``"bfloat16"``) with an optional ``frac=F``, or ``dtype=NAME`` --
-    as ``precision=``/``frac=``/``dtype=`` do in a spec; default: the module's dtype.  Any other keyword is
+    a format name: ``2``, ``"fixed16.8"``, ``"bfloat16"``, a NumberFormat) with an optional ``frac=F``, or
+    ``dtype=NAME`` (a torch dtype too) -- read by :func:`commsim.core.precision.parse_format` under the rules of a
+    spec's keys; default: the module's dtype.  Any other keyword is
     refused (an :class:`InputError` naming it and listing the valid ones).  An object that a registered
     simulator accepts is the model itself; any other goes to the registered adapters in turn (each receives
     the context, the format as ``precision``, a NumberFormat); an object none converts is refused (unless it
@@ -200,7 +201,7 @@ def make_model(spec_or_object: str | Any, **context) -> Any:
             check_size(context[key], key)
     reg = load_plugins()
     if not is_spec:
-        fmt = _format_keywords(context.pop("precision", None), context.pop("frac", None), context.pop("dtype", None))
+        fmt = parse_format(**{key: context.pop(key, None) for key in FORMAT_KEYWORDS})
         return decided(_adapt(reg, spec_or_object, context, fmt), decision)
     text = spec_or_object
     spec = ModelSpec.parse(text, reg.names("model"))
@@ -225,35 +226,6 @@ def decided(model, decision) -> Any:
         raise InputError(f"decision= applies to a model that decides from output values; a {type(model).__name__} "
                          f"has no such rule", param="decision")
     return model.decided_by(decision)
-
-
-def _format_keywords(precision, frac, dtype):
-    """The NumberFormat that ``precision=``/``frac=``/``dtype=`` name (the rules of a spec's keys), or None."""
-    if dtype is not None and (precision is not None or frac is not None):
-        raise InputError("give either precision= (fixed point) or dtype=, not both", param="dtype")
-    if frac is not None and not (isinstance(precision, (int, str)) and not isinstance(precision, bool)
-                                 and str(precision).strip().isdigit()):
-        raise InputError(f"frac= needs an integer precision= (the fixed-point width); got precision={precision!r}",
-                         param="frac")
-    if frac is not None and (isinstance(frac, bool) or not str(frac).strip().isdigit()):
-        raise InputError(f"frac must be a non-negative int (fraction bits); got {frac!r}", param="frac")
-    param = "dtype" if dtype is not None else "precision"
-    try:
-        if dtype is not None:   # a name, or a torch dtype (torch.float16 prints as 'torch.float16')
-            return FloatFormat(str(dtype).removeprefix("torch.") if type(dtype).__module__ == "torch" else str(dtype))
-        if precision is None or isinstance(precision, NumberFormat):
-            return precision
-        if isinstance(precision, bool) or not isinstance(precision, (int, str)):
-            raise InputError(f"precision must be an int (fixed-point bits) or a format name such as 'fixed16.8' or "
-                             f"'bfloat16'; got {precision!r}", param="precision")
-        if frac is None:
-            return parse_format(str(precision))
-        bits = int(str(precision).strip())
-        FixedPoint.with_bits(bits)   # the width alone first: an error there is precision's, the rest is frac's
-        param = "frac"
-        return FixedPoint.with_bits(bits, int(str(frac).strip()))
-    except (InputError, ValueError) as exc:
-        raise InputError(str(exc), param=param) from None
 
 
 def _adapt(reg: Registry, obj: Any, context: dict, fmt) -> Any:

@@ -12,10 +12,8 @@ from commsim.core.errors import InputError
 
 #: the largest integer a spec key takes (2^31 - 1): every size key is far below, and seeds stay numpy seeds
 MAX_SPEC_INT = (1 << 31) - 1
-from commsim.core.precision import FLOAT_DTYPES, FixedPoint, FloatFormat, NumberFormat, parse_format
-
-#: the keys that choose a number format: ``precision=P[,frac=F]`` (fixed point) or ``dtype=NAME``
-FORMAT_KEYS = ("precision", "frac", "dtype")
+# FORMAT_KEYS, the keys that choose a number format (``precision=P[,frac=F]`` or ``dtype=NAME``), is read from here too
+from commsim.core.precision import FORMAT_KEYS, FixedPoint, NumberFormat, parse_format
 
 
 # ---- files a spec names -------------------------------------------------------
@@ -205,24 +203,17 @@ class ModelSpec:
         return self.format() if self.format_given() else None
 
     def format(self, default: NumberFormat | None = None) -> NumberFormat:
-        """The number format from ``precision=P[,frac=F]`` (fixed point) or ``dtype=NAME`` (float)."""
-        precision, frac, dtype = self._raw("precision"), self._raw("frac"), self._raw("dtype")
-        if dtype is not None and (precision is not None or frac is not None):
-            raise InputError(f"model spec {self.text!r}: give either precision= (fixed point) or dtype=, not both",
-                             param="model")
-        if dtype is None and precision is None and frac is not None:
-            raise InputError(f"model spec {self.text!r}: frac= needs precision=", param="model")
+        """The number format from ``precision=P[,frac=F]`` (fixed point, or any spelling :func:`parse_format`
+        reads: ``fixed16.8``, ``bfloat16``) or ``dtype=NAME`` (float); ``default`` (16-bit fixed point unless
+        given) when the spec names none.  The keys' rules are :func:`parse_format`'s; an error names the spec."""
+        keys = {key: self._raw(key) for key in FORMAT_KEYS}
         try:
-            if dtype is not None:
-                return FloatFormat(dtype)
-            if precision is None:
-                return default if default is not None else FixedPoint.with_bits(16)
-            if precision.lower() in FLOAT_DTYPES:
-                return parse_format(precision)
-            bits = int(precision)
-            return FixedPoint.with_bits(bits, None if frac is None else int(frac))
-        except ValueError as exc:
+            fmt = parse_format(**keys)
+        except InputError as exc:
             raise InputError(f"model spec {self.text!r}: {exc}", param="model") from None
+        if fmt is not None:
+            return fmt
+        return default if default is not None else FixedPoint.with_bits(16)
 
     def finish(self) -> None:
         """Refuse keys no factory read (typos, keys of another kind) and a target no factory read."""

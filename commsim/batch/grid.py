@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 from commsim.core.errors import InputError
 from commsim.core.limits import check_seed, check_size, show_size
-from commsim.spec import MAX_SPEC_INT
+from commsim.spec import FORMAT_KEYS, MAX_SPEC_INT
 
 #: the most cells one sweep may have (each is a full ``run_reduction``)
 MAX_CELLS = 10_000
@@ -195,7 +195,7 @@ def _model_axes(pattern: str, precision=None, dtype=None) -> tuple[str, list, li
     for extra, name in ((precision, "precision"), (dtype, "dtype")):
         if extra is None:
             continue
-        if any(k in ("precision", "frac", "dtype") for k in keys):
+        if any(k in FORMAT_KEYS for k in keys):
             raise InputError(f"model spec {pattern!r} sets its number format already; leave out --{name} or the "
                              "spec's precision/dtype", name)
         params.append((name, "|".join(str(v) for v in extra)))

@@ -32,7 +32,6 @@ again.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import json
@@ -43,13 +42,11 @@ from typing import Callable
 from commsim.contract.experiment import Experiment
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_jsonable
-from commsim.core.executors import Executor, check_workers, make_executor
-from commsim.batch.sweep import nullable_frame
-from commsim.batch.sweep import table_bytes as sweep_table_bytes
-from commsim.batch.sweep_rows import checked_value, is_key, report_invalid_rows
-from commsim.batch.table import TableKind, read_table, remove_stale_temporaries, report_duplicates, table_format
+from commsim.core.executors import Executor, check_workers
+from commsim.batch.resumable import opened_table, run_cells, to_frame
+from commsim.batch.sweep_rows import checked_value, is_key
+from commsim.batch.table import TableKind, read_table, table_format
 from commsim.batch.table import plain as _plain
-from commsim.batch.table import table_lock
 from commsim.plugins import load_plugins
 
 #: the scales an experiment may define
@@ -152,41 +149,16 @@ def check_row(row: dict, experiment: str, cell: dict | None = None) -> tuple[dic
     return checked, ""
 
 
-#: what a replicate table is (:func:`commsim.batch.table.read_table`): every row keyed by a cell key
-REPLICATE_TABLE = TableKind("replicate", KEY_COLUMNS)
+#: what a replicate table is (:func:`commsim.batch.table.read_table`, :mod:`commsim.batch.resumable`): every row
+#: keyed by a cell key, the key columns first
+REPLICATE_TABLE = TableKind("replicate", KEY_COLUMNS, row_word="row", scope="this experiment", writer="a cell",
+                            failure_param="experiment")
 
 
 def read_rows(path, param: str = "out") -> list[dict]:
     """The rows of a replicate table ([] when the file does not exist or is empty), each cell key once; an
     InputError naming ``param`` when the file exists and is not one (never overwritten)."""
     return read_table(path, REPLICATE_TABLE, param)[0]
-
-
-def to_frame(rows: list[dict]):
-    """Rows as a DataFrame, the key columns first; nullable dtypes (a count stays an integer beside a gap)."""
-    names = list(dict.fromkeys(k for row in rows for k in row))
-    return nullable_frame(rows, [c for c in KEY_COLUMNS if c in names] + [k for k in names if k not in KEY_COLUMNS])
-
-
-def table_bytes(rows: list[dict], fmt: str) -> bytes:
-    """The rows as a parquet, csv or json file's content (the sweep table's writer, this table's columns)."""
-    return sweep_table_bytes(rows, fmt, to_frame)
-
-
-def reusable_rows(old: list[dict], experiment: str, cells: dict[str, dict]) -> tuple[dict[str, dict], list[str]]:
-    """(key -> the checked row, for the rows of ``cells`` that ran without an error and pass :func:`check_row`),
-    and the invalid rows among those of ``cells`` ("KEY: COLUMN: the reason")."""
-    done, invalid = {}, []
-    for row in old:
-        cell = cells.get(row.get("cell"))
-        if cell is None or row.get("error"):
-            continue
-        checked, reason = check_row(row, experiment, cell)
-        if checked is None:
-            invalid.append(f"{row['cell']}: {reason}")
-        else:
-            done[row["cell"]] = checked
-    return done, invalid
 
 
 # ---- the run --------------------------------------------------------------------------------------
@@ -197,9 +169,9 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
     hold ``experiment``, ``title``, ``source``, ``figure``, ``scale``, ``cells``, ``run``, ``skipped``,
     ``failed``, ``invalid``, ``executor``, ``sizes`` and ``paper_sizes`` (the scale's sizes and the paper's),
     ``ceiling_column``, ``violations`` (the experiment's invariants the rows break) and ``claims`` (the paper's
-    claims checked).  ``out``: a table to resume from and keep up to date, written with ``write(path, content)``;
-    a row of it that is not what its cell writes (:func:`check_row`) is not reused: its cell runs again and
-    ``notify(message)`` says which row and column (default: a :class:`UserWarning`)."""
+    claims checked).  ``out``: a table to resume from and keep up to date (after every cell), written with
+    ``write(path, content)``; a row of it that is not what its cell writes (:func:`check_row`) is not reused: its
+    cell runs again and ``notify(message)`` says which row and column (default: a :class:`UserWarning`)."""
     if not isinstance(scale, str) or scale not in SCALES:
         raise InputError(f"scale must be one of {', '.join(SCALES)}, got {scale!r}", "scale")
     exp = experiment_object(experiment, plugins)
@@ -211,66 +183,21 @@ def replicate(experiment, scale: str = "quick", *, executor="inprocess", schedul
     if out is not None and write is None:
         raise InputError("out needs a writer: call commsim.replicate (which brings the atomic file writer)", "out")
     cells = exp.cells(scale)
-    with contextlib.nullcontext() if out is None else table_lock(out):    # one run writes a table at a time
-        if out is not None:
-            remove_stale_temporaries(out)
-        old, duplicates = ([], 0) if out is None else read_table(out, REPLICATE_TABLE)
-        report_duplicates(out, duplicates, notify)
-        frame = _run_cells(exp, scale, cells, old, duplicates, executor, scheduler, workers, out, fmt, write,
-                           plugins, progress, notify)
-    return frame
-
-
-def _run_cells(exp, scale, cells, old, duplicates, executor, scheduler, workers, out, fmt, write, plugins, progress,
-               notify):
-    """The experiment's cells run, ``out`` (holding ``old``'s rows, its lock held) kept up to date; the frame."""
     keys = [cell_key(exp.name, cell) for cell in cells]
-    done, invalid = reusable_rows(old, exp.name, dict(zip(keys, cells)))
-    report_invalid_rows(out, [f"row {row}" for row in invalid], "this experiment", "a cell", notify)
-    todo = [i for i, key in enumerate(keys) if key not in done]
-    rows, key_set = dict(done), set(keys)
-    waiting = {r["cell"]: r for r in old if r.get("cell") in key_set}   # kept until their cells' new rows come
-    written = False
-
-    def save() -> None:
-        nonlocal written
-        if out is None or not (rows or waiting):   # a table is never written without a row
-            return
-        kept = [r for r in old if r.get("cell") not in key_set]
-        table = [rows.get(k) or waiting[k] for k in keys if k in rows or k in waiting] + kept
-        write(str(out), table_bytes(table, fmt))
-        written = True
-
-    described, finished = "none", len(cells) - len(todo)
-    if progress is not None:
-        progress(finished, len(cells))
-    if todo:
-        with (contextlib.nullcontext(executor) if isinstance(executor, Executor) else    # the caller's: left open
-              make_executor(executor, scheduler, workers)) as ex:
-            described = ex.describe()
-            task = functools.partial(run_experiment_cell, experiment=exp.name, plugins=tuple(plugins))
-            try:
-                for index, row in ex.as_completed(task, [cells[i] for i in todo]):
-                    rows[keys[todo[index]]] = row
-                    finished += 1
-                    if progress is not None:
-                        progress(finished, len(cells))
-                    save()
-            finally:
-                save()
-    elif duplicates:
-        save()                                 # the table without its repeated rows
-    ordered = [rows[k] for k in keys]
-    ran = [rows[keys[i]] for i in todo]
-    if ran and all(r.get("error") for r in ordered):
-        raise InputError(f"every cell failed; the first: {ran[0]['error']}", "experiment")
-    frame = to_frame(ordered)
+    with opened_table(out, REPLICATE_TABLE, notify) as (old, duplicates):
+        outcome = run_cells(REPLICATE_TABLE, cells, keys, old, duplicates,
+                            check=lambda row, cell: check_row(row, exp.name, cell),
+                            task=functools.partial(run_experiment_cell, experiment=exp.name, plugins=tuple(plugins)),
+                            executor=executor, scheduler=scheduler, workers=workers, out=out, fmt=fmt, write=write,
+                            progress=progress, notify=notify, save_every=0.0)
+    ordered = outcome.ordered
+    frame = to_frame(ordered, REPLICATE_TABLE)
     good = [r for r in ordered if not r.get("error")]
     frame.attrs.update({"experiment": exp.name, "title": exp.title, "source": exp.source, "figure": exp.figure,
-                        "scale": scale, "cells": len(cells), "run": len(todo), "skipped": len(done),
-                        "failed": sum(1 for r in ordered if r.get("error")), "invalid": len(invalid),
-                        "duplicates": duplicates, "written": written,
-                        "executor": described, "ceiling_column": getattr(exp, "ceiling_column", None),
+                        "scale": scale, "cells": len(cells), "run": len(outcome.ran), "skipped": len(outcome.done),
+                        "failed": sum(1 for r in ordered if r.get("error")), "invalid": len(outcome.invalid),
+                        "duplicates": duplicates, "written": outcome.written,
+                        "executor": outcome.executor, "ceiling_column": getattr(exp, "ceiling_column", None),
                         "violations": list(exp.check(good)), "claims": list(exp.claims(good)),
                         "sizes": dict(exp.scales[scale]), "paper_sizes": dict(exp.scales.get("paper", {})),
                         "out": None if out is None else str(out)})

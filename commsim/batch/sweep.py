@@ -28,18 +28,14 @@ is raised.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
-import io
-import json
-import math
 import time
 from datetime import datetime, timezone
 from typing import Callable
 
 from commsim.core.errors import InputError
 from commsim.core.jsonable import to_jsonable
-from commsim.core.executors import Executor, check_main_guarded, check_workers, make_executor
+from commsim.core.executors import Executor, check_main_guarded, check_workers
 from commsim.batch.grid import Cell, build_grid
 from commsim.runs.run import run_reduction
 from commsim.runs.stages import check_run_size
@@ -49,13 +45,11 @@ from commsim.batch.sweep_rows import (
     TIME_FORMAT,
     cell_coordinates,
     check_row,
-    is_key,
-    report_invalid_rows,
 )
+from commsim.batch.resumable import opened_table, run_cells
+from commsim.batch.resumable import to_frame as rows_frame
 from commsim.batch.table import FORMATS, TableKind, table_format  # noqa: F401 - FORMATS: part of this module's API
-from commsim.batch.table import plain as _plain  # noqa: F401 - the replicate table reads its cells with it
 from commsim.batch.table import read_table as read_any_table
-from commsim.batch.table import remove_stale_temporaries, report_duplicates, table_lock
 from commsim.plugins import load_plugins
 from commsim.spec import ModelSpec
 
@@ -101,8 +95,18 @@ def _provenance(cell: Cell) -> dict:
 
 
 # ---- result tables ------------------------------------------------------------------------------
-#: what a sweep table is (:func:`commsim.batch.table.read_table`)
-SWEEP_TABLE = TableKind("sweep", KEY_COLUMNS)
+def _sweep_columns(names: list[str]) -> list[str]:
+    """A sweep table's columns: :data:`COLUMNS` order with the ``model.KEY`` columns after ``pattern``, any other
+    column last."""
+    varied = [k for k in names if k.startswith("model.")]
+    front = list(COLUMNS[:COLUMNS.index("pattern") + 1])
+    return front + varied + [c for c in COLUMNS if c not in front] + \
+        [k for k in names if k not in COLUMNS and k not in varied]
+
+
+#: what a sweep table is (:func:`commsim.batch.table.read_table`, :mod:`commsim.batch.resumable`)
+SWEEP_TABLE = TableKind("sweep", KEY_COLUMNS, order=_sweep_columns, row_word="cell", scope="this grid",
+                        writer="a sweep")
 
 
 def read_table(path, param: str = "out") -> list[dict]:
@@ -117,59 +121,7 @@ def read_table(path, param: str = "out") -> list[dict]:
 def to_frame(rows: list[dict]):
     """Rows as a DataFrame, columns in :data:`COLUMNS` order with the ``model.KEY`` columns after ``pattern``;
     pandas' nullable types, so a count stays an integer in a column where an error row has none."""
-    names = list(dict.fromkeys(k for row in rows for k in row))
-    varied = [k for k in names if k.startswith("model.")]
-    front = list(COLUMNS[:COLUMNS.index("pattern") + 1])
-    order = front + varied + [c for c in COLUMNS if c not in front] + \
-        [k for k in names if k not in COLUMNS and k not in varied]
-    return nullable_frame(rows, order)
-
-
-def nullable_frame(rows: list[dict], order: list[str]):
-    """Rows as a DataFrame with the columns in ``order``; pandas' nullable types, so ints stay ints beside missing
-    values (Int64, boolean, string).  Sweep and replicate tables share it."""
-    import pandas as pd
-    frame = pd.DataFrame.from_records(rows, columns=order)
-    for column in frame.columns:
-        if frame[column].notna().any():
-            frame[column] = frame[column].convert_dtypes()
-    return frame
-
-
-def table_bytes(rows: list[dict], fmt: str, frame_of: Callable = to_frame) -> bytes:
-    """The rows as a parquet, csv or json file's content (``frame_of``: rows -> the table's DataFrame)."""
-    import pandas as pd
-    if fmt == "json":
-        return (json.dumps(to_jsonable(rows), indent=1) + "\n").encode()
-    frame = frame_of(rows)
-    if fmt == "csv":
-        return frame.to_csv(index=False).encode()
-    buffer = io.BytesIO()
-    for column in frame.columns:                   # a column of text and numbers (instances: "all" or K) as text
-        if frame[column].dtype != object:
-            continue
-        kinds = {type(v) for v in frame[column] if not pd.isna(v)}
-        if str in kinds and len(kinds) > 1:
-            frame[column] = [None if pd.isna(v) else str(v) for v in frame[column]]
-    frame.to_parquet(buffer, index=False)
-    return buffer.getvalue()
-
-
-def _reusable_rows(old: list[dict], cells: dict) -> tuple[dict[str, dict], list[str]]:
-    """The rows of ``old`` whose cells need not run again (key -> row, values as a sweep writes them: those of
-    ``cells`` that ran without an error and pass :func:`check_row`), and the invalid rows among those of
-    ``cells`` ("KEY: the reason")."""
-    done, invalid = {}, []
-    for row in old:
-        cell = cells.get(row.get("cell"))
-        if cell is None or row.get("error"):
-            continue
-        checked, reason = check_row(row, cell)
-        if checked is None:
-            invalid.append(f"{row['cell']}: {reason}")
-        else:
-            done[row["cell"]] = checked
-    return done, invalid
+    return rows_frame(rows, SWEEP_TABLE)
 
 
 def _stale_rows(old: list[dict], cells: list[Cell], keys: set[str]) -> tuple[list[dict], list[dict]]:
@@ -247,73 +199,19 @@ def sweep(reductions, models=None, n=None, *, seeds=0, instances: int | None = N
     fmt = None if out is None else table_format(out)
     if out is not None and write is None:
         raise InputError("out needs a writer: call commsim.sweep (which brings the atomic file writer)", "out")
-    with contextlib.nullcontext() if out is None else table_lock(out):    # one run writes a table at a time
-        if out is not None:
-            remove_stale_temporaries(out)
-        old, duplicates = ([], 0) if out is None else read_any_table(out, SWEEP_TABLE)
-        report_duplicates(out, duplicates, notify)
-        return _run_grid(cells, old, duplicates, executor, scheduler, workers, out, fmt, write, plugins, progress,
-                         save_every, notify, prune)
-
-
-def _run_grid(cells, old, duplicates, executor, scheduler, workers, out, fmt, write, plugins, progress, save_every,
-              notify, prune):
-    """The sweep's cells run, ``out`` (holding ``old``'s rows, its lock held) kept up to date; the frame."""
-    keys = [cell.key() for cell in cells]
-    done, invalid = _reusable_rows(old, dict(zip(keys, cells)))
-    report_invalid_rows(out, [f"cell {cell}" for cell in invalid], "this grid", "a sweep", notify)
-    first = {key: i for i, key in reversed(list(enumerate(keys)))}   # a cell listed twice runs once
-    todo = [i for i, key in enumerate(keys) if key not in done and first[key] == i]
-    rows: dict[str, dict] = {key: done[key] for key in keys if key in done}
-    grid_keys = set(keys)
-    waiting = {row["cell"]: row for row in old if row["cell"] in grid_keys}  # kept until their cells' new rows come
-    stale, outside = _stale_rows(old, cells, grid_keys) if prune else ([], [])
-    written = False
-
-    def save() -> None:
-        nonlocal written
-        if out is None:
-            return
-        kept = [] if prune else [row for row in old if row["cell"] not in grid_keys]
-        table = [rows.get(k) or waiting[k] for k in dict.fromkeys(keys) if k in rows or k in waiting] + kept
-        write(str(out), table_bytes(table, fmt))
-        written = True
-
-    total, finished, described = len(cells), len(cells) - len(todo), "none"
-    if progress is not None:
-        progress(finished, total)
-    ran: list[dict] = []
-    dirty = bool(stale or outside or duplicates)     # rows to drop: the table is rewritten even if nothing runs
-    if todo:
-        last_save = -math.inf                        # the first finished cell is on disk at once
-        try:
-            with (contextlib.nullcontext(executor) if isinstance(executor, Executor) else
-                  make_executor(executor, scheduler, workers)) as ex:
-                described = ex.describe()
-                task = functools.partial(run_cell, plugins=tuple(plugins))
-                for index, row in ex.as_completed(task, [cells[i] for i in todo]):
-                    rows[keys[todo[index]]] = row
-                    ran.append(row)
-                    finished += 1
-                    dirty = True
-                    if progress is not None:
-                        progress(finished, total)
-                    if time.monotonic() - last_save >= save_every:
-                        save()
-                        last_save, dirty = time.monotonic(), False
-        finally:
-            if dirty:
-                save()
-    elif dirty:
-        save()
-    if ran:
-        if all(rows[k].get("error") for k in keys):
-            raise InputError(f"every cell failed; the first: {ran[0]['error']}")
-    frame = to_frame([rows[k] for k in dict.fromkeys(keys)])
-    frame.attrs.update({"cells": total, "run": len(ran), "skipped": sum(1 for key in keys if key in done),
-                        "failed": sum(1 for k in dict.fromkeys(keys) if rows[k].get("error")),
-                        "invalid": len(invalid), "duplicates": duplicates, "written": written,
-                        "executor": described, "out": None if out is None else str(out)})
+    with opened_table(out, SWEEP_TABLE, notify) as (old, duplicates):
+        keys = [cell.key() for cell in cells]
+        stale, outside = _stale_rows(old, cells, set(keys)) if prune else ([], [])
+        outcome = run_cells(SWEEP_TABLE, cells, keys, old, duplicates, check=check_row,
+                            task=functools.partial(run_cell, plugins=tuple(plugins)), executor=executor,
+                            scheduler=scheduler, workers=workers, out=out, fmt=fmt, write=write, progress=progress,
+                            notify=notify, save_every=save_every, drop=(stale, outside) if prune else ())
+    frame = to_frame(outcome.ordered)
+    frame.attrs.update({"cells": len(cells), "run": len(outcome.ran),
+                        "skipped": sum(1 for key in keys if key in outcome.done),
+                        "failed": sum(1 for row in outcome.ordered if row.get("error")),
+                        "invalid": len(outcome.invalid), "duplicates": duplicates, "written": outcome.written,
+                        "executor": outcome.executor, "out": None if out is None else str(out)})
     if prune:
         frame.attrs.update({"pruned": len(stale) + len(outside), "pruned_stale": len(stale),
                             "pruned_rows": [describe_row(row) for row in stale + outside]})

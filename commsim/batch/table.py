@@ -23,7 +23,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from commsim.core.errors import InputError
 from commsim.core.limits import show_bytes
@@ -52,11 +52,25 @@ def table_format(path, param: str = "out") -> str:
 
 @dataclass(frozen=True)
 class TableKind:
-    """What a kind of table is: its name in messages (``sweep``, ``replicate``) and the columns every row has (a
-    ``cell`` holding a cell key among them)."""
+    """What a kind of table is: its name in messages (``sweep``, ``replicate``), the columns every row has (a
+    ``cell`` holding a cell key among them), the order of its columns (``order``: the rows' column names -> the
+    table's, default: the key columns first), and the words of a resumable run's messages
+    (:mod:`commsim.batch.resumable`): how an invalid row read back is named (``row_word``), whose rows they are
+    (``scope``), what writes them (``writer``), and the ``param`` of the error when every cell failed."""
 
     name: str
     key_columns: tuple[str, ...]
+    order: Callable[[list[str]], list[str]] | None = None
+    row_word: str = "row"
+    scope: str = "this table"
+    writer: str = "a cell"
+    failure_param: str | None = None
+
+    def columns(self, names: list[str]) -> list[str]:
+        """The table's columns for rows with these column names, in order."""
+        if self.order is not None:
+            return self.order(names)
+        return [c for c in self.key_columns if c in names] + [k for k in names if k not in self.key_columns]
 
 
 def plain(value):

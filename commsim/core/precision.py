@@ -8,6 +8,11 @@ with a width ``bits`` (the papers' p), ``quantize`` for arrays, exact
 a sum is carried as an integer count of the format's smallest unit, so any
 split of a sum into partial sums gives the same total (this is what makes the
 attention protocol's output independent of the partition).
+
+Every spelling of a format -- an int P, ``"16"``, ``"fixed16.8"``, ``"float32"``, a torch dtype, the keywords
+``precision=``/``frac=``/``dtype=`` of a spec, of ``make_model`` and of ``commsim.run`` -- is read by one
+parser, :func:`parse_format`, with the rules on conflicting spellings in one place.  The base class and the
+one-bit format are in :mod:`commsim.core.format_base` (re-exported here).
 """
 from __future__ import annotations
 
@@ -19,75 +24,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from commsim.core.bits import Bits, field_count, pack_low_bits, pack_uints, unpack_uints
-from commsim.core.errors import InputError
+from commsim.core.format_base import BitFormat, FormatError, NumberFormat, SaturationWarning  # noqa: F401
 from commsim.core.bitpack import lane_bits
 from commsim.core.sums import SIGNED_BYTE_DTYPES, sign_extend
-
-
-class FormatError(InputError):
-    """A value cannot be represented, or a format is malformed."""
-
-
-class SaturationWarning(UserWarning):
-    """Fixed-point quantization clipped values at the ends of the range."""
-
-
-def _int_sum(units: np.ndarray, axis: int, max_abs_unit: int) -> np.ndarray:
-    """Exact integer sum along ``axis``: int64 when it cannot overflow, Python ints otherwise."""
-    n = units.shape[axis] if units.ndim else 1
-    if units.dtype != object and max_abs_unit * max(n, 1) < (1 << 62):
-        return units.astype(np.int64).sum(axis=axis)
-    return units.astype(object).sum(axis=axis)
-
-
-class NumberFormat:
-    """A number format of ``bits`` bits per value (the papers' p)."""
-
-    bits: int
-    #: every representable value, and every exact sum, is an integer multiple of 2**unit_exponent
-    unit_exponent: int
-    #: the largest |value| of the format, in units of 2**unit_exponent
-    max_abs_units: int
-
-    @property
-    def name(self) -> str:  # pragma: no cover - overridden
-        """The format's name (``fixed16.8``, ``bfloat16``, ``bit``): what :func:`parse_format` reads back."""
-        raise NotImplementedError
-
-    def quantize(self, x) -> np.ndarray:
-        """Round an array to the format; returns float64 values that are exactly representable."""
-        raise NotImplementedError
-
-    def to_units(self, x) -> np.ndarray:
-        """Representable values as exact integer multiples of 2**unit_exponent."""
-        raise NotImplementedError
-
-    def encode(self, x) -> Bits:
-        """Values of the format as exactly ``bits`` bits each."""
-        raise NotImplementedError
-
-    def decode(self, bits: Bits, count: int | None = None, offset: int = 0) -> np.ndarray:
-        """Inverse of :meth:`encode`: ``count`` values from bit ``offset`` on (all the rest by default)."""
-        raise NotImplementedError
-
-    # ---- exact accumulation -------------------------------------------
-    def exact_sum(self, values, axis: int = -1) -> np.ndarray:
-        """The exact sum along ``axis`` of representable values, in units of 2**unit_exponent.
-
-        Integer arithmetic, so ``exact_sum(a) + exact_sum(b) == exact_sum(a ++ b)`` for any
-        split: the result does not depend on how the terms are partitioned.
-        """
-        units = self.to_units(np.asarray(values, dtype=np.float64))
-        return _int_sum(units, axis, self.max_abs_units)
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.name}>"
-
-    def __eq__(self, other) -> bool:
-        return type(self) is type(other) and self.name == other.name
-
-    def __hash__(self) -> int:
-        return hash(self.name)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -116,6 +55,11 @@ class FixedPoint(NumberFormat):
     def name(self) -> str:
         """``fixedP.F``."""
         return f"fixed{self.bits}.{self.frac}"
+
+    @property
+    def spec_keys(self) -> str:
+        """The spec keys that name this format, ``precision=P,frac=F`` (:func:`parse_format` reads them back)."""
+        return f"precision={self.bits},frac={self.frac}"
 
     @property
     def unit_exponent(self) -> int:  # type: ignore[override]
@@ -268,6 +212,11 @@ class FloatFormat(NumberFormat):
         return self.dtype
 
     @property
+    def spec_keys(self) -> str:
+        """The spec key that names this format, ``dtype=NAME`` (:func:`parse_format` reads it back)."""
+        return f"dtype={self.dtype}"
+
+    @property
     def bits(self) -> int:  # type: ignore[override]
         """p: 16, 32 or 64."""
         return _FLOAT_LAYOUT[self.dtype][0]
@@ -374,56 +323,102 @@ class FloatFormat(NumberFormat):
             out[i] = mi << si if si >= 0 else mi >> -si
         return out.reshape(a.shape)
 
+
+# ---- the one parser: every spelling of a format ------------------------------------------------------
+#: the keyword spellings of a format: ``precision=P[,frac=F]`` (fixed point, or any other spelling) or ``dtype=NAME``
+FORMAT_KEYS = ("precision", "frac", "dtype")
+
 _FIXED_RE = re.compile(r"^fixed(\d+)(?:\.(\d+))?$")
 
 
-def parse_format(text: str) -> NumberFormat:
-    """``fixed16`` / ``fixed16.8`` / ``16`` (fixed point, half fraction bits) or a float dtype name."""
-    t = str(text).strip().lower()
-    if t in _FLOAT_LAYOUT:
-        return FloatFormat(t)
-    if t.isdigit():
-        return FixedPoint.with_bits(int(t))
-    m = _FIXED_RE.match(t)
+def dtype_name(dtype) -> str:
+    """A dtype's name as commsim spells it: a torch dtype (``torch.float16``, or its text) without the ``torch.``
+    prefix, anything else as its text (``"float32"``, ``numpy.float32``'s name)."""
+    name = getattr(dtype, "__name__", None) if isinstance(dtype, type) else None
+    return str(name or dtype).strip().removeprefix("torch.")
+
+
+def _integer(value) -> int | None:
+    """``value`` as an int when it spells a non-negative integer (``8``, ``"8"``, ``" 08 "``), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    text = str(value).strip() if isinstance(value, str) else ""
+    return int(text) if text.isdigit() and text.isascii() else None
+
+
+def _one_spelling(value, param: str) -> NumberFormat:
+    """A format from one value: a NumberFormat itself, an int P (P-bit fixed point, P // 2 fraction bits), or text
+    -- ``P``, ``fixedP``, ``fixedP.F``, a float dtype name, a torch dtype or its name (``torch.bfloat16``)."""
+    if isinstance(value, NumberFormat):
+        return value
+    if isinstance(value, bool) or not (isinstance(value, (int, str)) or type(value).__module__ == "torch"):
+        raise FormatError(f"{param} must be an int (fixed-point bits) or a format name such as 'fixed16.8' or "
+                          f"'bfloat16'; got {value!r}", param)
+    if isinstance(value, int):
+        return FixedPoint.with_bits(value)
+    text = dtype_name(value).lower()
+    if text in _FLOAT_LAYOUT:
+        return FloatFormat(text)
+    if text.isdigit() and text.isascii():
+        return FixedPoint.with_bits(int(text))
+    m = _FIXED_RE.match(text)
     if m:
         return FixedPoint.with_bits(int(m.group(1)), int(m.group(2)) if m.group(2) else None)
-    raise FormatError(f"unknown number format {text!r}: use P (fixed point), fixedP.F, or one of {', '.join(FLOAT_DTYPES)}")
+    raise FormatError(f"unknown number format {value!r}: use P (fixed point), fixedP.F, or one of "
+                      f"{', '.join(FLOAT_DTYPES)}", param)
 
 
-# ---- a one-bit number format ---------------------------------------------------------------------
-class BitFormat(NumberFormat):
-    """One unsigned bit per unit: values {0, 1}; quantization rounds down and saturates (p = 1).
+def _refused(exc: FormatError, param: str) -> FormatError:
+    """``exc`` naming ``param`` (the argument whose value it is about)."""
+    return FormatError(str(exc), param)
 
-    The state format of the automaton and memorizing models: m units of this format are exactly
-    m state bits, so their hidden-state message is exactly m bits long.
-    """
 
-    bits = 1
-    unit_exponent = 0
-    name = "bit"
-    max_abs_units = 1
+def parse_format(spelling=None, *, precision=None, frac=None, dtype=None) -> NumberFormat | None:
+    """The one parser of number formats, from any of their spellings; None when none is given.
 
-    def quantize(self, x) -> np.ndarray:
-        """Round down to 0 or 1; NaN is refused."""
-        a = np.asarray(x, dtype=np.float64)
-        if np.isnan(a).any():
-            raise FormatError("NaN has no one-bit representation")
-        return np.clip(np.floor(a), 0.0, 1.0) + 0.0
-
-    def to_units(self, x) -> np.ndarray:
-        """Bits as int64 0/1 (anything else: FormatError)."""
-        a = np.asarray(x, dtype=np.float64)
-        if not np.array_equal(self.quantize(a), a):
-            raise FormatError("values are not bits (0 or 1); quantize them first")
-        return a.astype(np.int64)
-
-    def encode(self, x) -> Bits:
-        """One bit per value, after rounding down to 0 or 1."""
-        return pack_uints(self.quantize(np.asarray(x, dtype=np.float64).reshape(-1)).astype(np.uint8), 1)
-
-    def decode(self, bits: Bits, count: int | None = None, offset: int = 0) -> np.ndarray:
-        """Inverse of :meth:`encode`."""
-        return unpack_uints(bits, 1, count, offset).astype(np.float64)
-
-    def __reduce__(self):
-        return (BitFormat, ())
+    ``spelling`` (or ``precision=``, the same thing under its keyword name): a :class:`NumberFormat`, an int P,
+    ``"P"``, ``"fixedP"``, ``"fixedP.F"`` (P bits, F of them after the point; F = P // 2 when not said), a float
+    dtype name (``"bfloat16"``, any case) or a torch dtype (``torch.float16``) or its name.  ``frac=F``: the
+    fraction bits of an integer ``precision``.  ``dtype=``: a float format, by name, torch dtype or
+    :class:`FloatFormat`.  The conflict rules, the same for a spec's keys, ``make_model``/``commsim.run``'s
+    keywords and the command line: ``dtype`` goes with neither ``precision`` nor ``frac``; ``frac`` needs an
+    integer ``precision``.  Every refusal is a :class:`FormatError` (an InputError) whose ``param`` is the
+    argument at fault: ``precision`` for the width, ``frac`` for the fraction bits, ``dtype`` for the dtype."""
+    if spelling is not None and precision is not None:
+        raise FormatError(f"the format is given twice: {spelling!r} and precision={precision!r}", "precision")
+    precision = spelling if precision is None else precision
+    if dtype is not None and (precision is not None or frac is not None):
+        raise FormatError("give either precision= (fixed point) or dtype=, not both", "dtype")
+    if frac is not None:
+        if precision is None:
+            raise FormatError("frac= needs precision= (the fixed-point width)", "frac")
+        if _integer(precision) is None:
+            raise FormatError(f"frac= needs an integer precision= (the fixed-point width); got "
+                              f"precision={precision!r}", "frac")
+        if _integer(frac) is None:
+            raise FormatError(f"frac must be a non-negative int (fraction bits); got {frac!r}", "frac")
+    if dtype is not None:
+        if isinstance(dtype, FloatFormat):
+            return dtype
+        try:
+            return FloatFormat(dtype_name(dtype))
+        except FormatError as exc:
+            raise _refused(exc, "dtype") from None
+    if precision is None:
+        return None
+    if frac is None:
+        try:
+            return _one_spelling(precision, "precision")
+        except FormatError as exc:
+            raise _refused(exc, "precision") from None
+    bits = _integer(precision)
+    try:
+        FixedPoint.with_bits(bits)   # the width alone first: an error there is precision's, the rest is frac's
+    except FormatError as exc:
+        raise _refused(exc, "precision") from None
+    try:
+        return FixedPoint.with_bits(bits, _integer(frac))
+    except FormatError as exc:
+        raise _refused(exc, "frac") from None

@@ -132,9 +132,8 @@ class AttentionLayer(Decides):
                 self.psi_layers.append((r(W), r(b)))
                 width = W.shape[0]
             self.classes = width
-        fmt_keys = f"precision={fmt.bits},frac={fmt.frac}" if self.arithmetic.is_fixed else f"dtype={fmt.name}"
         div_key = "" if division == "once" else f",division={division}"
-        self.spec = spec or f"attention:heads={self.heads},width={self.width},dim={self.dim},{fmt_keys}{div_key}"
+        self.spec = spec or f"attention:heads={self.heads},width={self.width},dim={self.dim},{fmt.spec_keys}{div_key}"
 
     # ---- the shape, read through the config (query, attend_self and division may be set: a new config)
     heads = FromConfig("H: the number of heads.")

@@ -142,7 +142,7 @@ class GraphAttention(Decides):
         self._w_out = self._codes("w_out", np.asarray(w_out, dtype=np.float64).reshape(d_in, 1))
         self._b_out = int(self._codes("b_out", np.array([b_out]))[0])
         self.spec = spec or (f"graph-attention:layers={self.num_layers},heads={self.heads},width={self.width},"
-                             f"precision={fmt.bits},frac={fmt.frac}")
+                             f"{fmt.spec_keys}")
         self.description = description
 
     def _vector(self, what: str, arr, size: int) -> np.ndarray:

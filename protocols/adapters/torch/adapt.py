@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.precision import NumberFormat, parse_format
+from commsim.core.precision import FormatError, NumberFormat, parse_format
 from protocols.adapters.torch.discover import (
     _pre_folded,
     class_names,
@@ -54,17 +54,13 @@ PARTS = ("core", "embedding", "positions", "norm", "head", "residual", "mlp", "k
 
 
 def resolve_format(precision) -> NumberFormat | None:
-    """A NumberFormat from a format, its name (``16``, ``fixed16.8``, ``bfloat16``) or None; a bad one is an
-    :class:`AdapterError` naming ``precision``."""
-    if precision is None or isinstance(precision, NumberFormat):
-        return precision
-    if isinstance(precision, bool) or not isinstance(precision, (int, str)):
-        raise AdapterError(f"precision must be an int (fixed-point bits), a format name such as 'fixed16.8' or "
-                           f"'bfloat16', or a NumberFormat; got {str(precision)[:40]!r}", "precision")
+    """A NumberFormat from any spelling :func:`commsim.core.precision.parse_format` reads (a format, an int P, its
+    name: ``16``, ``fixed16.8``, ``bfloat16``) or None; a bad one is an :class:`AdapterError` naming ``precision``."""
     try:
-        return parse_format(str(precision))
-    except ValueError as exc:   # FormatError, and a width out of range
-        raise AdapterError(f"precision: {exc}", "precision") from None
+        return parse_format(precision)
+    except FormatError as exc:
+        text = str(exc)
+        raise AdapterError(text if text.startswith("precision") else f"precision: {text}", "precision") from None
 
 
 #: from_torch's arguments that are a token table (an nn.Embedding or a matrix) and those that are modules

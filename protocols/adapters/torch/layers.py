@@ -17,7 +17,8 @@ import numpy as np
 
 from commsim.core.arithmetic import Dense, sigmoid
 from commsim.core.errors import InputError
-from commsim.core.precision import FLOAT_DTYPES, FloatFormat, NumberFormat
+# dtype_name (a torch dtype's name, the one spelling of it) is read from here by the graph adapters too
+from commsim.core.precision import FormatError, NumberFormat, dtype_name, parse_format
 
 #: documented agreement with the torch module's own forward: |commsim - torch| <= atol + rtol * |torch|
 #: on the output values.  commsim computes every step in float64 and rounds the state (and the
@@ -50,18 +51,14 @@ def require_torch():
     return torch
 
 
-def dtype_name(dtype) -> str:
-    """A torch dtype's name without the ``torch.`` prefix (``float32``)."""
-    return str(dtype).replace("torch.", "")
-
-
 def format_for_dtype(dtype) -> NumberFormat:
-    """float32 -> p = 32, bfloat16 -> 16, float64 -> 64, float16 -> 16 (IEEE semantics)."""
-    name = dtype_name(dtype)
-    if name not in FLOAT_DTYPES:  # the torch dtypes with an IEEE format of the same name and width
-        raise AdapterError(f"parameters of dtype {name} have no commsim number format; "
-                           f"use float32, float64, bfloat16 or float16 (or override with precision=)")
-    return FloatFormat(name)
+    """float32 -> p = 32, bfloat16 -> 16, float64 -> 64, float16 -> 16 (IEEE semantics): the dtype read by
+    :func:`commsim.core.precision.parse_format`, as ``dtype=`` is."""
+    try:
+        return parse_format(dtype=dtype)
+    except FormatError:  # only the torch dtypes with an IEEE format of the same name and width have one
+        raise AdapterError(f"parameters of dtype {dtype_name(dtype)} have no commsim number format; "
+                           f"use float32, float64, bfloat16 or float16 (or override with precision=)") from None
 
 
 def tensor(x) -> np.ndarray:
