@@ -59,6 +59,7 @@
   function layout() {
     document.querySelectorAll(FIT).forEach(fit);
     document.querySelectorAll(SCROLLERS).forEach(mark);
+    document.documentElement.setAttribute("data-commsim-layout", "done");     // for the browser tests
   }
 
   var pending = null;
