@@ -26,7 +26,9 @@
     }
   }
 
-  function box(el) {          // the block the note goes above: a code block's wrapper, else the scroller itself
+  function box(el) {          // the block the note goes above: a notebook cell's input or output row, a code
+    var row = el.closest(".jp-Cell-inputWrapper, .jp-OutputArea-child");     // block's wrapper, else the scroller
+    if (row && row.parentElement) return row;
     var pre = el.closest("pre");
     var block = pre ? (pre.closest(".highlight, .highlight-ipynb") || pre) : el;
     return block.parentElement ? block : el;
@@ -46,8 +48,8 @@
       note = document.createElement("p");
       note.className = "commsim-scroll-note";
       note.id = "commsim-scroll-note-" + (++notes);
-      var what = el.closest(".md-typeset__scrollwrap") || el.matches(".md-typeset__scrollwrap") ? "This table" :
-        el.matches("math") ? "This formula" : "This block";
+      var what = el.matches(".md-typeset__scrollwrap") ? "This table" : el.matches("math") ? "This formula" :
+        el.matches(".jp-OutputArea-output") ? "This output" : "This block";
       note.textContent = what + " is wider than the page: scroll it sideways to see all of it.";
       block.parentElement.insertBefore(note, block);
     }

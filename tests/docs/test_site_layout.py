@@ -15,7 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("COMMSIM_ARTIFACTS") or ROOT / "test-artifacts") / "docs"
-PHONE, DESKTOP = 390, 1280
+#: a phone, a desktop, and the printable width of an A4 page (190 mm at 96 px per inch)
+PHONE, DESKTOP, PRINT_WIDTH = 390, 1280, 718
 PAGES = ["index.html", "EXPERIMENTS/index.html", "RESULTS/index.html", "guide/tour/index.html",
          "guide/commands/index.html", "tutorials/lecture/index.html", "reference/cli/index.html"]
 
@@ -145,3 +146,18 @@ def test_the_tutorials_math_is_laid_out_as_mathml(browser, fast_site):
     ctx.close()
     assert len(boxes) >= 10 and all(w > 0 and h > 0 for w, h in boxes), boxes
     assert "Alice holds" in text and "\\cdot" not in text and "$" not in text
+
+
+@pytest.mark.parametrize("page_path", ["guide/tour/index.html", "EXPERIMENTS/index.html"])
+def test_printed_the_code_wraps_and_the_wide_tables_fit_the_paper(browser, fast_site, page_path):
+    ctx, page, _ = _open(browser, fast_site, page_path, PRINT_WIDTH)
+    page.emulate_media(media="print")
+    found = page.evaluate("""() => ({page: document.documentElement.scrollWidth - window.innerWidth,
+        code: [...document.querySelectorAll('.md-typeset pre > code')].filter(
+            c => c.scrollWidth > c.clientWidth + 1).map(c => c.textContent.slice(0, 40)),
+        tables: [...document.querySelectorAll('.md-typeset__scrollwrap')].filter(
+            w => w.scrollWidth > w.clientWidth + 1).map(w => w.querySelector('tr').cells.length)})""")
+    if found["page"] > 1 or found["code"] or found["tables"]:
+        _evidence(page, f"print-{page_path.replace('/', '-')}")
+    ctx.close()
+    assert found["page"] <= 1 and found["code"] == [] and found["tables"] == [], found
