@@ -95,6 +95,10 @@ def test_the_tutorials_math_is_mathml_and_no_page_loads_from_the_network(site):
         assert "extra/layout.css" in text and "extra/layout.js" in text, page
 
 
+def test_the_site_holds_no_python_file_of_its_hooks(site):
+    assert not [p for p in site.rglob("*") if p.suffix in (".py", ".pyc")]
+
+
 def test_wide_tables_may_break_a_name_after_its_underscores(site):
     text = (site / "EXPERIMENTS/index.html").read_text()
     assert "<th>steps_<wbr>run</th>" in text and "wrong_<wbr>not_<wbr>forced" in text
