@@ -33,3 +33,12 @@ def test_the_tutorial_runs(path, tmp_path):
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert all(cell.get("execution_count") for cell in book.cells if cell.cell_type == "code")
     assert not any(o.get("name") == "stderr" and "Traceback" in o.get("text", "") for o in outputs)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_the_tutorial_is_stored_without_outputs(path):
+    """The site shows outputs made when it is built (mkdocs.yml executes the notebooks), never stale ones saved
+    with the file."""
+    book = nbformat.read(path, as_version=4)
+    code = [cell for cell in book.cells if cell.cell_type == "code"]
+    assert code and not any(cell.get("outputs") or cell.get("execution_count") for cell in code)
