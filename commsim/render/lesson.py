@@ -6,6 +6,7 @@ from that engine data, and each drawing of a reduction a step declares (:mod:`co
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from commsim.render.figures import KINDS, drawing_svg
@@ -67,6 +68,26 @@ def lesson_figures(lesson) -> list[tuple[int, Figure]]:
     return out
 
 
+#: a subscripted name in a lesson's prose: one letter, ``_``, then a short index or a parenthesised one
+#: (``z_(n+i)``, ``a_i``, ``Z_A``); never inside a word (``paper_max_n``) or math already
+_PROSE_SUB = re.compile(r"(?<![\w\\${}])([A-Za-z])_(\(([^()$\\]{1,24})\)|[A-Za-z0-9]{1,3})(?![\w($])")
+
+
+def prose_math(text: str) -> str:
+    """``text`` with its subscripted names as inline math (``z_(n+i)`` -> ``$z_{n+i}$``), so a page shows them
+    as MathML like its formulas; text that already holds ``$`` is left as it is."""
+    if "$" in text:
+        return text
+    return _PROSE_SUB.sub(lambda m: f"${m.group(1)}_{{{m.group(3) if m.group(3) is not None else m.group(2)}}}$",
+                          text)
+
+
+def _with_prose_math(lesson):
+    from dataclasses import replace
+    return replace(lesson, steps=[replace(s, claim=prose_math(s.claim), notes=prose_math(s.notes))
+                                  for s in lesson.steps])
+
+
 def lesson_page(lesson, command: str) -> str:
     """The lesson as one self-contained HTML page (the Markdown notes with inline figures and MathML)."""
     from commsim.render.instance import instance_html
@@ -77,7 +98,7 @@ def lesson_page(lesson, command: str) -> str:
     for step_no, fig in figs:
         by_step.setdefault(step_no, []).append(figure_token(fig.ident))
     blocks = {f"instance{i}": instance_html(s.instance) for i, s in enumerate(lesson.steps, 1) if s.instance}
-    text = render_markdown(lesson, by_step, figure_list=None, mermaid=False,
+    text = render_markdown(_with_prose_math(lesson), by_step, figure_list=None, mermaid=False,
                            instances={int(k[8:]): block_token(k) for k in blocks})
     return page(lesson.title, text, [f for _, f in figs], command, blocks)
 

@@ -51,9 +51,15 @@ def latex_to_mathml(latex: str, display: bool) -> str:
     """MathML for ``latex``; LaTeX latex2mathml cannot read stays visible as code (never as raw $$)."""
     from latex2mathml.converter import convert
     try:
-        return convert(latex, display="block" if display else "inline")
+        mathml = convert(latex, display="block" if display else "inline")
     except Exception:       # noqa: BLE001 -- any parse failure of a third-party converter: show the source
         return f'<code class="latex">{html.escape(latex)}</code>'
+    return _ARROW.sub(r'<mo lspace="0.6em" rspace="0.6em">\1</mo>', mathml)
+
+
+#: the arrows between statements (⟹ ⟺ ⇒ ⇔), which latex2mathml writes as identifiers (no space around them):
+#: operators with room on both sides
+_ARROW = re.compile(r"<m[io]>(&#x0*(?:27F9|27FA|21D2|21D4);|[⟹⟺⇒⇔])</m[io]>", re.I)
 
 
 def block_token(ident: str) -> str:
@@ -82,7 +88,8 @@ def markdown_to_html(text: str, figures: dict[str, Figure] | None = None, blocks
         rendered = rendered.replace(f"<p>{figure_token(ident)}</p>", figure_html(fig))
     for ident, block in (blocks or {}).items():
         rendered = rendered.replace(f"<p>{block_token(ident)}</p>", block)
-    rendered = re.sub(r"<table>", '<div class="scroll" data-scroll="sideways"><table>', rendered).replace("</table>", "</table></div>")
+    rendered = re.sub(r"<table>", '<div class="scroll" data-scroll="sideways"><table>', rendered)
+    rendered = rendered.replace("<pre>", '<pre data-scroll="sideways">').replace("</table>", "</table></div>")
     return _USER.sub(_user_html, rendered)          # last: the user's text is never read as Markdown or math
 
 

@@ -130,7 +130,8 @@ def _notes(step) -> str:
     if step.inequality:
         parts.append(f"<p>So: {html.escape(latex_to_text(step.inequality))}</p>")
     if step.notes:
-        parts.append(markdown_to_html(step.notes))
+        from commsim.render.lesson import prose_math
+        parts.append(markdown_to_html(prose_math(step.notes)))
     if step.reference:
         parts.append(f"<p><em>Where it is proved:</em> {html.escape(step.reference)}</p>")
     return "".join(parts)
@@ -146,7 +147,7 @@ def _holdings(step) -> str:
 
 def lesson_slides(lesson, command: str) -> str:
     """The deck (see the module's docstring)."""
-    from commsim.render.lesson import lesson_figures
+    from commsim.render.lesson import lesson_figures, prose_math
     from commsim.teach.exchange import exchange_rows, exchange_totals
     figures: dict[int, list] = {}
     for step_no, fig in lesson_figures(lesson):
@@ -157,7 +158,7 @@ def lesson_slides(lesson, command: str) -> str:
                      '<p class="keys">→ / Space: next · ←: previous · n: speaker notes · swipe on a touch screen</p>',
                      f"<p>{len(lesson.steps)} steps. Made by <code>{html.escape(command)}</code>.</p>")]
     for i, step in enumerate(lesson.steps, 1):
-        body = [f'<div class="claim">{markdown_to_html(step.claim)}</div>']
+        body = [f'<div class="claim">{markdown_to_html(prose_math(step.claim))}</div>']
         if step.instance:
             body.append(instance_html(step.instance))
         body.append(_holdings(step))
