@@ -148,15 +148,14 @@ div.instance details.fold summary { cursor: pointer; white-space: pre-wrap; over
 div.instance .show-all { color: var(--accent); font-family: system-ui, sans-serif; font-size: .8rem; }
 table.instance-table { margin: .3rem 0; font-size: .84rem; }
 table.instance-table td, table.instance-table th { padding: .15rem .5rem; overflow-wrap: anywhere; }
-@media (max-width: 600px) {
-  table.instance-table.headed thead { display: none; }
-  table.instance-table, table.instance-table tbody, table.instance-table tr, table.instance-table td { display: block;
-    width: 100%; }
-  table.instance-table tr { border: 1px solid var(--rule); margin: .3rem 0; }
-  table.instance-table td { border: 0; }
-  table.instance-table .label { display: inline; }
-}
 table.instance-table .label, div.instance .print-full { display: none; }
 table.instance-table .label { color: var(--muted); }
+@media (max-width: 600px) {
+  table.instance-table.headed thead { display: none; }
+  table.instance-table, table.instance-table tbody, table.instance-table tr { display: block; width: 100%; }
+  table.instance-table tr { border: 1px solid var(--rule); margin: .3rem 0; padding: .1rem 0; }
+  table.instance-table td { display: inline-block; border: 0; padding: .05rem .5rem; }
+  table.instance-table .label { display: inline; }
+}
 @media print { div.instance details.fold { display: none; } div.instance .line.print-full { display: block; } }
 """

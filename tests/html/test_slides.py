@@ -45,7 +45,7 @@ def _shown(page) -> list[int]:
     return [k for k, on in enumerate(page.evaluate(VISIBLE_JS), 1) if on]
 
 
-@pytest.mark.parametrize("topic", ["fooling-sets", "rnn-index", "attention-dyck"])
+@pytest.mark.parametrize("topic", ["fooling-sets", "rnn-index", "attention-protocol"])
 def test_a_deck_turns_its_pages_by_keyboard(browser, tmp_path, topic):
     path = tmp_path / f"{topic}-deck.html"
     invoke(["teach", topic, "--format", "slides", "--out", str(path)] + _smallest_n(topic))
