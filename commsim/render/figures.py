@@ -42,7 +42,8 @@ def _svg(width: float, height: float, body: list[str], label: str) -> str:
     a narrower box until its smallest text would be unreadable (``--min-width``)."""
     min_width = math.ceil(width * MIN_TEXT_PX / SMALL)
     return (f'<svg xmlns="http://www.w3.org/2000/svg" class="drawing" viewBox="0 0 {width:.0f} {height:.0f}" '
-            f'width="{width:.0f}" preserveAspectRatio="xMidYMid meet" role="img" aria-label="{escape(label)}" '
+            f'width="{width:.0f}" height="{height:.0f}" preserveAspectRatio="xMidYMid meet" role="img" '
+            f'aria-label="{escape(label)}" '
             f'style="--min-width: {min_width}px">' + "".join(body) + "</svg>")
 
 
@@ -77,7 +78,9 @@ def tokens_svg(entry: dict) -> str:
     arcs = [(int(i), int(j)) for i, j in entry.get("arcs", ())] if rows == 1 else []
     arc_h = 14 + 10 * len(arcs) if arcs else 0
     groups = entry.get("groups", ())
-    row_h = 30 + 18 + (22 if groups else 0)          # number, cell, group bracket and label
+    # a label wider than its bracket would run into the next one: the labels then alternate between two lines
+    stagger = any(_text_width(g["label"]) > (int(g["end"]) - int(g["start"])) * cell_w - 6 for g in groups)
+    row_h = 30 + 18 + (22 if groups else 0) + (13 if stagger else 0)     # number, cell, bracket and label(s)
     width = 16 + per_row * cell_w
     top = 8 + arc_h
     body: list[str] = []
@@ -93,7 +96,7 @@ def tokens_svg(entry: dict) -> str:
                     f'stroke="{MARK if k in marks else _STROKE.get(owner, GREY)}" '
                     f'stroke-width="{2.5 if k in marks else 1.2}"></rect>')
         body.append(_text(x + cell_w / 2, y + 20, c["text"], 13, mono=True))
-    for g in groups:
+    for k, g in enumerate(groups):
         start, end = int(g["start"]), int(g["end"]) - 1
         colour = _STROKE.get(g.get("owner", "public"), GREY)
         first = True
@@ -105,7 +108,8 @@ def tokens_svg(entry: dict) -> str:
                         f'L{xb + cell_w - 3:.1f},{yb - 4:.1f}" fill="none" stroke="{colour}" stroke-width="1.5"></path>')
             if first:
                 right = xa + 3 + _text_width(g["label"]) > width - 4
-                body.append(_text(xb + cell_w - 3 if right else xa + 3, yb + 14, g["label"], SMALL,
+                body.append(_text(xb + cell_w - 3 if right else xa + 3, yb + 14 + (13 if stagger and k % 2 else 0),
+                                  g["label"], SMALL,
                                   "end" if right else "start", colour))
                 first = False
     for k, (i, j) in enumerate(arcs):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import re
+from itertools import pairwise
 
 #: a line longer than this is folded (its ends shown, the rest behind a toggle)
 FOLD_AT = 160
@@ -42,7 +43,7 @@ def _columns(lines: list[str]) -> list[tuple[int, int]] | None:
             cuts.append((wide or free)[0])
         i = j
     cuts.append(width)
-    spans = [(x, y) for x, y in zip(cuts, cuts[1:]) if y > x]
+    spans = [(x, y) for x, y in pairwise(cuts) if y > x]
     return spans if len(spans) >= 3 else None
 
 

@@ -59,7 +59,7 @@ def latex_to_mathml(latex: str, display: bool) -> str:
 
 #: the arrows between statements (⟹ ⟺ ⇒ ⇔), which latex2mathml writes as identifiers (no space around them):
 #: operators with room on both sides
-_ARROW = re.compile(r"<m[io]>(&#x0*(?:27F9|27FA|21D2|21D4);|[⟹⟺⇒⇔])</m[io]>", re.I)
+_ARROW = re.compile(r"<m[io]>(&#x0*(?:27F9|27FA|21D2|21D4);|[⟹⟺⇒⇔])</m[io]>", re.IGNORECASE)
 
 
 def block_token(ident: str) -> str:

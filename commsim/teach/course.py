@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["CourseLesson", "Course", "cited", "handout_markdown", "references_markdown"]
+__all__ = ["Course", "CourseLesson", "cited", "handout_markdown", "references_markdown"]
 
 #: a citation key as the lessons write it: [BHBK24], [SHT23]
 CITATION = re.compile(r"\[([A-Z][A-Za-z]*\d{2}[a-z]?)\]")
