@@ -75,7 +75,7 @@ def teach_command(topic, list_topics, n, fmt, out, topics, plugins, as_json):
     if topics is not None and topic != COURSE:
         raise InputError("--topics goes with `teach course` (a topic is given as TOPIC)", "--topics")
     if topic == COURSE and not list_topics:
-        course_command(reg, out, topics, as_json)
+        course_command(reg, out, topics, as_json, n, fmt)
         return
     if not list_topics and not topic and as_json:
         raise InputError("give a TOPIC (see `commsim teach --list`)", "topic")   # one JSON object: the error

@@ -52,14 +52,18 @@ def _plan(course, registered: list[str], topics: str | None):
     return [c for c in order if c.topic in wanted]
 
 
-def course_command(reg, out, topics, as_json) -> None:
+def course_command(reg, out, topics, as_json, n=None, fmt="text") -> None:
     """Write the course into the directory ``out``: ``NN-TOPIC.html`` per lesson, ``handout.html`` and
-    ``references.html``; all of them or none."""
+    ``references.html``; all of them or none.  Each lesson at its own default size (``--n`` is per topic)."""
     from commsim.cli.html import command_line
     from commsim.render import require
     from commsim.render.lesson import lesson_page
     from commsim.render.page import page
     from commsim.teach.course import cited, handout_markdown, references_markdown
+    if n is not None:
+        raise InputError("--n is per topic; teach course writes each lesson at its default size", "--n")
+    if fmt not in ("text", "html"):
+        raise InputError(f"--format {fmt}: teach course writes HTML pages (give no --format)", "--format")
     if out is None:
         raise InputError("teach course writes a directory of pages: give --out DIR", "--out")
     require("teach course")
@@ -80,9 +84,10 @@ def course_command(reg, out, topics, as_json) -> None:
     keys = cited(texts)
     command = command_line()
     files.append((directory / "references.html", page(f"{course.title}: references",
-                                                       references_markdown(course, keys), [], command)))
+                                                       references_markdown(course, keys), [], command,
+                                                       figure_list=False)))
     files.append((directory / "handout.html", page(f"{course.title}: handout", handout_markdown(course, rows),
-                                                   [], command)))
+                                                   [], command, figure_list=False)))
     if not directory.exists():
         try:
             os.mkdir(directory)

@@ -191,13 +191,14 @@ def figure_list_html(figures: list[Figure]) -> str:
     return f'<nav class="figures"><strong>Figures</strong><ol>{items}</ol></nav>'
 
 
-def page(title: str, markdown: str, figures: list[Figure], command: str, blocks: dict[str, str] | None = None) -> str:
+def page(title: str, markdown: str, figures: list[Figure], command: str, blocks: dict[str, str] | None = None,
+         figure_list: bool = True) -> str:
     """The whole HTML document: the Markdown (with figure and block tokens) rendered, the figure list after the
-    first heading's paragraph block."""
+    first heading's paragraph block (``figure_list=False``: none, for a page that never has figures)."""
     from jinja2 import Environment
     from markupsafe import Markup
     body = markdown_to_html(markdown, {f.ident: f for f in figures}, blocks)
-    nav = figure_list_html(figures)
+    nav = figure_list_html(figures) if figure_list else ""
     cut = body.find("<h2")
     if cut < 0:
         cut = body.find("</h1>") + len("</h1>") if "</h1>" in body else 0

@@ -29,6 +29,7 @@ def test_course_writes_pages_in_teaching_order_a_handout_and_references(tmp_path
     refs = _text(out / "references.html")
     assert said["references"] == ["BHBK24"] and "[BHBK24] S. Bhattamishra" in refs
     assert "<math" in (out / "02-rnn-index.html").read_text(encoding="utf-8")
+    assert "Figures" not in handout and "Figures" not in refs
 
 
 def test_the_course_plan_covers_every_topic_after_the_first_class():
@@ -48,6 +49,8 @@ def test_a_course_lists_a_prerequisite_before_the_lesson_that_needs_it():
 
 @pytest.mark.parametrize("args, param", [
     (["teach", "course"], "--out"),
+    (["teach", "course", "--out", "D", "--n", "4"], "--n"),
+    (["teach", "course", "--out", "D", "--format", "slides"], "--format"),
     (["teach", "course", "--out", "D", "--topics", "nope"], "--topics"),
     (["teach", "rnn-index", "--topics", "rnn-index"], "--topics"),
     (["teach", "rnn-index", "--format", "slides", "--out", "deck.md"], "--out"),
