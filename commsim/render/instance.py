@@ -145,6 +145,7 @@ STYLE = """
 div.instance { background: var(--code); padding: .5rem .8rem; border-radius: 4px; margin: .6rem 0;
                font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: .86rem; }
 div.instance .line, div.instance .full { white-space: pre-wrap; overflow-wrap: anywhere; }
+div.instance div.line { padding-left: 1.5em; text-indent: -1.5em; }
 div.instance details.fold summary { cursor: pointer; white-space: pre-wrap; overflow-wrap: anywhere; }
 div.instance .show-all { color: var(--accent); font-family: system-ui, sans-serif; font-size: .8rem; }
 table.instance-table { margin: .3rem 0; font-size: .84rem; }
