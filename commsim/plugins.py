@@ -36,7 +36,7 @@ from commsim.spec import ModelSpec, did_you_mean, user_code_failure
 ENTRY_POINT_GROUP = "commsim.plugins"
 
 
-KINDS = ("cc-protocol", "reduction", "model", "simulator", "adapter", "topic", "separation", "experiment")
+KINDS = ("cc-protocol", "reduction", "model", "simulator", "adapter", "topic", "separation", "experiment", "course")
 
 
 @dataclass(frozen=True)

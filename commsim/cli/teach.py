@@ -26,7 +26,7 @@ class TeachCommand(click.Command):
             formatter.write_dl([(e.name, e.description) for e in entries])
 
 
-FORMATS = ["text", "markdown", "html"]
+FORMATS = ["text", "markdown", "html", "slides"]
 
 
 @cli.command("teach", cls=TeachCommand)
@@ -37,16 +37,20 @@ FORMATS = ["text", "markdown", "html"]
                    "what it is, its range and its small default are listed per topic below.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="Terminal text; Markdown lecture notes with LaTeX math, mermaid diagrams and (with --out) SVG "
-                   "figures written beside the .md; or one self-contained HTML page (MathML, inline SVG figures). "
+                   "figures written beside the .md; one self-contained HTML page (MathML, inline SVG figures); or "
+                   "slides: one self-contained HTML deck, a step a slide (arrows, Space, PageUp/PageDown or a swipe "
+                   "turn the page, n shows the speaker notes, printed a slide a page). "
                    "Not with --json (the lesson's JSON has one form).")
 @click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
               help="Write the output to FILE instead of stdout (with --json: the lesson's JSON; stdout then "
                    "prints one object saying where). Its name ends in the format's suffix (.txt or none, .md, .html, "
                    ".json); an existing file is replaced only if commsim wrote it in that format (else --force).")
+@click.option("--topics", "topics", default=None, metavar="T1,T2,...",
+              help="With `teach course`: write only these topics (kept in the course's order).")
 @force_option
 @plugin_option
 @json_option
-def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
+def teach_command(topic, list_topics, n, fmt, out, topics, plugins, as_json):
     """Walk through the proof of a lower bound step by step, with a concrete instance.
 
     Every step states the claim, the instance, what each party holds, the messages with
@@ -59,8 +63,20 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
       commsim teach rnn-index
       commsim teach attention-dyck --n 8 --format markdown --out dyck-lecture.md
       commsim teach attention-protocol --format html --out notes.html
+      commsim teach attention-dyck --format slides --out deck.html
+      commsim teach course --out lectures/
+
+    `teach course --out DIR` writes the lessons in teaching order as HTML pages
+    (01-fooling-sets.html, ...), a handout (order, time, prerequisites) and one
+    reference list.
     """
+    from commsim.cli.teach_course import COURSE, course_command, write_slides
     reg = load_plugins(plugins)
+    if topics is not None and topic != COURSE:
+        raise InputError("--topics goes with `teach course` (a topic is given as TOPIC)", "--topics")
+    if topic == COURSE and not list_topics:
+        course_command(reg, out, topics, as_json, n, fmt)
+        return
     if not list_topics and not topic and as_json:
         raise InputError("give a TOPIC (see `commsim teach --list`)", "topic")   # one JSON object: the error
     if list_topics or not topic:
@@ -79,13 +95,16 @@ def teach_command(topic, list_topics, n, fmt, out, plugins, as_json):
     if n is not None and n < 1:
         raise InputError(f"--n must be at least 1, got {n}", "--n")
     build = reg.get("topic", topic, param="topic")
-    kind = "json" if as_json else fmt       # the kind of file --out gets: its suffix, and what it may replace
+    kind = "json" if as_json else "html" if fmt == "slides" else fmt    # the kind of file --out gets
     if out is not None:
         check_target(out, "--out", kind)    # before the lesson is built: a bad --out fails fast
-    if fmt == "html":
+    if fmt in ("html", "slides"):
         from commsim.render import require
-        require("--format html")
+        require(f"--format {fmt}")
     lesson = build(n)
+    if fmt == "slides":
+        write_slides(lesson, out, kind)
+        return
     if as_json:
         if out is None:
             emit_json(lesson)

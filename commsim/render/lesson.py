@@ -2,12 +2,14 @@
 
 The figures come from the lesson's own steps: each step's messages (the runner's transcript) as a sequence
 diagram, and each figure entry a step declares (a certificate, a minimal DFA, a communication matrix) drawn
-from that engine data.
+from that engine data, and each drawing of a reduction a step declares (:mod:`commsim.render.figures`).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from commsim.render.figures import KINDS, drawing_svg
 from commsim.render.svg import Figure, to_svg
 
 
@@ -54,6 +56,10 @@ def lesson_figures(lesson) -> list[tuple[int, Figure]]:
                                   f"{count} message{'s' if count != 1 else ''} between Alice and Bob, each with "
                                   "its label and exact bits, as the runner recorded them", to_svg(fig))))
         for entry in step.figures:
+            if entry.get("kind") in KINDS:            # a drawing of the reduction, SVG written directly
+                out.append((i, Figure(f"fig{len(out) + 1}-{entry['kind']}", f"Step {i}: {entry['title']}",
+                                      entry.get("caption", ""), drawing_svg(entry))))
+                continue
             drawn = _step_figure(entry)
             if drawn is not None:
                 fig, title, caption = drawn
@@ -62,16 +68,39 @@ def lesson_figures(lesson) -> list[tuple[int, Figure]]:
     return out
 
 
+#: a subscripted name in a lesson's prose: one letter, ``_``, then a short index or a parenthesised one
+#: (``z_(n+i)``, ``a_i``, ``Z_A``); never inside a word (``paper_max_n``) or math already
+_PROSE_SUB = re.compile(r"(?<![\w\\${}])([A-Za-z])_(\(([^()$\\]{1,24})\)|[A-Za-z0-9]{1,3})(?![\w($])")
+
+
+def prose_math(text: str) -> str:
+    """``text`` with its subscripted names as inline math (``z_(n+i)`` -> ``$z_{n+i}$``), so a page shows them
+    as MathML like its formulas; text that already holds ``$`` is left as it is."""
+    if "$" in text:
+        return text
+    return _PROSE_SUB.sub(lambda m: f"${m.group(1)}_{{{m.group(3) if m.group(3) is not None else m.group(2)}}}$",
+                          text)
+
+
+def _with_prose_math(lesson):
+    from dataclasses import replace
+    return replace(lesson, steps=[replace(s, claim=prose_math(s.claim), notes=prose_math(s.notes))
+                                  for s in lesson.steps])
+
+
 def lesson_page(lesson, command: str) -> str:
     """The lesson as one self-contained HTML page (the Markdown notes with inline figures and MathML)."""
-    from commsim.render.page import figure_token, page
+    from commsim.render.instance import instance_html
+    from commsim.render.page import block_token, figure_token, page
     from commsim.teach import render_markdown
     figs = lesson_figures(lesson)
     by_step: dict[int, list[str]] = {}
     for step_no, fig in figs:
         by_step.setdefault(step_no, []).append(figure_token(fig.ident))
-    text = render_markdown(lesson, by_step, figure_list=None, mermaid=False)
-    return page(lesson.title, text, [f for _, f in figs], command)
+    blocks = {f"instance{i}": instance_html(s.instance) for i, s in enumerate(lesson.steps, 1) if s.instance}
+    text = render_markdown(_with_prose_math(lesson), by_step, figure_list=None, mermaid=False,
+                           instances={int(k[8:]): block_token(k) for k in blocks})
+    return page(lesson.title, text, [f for _, f in figs], command, blocks)
 
 
 def lesson_markdown(lesson, out: str | Path | None) -> tuple[str, list[tuple[Path, str]]]:

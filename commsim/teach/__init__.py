@@ -12,8 +12,16 @@ from dataclasses import dataclass, field
 
 from commsim.teach.exchange import ExchangeRow, exchange_rows
 
-__all__ = ["Step", "Lesson", "render_markdown", "render_plain", "render_text", "mermaid_sequence", "message_runs",
-           "message_line"]
+__all__ = [
+    "Lesson",
+    "Step",
+    "mermaid_sequence",
+    "message_line",
+    "message_runs",
+    "render_markdown",
+    "render_plain",
+    "render_text",
+]
 
 
 @dataclass
@@ -207,20 +215,22 @@ def mermaid_sequence(messages) -> list[str]:
 
 
 def render_markdown(lesson: Lesson, figures: dict[int, list[str]] | None = None,
-                    figure_list: list[str] | None = None, mermaid: bool = True) -> str:
+                    figure_list: list[str] | None = None, mermaid: bool = True,
+                    instances: dict[int, str] | None = None) -> str:
     """Lecture notes: one section per step, math in LaTeX ($...$ and $$...$$).
 
     ``figures`` maps a step number (1-based) to Markdown lines placed after its messages (image links, or a
     page's figure placeholders); ``figure_list`` is the list of figures shown after the summary;
-    ``mermaid`` adds each step's messages as a mermaid sequence diagram."""
-    figures = figures or {}
+    ``mermaid`` adds each step's messages as a mermaid sequence diagram; ``instances`` maps a step number to
+    what stands for its instance instead of the fenced block (a page's placeholder for its HTML form)."""
+    figures, instances = figures or {}, instances or {}
     out = [f"# {lesson.title}", "", lesson.summary, ""]
     if figure_list is not None:
         out += ["**Figures.**", ""] + (figure_list or ["none"]) + [""]
     for i, step in enumerate(lesson.steps, 1):
         out += [f"## Step {i}. {step.title}", "", f"**Claim.** {step.claim}", ""]
         if step.instance:
-            out += ["**Instance.**", "", "```", step.instance, "```", ""]
+            out += ["**Instance.**", ""] + ([instances[i]] if i in instances else ["```", step.instance, "```"]) + [""]
         if step.holdings:
             out += ["| party | holds |", "|---|---|"]
             out += [f"| {party.capitalize()} | `{held}` |" for party, held in step.holdings.items()]

@@ -80,5 +80,7 @@ def _described(name: str, description: str) -> str:
 
 
 def register(registry) -> None:
+    from protocols.lessons.course import COURSE
     for name, topic in TOPICS.items():
         registry.register("topic", name, _builder(topic.module, topic.function), _described(name, topic.description))
+    registry.register("course", "lectures", COURSE, COURSE.title)

@@ -16,6 +16,7 @@ from protocols.lessons.common import (
     value_text,
 )
 from protocols.lessons.common import size_arg as _size
+from protocols.lessons.drawings import match3_drawing
 from protocols.theorems import exchange_bits, query_bits
 
 QSA_PROBE = "attention:probe:at=0,accept=2"
@@ -64,6 +65,7 @@ def attention_disj(n: int | None = None) -> Lesson:
                   "bob": f"z_{n + 1}..z_{N} = {' '.join(str(int(t)) for t in z[n:])}"},
         reference="[SHT23] (Match3 lower bound; its reduction); Fact 1 of [BHBK24] (the DISJ convention); the "
                   "distinct j, k are commsim's own")]
+    steps[0].figures.append(match3_drawing(z, a, b))
     m, p, H = model.width, model.precision, model.heads
     steps.append(Step(
         "Any layer computing Match3 is a DISJ protocol",

@@ -10,6 +10,7 @@ from commsim.teach import Lesson, Step
 from commsim.theory.bounds import ceil_log2
 from protocols.lessons.common import certificate_of, engine, messages_of, run_one
 from protocols.lessons.common import size_arg as _size
+from protocols.lessons.drawings import odd_even_drawing
 from protocols.theorems import dyck_min_width, exchange_bits, query_bits, theorem5_paper_lengths
 
 #: the lesson's layer: the lookup construction cut down to width 4 -- right on every member, its transcripts
@@ -41,6 +42,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
         holdings={"alice": "positions 1, 3, 5, ...", "bob": "positions 2, 4, 6, ..."},
         inequality=rf"\text{{members of length }} {N} = 2^{{{N}-1}} = {fs.size}",
         reference="Lemma 1 and Appendix E of [BHBK24]")]
+    steps[0].figures.append(odd_even_drawing(lang.decode(show[0])))
     x = np.asarray(fs.strings(3 % fs.size, 3 % fs.size + 1)[0])
     odd = x[0::2]
     from itertools import product

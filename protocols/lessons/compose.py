@@ -8,6 +8,7 @@ import numpy as np
 from commsim.teach import Lesson, Step
 from protocols.lessons.common import engine, messages_of, run_one, tokens_text
 from protocols.lessons.common import size_arg as _size
+from protocols.lessons.drawings import compose_drawing
 from protocols.theorems import (
     composition_cot_scale,
     composition_error_bound,
@@ -50,7 +51,8 @@ def compose(n: int | None = None) -> Lesson:
         f"then the query a_x. The answer is g(f(x)). The layer reads its answer at the query position (label j means "
         f"c_j).",
         instance=f"{tokens_text(reduction, n, tok)}\nx = {x}, f(x) = b{y}, g(f(x)) = c{int(g[y])}",
-        reference="[PNP24] (function composition); the layout is commsim's (docs: protocols/reductions/compose.py)"),
+        reference="[PNP24] (function composition); the layout is commsim's (docs: protocols/reductions/compose.py)",
+        figures=[compose_drawing(tokens_text(reduction, n, tok).split(), n, x, y)]),
         Step(
         "Who holds what",
         "Alice holds g's description, Bob holds f's and the query position (he outputs). The query is known to "

@@ -13,6 +13,7 @@ import numpy as np
 from commsim.teach import Lesson, Step
 from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import size_arg as _size
+from protocols.lessons.drawings import three_cycle_drawing
 
 __all__ = ["graph_transformers"]
 
@@ -66,6 +67,7 @@ def graph_transformers(n: int | None = None) -> Lesson:
                   "bob": f"the rows of V (v_y's out-edges): b = {_bits(b)}; the rows of W are public"},
         inequality=r"∃\ \text{directed 3-cycle} \iff ∃ x, y \le n:\ a_{(x-1)n+y} = b_{(x-1)n+y} = 1",
         reference="[SHT23] (graph transformers, Directed 3-Cycle); the layout is commsim's construction")]
+    steps[0].figures.append(three_cycle_drawing(n, zip(*np.nonzero(X)), on_cycle))
 
     run = setup.run_instance(a, b)
     encoded = run.encoded

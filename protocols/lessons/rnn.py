@@ -19,6 +19,7 @@ from protocols.lessons.common import (
     value_text,
 )
 from protocols.lessons.common import size_arg as _size
+from protocols.lessons.drawings import mqar_drawing
 from protocols.theorems import handoff_bits
 
 __all__ = ["rnn_index", "rnn_eq", "rnn_disj", "engine", "run_one", "messages_of", "tokens_text"]
@@ -358,6 +359,7 @@ def rnn_disj(n: int | None = None) -> Lesson:
                   "bob": f"b = {_bits(b)} (never enters the model); the queries v1..v{n} (positions "
                          f"{2 * n + 1}..{3 * n})"},
         reference="Theorem 8 of [BHBK24] and its proof (MQAR as a special case of the nearest-neighbour task)")]
+    steps[0].figures.append(mqar_drawing(tokens_text(reduction, n, tokens).split(), a, b))
     steps.append(Step(
         "From MQAR to DISJ through the handoff",
         "Alice runs the model over the labelled keys and sends the state. Bob feeds every key as a query, reads "

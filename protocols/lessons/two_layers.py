@@ -13,6 +13,7 @@ import numpy as np
 from commsim.teach import Lesson, Step
 from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import size_arg as _size
+from protocols.lessons.drawings import two_layer_drawing
 
 __all__ = ["two_layers"]
 
@@ -91,13 +92,14 @@ def two_layers(n: int | None = None) -> Lesson:
     rows = [f"{'Alice flips x_j':>16} | layer-1 XOR slot at Bob's positions {_positions(range(n, N))}"]
     base = [float(first.hidden(x[None], query_position=i)[0, XOR_SLOT]) for i in range(n, N)]
     rows.append(f"{'(none)':>16} | " + " ".join(f"{v:g}" for v in base))
-    changed = 0
+    changed, mixed = 0, set()
     for j in range(n):
         y = x.copy()
         y[j] ^= 1
         vals = [float(first.hidden(y[None], query_position=i)[0, XOR_SLOT]) for i in range(n, N)]
         moved = [i + n + 1 for i, (u, v) in enumerate(zip(base, vals)) if u != v]
         changed += bool(moved)
+        mixed.update(i - 1 for i in moved)
         rows.append(f"{'x_' + str(j + 1):>16} | " + " ".join(f"{v:g}" for v in vals) +
                     f"   (changes at position {', '.join(map(str, moved)) or '—'})")
     steps.append(Step(
@@ -110,7 +112,7 @@ def two_layers(n: int | None = None) -> Lesson:
         inequality=rf"\text{{each of Alice's {n} bits moves a layer-1 output Bob owns: {changed} of {n}}}",
         notes="So Bob cannot even start layer 2's exchange without learning about Alice's bits position by "
               "position; the partial-softmax trick has nothing local to sum.",
-        reference="Lemma 5 and Appendix F.4 of [BHBK24]"))
+        reference="Lemma 5 and Appendix F.4 of [BHBK24]", figures=[two_layer_drawing(x, mixed)]))
 
     perm_rng = np.random.default_rng(40 + n)
     S_A = np.sort(perm_rng.choice(N, n, replace=False))

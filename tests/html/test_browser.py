@@ -3,8 +3,10 @@
 Each page opens offline (every request other than the file itself is refused and recorded), logs no console
 error, shows its math as MathML (no raw ``$$``), shows every figure with a non-zero size, lists its figures,
 and fits a phone's width.  Every page kind (run, budget, fooling, matrix, tree, automaton, separate, each lesson)
-is also laid out at 390 px, at 1280 px and printed on A4 (:func:`check_layout`): no horizontal page overflow, no
-figure text drawn under 9 px, no math cut off, and on paper no text node outside the printable width.
+is also laid out at 390 px, at 1280 px and printed on A4 (:func:`check_layout`): no horizontal page overflow,
+no element past the edge outside a box that scrolls and says so (``data-scroll``), no figure text drawn under 9 px
+(6.5 px on a phone, where figures scale down to the width), no math cut off, and on paper no element or text node
+outside the printable width.
 Screenshots go to ``test-artifacts/html/`` (git-ignored; ``COMMSIM_ARTIFACTS`` moves them): one of each page as
 it first opens, and of each layout that fails (with the printed PDF when print fails).  Without Playwright or Chromium the module skips and says how to install them.
 """
@@ -115,15 +117,16 @@ def test_run_report_opens_offline_with_sequence_diagram_and_certificate(browser,
 #: what a phone, a desktop and a printed A4 page (190 mm printable at 96 px per inch) give a page
 PHONE, DESKTOP, PRINT_WIDTH = 390, 1280, 718
 
-LAYOUT_JS = r"""(print) => {
-  const out = {overflow: document.documentElement.scrollWidth - window.innerWidth, small: [], math: [], cut: []};
+LAYOUT_JS = r"""([print, floor]) => {
+  const out = {overflow: document.documentElement.scrollWidth - window.innerWidth, small: [], math: [], cut: [],
+               wide: []};
   const clips = e => { const r = []; for (let a = e.parentElement; a; a = a.parentElement) {
       const o = getComputedStyle(a).overflowX; if (o !== 'visible') r.push([a, o]); } return r; };
   const outside = (r, box) => r.right > box.right + 1 || r.left < box.left - 1;
   for (const t of document.querySelectorAll('figure svg text')) {
     const m = t.getScreenCTM();
     const px = parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b);
-    if (t.textContent.trim() && px < 9) out.small.push(t.textContent.trim().slice(0, 30) + ' at ' + px.toFixed(1) + 'px');
+    if (t.textContent.trim() && px < floor) out.small.push(t.textContent.trim().slice(0, 30) + ' at ' + px.toFixed(1) + 'px');
   }
   for (const m of document.querySelectorAll('math')) {       // all of it on screen, or in a box that scrolls
     const r = m.getBoundingClientRect();
@@ -131,6 +134,14 @@ LAYOUT_JS = r"""(print) => {
       if (outside(r, a.getBoundingClientRect()) && (print || (o !== 'auto' && o !== 'scroll')))
         out.math.push(m.textContent.slice(0, 40));
     if (outside(r, {left: 0, right: window.innerWidth})) out.math.push(m.textContent.slice(0, 40));
+  }
+  const marked = e => { for (let a = e.parentElement; a; a = a.parentElement) {     // in a box that says it scrolls
+      const o = getComputedStyle(a).overflowX;
+      if (!print && a.hasAttribute('data-scroll') && (o === 'auto' || o === 'scroll')) return true; } return false; };
+  for (const e of document.body.querySelectorAll('*')) {      // no element past the edge but inside such a box
+    const r = e.getBoundingClientRect();
+    if (r.width && r.height && (r.right > window.innerWidth + 1 || r.left < -1) && !marked(e))
+      out.wide.push(e.tagName.toLowerCase() + ' ' + Math.round(r.width) + 'px: ' + (e.textContent || '').trim().slice(0, 40));
   }
   if (print) {                                               // paper does not scroll: every text node inside
     const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
@@ -144,31 +155,40 @@ LAYOUT_JS = r"""(print) => {
     }
   }
   out.small = out.small.slice(0, 5); out.math = out.math.slice(0, 5); out.cut = out.cut.slice(0, 5);
+  out.wide = out.wide.slice(0, 5);
   return out;
 }"""
 
 
+#: the smallest figure text (px) a layout may draw: on a phone a figure scales down to the width until its text
+#: is 0.7 of its legible size (commsim.render.page.PHONE_SCALE), then its box scrolls
+TEXT_FLOOR = {PHONE: 6.5, DESKTOP: 9, PRINT_WIDTH: 6.5}
+
+
 def check_layout(browser, path: Path, shot: str) -> None:
-    """At 390 px (a phone) and 1280 px: no horizontal page overflow, no figure text under 9 px, no math cut off
-    (it fits or scrolls in its own box); printed on A4: no text node outside the printable width or its box.
-    A layout that fails leaves its evidence: the screenshot (and for print, the PDF) named ``shot``."""
+    """At 390 px (a phone) and 1280 px: no horizontal page overflow, no element past the screen's edge unless it
+    is inside a box that scrolls and says so (``data-scroll``), no figure text under :data:`TEXT_FLOOR`, no math
+    cut off (it fits or scrolls in its own box); printed on A4: no element past the printable width and no text
+    node outside it or its box.  A layout that fails leaves its evidence: the screenshot (and for print, the PDF)
+    named ``shot``."""
     for width in (PHONE, DESKTOP):
         ctx, page, errors, _ = open_page(browser, path, None, viewport={"width": width, "height": 900})
-        found = page.evaluate(LAYOUT_JS, False)
-        if found["overflow"] > 1 or found["small"] or found["math"]:
+        found = page.evaluate(LAYOUT_JS, [False, TEXT_FLOOR[width]])
+        if found["overflow"] > 1 or found["small"] or found["math"] or found["wide"]:
             _screenshot(page, f"{shot}-{width}")
         ctx.close()
         assert found["overflow"] <= 1, f"{width} px: the page is {found['overflow']} px wider than the screen"
-        assert found["small"] == [], f"{width} px: figure text below 9 px: {found['small']}"
+        assert found["wide"] == [], f"{width} px: wider than the screen, outside a marked scroll box: {found['wide']}"
+        assert found["small"] == [], f"{width} px: figure text below {TEXT_FLOOR[width]} px: {found['small']}"
         assert found["math"] == [], f"{width} px: math cut off: {found['math']}"
     ctx, page, errors, _ = open_page(browser, path, None, viewport={"width": PRINT_WIDTH, "height": 1000})
     page.emulate_media(media="print")
-    found = page.evaluate(LAYOUT_JS, True)
-    if found["overflow"] > 1 or found["math"] or found["cut"]:
+    found = page.evaluate(LAYOUT_JS, [True, 0])
+    if found["overflow"] > 1 or found["math"] or found["cut"] or found["wide"]:
         _screenshot(page, f"{shot}-print")
         page.pdf(path=str(ARTIFACTS / f"{shot}.pdf"), format="A4")
     ctx.close()
-    assert found["overflow"] <= 1 and found["math"] == [], f"print: {found}"
+    assert found["overflow"] <= 1 and found["math"] == [] and found["wide"] == [], f"print: {found}"
     assert found["cut"] == [], f"print: text cut at the edge: {found['cut']}"
 
 

@@ -212,6 +212,28 @@ def test_a_plugin_topics_lesson_with_every_payload_is_inert(guard, tmp_path):
     guard.assert_inert(path)
 
 
+def test_a_deck_of_that_lesson_runs_its_own_script_and_nothing_else(guard, tmp_path):
+    """``teach --format slides``: the same corpus lesson as a deck.  Its DOM holds exactly the two pieces the deck
+    adds after sanitizing -- the fixed navigation script and the policy that allows only it -- and nothing the
+    corpus put there runs or fetches, with the script live and every link clicked."""
+    from commsim.render.slides import SCRIPT, policy
+    (tmp_path / "xss_topic.py").write_text(TOPIC_PLUGIN.format(markup=json.dumps(MARKUP),
+                                                               latex=json.dumps(corpus.LATEX)))
+    path = tmp_path / "deck.html"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "commsim", "teach", "xss-corpus", "--plugin", "xss_topic",
+                           "--format", "slides", "--out", str(path)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    page = guard.open(path)
+    assert guard.ran == [] and guard.fetched == [], (guard.ran, guard.fetched)
+    assert page.evaluate("() => [...document.scripts].map(s => s.textContent)") == [SCRIPT]
+    assert page.evaluate("() => [...document.querySelectorAll('meta[http-equiv]')].map(m => m.content)") == [policy()]
+    assert page.evaluate("() => document.documentElement.classList.contains('js')")       # the deck's script ran
+    problems = [p for p in page.evaluate(AUDIT) if p not in ("element script in body", "meta http-equiv")]
+    assert problems == [], problems
+
+
 #: every payload and every formula, as one text
 EVERYTHING = " ".join(MARKUP.values()) + " " + " ".join(f"${latex}$" for latex in corpus.LATEX.values())
 NUMBERS = ("n", "protocol_bits", "lower_bound_bits", "max_n", "bits_formula", "paper_max_n", "rows", "cols", "ones",

@@ -25,7 +25,7 @@ def test_display_and_inline_math_become_mathml():
 def test_tables_code_and_figure_tokens():
     md = "| party | holds |\n|---|---|\n| Alice | `a` |\n\n```\nraw $ text\n```\n\n" + figure_token(FIG.ident) + "\n"
     html = markdown_to_html(md, {FIG.ident: FIG})
-    assert '<div class="scroll"><table>' in html and "<code>a</code>" in html
+    assert '<div class="scroll" data-scroll="sideways"><table>' in html and "<code>a</code>" in html
     assert f'<figure class="figure" id="{FIG.ident}"' in html and figure_token(FIG.ident) not in html
 
 
@@ -44,7 +44,7 @@ def test_a_page_without_figures_says_so():
 
 def test_display_math_sits_in_its_own_scrolling_box_and_code_wraps():
     html = markdown_to_html("before\n\n$$\nN - 1 \\le 3m(p + \\log N)H\n$$\n\nafter")
-    assert re.search(r'<div class="math"><math[^>]*display="block"', html)
+    assert re.search(r'<div class="math" data-scroll="sideways"><math[^>]*display="block"', html)
     text = page("t", "# T\n\nx\n", [], "commsim x")
     assert "code { overflow-wrap: anywhere; }" in text and "div.math { overflow-x: auto;" in text
     assert "@media print" in text and "white-space: pre-wrap" in text    # printed code wraps instead of being cut

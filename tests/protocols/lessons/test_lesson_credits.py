@@ -13,9 +13,17 @@ from commsim.plugins import load_plugins
 _CACHE: dict = {}
 
 
+def _subscript(m: re.Match) -> str:
+    """A MathML subscript read as the prose writes it: ``z_i``, ``z_(n+i)``."""
+    sub = html.unescape(re.sub(r"<[^>]+>", "", m.group(2)))
+    return f"{m.group(1)}_{sub if len(sub) == 1 else '(' + sub + ')'}"
+
+
 def _plain_html(page: str) -> str:
-    """The page's text: tags dropped, entities read, whitespace collapsed."""
+    """The page's text: tags dropped (a page's subscripted name in prose, MathML there, read as the prose writes
+    it), entities read, whitespace collapsed."""
     text = re.sub(r"<script.*?</script>|<style.*?</style>", " ", page, flags=re.S)
+    text = re.sub(r'<math[^>]*display="inline"><mrow><msub><mi>(\w)</mi>(.*?)</msub></mrow></math>', _subscript, text)
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
 
 
