@@ -165,9 +165,6 @@ def two_layer_exercises(n: int | None, seed: int) -> ExerciseSet:
         return value == bits, (f"built construct:eq2 at N = {length}: m = {build_eq2(length // 2).width}, "
                                f"p = {build_eq2(length // 2).precision}, m·p = {bits}")
     bits = mp(length)
-        return claim == (length // 2 > bits), (f"built construct:eq2 at N = {length}: m·p = {bits}; it must carry "
-                                               f"N/2 = {length // 2} bits")
-    bits = mp(length)
     positions = "{" + ", ".join(str(int(p) + 1) for p in S_A) + "}"
     return ExerciseSet("two-layers", "two-layers: why the method stops at one layer", n, seed, [
         Exercise("e1", "Layer 1 mixes the halves",
