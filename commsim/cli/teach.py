@@ -127,7 +127,7 @@ def teach_command(topic, list_topics, n, fmt, out, exercises, solutions, seed, p
         return
     if fmt == "html":
         from commsim.cli.html import command_line
-        from commsim.render.lesson import lesson_page
+        from commsim.render.lesson import exercises_page, lesson_page, with_exercises
         ex_set = _exercise_set(reg, topic, n, seed)
         text = lesson_page(lesson, command_line())
         text = with_exercises(text, ex_set)
