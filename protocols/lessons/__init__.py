@@ -89,9 +89,13 @@ def _exercise_builder(topic: str, module: str, function: str):
     return build
 
 
-def _builder(module: str, function: str):
+def _builder(module: str, function: str, topic: str = ""):
     def build(n=None):
-        return getattr(importlib.import_module(f"{__name__}.{module}"), function)(n)
+        lesson = getattr(importlib.import_module(f"{__name__}.{module}"), function)(n)
+        if lesson.statement is None:                 # every lesson opens with the theorem it proves
+            from protocols.lessons.statements import STATEMENTS
+            lesson.statement = STATEMENTS.get(topic or lesson.topic)
+        return lesson
     build.__name__ = function
     return build
 
@@ -104,6 +108,6 @@ def _described(name: str, description: str) -> str:
 
 def register(registry) -> None:
     for name, topic in TOPICS.items():
-        registry.register("topic", name, _builder(topic.module, topic.function), _described(name, topic.description))
+        registry.register("topic", name, _builder(topic.module, topic.function, name), _described(name, topic.description))
     for name, (module, function) in EXERCISES.items():
         registry.register("exercises", name, _exercise_builder(name, module, function), f"exercises of {name}")

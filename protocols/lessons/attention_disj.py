@@ -8,6 +8,7 @@ from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import (
     certificate_of,
     engine,
+    human_label,
     messages_of,
     reduction_default,
     run_one,
@@ -161,7 +162,7 @@ def attention_disj(n: int | None = None) -> Lesson:
     members = list(zip(*fs.member_arrays()))
     transcripts = [run_one(r_p, p_p, m_p, w_p, x, y)[1].transcript.messages for x, y in members]
     distinct = len({tuple(str(mm.bits) for mm in t) for t in transcripts})
-    parts = {mm.label: len({str(t[i].bits) for t in transcripts}) for i, mm in enumerate(transcripts[0])}
+    parts = {human_label(mm.label): len({str(t[i].bits) for t in transcripts}) for i, mm in enumerate(transcripts[0])}
     constant = [lab for lab, k in parts.items() if k == 1]
     counting = (f"counting alone would force a repeat ({len(members)} members outnumber the "
                 f"2^{probe.bits_used} possible messages), but the message carries far less than its bits"
@@ -188,7 +189,7 @@ def attention_disj(n: int | None = None) -> Lesson:
     steps.append(Step(
         "Right on the fooling set is not enough",
         f"{QSA_PROBE} probes position 1 for a query token, which never appears there: on all {len(A_pr)} "
-        f"instances its DISJ answer is {said} — 'disjoint' — so it is right on every fooling-set member (x, ~x). "
+        f"instances its DISJ answer is {' or '.join(map(str, said))} — 'disjoint' — so it is right on every fooling-set member (x, ~x). "
         f"Its {probe.bits_used}-bit messages give the {len(members)} members only {distinct} distinct "
         f"transcript(s), and {why} Two members that collide have a crossing — two sets that meet — which gets "
         f"the same answer.",

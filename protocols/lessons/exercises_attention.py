@@ -20,7 +20,7 @@ from commsim.teach.exercises import (
     answer_keys,
     answer_list,
 )
-from protocols.lessons.common import engine, positions_text, run_one, size_arg
+from protocols.lessons.common import engine, human_label, positions_text, run_one, size_arg
 from protocols.lessons.exercises_common import field, rng_for
 from protocols.theorems import exchange_bits
 
@@ -91,7 +91,7 @@ def protocol_exercises(n: int | None, seed: int) -> ExerciseSet:
         got = answer_int(answer, field("e4"), 0)
         run = run_exchange(model, tokens, alice)
         z_msg = next(m for m in run.transcript.messages if m.label.startswith("Z"))
-        return got == len(z_msg.bits), f"ran the exchange: Bob's message {z_msg.label!r} has {len(z_msg.bits)} bits"
+        return got == len(z_msg.bits), f"ran the exchange: Bob's message '{human_label(z_msg.label)}' has {len(z_msg.bits)} bits"
 
     z_bits = len(next(m for m in run_exchange(model, tokens, alice).transcript.messages
                       if m.label.startswith("Z")).bits)
