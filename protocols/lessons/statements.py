@@ -25,7 +25,7 @@ STATEMENTS = {
         "If a recurrent model with hidden-state width m at p bits of precision solves Index Lookup — read "
         "s_1, ..., s_N, then an index i, and output s_i — on every input of length N, then its width satisfies "
         "m ≥ N/p. The proof: Theorem 2 turns the model into a one-way protocol of m·p bits for the split after "
-        "s_N, and INDEX_N needs N bits one-way (Fact 3).",
+        "s_N, and INDEX on N symbols needs N bits one-way (Fact 3).",
         r"m \ge \frac{N}{p}\quad\iff\quad m p \ge N",
         "[BHBK24], Theorem 3 with Theorem 2 (Sec. 3; proof in App. C.1) and Fact 3 (App. B.1)",
         _RNN,
