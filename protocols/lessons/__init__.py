@@ -108,6 +108,7 @@ def _described(name: str, description: str) -> str:
 
 def register(registry) -> None:
     for name, topic in TOPICS.items():
-        registry.register("topic", name, _builder(topic.module, topic.function, name), _described(name, topic.description))
+        registry.register("topic", name, _builder(topic.module, topic.function, name),
+                          _described(name, topic.description))
     for name, (module, function) in EXERCISES.items():
         registry.register("exercises", name, _exercise_builder(name, module, function), f"exercises of {name}")

@@ -91,7 +91,8 @@ def protocol_exercises(n: int | None, seed: int) -> ExerciseSet:
         got = answer_int(answer, field("e4"), 0)
         run = run_exchange(model, tokens, alice)
         z_msg = next(m for m in run.transcript.messages if m.label.startswith("Z"))
-        return got == len(z_msg.bits), f"ran the exchange: Bob's message '{human_label(z_msg.label)}' has {len(z_msg.bits)} bits"
+        return got == len(z_msg.bits), (f"ran the exchange: Bob's message '{human_label(z_msg.label)}' has "
+                                        f"{len(z_msg.bits)} bits")
 
     z_bits = len(next(m for m in run_exchange(model, tokens, alice).transcript.messages
                       if m.label.startswith("Z")).bits)
@@ -171,7 +172,8 @@ def dyck_exercises(n: int | None, seed: int) -> ExerciseSet:
             return False, "the two strings are the same: a collision needs two different members"
         member = lang.is_member(np.stack([a, b]))
         if not member.all():
-            return False, f"not both members of Dyck-(2,2): {items[0]}: {bool(member[0])}, {items[1]}: {bool(member[1])}"
+            return False, (f"not both members of Dyck-(2,2): {items[0]}: {bool(member[0])}, "
+                           f"{items[1]}: {bool(member[1])}")
         ta, tb = transcript(a)[0], transcript(b)[0]
         same = ta.digest() == tb.digest()
         return same, (f"ran the protocol on both: {ta.total_bits} and {tb.total_bits} bits, transcripts "

@@ -200,7 +200,7 @@ def randomized_exercises(n: int | None, seed: int) -> ExerciseSet:
         a = rng.integers(0, 2, n).astype(np.uint8)
         b = a.copy()
         b[rng.choice(n, int(rng.integers(1, 4)), replace=False)] ^= 1
-        roots = [x for x in range(2, q) if fp._fingerprint(x, a) == fp._fingerprint(x, b)]
+        roots = _common_roots(a, b, q)
         if roots:
             break
 
@@ -239,6 +239,17 @@ def randomized_exercises(n: int | None, seed: int) -> ExerciseSet:
                  f"The public-coin EQ protocol sends k random parities and errs with probability exactly 2^-k on "
                  f"unequal pairs. What is the smallest k with error at most {target:g}?", "an integer k",
                  f"2^-k ≤ {target:g} first at k = {k_min}.", k_min, check_k)])
+
+
+def _common_roots(a, b, q: int) -> list[int]:
+    """The x in 2..q-1 with A(x) = B(x) mod q, all at once (Horner's scheme on every x; the check itself uses the
+    protocol's own fingerprint)."""
+    x = np.arange(q, dtype=np.int64)
+    fa, fb = np.zeros(q, dtype=np.int64), np.zeros(q, dtype=np.int64)
+    for i in range(len(a) - 1, -1, -1):
+        fa = (fa * x + int(a[i])) % q
+        fb = (fb * x + int(b[i])) % q
+    return [int(v) for v in np.flatnonzero(fa == fb) if v >= 2]
 
 
 def bounds_exercises(topic: str):

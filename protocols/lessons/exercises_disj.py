@@ -48,7 +48,8 @@ def match3_exercises(n: int | None, seed: int) -> ExerciseSet:
         if len({j, k, N}) < 3:
             return False, "j, k and N must be three different positions"
         total = z[N - 1] + z[j - 1] + z[k - 1]
-        return total % Mod == 0, f"z_N + z_j + z_k = {z[N - 1]} + {z[j - 1]} + {z[k - 1]} = {total} ≡ {total % Mod} mod {Mod}"
+        return total % Mod == 0, (f"z_N + z_j + z_k = {z[N - 1]} + {z[j - 1]} + {z[k - 1]} = {total} ≡ "
+                                  f"{total % Mod} mod {Mod}")
     common = [i for i in range(n) if a[i] and b[i]]
     triple = [common[0] + 1, n + common[0] + 1]
     a2, b2 = (lambda r: (r.integers(0, 2, n).astype(np.uint8), r.integers(0, 2, n).astype(np.uint8)))(
@@ -60,7 +61,8 @@ def match3_exercises(n: int | None, seed: int) -> ExerciseSet:
                answer_int(value["SHT23"], field("e2") + ".SHT23", 0, 1))
         meet = int(problem.evaluate(a2, b2))           # commsim's DISJ: [BHBK24]'s convention, 1 = the sets meet
         return got == (meet, 1 - meet), (f"evaluated DISJ({bits_text(a2)}, {bits_text(b2)}): the sets "
-                                         f"{'meet' if meet else 'are disjoint'}, so [BHBK24] {meet}, [SHT23] {1 - meet}")
+                                         f"{'meet' if meet else 'are disjoint'}, so [BHBK24] {meet}, "
+                                         f"[SHT23] {1 - meet}")
     meet2 = int(problem.evaluate(a2, b2))
     rng3 = rng_for("attention-disj", seed, 3)
     d, m, p, H = int(rng3.choice([8, 16, 32, 64])), int(rng3.integers(1, 5)), int(rng3.choice([2, 4, 8])), \

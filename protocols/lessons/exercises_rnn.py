@@ -47,6 +47,11 @@ def _collision_exercise(topic: str, n: int, seed: int) -> Exercise:
         states = len(set(handoff_state(reduction, problem, model, problem.alice_inputs())))
         if pair is not None and states > 1:
             break
+    if pair is None:              # at the smallest sizes the smallest recurrence reaches the bound: store n - 1 bits
+        spec = f"memorize:capacity={n - 1}"
+        reduction, problem, model, _ = model_setup(rid, spec, n)
+        pair = first_collision(reduction, problem, model)
+        states = len(set(handoff_state(reduction, problem, model, problem.alice_inputs())))
     ident = "e1"
 
     def check(answer):
@@ -59,7 +64,8 @@ def _collision_exercise(topic: str, n: int, seed: int) -> Exercise:
                           + ("the same state" if s1 == s2 else "different states"))
     return Exercise(
         ident, "Find the collision",
-        f"The recurrence {spec} (m = {model.state_units} unit{'s' if model.state_units != 1 else ''} of p = {model.precision} bits: m·p = "
+        f"The recurrence {spec} (m = {model.state_units} unit{'s' if model.state_units != 1 else ''} of "
+        f"p = {model.precision} bits: m·p = "
         f"{model.state_bits} bits of state) is run on {task}. Find two different Alice inputs ({alice}, {n} bits) "
         f"after which it hands Bob the same state. Why must such a pair exist?",
         f"[x, x'] — two strings of {n} bits, e.g. [\"{'0' * n}\", \"{'1' * n}\"]",
@@ -195,7 +201,7 @@ def _suffix_exercise(n: int, seed: int) -> Exercise:
         f"Give a second half s on which INEQ(x1 s) ≠ INEQ(x2 s) — so every automaton for INEQ must be in different "
         f"states after x1 and after x2.",
         f"s, a string of {n} bits",
-        f"s = x1: INEQ(x1 x1) = 0 while INEQ(x2 x1) = 1 (s = x2 works as well).", bits_text(x1), check)
+        "s = x1: INEQ(x1 x1) = 0 while INEQ(x2 x1) = 1 (s = x2 works as well).", bits_text(x1), check)
 
 
 def rnn_exercises(topic: str):
