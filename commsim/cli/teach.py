@@ -128,12 +128,12 @@ def teach_command(topic, list_topics, n, fmt, out, exercises, solutions, seed, p
     if fmt == "html":
         from commsim.cli.html import command_line
         from commsim.render.lesson import exercises_page, lesson_page, with_exercises
-        ex_set = _exercise_set(reg, topic, n, seed)
+        ex_set = _exercise_set(reg, topic, n, seed) if topic in reg.names("exercises") else None
         text = lesson_page(lesson, command_line())
-        text = with_exercises(text, ex_set)
+        text = with_exercises(text, ex_set) if ex_set is not None else text
         if out is not None:
             sheets = [(_solutions_path(out), exercises_page(ex_set, command_line(), solutions=True))] \
-                if solutions else []
+                if solutions and ex_set is not None else []
             write_files(sheets + [(out, text)], option="--out", kind=kind)
             console.print(f"lecture notes (HTML) written to {escape(str(out))}"
                           + (f", solutions to {escape(str(sheets[0][0]))}" if sheets else ""))

@@ -20,6 +20,9 @@ EXIT_WRONG = 1
 def exercise_set(reg, topic: str, n: int | None, seed: int):
     """The exercises of ``topic`` at ``n`` and ``seed``, from the plugin that registered them."""
     reg.get("topic", topic, param="topic")                  # an unknown topic: the topics' list in the error
+    if topic not in reg.names("exercises"):
+        raise InputError(f"topic {topic!r} has no exercises (a plugin's topic may have none); topics with exercises: "
+                         f"{', '.join(reg.names('exercises'))}", "topic")
     return reg.get("exercises", topic, param="topic")(n, seed)
 
 
