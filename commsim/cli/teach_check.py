@@ -31,7 +31,7 @@ def exercise_set(reg, topic: str, n: int | None, seed: int):
 @plugin_option
 @json_option
 def check_command(answers_file, plugins, as_json):
-    """Check answers to a topic's exercises (``commsim teach TOPIC --exercises``) by running commsim.
+    """Check answers to a topic's exercises (`commsim teach TOPIC --exercises`) by running commsim.
 
     ANSWERS.json is one JSON object: {"topic": TOPIC, "seed": SEED, "n": N, "answers": {"e1": ANSWER, ...}}.
     "seed" and "n" are those the exercises were made with (--seed, --n; "n" may be left out for the topic's
