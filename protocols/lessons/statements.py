@@ -37,7 +37,7 @@ STATEMENTS = {
         "{0,1}^N has m ≥ N/(2p). Two proofs: the handoff of Theorem 2 is a one-way protocol for EQ on the two halves "
         "(Fact 2: N/2 bits), and, by Lemma 4, the model is a finite automaton with at most 2^(mp) states while INEQ "
         "needs 2^(N/2).",
-        r"m \ge \frac{N}{2p}\quad\iff\quad m p \ge \frac{N}{2}",
+        r"m \ge \frac{N}{2 p}\quad\iff\quad m p \ge \frac{N}{2}",
         "[BHBK24], Theorem 11 and Lemma 4 (App. F.1), Fact 2 (App. B.1)",
         _RNN,
         "N is the whole string's length; each party holds n = N/2 bits, and --n is that n."),
@@ -46,7 +46,7 @@ STATEMENTS = {
         "A recurrent model with width m at p bits that performs the nearest-neighbour task on every input of N "
         "vectors has m ≥ N/(2p). The proof goes through multi-query associative recall: the handoff after the "
         "labelled keys lets Bob read back all labels, so the model solves DISJ on N/2 bits one-way (Fact 1).",
-        r"m \ge \frac{N}{2p}\quad\iff\quad m p \ge \frac{N}{2}",
+        r"m \ge \frac{N}{2 p}\quad\iff\quad m p \ge \frac{N}{2}",
         "[BHBK24], Theorem 8 (Sec. 5.2; proof in App. G.1) and Fact 1 (App. B.1)",
         _RNN,
         _DISJ + " The paper's N counts N/2 labelled keys and N/2 queries; --n is n = N/2, and commsim spends two "
@@ -99,7 +99,7 @@ STATEMENTS = {
         "There is a two-layer transformer f of width and precision O(log N) (Theorem 6) that needs N/2 bits of "
         "communication on EVERY balanced partition of its N positions. So no protocol of O(m·p·H·polylog N) bits "
         "can simulate every two-layer transformer.",
-        r"\mathrm{CC}_{S_A, S_B}(f) \ge \frac{N}{2}\ \ \text{for every balanced } S_A \sqcup S_B,"
+        r"\mathrm{CC}_{S_A, S_B}(f) \ge \frac{N}{2}\ \ \text{for every balanced } S_A \cup S_B,"
         r"\qquad m, p = O(\log N)",
         "[BHBK24], Lemma 5 and Corollary 13.1 (App. F.4); Theorem 6 (Sec. 5.1; App. F.2)",
         "TF²_{m,p,H}: two-layer transformers; balanced: |S_A| = |S_B| = N/2.",
