@@ -58,7 +58,8 @@ def attention_disj(n: int | None = None) -> Lesson:
         "DISJ(a, b) = 0 when the sets meet (1 = disjoint); commsim uses [BHBK24]'s convention, DISJ(a, b) = 1 when the sets meet, so Match3 at N is "
         "DISJ (1 = the sets meet).",
         instance=f"a = {_bits(a)}, b = {_bits(b)}, M = {Mod}, N = {N}\nz = {' '.join(str(int(t)) for t in z)}\n"
-                 f"common elements (1-based): {hits}; Match3 at N = {int(match3(z[None], Mod, N - 1)[0])}; "
+                 f"common elements (1-based): {{{', '.join(map(str, hits))}}}; "
+                 f"Match3 at N = {int(match3(z[None], Mod, N - 1)[0])}; "
                  f"DISJ(a, b) = {int(problem.evaluate(a, b))}\nchecked on all {len(A_all)} pairs (a, b): "
                  f"Match3 = DISJ on every one: {agree}",
         holdings={"alice": f"z_1..z_{n} = {' '.join(str(int(t)) for t in z[:n])}",
