@@ -14,7 +14,7 @@ from protocols.lessons.statements import STATEMENTS
 
 #: what a lesson must never say (internals that leaked into lesson text before)
 LEAKS = ["paper_max_n", "bound_randomized", "the search's starting k", "default format", "1 distinct transcripts",
-         "--json:", "head 0"]
+         "--json:", "head 0", "(1-based): ["]
 
 
 @pytest.fixture(scope="module")
