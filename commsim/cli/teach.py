@@ -111,9 +111,9 @@ def teach_command(topic, list_topics, n, fmt, out, exercises, solutions, seed, p
     if fmt == "html":
         from commsim.render import require
         require("--format html")
-    if solutions and not exercises and fmt != "html":
-        raise InputError("--solutions goes with --exercises (or --format html, whose page has exercises)",
-                         "--solutions")
+    if solutions and not exercises and (fmt != "html" or out is None):
+        raise InputError("--solutions goes with --exercises, or with --format html --out FILE (the solutions sheet "
+                         "is written beside the page)", "--solutions")
     if exercises:
         _exercises(reg, topic, n, seed, fmt, out, solutions, as_json, kind)
         return
