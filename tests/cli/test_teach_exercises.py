@@ -142,3 +142,18 @@ def test_solutions_without_exercises_is_refused(capsys):
 def test_teach_list_keeps_square_brackets(capsys):
     code, out, _ = run_main(capsys, "teach", "--list")
     assert code == 0 and "[--n" in out.replace("\n", " ")
+
+
+def test_lesson_page_ends_with_folded_exercises_and_writes_the_solutions_sheet(tmp_path, capsys):
+    pytest.importorskip("markdown_it")
+    page = tmp_path / "notes.html"
+    code, _, err = run_main(capsys, "teach", "fooling-sets", "--format", "html", "--out", str(page), "--solutions",
+                            "--seed", "2")
+    assert code == 0, err
+    text = page.read_text(encoding="utf-8")
+    assert text.index("Definition 1 and Fact 4 of [BHBK24]") < text.index("Step 1.") < text.index('id="exercises"')
+    assert text.count('<details class="solution">') == 3 and "Exercises (seed 2, n = 4)" in text
+    sheet = (tmp_path / "notes-solutions.html").read_text(encoding="utf-8")
+    assert sheet.count('<details class="solution" open') == 3
+    code, _, err = run_main(capsys, "teach", "fooling-sets", "--format", "html", "--solutions")
+    assert code == 2 and "--out" in err
