@@ -11,7 +11,7 @@ import numpy as np
 
 from protocols.lessons.common import bits_text, engine, run_one
 
-__all__ = ["rng_for", "handoff_state", "run_pair", "bob_value", "bob_text", "first_collision", "field"]
+__all__ = ["rng_for", "handoff_state", "run_pair", "bob_text", "first_collision", "field", "model_setup"]
 
 
 def rng_for(topic: str, seed: int, k: int) -> np.random.Generator:
@@ -45,11 +45,6 @@ def first_collision(reduction, problem, model) -> tuple[np.ndarray, np.ndarray] 
     return None
 
 
-def bob_value(problem, y):
-    """Bob's input as the problem takes it: an index (0-based) or a bit array."""
-    return int(y) if np.ndim(y) == 0 else np.asarray(y, dtype=np.uint8)
-
-
 def bob_text(y) -> str:
     return f"b = {int(y) + 1}" if np.ndim(y) == 0 else f"y = {bits_text(y)}"
 
@@ -67,4 +62,5 @@ def run_pair(reduction, problem, model, simulator, xs, y) -> list[tuple[int, int
 
 
 def model_setup(rid: str, spec: str, n: int):
+    """(reduction, problem, model, simulator) as ``commsim run`` builds them."""
     return engine(rid, spec, n)
