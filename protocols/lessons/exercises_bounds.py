@@ -64,6 +64,9 @@ def fooling_exercises(n: int | None, seed: int) -> ExerciseSet:
 
     def check_set(answer):
         items = answer_list(answer, field("e2"))
+        if len(items) > 2 ** n:          # no fooling set of DISJ_n is larger (and a longer list is no answer)
+            from commsim.core.errors import InputError
+            raise InputError(f"{field('e2')}: at most 2^{n} = {2 ** n} pairs, got {len(items)}", field("e2"))
         pairs = []
         for j, item in enumerate(items, 1):
             pair = answer_list(item, f"{field('e2')}[{j}]", 2)
