@@ -190,7 +190,8 @@ def attention_disj(n: int | None = None) -> Lesson:
     steps.append(Step(
         "Right on the fooling set is not enough",
         f"{QSA_PROBE} probes position 1 for a query token, which never appears there: on all {len(A_pr)} "
-        f"instances its DISJ answer is {' or '.join(map(str, said))} — 'disjoint' — so it is right on every fooling-set member (x, ~x). "
+        f"instances its DISJ answer is {' or '.join(map(str, said))} — 'disjoint' — so it is right on every "
+        f"fooling-set member (x, ~x). "
         f"Its {probe.bits_used}-bit messages give the {len(members)} members only {distinct} distinct "
         f"transcript(s), and {why} Two members that collide have a crossing — two sets that meet — which gets "
         f"the same answer.",
