@@ -14,6 +14,8 @@ Kinds of entries:
 ``adapter``       functions ``adapt(obj, **context) -> model | None`` that turn a user's object (a PyTorch
                   module, ...) into a model a simulator accepts; ``make_model(obj)`` tries them in turn
 ``topic``         teaching walkthroughs (``commsim teach``)
+``exercises``     a topic's exercises, checked by running commsim (``commsim teach TOPIC --exercises``,
+                  ``commsim teach check``): ``build(n, seed) -> commsim.teach.exercises.ExerciseSet``
 ``separation``    both sides of a separation (``commsim separate``)
 ``experiment``    a paper's experiment: trained models with the bounds beside them (``commsim replicate``)
 """
@@ -36,7 +38,8 @@ from commsim.spec import ModelSpec, did_you_mean, user_code_failure
 ENTRY_POINT_GROUP = "commsim.plugins"
 
 
-KINDS = ("cc-protocol", "reduction", "model", "simulator", "adapter", "topic", "separation", "experiment", "course")
+KINDS = ("cc-protocol", "reduction", "model", "simulator", "adapter", "topic", "exercises", "separation",
+         "experiment", "course")
 
 
 @dataclass(frozen=True)

@@ -238,8 +238,8 @@ def rectangle_certificate(problem: Problem, evaluate: Callable, direct: Callable
     cert = Certificate("rectangle", _listed(a), _listed(b), int(pick.value), model, explanation, verified=verified,
                        details=details)
     if sweep.swept == fs.size:
-        return cert, (f"swept all {fs.size} fooling-set members ({distinct} distinct transcripts); members {i + 1} "
-                      f"and {j + 1} collide")
+        return cert, (f"swept all {fs.size} fooling-set members ({distinct} distinct "
+                      f"transcript{'s' * (distinct != 1)}); members {i + 1} and {j + 1} collide")
     return cert, (f"stopped at the first collision: fooling-set members {i + 1} and {j + 1} of {fs.size} share a "
                   f"transcript ({_swept(sweep, chunk)}; {distinct} distinct transcript{'s' * (distinct != 1)} among "
                   f"them)")

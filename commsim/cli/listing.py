@@ -16,8 +16,9 @@ def registered(plugins=()) -> dict:
     reg = load_plugins(plugins)
     out = {"problems": [{"name": p, "description": make_problem(p, 2).description} for p in PROBLEM_NAMES]}
     for kind in KINDS:
-        out[kind.replace("-", "_") + "s"] = [{"name": e.name, "description": e.description, "plugin": e.plugin}
-                                              for e in reg.entries(kind)]
+        key = kind.replace("-", "_") + ("" if kind.endswith("s") else "s")     # "topics", "exercises"
+        out[key] = [{"name": e.name, "description": e.description, "plugin": e.plugin}
+                    for e in reg.entries(kind)]
     out["model_protocols"] = out["simulators"]   # the first landing's name for simulators, kept for scripts
     return out
 

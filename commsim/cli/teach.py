@@ -14,7 +14,16 @@ from commsim.teach import render_plain, render_text
 
 
 class TeachCommand(click.Command):
-    """``teach --help`` ends with the registered topics and the --n each accepts."""
+    """``teach --help`` ends with the registered topics and the --n each accepts.  ``teach check ...`` is
+    ``commsim teach check`` (:data:`SUBCOMMANDS`), not a topic."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        from commsim.cli.teach_check import check_command
+        subcommands = {"check": check_command}
+        if args and args[0] in subcommands:
+            return subcommands[args[0]].make_context(f"{info_name} {args[0]}", list(args[1:]), parent=parent,
+                                                     **extra)
+        return super().make_context(info_name, args, parent=parent, **extra)
 
     def format_epilog(self, ctx, formatter):
         super().format_epilog(ctx, formatter)
@@ -47,15 +56,29 @@ FORMATS = ["text", "markdown", "html", "slides"]
                    ".json); an existing file is replaced only if commsim wrote it in that format (else --force).")
 @click.option("--topics", "topics", default=None, metavar="T1,T2,...",
               help="With `teach course`: write only these topics (kept in the course's order).")
+@click.option("--exercises", "exercises", is_flag=True,
+              help="Print the topic's exercises (3 to 5, made from the lesson's own objects at --seed) instead of "
+                   "the lesson; answers are checked with `commsim teach check ANSWERS.json`. HTML pages have them "
+                   "in an Exercises section, solutions folded.")
+@click.option("--solutions", "solutions", is_flag=True,
+              help="With --exercises: show each exercise's solution; with --out FILE (and with --format html): "
+                   "also write them to a separate solutions sheet FILE's-stem-solutions beside FILE, for print.")
+@click.option("--seed", "seed", type=click.IntRange(0, 2 ** 32 - 1), default=0, show_default=True,
+              help="The seed the exercises are made at (the same seed, the same exercises).")
 @force_option
 @plugin_option
 @json_option
-def teach_command(topic, list_topics, n, fmt, out, topics, plugins, as_json):
+def teach_command(topic, list_topics, n, fmt, out, topics, exercises, solutions, seed, plugins, as_json):
     """Walk through the proof of a lower bound step by step, with a concrete instance.
 
     Every step states the claim, the instance, what each party holds, the messages with
     their bits, the inequality, and where the paper proves it. Positions are 1-based, as in
-    the papers.
+    the papers. Measured error rates carry a confidence interval computed with what is
+    installed (statsmodels if present, else the standard library and scipy).
+
+    `commsim teach TOPIC --exercises` prints the topic's exercises; `commsim teach check
+    ANSWERS.json` checks answers by running commsim (see `commsim teach check --help` for
+    the file's format).
 
     \b
     Examples:
@@ -65,6 +88,9 @@ def teach_command(topic, list_topics, n, fmt, out, topics, plugins, as_json):
       commsim teach attention-protocol --format html --out notes.html
       commsim teach attention-dyck --format slides --out deck.html
       commsim teach course --out lectures/
+      commsim teach rnn-index --exercises --seed 3
+      commsim teach rnn-index --exercises --solutions --format markdown --out ex.md
+      commsim teach check answers.json
 
     `teach course --out DIR` writes the lessons in teaching order as HTML pages
     (01-fooling-sets.html, ...), a handout (order, time, prerequisites) and one
@@ -85,7 +111,7 @@ def teach_command(topic, list_topics, n, fmt, out, topics, plugins, as_json):
             emit_json({"topics": [{"name": e.name, "description": e.description} for e in entries]})
         else:
             for e in entries:
-                console.print(f"[bold cyan]{e.name:20}[/] {e.description}", soft_wrap=True)
+                console.print(f"[bold cyan]{escape(e.name):20}[/] {escape(e.description)}", soft_wrap=True)
         if not list_topics and not topic:
             raise InputError("give a TOPIC (see `commsim teach --list`)", "topic")
         return
@@ -101,6 +127,12 @@ def teach_command(topic, list_topics, n, fmt, out, topics, plugins, as_json):
     if fmt in ("html", "slides"):
         from commsim.render import require
         require(f"--format {fmt}")
+    if solutions and not exercises and (fmt != "html" or out is None):
+        raise InputError("--solutions goes with --exercises, or with --format html --out FILE (the solutions sheet "
+                         "is written beside the page)", "--solutions")
+    if exercises:
+        _exercises(reg, topic, n, seed, fmt, out, solutions, as_json, kind)
+        return
     lesson = build(n)
     if fmt == "slides":
         write_slides(lesson, out, kind)
@@ -114,11 +146,16 @@ def teach_command(topic, list_topics, n, fmt, out, topics, plugins, as_json):
         return
     if fmt == "html":
         from commsim.cli.html import command_line
-        from commsim.render.lesson import lesson_page
+        from commsim.render.lesson import exercises_page, lesson_page, with_exercises
+        ex_set = _exercise_set(reg, topic, n, seed) if topic in reg.names("exercises") else None
         text = lesson_page(lesson, command_line())
+        text = with_exercises(text, ex_set) if ex_set is not None else text
         if out is not None:
-            write_text(out, text, option="--out", kind=kind)
-            console.print(f"lecture notes (HTML) written to {escape(str(out))}")
+            sheets = [(_solutions_path(out), exercises_page(ex_set, command_line(), solutions=True))] \
+                if solutions and ex_set is not None else []
+            write_files(sheets + [(out, text)], option="--out", kind=kind)
+            console.print(f"lecture notes (HTML) written to {escape(str(out))}"
+                          + (f", solutions to {escape(str(sheets[0][0]))}" if sheets else ""))
         else:
             click.echo(text, nl=False)
         return
@@ -147,3 +184,44 @@ def _can_draw() -> bool:
     import importlib.util
     return importlib.util.find_spec("matplotlib") is not None
 
+
+
+def _exercise_set(reg, topic, n, seed):
+    from commsim.cli.teach_check import exercise_set
+    return exercise_set(reg, topic, n, seed)
+
+
+def _solutions_path(out):
+    from pathlib import Path
+    target = Path(out)
+    return target.with_name(f"{target.stem}-solutions{target.suffix}")
+
+
+def _exercises(reg, topic, n, seed, fmt, out, solutions, as_json, kind) -> None:
+    """``teach TOPIC --exercises``: the exercises in the chosen form; with --solutions and --out, the solutions
+    in a separate sheet beside the file (stdout shows them inline)."""
+    from commsim.teach.exercises import exercises_markdown, exercises_plain
+    ex_set = _exercise_set(reg, topic, n, seed)
+    if as_json:
+        if out is None:
+            emit_json(ex_set.to_dict(solutions))
+        else:
+            write_text(out, to_json(ex_set.to_dict(solutions)) + "\n", option="--out", kind=kind)
+            emit_json({"topic": topic, "written_to": str(out), "format": "json"})
+        return
+
+    def render(with_solutions: bool) -> str:
+        if fmt == "html":
+            from commsim.cli.html import command_line
+            from commsim.render.lesson import exercises_page
+            return exercises_page(ex_set, command_line(), solutions=with_solutions)
+        if fmt == "markdown":
+            return f"# Exercises: {ex_set.title}\n\n" + exercises_markdown(ex_set, with_solutions)
+        return exercises_plain(ex_set, with_solutions)
+    if out is None:
+        click.echo(render(solutions), nl=False)
+        return
+    files = [(_solutions_path(out), render(True))] if solutions else []
+    write_files(files + [(out, render(False))], option="--out", kind=kind)
+    console.print(f"exercises written to {escape(str(out))}"
+                  + (f", solutions to {escape(str(files[0][0]))}" if files else ""))

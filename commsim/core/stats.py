@@ -1,8 +1,11 @@
 """Confidence intervals for measured rates (error rates of models and of randomized protocols).
 
-The intervals come from statsmodels (the ``stats`` extra: ``pip install commsim[stats]``); nothing here
-re-derives them.  A rate measured on ``trials`` independent draws with ``events`` hits gets a two-sided
-interval at level ``confidence``.
+The intervals come from statsmodels when it is installed (the ``stats`` extra: ``pip install commsim[stats]``).
+Without it they are computed from what every install has: the Wilson score interval from the standard library's
+normal quantile (``statistics.NormalDist``), the exact Clopper-Pearson interval from ``scipy.stats.beta`` when
+scipy is there, else by bisection on the binomial tail (exact sums in log space).  The three agree to rounding
+(tests/commsim/core/test_stats_fallback.py).  A rate measured on ``trials`` independent draws with ``events`` hits
+gets a two-sided interval at level ``confidence``.
 """
 from __future__ import annotations
 
@@ -48,9 +51,11 @@ def rate_interval(events: int, trials: int, *, confidence: float = 0.95, method:
         raise InputError(f"a rate needs 0 <= events <= trials and trials >= 1, got {events}/{trials}")
     try:
         from statsmodels.stats.proportion import proportion_confint
-    except ImportError as exc:  # pragma: no cover - the stats extra is part of the test install
-        raise InputError("confidence intervals need statsmodels: pip install 'commsim[stats]'") from exc
-    low, high = proportion_confint(events, trials, alpha=1.0 - confidence, method=METHODS[method])
-    rate = events / trials   # statsmodels' bounds carry rounding noise (e.g. 1e-18 above a zero rate): clamp
+    except ImportError:      # no stats extra: the same intervals from the standard library (and scipy, if any)
+        from commsim.core.intervals import clopper_pearson, wilson
+        low, high = (wilson if method == "wilson" else clopper_pearson)(events, trials, 1.0 - confidence)
+    else:
+        low, high = proportion_confint(events, trials, alpha=1.0 - confidence, method=METHODS[method])
+    rate = events / trials   # the bounds carry rounding noise (e.g. 1e-18 above a zero rate): clamp
     return RateInterval(events, trials, max(0.0, min(float(low), rate)), min(1.0, max(float(high), rate)),
                         float(confidence), method)

@@ -144,9 +144,15 @@ def certificate_figure(view, details: dict | None = None):
         ax.text(x_own, top + 0.75, own_head, fontsize=9, color=GREY)
     for x0, side in ((x_a, 0), (x_b, 1)):
         longest = max((c[side][0] for c in cells), key=len, default=[])
+        # a party holding interleaved positions of the model input (Dyck-(2,2): Alice 1, 3, 5, ..., Bob 2, 4, 6, ...)
+        # is labelled by the string's own positions; a contiguous block by its input's positions; both from 1
+        held = (details or {}).get("alice_positions" if side == 0 else "bob_positions")
+        interleaved = isinstance(held, list) and len(held) == len(longest) and len(held) > 1 and \
+            any(int(b) - int(a) != 1 for a, b in zip(held, held[1:]))
+        numbers = [int(p) + 1 for p in held] if interleaved else list(range(1, len(longest) + 1))
         if longest and all(len(s) <= 2 for s in longest):
             for i in range(len(longest)):
-                ax.text(x0 + (i + 0.5) * 0.42, top + 0.2, str(i + 1), ha="center", fontsize=6, color=GREY)
+                ax.text(x0 + (i + 0.5) * 0.42, top + 0.2, str(numbers[i]), ha="center", fontsize=6, color=GREY)
     for k, (row, ((a_syms, a_marks), (b_syms, b_marks))) in enumerate(zip(rows, cells)):
         y = top - k - 0.5
         failing = row.label in FAILING_LABELS

@@ -127,3 +127,42 @@ def svg_document(svg: str) -> str:
     head = svg if 'xmlns="http://www.w3.org/2000/svg"' in svg[:400] else svg.replace(
         "<svg", '<svg xmlns="http://www.w3.org/2000/svg"', 1)
     return '<?xml version="1.0" encoding="utf-8" standalone="no"?>\n' + head
+
+
+def exercises_html(ex_set, solutions: bool = False) -> str:
+    """The exercises as an HTML section: each statement, the form of its answer, and its solution in a folded
+    ``<details>`` (open when ``solutions``: the print sheet).  Text goes through Markdown, never raw."""
+    import html as _html
+
+    from commsim.render.page import markdown_to_html
+    from commsim.teach.exercises import exercises_markdown
+    head = exercises_markdown(ex_set, solutions=False).split("\n### ", 1)[0]
+    parts = [f'<section class="exercises" id="exercises">{markdown_to_html(head)}']
+    for e in ex_set.exercises:
+        parts.append(markdown_to_html(f"### Exercise {e.ident[1:]}. {e.title}\n\n{e.statement}\n\n"
+                                      f"*Answer as* `{e.ident}`: {e.form}"))
+        opened = " open" if solutions else ""
+        parts.append(f'<details class="solution"{opened}><summary>Solution to exercise {e.ident[1:]}</summary>'
+                     + markdown_to_html(e.solution) + "<p><em>A right answer:</em> <code>"
+                     + _html.escape(_json_text(e.example)) + "</code></p></details>")
+    return "".join(parts) + "</section>"
+
+
+def with_exercises(page_html: str, ex_set) -> str:
+    """A lesson page with its Exercises section at the end of the main text (solutions folded)."""
+    from commsim.render.sanitize import sanitize
+    return sanitize(page_html.replace("</main>", exercises_html(ex_set) + "</main>", 1))
+
+
+def exercises_page(ex_set, command: str, solutions: bool = False) -> str:
+    """The exercises alone as one self-contained page (``solutions``: the print sheet, every solution shown)."""
+    from commsim.render.page import page
+    from commsim.render.sanitize import sanitize
+    title = f"{'Solutions' if solutions else 'Exercises'}: {ex_set.title}"
+    return sanitize(page(title, f"# {title}\n", [], command).replace("</main>", exercises_html(ex_set, solutions)
+                                                                      + "</main>", 1))
+
+
+def _json_text(value) -> str:
+    import json
+    return json.dumps(value)

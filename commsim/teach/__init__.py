@@ -52,9 +52,12 @@ class Lesson:
     summary: str
     steps: list[Step]
     n: int | None = None
+    #: the theorem the lesson proves, as the paper states it (:class:`commsim.teach.statement.Statement`)
+    statement: object | None = None
 
     def to_dict(self) -> dict:
         return {"topic": self.topic, "title": self.title, "summary": self.summary, "n": self.n,
+                "statement": self.statement.to_dict() if self.statement is not None else None,
                 "steps": [s.to_dict() for s in self.steps]}
 
 
@@ -225,6 +228,9 @@ def render_markdown(lesson: Lesson, figures: dict[int, list[str]] | None = None,
     what stands for its instance instead of the fenced block (a page's placeholder for its HTML form)."""
     figures, instances = figures or {}, instances or {}
     out = [f"# {lesson.title}", "", lesson.summary, ""]
+    if lesson.statement is not None:
+        from commsim.teach.statement import statement_markdown
+        out += statement_markdown(lesson.statement)
     if figure_list is not None:
         out += ["**Figures.**", ""] + (figure_list or ["none"]) + [""]
     for i, step in enumerate(lesson.steps, 1):
@@ -256,6 +262,9 @@ def render_plain(lesson: Lesson) -> str:
     """The walkthrough as plain text for a pipe or a file: no boxes, no wrapping (a line is as long as its
     content, so no row of a message list is broken at the terminal's width)."""
     out = [lesson.title, lesson.summary, ""]
+    if lesson.statement is not None:
+        from commsim.teach.statement import statement_plain
+        out += statement_plain(lesson.statement)
     for i, step in enumerate(lesson.steps, 1):
         out += [f"Step {i}. {step.title}", f"  claim:    {step.claim}"]
         if step.instance:
@@ -278,6 +287,14 @@ def render_text(lesson: Lesson, console) -> None:
     from rich.panel import Panel
     from rich.table import Table
     console.print(Panel(f"[bold]{escape(lesson.title)}[/]\n{escape(lesson.summary)}", expand=False))
+    if lesson.statement is not None:
+        from commsim.teach.statement import statement_rows
+        head = Table.grid(padding=(0, 1))
+        head.add_column(style="bold", no_wrap=True)
+        head.add_column()
+        for label, text in statement_rows(lesson.statement):
+            head.add_row(label, escape(text))
+        console.print(Panel(head, title="The statement", title_align="left"))
     for i, step in enumerate(lesson.steps, 1):
         body = Table.grid(padding=(0, 1))
         body.add_column(style="bold", no_wrap=True)

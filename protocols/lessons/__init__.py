@@ -66,9 +66,36 @@ TOPICS = {
 }
 
 
-def _builder(module: str, function: str):
+#: topic -> (module, function) of its exercises: ``function(topic)`` gives ``build(n, seed) -> ExerciseSet``
+EXERCISES = {
+    "rnn-index": ("exercises_rnn", "rnn_exercises"),
+    "rnn-eq": ("exercises_rnn", "rnn_exercises"),
+    "rnn-disj": ("exercises_rnn", "rnn_exercises"),
+    "attention-protocol": ("exercises_attention", "attention_exercises"),
+    "attention-dyck": ("exercises_attention", "attention_exercises"),
+    "attention-disj": ("exercises_disj", "disj_exercises"),
+    "fooling-sets": ("exercises_bounds", "bounds_exercises"),
+    "two-layers": ("exercises_bounds", "bounds_exercises"),
+    "randomized": ("exercises_bounds", "bounds_exercises"),
+    "compose": ("exercises_disj", "disj_exercises"),
+    "graph-transformers": ("exercises_disj", "disj_exercises"),
+}
+
+
+def _exercise_builder(topic: str, module: str, function: str):
+    def build(n=None, seed=0):
+        return getattr(importlib.import_module(f"{__name__}.{module}"), function)(topic)(n, seed)
+    build.__name__ = f"exercises_{topic.replace('-', '_')}"
+    return build
+
+
+def _builder(module: str, function: str, topic: str = ""):
     def build(n=None):
-        return getattr(importlib.import_module(f"{__name__}.{module}"), function)(n)
+        lesson = getattr(importlib.import_module(f"{__name__}.{module}"), function)(n)
+        if lesson.statement is None:                 # every lesson opens with the theorem it proves
+            from protocols.lessons.statements import STATEMENTS
+            lesson.statement = STATEMENTS.get(topic or lesson.topic)
+        return lesson
     build.__name__ = function
     return build
 
@@ -82,5 +109,8 @@ def _described(name: str, description: str) -> str:
 def register(registry) -> None:
     from protocols.lessons.course import COURSE
     for name, topic in TOPICS.items():
-        registry.register("topic", name, _builder(topic.module, topic.function), _described(name, topic.description))
+        registry.register("topic", name, _builder(topic.module, topic.function, name),
+                          _described(name, topic.description))
+    for name, (module, function) in EXERCISES.items():
+        registry.register("exercises", name, _exercise_builder(name, module, function), f"exercises of {name}")
     registry.register("course", "lectures", COURSE, COURSE.title)

@@ -8,6 +8,7 @@ from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import (
     certificate_of,
     engine,
+    human_label,
     messages_of,
     reduction_default,
     run_one,
@@ -58,7 +59,8 @@ def attention_disj(n: int | None = None) -> Lesson:
         "DISJ(a, b) = 0 when the sets meet (1 = disjoint); commsim uses [BHBK24]'s convention, DISJ(a, b) = 1 when the sets meet, so Match3 at N is "
         "DISJ (1 = the sets meet).",
         instance=f"a = {_bits(a)}, b = {_bits(b)}, M = {Mod}, N = {N}\nz = {' '.join(str(int(t)) for t in z)}\n"
-                 f"common elements (1-based): {hits}; Match3 at N = {int(match3(z[None], Mod, N - 1)[0])}; "
+                 f"common elements (1-based): {{{', '.join(map(str, hits))}}}; "
+                 f"Match3 at N = {int(match3(z[None], Mod, N - 1)[0])}; "
                  f"DISJ(a, b) = {int(problem.evaluate(a, b))}\nchecked on all {len(A_all)} pairs (a, b): "
                  f"Match3 = DISJ on every one: {agree}",
         holdings={"alice": f"z_1..z_{n} = {' '.join(str(int(t)) for t in z[:n])}",
@@ -163,7 +165,7 @@ def attention_disj(n: int | None = None) -> Lesson:
     members = list(zip(*fs.member_arrays()))
     transcripts = [run_one(r_p, p_p, m_p, w_p, x, y)[1].transcript.messages for x, y in members]
     distinct = len({tuple(str(mm.bits) for mm in t) for t in transcripts})
-    parts = {mm.label: len({str(t[i].bits) for t in transcripts}) for i, mm in enumerate(transcripts[0])}
+    parts = {human_label(mm.label): len({str(t[i].bits) for t in transcripts}) for i, mm in enumerate(transcripts[0])}
     constant = [lab for lab, k in parts.items() if k == 1]
     counting = (f"counting alone would force a repeat ({len(members)} members outnumber the "
                 f"2^{probe.bits_used} possible messages), but the message carries far less than its bits"
@@ -190,7 +192,8 @@ def attention_disj(n: int | None = None) -> Lesson:
     steps.append(Step(
         "Right on the fooling set is not enough",
         f"{QSA_PROBE} probes position 1 for a query token, which never appears there: on all {len(A_pr)} "
-        f"instances its DISJ answer is {said} — 'disjoint' — so it is right on every fooling-set member (x, ~x). "
+        f"instances its DISJ answer is {' or '.join(map(str, said))} — 'disjoint' — so it is right on every "
+        f"fooling-set member (x, ~x). "
         f"Its {probe.bits_used}-bit messages give the {len(members)} members only {distinct} distinct "
         f"transcript(s), and {why} Two members that collide have a crossing — two sets that meet — which gets "
         f"the same answer.",

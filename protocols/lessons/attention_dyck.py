@@ -136,7 +136,7 @@ def attention_dyck(n: int | None = None) -> Lesson:
         line.append(f"commsim budget --arch attention --width {width} --precision {prec} --heads {heads} "
                     f"--reduction {rid}: Theorem 5's inequality in the paper's form 3m(p + log2 N)H >= N − 1 holds "
                     f"up to N = {own_max} (first ruled out {own_out}); commsim's whole-bit form "
-                    f"3m(p + ceil(log2 N))H >= N − 1 up to N = {rep.paper_max_n} (paper_max_n); the exact exchange, "
+                    f"3m(p + ceil(log2 N))H >= N − 1 up to N = {rep.paper_max_n}; the exact exchange, "
                     f"which sends {sent} bits at N = {rep.n} where the whole-bit count is {rep.bits}, up to "
                     f"N = {rep.max_n} (max N)")
     steps.append(Step(

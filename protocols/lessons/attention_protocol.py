@@ -11,7 +11,7 @@ import numpy as np
 
 from commsim.teach import Lesson, Step
 from commsim.theory.bounds import ceil_log2
-from protocols.lessons.common import codes_text, positions_text, vector_text
+from protocols.lessons.common import codes_text, human_label, positions_text, vector_text
 from protocols.lessons.common import size_arg as _size
 from protocols.lessons.third_order_step import third_order_step
 from protocols.theorems import query_bits
@@ -75,7 +75,7 @@ def attention_protocol(n: int | None = None) -> Lesson:
         instance=f"q_N = {vector_text(ar.to_values(q[0, 0]))} (grid codes {codes_text(q[0, 0])}); Bob decodes "
                  f"{codes_text(q_dec)} — {'the same' if np.array_equal(q_dec, q[0, 0]) else 'DIFFERENT'}",
         holdings=held,
-        messages=[(q_msg.sender, q_msg.label, str(q_msg.bits))],
+        messages=[(q_msg.sender, human_label(q_msg.label), str(q_msg.bits))],
         inequality=rf"m \cdot p = {m} \cdot {p} = {len(q_msg.bits)}\text{{ bits}}",
         reference="Theorem 4 of [BHBK24], proof step 1"))
 
@@ -97,7 +97,7 @@ def attention_protocol(n: int | None = None) -> Lesson:
                  f"{int(M[0, 0]) * unit:g}\ndecoded from the messages: Alice's {dec.get('alice')}, Bob's "
                  f"{dec.get('bob')}",
         holdings=held,
-        messages=[(x.sender, x.label, str(x.bits)) for x in max_msgs],
+        messages=[(x.sender, human_label(x.label), str(x.bits)) for x in max_msgs],
         inequality=rf"M = \max(M_A, M_B) = \max({int(M_a[0, 0]) * unit:g}, {int(M_b[0, 0]) * unit:g}) = "
                    rf"{int(M[0, 0]) * unit:g}\quad (2p = {2 * p}\text{{ bits}})",
         reference="Theorem 4 of [BHBK24], proof step 2"))
@@ -120,7 +120,7 @@ def attention_protocol(n: int | None = None) -> Lesson:
                  f"{int(Z_b[0, 0])} units = {int(Z_b[0, 0]) * unit:g}; Z = {int(Z[0, 0])} units = "
                  f"{int(Z[0, 0]) * unit:g}\nZ_B decoded from the message: {z_dec} units",
         holdings=held,
-        messages=[(z_msg.sender, z_msg.label, str(z_msg.bits))],
+        messages=[(z_msg.sender, human_label(z_msg.label), str(z_msg.bits))],
         inequality=rf"Z_B \le |S_B| \cdot 2^{{{F}}} = {len(bob)} \cdot {2 ** F}\text{{ units}}"
                    rf" \implies {plan.z_width}\text{{ bits}} \le p + \lceil\log_2 N\rceil",
         notes=f"e_i at the maximum is [exp(0)] = {ar.one_units} units = 1; a logit far below M rounds to 0 and "
@@ -143,7 +143,7 @@ def attention_protocol(n: int | None = None) -> Lesson:
                  f"{codes_text(U_b[0, 0])} units = {vector_text(U_b[0, 0] * unit)}\nU_B decoded from the message: "
                  f"{codes_text(u_dec)}",
         holdings=held,
-        messages=[(u_msg.sender, u_msg.label, str(u_msg.bits))],
+        messages=[(u_msg.sender, human_label(u_msg.label), str(u_msg.bits))],
         inequality=rf"m \cdot w_U = {m} \cdot {plan.u_width} = {len(u_msg.bits)}\text{{ bits}},\quad "
                    rf"w_U = {plan.u_width} \le p + \lceil\log_2 |S_B|\rceil + 1 = {p + ceil_log2(len(bob)) + 1}",
         reference="Theorem 4 of [BHBK24], proof step 4"))

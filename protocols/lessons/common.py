@@ -1,6 +1,8 @@
 """Small helpers shared by the lessons."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from commsim.core.errors import InputError
@@ -80,9 +82,16 @@ def certificate_of(reduction, problem, model, simulator, seed: int = 0):
     return search_certificate(setup_of(reduction, problem, model, simulator), seed=seed)
 
 
+def human_label(label: str) -> str:
+    """A message label as a lesson shows it: heads counted from 1 like everything else in the lessons
+    (``query/head 0`` -> ``query/head 1``); the transcript's own labels (and its JSON) keep the simulator's
+    0-based head keys."""
+    return re.sub(r"\bhead (\d+)", lambda m: f"head {int(m.group(1)) + 1}", label)
+
+
 def messages_of(transcript) -> list[tuple[str, str, str]]:
-    """A transcript's messages as (sender, label, bits) rows of a lesson step."""
-    return [(m.sender, m.label, str(m.bits)) for m in transcript.messages]
+    """A transcript's messages as (sender, label, bits) rows of a lesson step (heads counted from 1)."""
+    return [(m.sender, human_label(m.label), str(m.bits)) for m in transcript.messages]
 
 
 def tokens_text(reduction, n: int, tokens) -> str:

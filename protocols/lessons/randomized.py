@@ -135,11 +135,13 @@ def randomized(n: int | None = None) -> Lesson:
         "The recurrent bound m*p >= N/2 for INEQ comes from EQ's deterministic n bits. A protocol with coins "
         "and a small error needs only O(log n) bits, so the bound says nothing about a model that may err on "
         "a few inputs: it forbids exact computation, not approximate computation.",
-        instance=f"eq-ineq at n = {n}: bound {eq_bound.bits} bits, bound_randomized = {eq_bound.randomized}: "
-                 f"{eq_bound.randomized_reason}",
+        instance=f"eq-ineq at n = {n}: bound {eq_bound.bits} bits for deterministic protocols; "
+                 + ("it also holds with coins" if eq_bound.randomized else "it does not hold with coins")
+                 + f": {eq_bound.randomized_reason}",
         inequality=rf"R^{{\text{{priv}}}}_{{\epsilon}}(\mathrm{{EQ}}_{{{n}}}) \le {2 * fp.width} \lt "
                    rf"D(\mathrm{{EQ}}_{{{n}}}) = {n}",
-        reference="commsim run eq-ineq --json: bound_randomized, bound_randomized_note"))
+        reference="Fact 2 of [BHBK24] (EQ, deterministic) and Theorem 11 (recurrent models); fingerprints: "
+                  "Kushilevitz and Nisan, ch. 3"))
 
     # ---- INDEX survives ----------------------------------------------------------------------------
     index = make_problem("index", n)

@@ -159,7 +159,7 @@ def two_layers(n: int | None = None) -> Lesson:
         else:
             k = start_k(length)
             fmt = default_format(length, k)
-            m, p, src = k + 1, fmt.bits, "formula: the search's starting k, default format"
+            m, p, src = k + 1, fmt.bits, "formula (the construction's rules for k and p at this N; not built)"
         if crossing is None and length // 2 > m * p:
             crossing = length
         table.append(f"{length:>9} {m:>5} {p:>3} {m * p:>7} {length // 2:>9}  {src}")

@@ -34,4 +34,5 @@ def test_attention_dyck_prints_theorem_5s_max_n_beside_the_exchanges():
     lesson = load_plugins().get("topic", "attention-dyck")(None)
     step = next(s for s in lesson.steps if s.title.startswith("Theorem 5"))
     line = next(x for x in step.instance.splitlines() if "--width 64 --precision 16 --heads 8" in x)
-    assert "Theorem 5's inequality" in line and "N = 49152 (paper_max_n)" in line and "N = 23984 (max N)" in line
+    assert "Theorem 5's inequality" in line and "N − 1 up to N = 49152;" in line and "paper_max_n" not in line
+    assert "N = 23984 (max N)" in line

@@ -27,7 +27,7 @@ def test_attention_dyck_runs_a_layer_whose_transcripts_differ_with_the_probe_as_
     distinct = int(re.search(r"Distinct transcripts found: (\d+)", sweep.claim).group(1))
     assert 1 < distinct < 2 ** 7 and DYCK_SPEC in steps["A one-layer model as a protocol on this split"].claim
     contrast = [s for s in built["attention-dyck"].steps if s.title.startswith("Contrast")]
-    assert len(contrast) == 1 and PROBE_SPEC in contrast[0].claim and "(1 distinct transcripts)" in contrast[0].instance
+    assert len(contrast) == 1 and PROBE_SPEC in contrast[0].claim and "(1 distinct transcript)" in contrast[0].instance
     crossing = steps["The crossing: the rectangle property forces a wrong answer"]
     assert [f["kind"] for f in crossing.figures] == ["certificate"] and crossing.figures[0]["certificate"]["verified"]
 

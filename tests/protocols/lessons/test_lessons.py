@@ -176,7 +176,7 @@ def test_attention_dyck_collision_and_crossing(lessons):
     assert "(member? 0)" in crossing.instance and "the truth is 0" in crossing.instance
     assert "certificate verified: True" in crossing.notes
     theorem5 = _step(lesson, "Theorem 5").instance
-    assert "(paper_max_n)" in theorem5 and "(max N)" in theorem5
+    assert "whole-bit form" in theorem5 and "paper_max_n" not in theorem5 and "(max N)" in theorem5
 
 
 def test_attention_disj_match3_and_qsa(lessons):
