@@ -201,15 +201,17 @@ class AttentionLayer(Decides):
     def keys_values(self, tokens: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """k_i, v_i of tokens (B, n) at positions (n,): two (B, n, H, m) arrays.
 
-        With many rows and a token table, the (position, token) table is projected once and
-        gathered (the same values: each k_i, v_i depends only on position i and token s_i)."""
+        Each k_i, v_i depends only on position i and token s_i, and the projection is rounded row by row:
+        the distinct (position, token) pairs of the rows are embedded and projected once each and gathered
+        (the same values; a sampled batch holds few pairs per position, an exhaustive one at most V)."""
+        tokens = np.asarray(tokens)
         B, n = tokens.shape
         H, m = self.heads, self.width
-        if self.vocab_size is not None and B > 2 * self.vocab_size:
-            grid = np.broadcast_to(np.arange(self.vocab_size)[None, :], (n, self.vocab_size))
-            x = self.embed(grid, np.asarray(positions)[:, None])       # (n, V, d)
-            kv = self.arithmetic.linear(x, self._W_KV).reshape(n, self.vocab_size, 2, H, m)
-            kv = kv[np.arange(n)[None, :], tokens]                      # (B, n, 2, H, m)
+        positions = np.asarray(positions)
+        if B > 1 and n and int(tokens.min()) >= 0:
+            column, token, inverse = distinct_pairs(tokens)
+            kv = self.arithmetic.linear(self.embed(token, positions[column]), self._W_KV)
+            kv = kv[inverse].reshape(B, n, 2, H, m)
         else:
             x = self.embed(tokens, positions)
             kv = self.arithmetic.linear(x, self._W_KV).reshape(B, n, 2, H, m)
@@ -398,6 +400,16 @@ class AttentionLayer(Decides):
         """Load a layer saved by :meth:`save` (``fmt`` re-rounds the weights); a bad file is an InputError."""
         from protocols.models.attention_io import load_layer
         return load_layer(cls, path, fmt, spec=spec)
+
+
+def distinct_pairs(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (column, token) pairs of tokens (B, n) (non-negative ids): (columns, tokens, inverse), the
+    pairs in order of (column, token) and, for each entry of ``tokens`` in row-major order, its pair's index."""
+    tokens = np.asarray(tokens, dtype=np.int64)
+    span = int(tokens.max()) + 1
+    codes = np.arange(tokens.shape[1], dtype=np.int64) * span + tokens   # exact: n * span < 2^63 for any table
+    unique, inverse = np.unique(codes.reshape(-1), return_inverse=True)
+    return unique // span, unique % span, inverse.reshape(-1)
 
 
 # ---- factories ------------------------------------------------------------------------------------

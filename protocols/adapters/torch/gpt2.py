@@ -82,7 +82,7 @@ def wrap_gpt2(model, fmt: NumberFormat | None = None, *, head=None, vocab_size: 
     vocab, P = vocab_and_positions(wte.shape[0], wpe.shape[0], vocab_size, seq_len, "this GPT-2")
     check_table_size(vocab, P, 2 * d + 1, "GPT-2")
     q = fmt.quantize
-    e = q(embedding_grid(wte, wpe, vocab, P))                    # the residual stream entering the block
+    e = embedding_grid(wte, wpe, vocab, P, fmt)                  # the residual stream entering the block
     x = fold_pre_attention(e, _hf_layer_norm(block.ln_1, fmt), fmt)   # ln_1: per (position, token)
     Wqkv, bqkv = _conv1d(attn.c_attn, fmt)             # (3d, d), (3d,)
     Wo, bo = _conv1d(attn.c_proj, fmt)                 # (d, d), (d,)
