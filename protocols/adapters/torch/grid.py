@@ -62,8 +62,9 @@ class SumGrid(Grid):
 
     def __init__(self, wte: np.ndarray, wpe: np.ndarray | None, vocab: int, positions: int,
                  fmt: NumberFormat | None = None):
-        self.wte = np.asarray(wte, dtype=np.float64)[:vocab]
-        self.wpe = None if wpe is None else np.asarray(wpe, dtype=np.float64)[:positions]
+        # copies of the rows used: a task's few tokens do not keep a 50,257-token matrix alive
+        self.wte = np.array(np.asarray(wte, dtype=np.float64)[:vocab])
+        self.wpe = None if wpe is None else np.array(np.asarray(wpe, dtype=np.float64)[:positions])
         self.fmt = fmt
         self.shape = (int(positions), int(vocab), int(self.wte.shape[1]))
 

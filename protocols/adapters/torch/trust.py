@@ -181,8 +181,13 @@ class ModuleForward:
         """The module's outputs on token ids (logits when it returns an output object)."""
         import torch
         with torch.no_grad():
-            out = self.module(torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long))
+            out = self.module(torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long),
+                              **self.forward_options())
             return tensor(self.select(module_output(out)))
+
+    def forward_options(self) -> dict:
+        """Keyword arguments of the module's forward (none here)."""
+        return {}
 
     @staticmethod
     def select(out):
