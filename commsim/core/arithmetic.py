@@ -180,6 +180,10 @@ class FixedArithmetic:
         return np.asarray(r, dtype=np.int64)
 
 
+#: sums of :meth:`FloatArithmetic._ordered_dot` kept at once (2 MB of float64: a block of rows stays in cache)
+_ORDERED_BLOCK = 1 << 18
+
+
 # ---- arithmetic: IEEE formats ---------------------------------------------------------------
 class FloatArithmetic:
     """IEEE semantics on float64 arrays holding format values: round to nearest even; overflow
@@ -215,11 +219,25 @@ class FloatArithmetic:
 
     @staticmethod
     def _ordered_dot(X, W) -> np.ndarray:
-        """sum_k X[..., k] W[:, k], accumulated in float64 in index order k = 0, 1, ..."""
+        """sum_k X[..., k] W[:, k], accumulated in float64 in index order k = 0, 1, ...  Row by row the same
+        operations whatever the rows beside it: from 0, each product rounded, then added; with many rows, in
+        blocks of rows whose sums stay in cache, over the weight's columns made contiguous."""
         acc = np.zeros(X.shape[:-1] + (W.shape[0],))
         with np.errstate(over="ignore", invalid="ignore"):
-            for j in range(X.shape[-1]):
-                acc += X[..., j:j + 1] * W[:, j]
+            if acc.size < _ORDERED_BLOCK or X.ndim < 2:
+                for j in range(X.shape[-1]):
+                    acc += X[..., j:j + 1] * W[:, j]
+                return acc
+            X2, out = X.reshape(-1, X.shape[-1]), acc.reshape(-1, W.shape[0])
+            Wt = np.ascontiguousarray(W.T)
+            rows = max(1, _ORDERED_BLOCK // max(1, W.shape[0]))
+            tmp = np.empty((min(rows, len(X2)), W.shape[0]))
+            for s in range(0, len(X2), rows):
+                a, x = out[s:s + rows], X2[s:s + rows]
+                t = tmp[:len(a)]
+                for j in range(X2.shape[1]):
+                    np.multiply(x[:, j:j + 1], Wt[j], out=t)
+                    a += t
         return acc
 
     def linear(self, X, W, bias=None) -> np.ndarray:
