@@ -45,6 +45,7 @@ from commsim.core.errors import InputError
 from commsim.core.precision import NumberFormat
 from protocols.models.attention_config import DIVISIONS, AttentionConfig, FromConfig
 from protocols.models.attention_kernel import BLOCK_ELEMENTS, divide, softmax_sums
+from protocols.models.attention_pairs import PairCache, distinct_pairs
 from protocols.models.decides import Decides
 from protocols.models.attention_positions import alibi_bias, rotate
 
@@ -203,14 +204,18 @@ class AttentionLayer(Decides):
 
         Each k_i, v_i depends only on position i and token s_i, and the projection is rounded row by row:
         the distinct (position, token) pairs of the rows are embedded and projected once each and gathered
-        (the same values; a sampled batch holds few pairs per position, an exhaustive one at most V)."""
+        (the same values; a sampled batch holds few pairs per position, an exhaustive one at most V), costly
+        rows kept for the next call (:mod:`protocols.models.attention_pairs`)."""
         tokens = np.asarray(tokens)
         B, n = tokens.shape
         H, m = self.heads, self.width
         positions = np.asarray(positions)
-        if B > 1 and n and int(tokens.min()) >= 0:
+        cache = self.__dict__.get("_pairs")
+        if cache is None:
+            cache = self._pairs = PairCache(self.dim * 2 * H * m)
+        if (B > 1 or cache.active) and n and int(tokens.min()) >= 0:
             column, token, inverse = distinct_pairs(tokens)
-            kv = self.arithmetic.linear(self.embed(token, positions[column]), self._W_KV)
+            kv = cache.rows(positions[column], token, lambda p, t: self.arithmetic.linear(self.embed(t, p), self._W_KV))
             kv = kv[inverse].reshape(B, n, 2, H, m)
         else:
             x = self.embed(tokens, positions)
@@ -400,16 +405,6 @@ class AttentionLayer(Decides):
         """Load a layer saved by :meth:`save` (``fmt`` re-rounds the weights); a bad file is an InputError."""
         from protocols.models.attention_io import load_layer
         return load_layer(cls, path, fmt, spec=spec)
-
-
-def distinct_pairs(tokens: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The distinct (column, token) pairs of tokens (B, n) (non-negative ids): (columns, tokens, inverse), the
-    pairs in order of (column, token) and, for each entry of ``tokens`` in row-major order, its pair's index."""
-    tokens = np.asarray(tokens, dtype=np.int64)
-    span = int(tokens.max()) + 1
-    codes = np.arange(tokens.shape[1], dtype=np.int64) * span + tokens   # exact: n * span < 2^63 for any table
-    unique, inverse = np.unique(codes.reshape(-1), return_inverse=True)
-    return unique // span, unique % span, inverse.reshape(-1)
 
 
 # ---- factories ------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from commsim.pipeline.interfaces import Share  # noqa: E402
 from protocols.adapters.torch import fold  # noqa: E402
 from protocols.adapters.torch.fold import check_table_size  # noqa: E402
 from protocols.adapters.torch.gpt2 import wrap_gpt2  # noqa: E402
-from protocols.models.attention import distinct_pairs  # noqa: E402
+from protocols.models.attention_pairs import distinct_pairs  # noqa: E402
 from protocols.simulators.attention import AttentionExchangeProtocol, make_plan  # noqa: E402
 
 
