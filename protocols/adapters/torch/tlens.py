@@ -113,7 +113,6 @@ def wrap_hooked(model, fmt: NumberFormat | None = None, *, vocab_size: int | Non
     wpe = quantized(fmt, model.pos_embed.W_pos)
     vocab, P = vocab_and_positions(wte.shape[0], wpe.shape[0], vocab_size, seq_len, "this HookedTransformer")
     check_table_size(vocab, P, 2 * d + 1, "HookedTransformer")
-    q = fmt.quantize
     e = embedding_grid(wte, wpe, vocab, P, fmt)
     x = fold_pre_attention(e, _tl_norm(block.ln1, fmt), fmt)
     proj = {}
@@ -169,7 +168,6 @@ def wrap_tl_native(model, fmt: NumberFormat | None = None, *, vocab_size: int | 
     wte, wpe = quantized(fmt, unwrap(model.tok_embed).weight), quantized(fmt, unwrap(model.pos).weight)
     vocab, P = vocab_and_positions(wte.shape[0], wpe.shape[0], vocab_size, seq_len, "this TransformerLens model")
     check_table_size(vocab, P, 2 * d + 1, "TransformerLens")
-    qf = fmt.quantize
     e = embedding_grid(wte, wpe, vocab, P, fmt)
     x = fold_pre_attention(e, _tl_norm(block.ln1, fmt), fmt)
     repeats = getattr(attn, "kv_repeats", 1)
