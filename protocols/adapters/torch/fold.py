@@ -49,6 +49,9 @@ from protocols.adapters.torch.layers import AdapterError, tensor, without_unpick
 from protocols.adapters.torch.trust import ModuleForward, TorchTrust
 from protocols.models.attention import AttentionLayer
 
+#: bytes of psi's outputs kept for rows asked again (:class:`FoldedPsi`)
+PSI_KEPT_BYTES = 128 << 20
+
 #: positions of the table of a position-free attention model when no sequence length is given
 DEFAULT_POSITIONS = 64
 
@@ -183,8 +186,40 @@ class FoldedPsi:
         self.d_out, self.b_O, self.d_res, self.post = int(d_out), b_O, int(d_res), post
 
     def __call__(self, y):
-        """The post-attention map of y = (W_O o, x_N[residual])."""
+        """The post-attention map of y = (W_O o, x_N[residual]), row by row: a row asked before (the same
+        instance in the direct forward, the batch and its protocol run) is answered from the rows kept, up to
+        :data:`PSI_KEPT_BYTES` (the map is batch-independent: a row's outputs depend on that row alone)."""
         y = np.asarray(y, dtype=np.float64)
+        if y.ndim != 2 or not len(y):
+            return self._map(y)
+        kept = self.__dict__.setdefault("_kept", {})
+        keys = [row.tobytes() for row in y]
+        missing = [i for i, key in enumerate(keys) if key not in kept]
+        fresh = self._map(y[missing]) if missing else None
+        if fresh is not None and len(missing) == len(keys):
+            out = fresh
+        else:
+            first = fresh[0] if fresh is not None else kept[keys[0]]
+            out = np.empty((len(keys),) + np.shape(first), dtype=np.asarray(first).dtype)
+            at = dict(zip(missing, range(len(missing))))
+            for i, key in enumerate(keys):
+                out[i] = fresh[at[i]] if i in at else kept[key]
+        if fresh is not None:
+            fresh = np.asarray(fresh)
+            if self.__dict__.get("_kept_bytes", 0) + fresh.nbytes > PSI_KEPT_BYTES:
+                kept.clear()
+                self._kept_bytes = 0
+            for i, row in zip(missing, fresh):
+                kept[keys[i]] = row
+            self._kept_bytes = self.__dict__.get("_kept_bytes", 0) + fresh.nbytes
+        return out
+
+    def __getstate__(self):
+        """Picklable state: the arrays and the map (the kept rows stay behind)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_kept", "_kept_bytes")}
+
+    def _map(self, y):
+        """The map itself, on rows y."""
         stream = y[:, :self.d_out].copy()
         if self.b_O is not None:
             stream += self.b_O

@@ -89,3 +89,19 @@ def test_a_gpt2_past_the_old_table_limit_runs_sampled_and_exact():
 def test_embeddings_past_the_memory_budget_are_refused_before_anything_is_built():
     with pytest.raises(InputError, match="would need about"):
         check_table_size(10 ** 9, 1024, 768, "GPT-2")
+
+
+def test_psi_answers_rows_asked_again_with_the_same_outputs(monkeypatch):
+    """psi keeps its outputs per input row: asked again (alone, in another batch, after its store was emptied
+    by the byte limit) a row gets the outputs computed afresh."""
+    net = gpt2(8, 2, 6, 8, 5)
+    model = wrap_gpt2(net, parse_format("float32"), vocab_size=6, seq_len=5)
+    psi = model.psi_fn
+    y = np.random.default_rng(0).normal(size=(7, psi.d_out + psi.d_res))
+    fresh = psi._map(y)
+    assert np.array_equal(psi(y), fresh)
+    assert np.array_equal(psi(y[[3, 1]]), fresh[[3, 1]]) and np.array_equal(psi(y[5:6]), fresh[5:6])
+    mixed = np.concatenate([y[:2], y[:2] + 1.0])
+    assert np.array_equal(psi(mixed), psi._map(mixed))
+    monkeypatch.setattr(fold, "PSI_KEPT_BYTES", 1)
+    assert np.array_equal(psi(y), fresh) and np.array_equal(psi(y), fresh)
