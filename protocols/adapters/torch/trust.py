@@ -198,7 +198,8 @@ class ModuleForward:
         report asks about the same rows two or three times: the agreement, then the module's own decisions)."""
         import torch
         tokens = np.atleast_2d(np.asarray(tokens))
-        key = (tokens.shape, tokens.dtype.str, hashlib.blake2b(np.ascontiguousarray(tokens).tobytes()).digest())
+        key = (tokens.shape, tokens.dtype.str, hashlib.blake2b(np.ascontiguousarray(tokens).tobytes()).digest(),
+               self._weights_version())
         memo = self.__dict__.setdefault("_memo", {})
         if key in memo:
             return memo[key].copy()
@@ -212,6 +213,14 @@ class ModuleForward:
             memo.clear()
         memo[key] = result
         return result.copy()
+
+    def _weights_version(self) -> tuple:
+        """The module's parameters and buffers as (identity, in-place version) pairs: a weight changed in place
+        after its outputs were kept is not answered from them."""
+        tensors = []
+        for get in ("parameters", "buffers"):
+            tensors += list(getattr(self.module, get, lambda: ())())
+        return tuple((id(t), getattr(t, "_version", 0)) for t in tensors)
 
     def __getstate__(self):
         """Picklable state: the module (the kept outputs stay behind)."""
