@@ -280,7 +280,9 @@ class FloatArithmetic:
         limb, rest = shift >> 4, shift & 15
         term = M << rest                                               # |term| < 2^40
         total = np.zeros(x.shape[:-1], dtype=object)
-        for j in np.unique(limb):
+        first = int(limb.min(initial=0))
+        # the limbs present, ascending (a count per limb: np.unique would sort or hash the whole array)
+        for j in np.flatnonzero(np.bincount((limb - first).reshape(-1))) + first:
             part = np.where(limb == j, term, 0).sum(axis=-1)          # < n 2^40: fits in int64
             total = total + part.astype(object) * (1 << (16 * int(j)))
         return total

@@ -195,3 +195,19 @@ def test_ordered_dot_blocks_give_each_row_its_own_index_order_sum(rows, k, out, 
     assert same_floats(got, want)
     one = arithmetic.FloatArithmetic._ordered_dot(X[-1:], W)                  # a row alone: the same bits
     assert same_floats(one[0], got[-1])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dtype=st.sampled_from(["float32", "bfloat16"]), shape=st.tuples(st.integers(1, 4), st.integers(0, 40)),
+       seed=st.integers(0, 2 ** 32 - 1), scale=st.sampled_from([1e-44, 1e-30, 1.0, 1e30]))
+def test_vectorized_exact_sum_is_the_format_s_exact_sum(dtype, shape, seed, scale):
+    """The limb-wise exact sum (float32, bfloat16) equals the format's own exact sum, subnormals and wide
+    exponent spreads included."""
+    fmt = FloatFormat(dtype)
+    ar = arithmetic_for(fmt)
+    rng = np.random.default_rng(seed)
+    x = fmt.quantize(rng.normal(size=shape) * scale * rng.choice([1.0, 2.0 ** -60, 2.0 ** 40], size=shape))
+    x = np.clip(np.nan_to_num(x, posinf=fmt.max_value, neginf=-fmt.max_value), -fmt.max_value, fmt.max_value)
+    got = ar.exact_sum(x, axis=-1)
+    want = fmt.exact_sum(x, axis=-1)
+    assert [int(v) for v in np.ravel(got)] == [int(v) for v in np.ravel(want)]
