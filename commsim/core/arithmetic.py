@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.core.bits import Bits
+from commsim.core.ordered import ordered_dot
 from commsim.core.precision import BitFormat, FixedPoint, FloatFormat, FormatError, NumberFormat
 from commsim.core.sums import pack_signed, unpack_signed
 
@@ -180,10 +181,6 @@ class FixedArithmetic:
         return np.asarray(r, dtype=np.int64)
 
 
-#: sums of :meth:`FloatArithmetic._ordered_dot` kept at once (2 MB of float64: a block of rows stays in cache)
-_ORDERED_BLOCK = 1 << 18
-
-
 # ---- arithmetic: IEEE formats ---------------------------------------------------------------
 class FloatArithmetic:
     """IEEE semantics on float64 arrays holding format values: round to nearest even; overflow
@@ -219,26 +216,8 @@ class FloatArithmetic:
 
     @staticmethod
     def _ordered_dot(X, W) -> np.ndarray:
-        """sum_k X[..., k] W[:, k], accumulated in float64 in index order k = 0, 1, ...  Row by row the same
-        operations whatever the rows beside it: from 0, each product rounded, then added; with many rows, in
-        blocks of rows whose sums stay in cache, over the weight's columns made contiguous."""
-        acc = np.zeros(X.shape[:-1] + (W.shape[0],))
-        with np.errstate(over="ignore", invalid="ignore"):
-            if acc.size < _ORDERED_BLOCK or X.ndim < 2:
-                for j in range(X.shape[-1]):
-                    acc += X[..., j:j + 1] * W[:, j]
-                return acc
-            X2, out = X.reshape(-1, X.shape[-1]), acc.reshape(-1, W.shape[0])
-            Wt = np.ascontiguousarray(W.T)
-            rows = max(1, _ORDERED_BLOCK // max(1, W.shape[0]))
-            tmp = np.empty((min(rows, len(X2)), W.shape[0]))
-            for s in range(0, len(X2), rows):
-                a, x = out[s:s + rows], X2[s:s + rows]
-                t = tmp[:len(a)]
-                for j in range(X2.shape[1]):
-                    np.multiply(x[:, j:j + 1], Wt[j], out=t)
-                    a += t
-        return acc
+        """sum_k X[..., k] W[:, k], accumulated in float64 in index order (:func:`~commsim.core.ordered.ordered_dot`)."""
+        return ordered_dot(X, W)
 
     def linear(self, X, W, bias=None) -> np.ndarray:
         """[W x + b] for each row x of X: products summed in float64 in index order, rounded once."""
