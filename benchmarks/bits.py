@@ -198,8 +198,17 @@ def summary(r: dict) -> str:
         f"{r['ratio_worst_width_goal']:g}: {r['widths_over_goal'] or 'none'}",
         f"  runner overhead        {r['runner_seconds_per_message'] * 1e6:8.2f} us per message "
         f"({r['runner_messages']:,}-message ping-pong in {r['runner_seconds'] * 1e3:.1f} ms)",
+        "  ratio at every width (pack_uints + unpack_uints / numpy pack + unpack, CPU time):",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + width_table(r["widths"]))
+
+
+def width_table(widths: dict) -> list[str]:
+    """The ratio at every width, eight widths a line, the worst marked with ``*``."""
+    worst = max(widths, key=lambda w: widths[w]["ratio"])
+    cells = [f"{w:>2}:{widths[w]['ratio']:5.2f}{'*' if w == worst else ' '}" for w in sorted(widths)]
+    return ["    " + " ".join(cells[i:i + 8]) for i in range(0, len(cells), 8)] + \
+        [f"    worst: width {worst}, {widths[worst]['ratio']:.2f}"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -30,7 +30,7 @@ def load(name: str):
 def test_every_script_has_a_smoke_test():
     scripts = {p.stem for p in BENCHMARKS.glob("*.py")}
     tested = {"bits", "attention_exchange", "rnn_handoff", "exhaustive_n24", "orthogonal", "sweep_scaling",
-              "torch_peer"}
+              "torch_peer", "goals_attention"}
     assert scripts == tested, f"add a smoke test for: {sorted(scripts - tested)}"
 
 
@@ -42,6 +42,16 @@ def test_bits_codec_comparisons_round_trip():
     ours, numpy_side = bits.compare(5000, 12, 1, rng)
     assert ours["total_bits"] == numpy_side["total_bits"] == 60_000
     assert bits.runner_overhead(10, 1)["messages"] == 10
+
+
+def test_goals_attention_measures_the_codec_the_exchange_and_a_gpt2_run():
+    pytest.importorskip("transformers")
+    out = load("goals_attention").measure(quick=True)       # raises unless every round trip and output is exact
+    assert sorted(out["codec"]["ratio_by_width"]) == list(range(1, 65)) and out["codec"]["worst_ratio"] > 0
+    assert out["exchange"]["N"] == 1 << 12 and out["exchange"]["ratio"] > 0
+    real = out["real_size"]
+    assert real["protocol_matches_model"] and real["instances_run"] == 64 and real["peak_rss_mb"] > 0
+    assert json.loads(json.dumps(out))["benchmark"] == "goals_attention"     # the object __main__ prints
 
 
 def test_attention_exchange_is_bit_identical_and_the_dyck_sweep_runs():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.core.bits import Bits
+from commsim.core.ordered import ordered_dot
 from commsim.core.precision import BitFormat, FixedPoint, FloatFormat, FormatError, NumberFormat
 from commsim.core.sums import pack_signed, unpack_signed
 
@@ -215,12 +216,8 @@ class FloatArithmetic:
 
     @staticmethod
     def _ordered_dot(X, W) -> np.ndarray:
-        """sum_k X[..., k] W[:, k], accumulated in float64 in index order k = 0, 1, ..."""
-        acc = np.zeros(X.shape[:-1] + (W.shape[0],))
-        with np.errstate(over="ignore", invalid="ignore"):
-            for j in range(X.shape[-1]):
-                acc += X[..., j:j + 1] * W[:, j]
-        return acc
+        """sum_k X[..., k] W[:, k], accumulated in float64 in index order (:func:`~commsim.core.ordered.ordered_dot`)."""
+        return ordered_dot(X, W)
 
     def linear(self, X, W, bias=None) -> np.ndarray:
         """[W x + b] for each row x of X: products summed in float64 in index order, rounded once."""
@@ -262,7 +259,9 @@ class FloatArithmetic:
         limb, rest = shift >> 4, shift & 15
         term = M << rest                                               # |term| < 2^40
         total = np.zeros(x.shape[:-1], dtype=object)
-        for j in np.unique(limb):
+        first = int(limb.min(initial=0))
+        # the limbs present, ascending (a count per limb: np.unique would sort or hash the whole array)
+        for j in np.flatnonzero(np.bincount((limb - first).reshape(-1))) + first:
             part = np.where(limb == j, term, 0).sum(axis=-1)          # < n 2^40: fits in int64
             total = total + part.astype(object) * (1 << (16 * int(j)))
         return total

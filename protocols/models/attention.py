@@ -45,6 +45,7 @@ from commsim.core.errors import InputError
 from commsim.core.precision import NumberFormat
 from protocols.models.attention_config import DIVISIONS, AttentionConfig, FromConfig
 from protocols.models.attention_kernel import BLOCK_ELEMENTS, divide, softmax_sums
+from protocols.models.attention_pairs import PairCache, distinct_pairs
 from protocols.models.decides import Decides
 from protocols.models.attention_positions import alibi_bias, rotate
 
@@ -200,15 +201,21 @@ class AttentionLayer(Decides):
     def keys_values(self, tokens: np.ndarray, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """k_i, v_i of tokens (B, n) at positions (n,): two (B, n, H, m) arrays.
 
-        With many rows and a token table, the (position, token) table is projected once and
-        gathered (the same values: each k_i, v_i depends only on position i and token s_i)."""
+        Each k_i, v_i depends only on position i and token s_i, and the projection is rounded row by row:
+        the distinct (position, token) pairs of the rows are embedded and projected once each and gathered
+        (the same values; a sampled batch holds few pairs per position, an exhaustive one at most V), costly
+        rows kept for the next call (:mod:`protocols.models.attention_pairs`)."""
+        tokens = np.asarray(tokens)
         B, n = tokens.shape
         H, m = self.heads, self.width
-        if self.vocab_size is not None and B > 2 * self.vocab_size:
-            grid = np.broadcast_to(np.arange(self.vocab_size)[None, :], (n, self.vocab_size))
-            x = self.embed(grid, np.asarray(positions)[:, None])       # (n, V, d)
-            kv = self.arithmetic.linear(x, self._W_KV).reshape(n, self.vocab_size, 2, H, m)
-            kv = kv[np.arange(n)[None, :], tokens]                      # (B, n, 2, H, m)
+        positions = np.asarray(positions)
+        cache = self.__dict__.get("_pairs")
+        if cache is None:
+            cache = self._pairs = PairCache(self.dim * 2 * H * m)
+        if (B > 1 or cache.active) and n and int(tokens.min()) >= 0:
+            column, token, inverse = distinct_pairs(tokens)
+            kv = cache.rows(positions[column], token, lambda p, t: self.arithmetic.linear(self.embed(t, p), self._W_KV))
+            kv = kv[inverse].reshape(B, n, 2, H, m)
         else:
             x = self.embed(tokens, positions)
             kv = self.arithmetic.linear(x, self._W_KV).reshape(B, n, 2, H, m)

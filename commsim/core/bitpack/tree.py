@@ -123,6 +123,8 @@ def tree_plan(width: int) -> _Plan:
         writer = "byte"
     elif fits_windows(bits, lane):
         writer = "window"
+    elif fits_windows(width, 64):   # (31: pairs of 62 bits would need whole words) the values in 64-bit windows
+        return _Plan(64, (), 64, width, "window")
     else:
         writer = "spread"
     return _Plan(first, tuple(levels), lane, bits, writer)
@@ -227,7 +229,7 @@ def unpack_tree(packed: np.ndarray, width: int, count: int, first_byte: int, out
     direct = out.flags.c_contiguous
     for start in range(0, count, plan.chunk):
         m = min(plan.chunk, count - start)
-        into = out[start:start + m] if direct and m % group == 0 else None
+        into = out[start:start + m] if direct and m % group == 0 and out.itemsize * 8 == plan.first else None
         nfields = -(-m // group)
         lanes = into if into is not None and not plan.levels else scratch("fields", nfields, uint_type(plan.lane))
         lanes = _read_fields(packed, plan, nfields, first_byte + start * width // 8, lanes, scratch)
@@ -235,5 +237,5 @@ def unpack_tree(packed: np.ndarray, width: int, count: int, first_byte: int, out
             level = plan.levels[i]
             target = into.view(level.wide) if i == 0 and into is not None else None
             lanes = _unpair(lanes, level, scratch, target)
-        if into is None:
-            out[start:start + m] = lanes.view(out.dtype)[:m]
+        if into is None:   # (lanes wider than the values' container: converted, the fields are clean)
+            out[start:start + m] = lanes.view(out.dtype)[:m] if lanes.itemsize == out.itemsize else lanes[:m]

@@ -3,7 +3,8 @@ with one strided store (load) per bit phase.
 
 Field k starts at bit k * bits, inside byte q = k * bits // 8; the lane-sized window of the stream that
 starts at byte q holds the last bits of field k - 1, field k and the first bits of field k + 1, so it is
-computed from the three fields with shifts and stored as one big-endian integer at byte q.  Neighbouring
+computed from the three fields (four when a narrow field's window reaches past the next one) with shifts and
+stored as one big-endian integer at byte q.  Neighbouring
 windows overlap, but each holds exactly the stream's bits, so the order in which they are stored does not
 matter.  Fields k, k + p, k + 2p, ... with p = 8 / gcd(bits, 8) share one bit phase: their windows are one
 strided view.  Reading is the inverse: a shift and a mask per window.
@@ -20,8 +21,11 @@ from commsim.core.bitpack.lanes import Scratch, uint_type
 
 def fits_windows(bits: int, lane: int) -> bool:
     """Every field of ``bits`` bits, at each of its bit phases, fits in a ``lane``-bit window that reaches at
-    most into the next field."""
-    return all(0 <= lane - r - bits <= bits for r in {(k * bits) % 8 for k in range(8)})
+    most into the next field -- or, for fields that are not a whole number of bytes, into the one after it (a
+    31-bit field in a 64-bit window starting on its byte holds 33 bits after it: all of the next field and 2
+    bits of the one after)."""
+    reach = bits if bits % 8 == 0 else 2 * bits
+    return all(0 <= lane - r - bits <= reach for r in {(k * bits) % 8 for k in range(8)})
 
 
 @functools.lru_cache(maxsize=None)
@@ -74,7 +78,12 @@ def write_windows(fields: np.ndarray, bits: int, lane: int, out: np.ndarray, fir
             nxts = rows[j + 1, :k] if j + 1 < period else rows[0, 1:k + 1]
         wk, tk = w[:k], tmp[:nxts.size]
         np.left_shift(cur, lane_type.type(t), out=wk)
-        np.bitwise_or(wk[:tk.size], np.right_shift(nxts, lane_type.type(bits - t), out=tk), out=wk[:tk.size])
+        if t > bits:   # all of the next field, then the head of the one after it (phases on rows only)
+            after = rows[j + 2, :k] if j + 2 < period else rows[j + 2 - period, 1:k + 1]
+            np.bitwise_or(wk, np.left_shift(nxts, lane_type.type(t - bits), out=tk), out=wk)
+            np.bitwise_or(wk, np.right_shift(after, lane_type.type(2 * bits - t), out=tk), out=wk)
+        else:
+            np.bitwise_or(wk[:tk.size], np.right_shift(nxts, lane_type.type(bits - t), out=tk), out=wk[:tk.size])
         if r:  # the tail of the predecessor (phase 0 starts on a byte, so rows is set)
             np.bitwise_or(wk, np.left_shift(rows[j - 1, :k], lane_type.type(lane - r), out=tmp[:k]), out=wk)
         dst = np.ndarray((k,), dtype=big, buffer=out, offset=first_byte + q, strides=(stride,))

@@ -43,21 +43,38 @@ from typing import Callable
 import numpy as np
 
 from commsim.core.precision import NumberFormat
+from commsim.core.limits import check_memory
+from protocols.adapters.torch.grid import Grid, MappedGrid, StackedGrid, SumGrid, as_grid
 from protocols.adapters.torch.layers import AdapterError, tensor, without_unpicklable_forward
 from protocols.adapters.torch.trust import ModuleForward, TorchTrust
 from protocols.models.attention import AttentionLayer
+
+#: bytes of psi's outputs kept for rows asked again (:class:`FoldedPsi`)
+PSI_KEPT_BYTES = 128 << 20
 
 #: positions of the table of a position-free attention model when no sequence length is given
 DEFAULT_POSITIONS = 64
 
 
-#: largest (positions x tokens x dim) embedding table built without being asked to limit it
+#: largest (positions x tokens x dim) embedding table written out whole; a larger one computes the rows of the
+#: (position, token) pairs asked (:mod:`.grid`)
 MAX_TABLE = 20_000_000
 
 
 TWO_LAYERS = ("the attention protocol wraps one attention layer: for two layers there are models whose output "
               "needs N/2 bits of communication on every balanced split (Lemma 5 and Corollary 13.1 of [BHBK24]), "
               "so no exchange of this kind exists (commsim teach two-layers shows why)")
+
+
+class _NoTokenTable:
+    """The token embedding handed to the base class when the rows are computed on demand: it only fixes the
+    width (:meth:`TorchAttention.embed` never calls it)."""
+
+    def __init__(self, dim: int):
+        self.dim = dim
+
+    def __call__(self, tokens):
+        raise NotImplementedError("a TorchAttention computes x(i, s) from its grid")
 
 
 class TorchAttention(TorchTrust, AttentionLayer):
@@ -70,26 +87,47 @@ class TorchAttention(TorchTrust, AttentionLayer):
     was wrapped.
     """
 
-    def __init__(self, fmt: NumberFormat, table: np.ndarray, W_Q, W_K, W_V, W_O, psi, *, residual=False,
+    def __init__(self, fmt: NumberFormat, table, W_Q, W_K, W_V, W_O, psi, *, residual=False,
                  spec: str = "", torch_forward=None, source: str = ""):
-        table = np.asarray(table, dtype=np.float64)
-        if table.ndim != 3:
+        grid = table if isinstance(table, Grid) else None
+        if grid is None:
+            table = np.asarray(table, dtype=np.float64)
+        if len(table.shape) != 3:
             raise AdapterError(f"the embedding table must be (positions, tokens, dim), got shape {table.shape}")
-        super().__init__(fmt, table[0], None, W_Q, W_K, W_V, W_O, psi, residual=residual, spec=spec)
-        self.table = self.arithmetic.from_values(table)
-        self.max_positions = int(table.shape[0])
+        P, V, dim = (int(s) for s in table.shape)
+        # the base class reads the shape from a token embedding: a function when the rows are computed on demand
+        token = table[0] if grid is None else _NoTokenTable(dim)
+        super().__init__(fmt, token, None, W_Q, W_K, W_V, W_O, psi, residual=residual, spec=spec)
+        self.grid = grid                        # rows computed for the (position, token) pairs asked (:mod:`.grid`)
+        self.table = None if grid is not None else self.arithmetic.from_values(table)
+        self.vocab_size = V
+        self.max_positions = P
         self.torch_forward = torch_forward
         self.source = source
 
     def embed(self, tokens, positions):
         """x = E(i, s): the table row of each (position, token); broadcasts like the base class."""
-        return self.table[np.asarray(positions, dtype=np.int64), np.asarray(tokens, dtype=np.int64)]
+        positions, tokens = np.asarray(positions, dtype=np.int64), np.asarray(tokens, dtype=np.int64)
+        if self.grid is not None:
+            return self.arithmetic.from_values(self.grid.rows(positions, tokens))
+        return self.table[positions, tokens]
 
     def embedding_from_message(self, values: np.ndarray, position: int) -> np.ndarray:
         """x_N (B, dim) from its message coordinates (B, k) at the public ``position``: the table row there whose
-        coordinates are the sent ones (every such row is the same: :func:`embedding_message_coords`)."""
+        coordinates are the sent ones (every such row is the same: :func:`embedding_message_coords`); with rows
+        computed on demand, the row computed from them (the residual stream it is a function of, or every
+        coordinate but the constant one)."""
         if self.config.message is None:
             return values
+        if self.grid is not None:
+            ar = self.arithmetic
+            sent = ar.to_values(np.asarray(values))
+            if self.grid.message_is_residual():
+                return ar.from_values(self.grid.from_residual(sent))
+            out = np.zeros((len(sent), self.dim))
+            out[:, list(self.config.message)] = sent
+            out[:, self.grid.const[0]] = self.grid.const[1]
+            return ar.from_values(out)
         rows = self.table[int(position)]
         sent = rows[:, list(self.config.message)]
         out = []
@@ -148,8 +186,40 @@ class FoldedPsi:
         self.d_out, self.b_O, self.d_res, self.post = int(d_out), b_O, int(d_res), post
 
     def __call__(self, y):
-        """The post-attention map of y = (W_O o, x_N[residual])."""
+        """The post-attention map of y = (W_O o, x_N[residual]), row by row: a row asked before (the same
+        instance in the direct forward, the batch and its protocol run) is answered from the rows kept, up to
+        :data:`PSI_KEPT_BYTES` (the map is batch-independent: a row's outputs depend on that row alone)."""
         y = np.asarray(y, dtype=np.float64)
+        if y.ndim != 2 or not len(y):
+            return self._map(y)
+        kept = self.__dict__.setdefault("_kept", {})
+        keys = [row.tobytes() for row in y]
+        missing = [i for i, key in enumerate(keys) if key not in kept]
+        fresh = self._map(y[missing]) if missing else None
+        if fresh is not None and len(missing) == len(keys):
+            out = fresh
+        else:
+            first = fresh[0] if fresh is not None else kept[keys[0]]
+            out = np.empty((len(keys),) + np.shape(first), dtype=np.asarray(first).dtype)
+            at = dict(zip(missing, range(len(missing))))
+            for i, key in enumerate(keys):
+                out[i] = fresh[at[i]] if i in at else kept[key]
+        if fresh is not None:
+            fresh = np.asarray(fresh)
+            if self.__dict__.get("_kept_bytes", 0) + fresh.nbytes > PSI_KEPT_BYTES:
+                kept.clear()
+                self._kept_bytes = 0
+            for i, row in zip(missing, fresh):
+                kept[keys[i]] = row
+            self._kept_bytes = self.__dict__.get("_kept_bytes", 0) + fresh.nbytes
+        return out
+
+    def __getstate__(self):
+        """Picklable state: the arrays and the map (the kept rows stay behind)."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_kept", "_kept_bytes")}
+
+    def _map(self, y):
+        """The map itself, on rows y."""
         stream = y[:, :self.d_out].copy()
         if self.b_O is not None:
             stream += self.b_O
@@ -179,16 +249,14 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
     else:
         res_at, stored = offset, d_res
     dim = offset + stored
-    any_table = next(iter(layer.inputs.values()))
-    P, V = any_table.shape[:2]
-    table = np.zeros((P, V, dim))
-    for name, t in layer.inputs.items():
-        start, size = blocks[name]
-        table[:, :, start:start + size] = t
-    if const is not None:
-        table[:, :, const] = one
-    if stored:
-        table[:, :, res_at:] = layer.residual
+    grids = {name: as_grid(t) for name, t in layer.inputs.items()}
+    stream = None if layer.residual is None else next(
+        (grids[name] for name, t in layer.inputs.items() if t is layer.residual), as_grid(layer.residual))
+    P, V = next(iter(grids.values())).shape[:2]
+    table = StackedGrid([(grids[name], start) for name, (start, _) in blocks.items()],
+                        None if const is None else (const, one), (stream, res_at) if stored else None, dim)
+    if P * V * dim <= MAX_TABLE:   # small: the whole table, read by gathers (an exhaustive run reads every row)
+        table = table.dense()
     weights = {}
     for which in ("q", "k", "v"):
         source, W, b = layer.projections[which]
@@ -209,7 +277,12 @@ def build_attention(layer: OneLayer, fmt: NumberFormat, *, spec: str = "", torch
     model = TorchAttention(fmt, table, weights["q"], weights["k"], weights["v"], W_O, psi, residual=residual,
                            spec=spec, torch_forward=torch_forward, source=layer.source)
     model.output_probability = bool(getattr(layer.post, "probability", False))   # a sigmoid head: decided at 1/2
-    message = embedding_message_coords(model.table, const, None if not stored else (res_at, res_at + d_res))
+    if model.grid is None:
+        message = embedding_message_coords(model.table, const, None if not stored else (res_at, res_at + d_res))
+    elif table.message_is_residual():    # every row a function of the stream: the receiver computes it exactly
+        message = tuple(range(res_at, res_at + d_res))
+    else:                                # every coordinate but the constant one (None: no constant, all of them)
+        message = None if const is None else tuple(i for i in range(dim) if i != const)
     if message is not None:
         model.config = model.config.replace(message=message)
     rope, alibi = layer.extras.get("rope"), layer.extras.get("alibi")
@@ -261,10 +334,11 @@ def _determines(rows: np.ndarray, coords) -> bool:
 
 # ---- pieces the wrappers share -------------------------------------------------------------------
 def check_table_size(vocab: int, positions: int, dim: int, what: str) -> None:
-    """Refuse a (positions, tokens, dim) embedding table larger than :data:`MAX_TABLE` values."""
-    if positions * vocab * dim > MAX_TABLE:
-        raise AdapterError(f"{what}: an embedding table of {positions} positions x {vocab} tokens x {dim} would be "
-                           f"too large; limit it with vocab_size= and seq_len= (commsim run passes the task's)")
+    """Refuse embeddings whose float64 copies -- what a (positions, tokens, dim) table computed on demand keeps:
+    a (tokens, dim) and a (positions, dim) matrix, :class:`~.grid.SumGrid` -- pass the memory budget.  The table
+    itself is written out only when it has at most :data:`MAX_TABLE` values (:func:`build_attention`)."""
+    check_memory(8 * (vocab + positions) * dim, "model",
+                 f"{what}: the embeddings of {vocab} tokens and {positions} positions x {dim}")
 
 
 def vocab_and_positions(model_vocab: int, model_positions: int | None, vocab_size: int | None,
@@ -285,21 +359,20 @@ def vocab_and_positions(model_vocab: int, model_positions: int | None, vocab_siz
     return vocab, positions
 
 
-def embedding_grid(wte: np.ndarray, wpe: np.ndarray | None, vocab: int, positions: int) -> np.ndarray:
-    """e(i, s) = wte[s] + wpe[i] as a (positions, vocab, d) table (the sum rounded by the caller's format)."""
-    tok = wte[:vocab][None, :, :]
-    if wpe is None:
-        return np.broadcast_to(tok, (positions, vocab, wte.shape[1])).copy()
-    return tok + wpe[:positions][:, None, :]
+def embedding_grid(wte: np.ndarray, wpe: np.ndarray | None, vocab: int, positions: int,
+                   fmt: NumberFormat | None = None) -> SumGrid:
+    """e(i, s) = wte[s] + wpe[i] as a (positions, vocab, d) table, rounded to ``fmt`` when given; its rows are
+    computed for the (position, token) pairs asked (:mod:`.grid`)."""
+    return SumGrid(wte, wpe, vocab, positions, fmt)
 
 
-def fold_pre_attention(e: np.ndarray, pre, fmt: NumberFormat) -> np.ndarray:
+def fold_pre_attention(e, pre, fmt: NumberFormat) -> MappedGrid:
     """The attention's input table x(i, s) = [pre(e(i, s))]: a per-position map before the attention (a
     LayerNorm or RMSNorm -- GPT-2's ``ln_1``, a pre-LN block's norm -- or any numpy map of one row) applied
     to every (position, token) row of the residual-stream table ``e`` and rounded to ``fmt``.  Exact: the
-    map sees one position's vector, and that vector is a function of the position and the token."""
-    P, V, d = e.shape
-    return fmt.quantize(pre(e.reshape(-1, d)).reshape(P, V, -1))
+    map sees one position's vector, and that vector is a function of the position and the token.  The rows
+    are computed for the (position, token) pairs asked (:mod:`.grid`)."""
+    return MappedGrid(as_grid(e), pre, fmt)
 
 
 def quantized(fmt: NumberFormat, a):
@@ -315,6 +388,18 @@ class LastPositionForward(ModuleForward):
     def select(out):
         """The outputs at the last position."""
         return out[:, -1] if out.dim() == 3 else out
+
+    def forward_options(self) -> dict:
+        """Only the last position's logits and no key/value cache, where the module's forward takes the options
+        (Hugging Face causal LMs: ``logits_to_keep``, ``use_cache``): with a 50,257-token head the logits of every
+        position of 64 sequences of 1025 tokens would be 13 GB."""
+        import inspect
+        try:
+            names = inspect.signature(self.module.forward).parameters
+        except (TypeError, ValueError):
+            return {}
+        options = {"logits_to_keep": 1, "use_cache": False}
+        return {k: v for k, v in options.items() if k in names}
 
 
 def last_position_forward(module, dtype=None) -> LastPositionForward:

@@ -24,6 +24,7 @@ from protocols.adapters.torch.layers import (
     format_for_dtype,
     layer_norm,
     numpy_head,
+    quantized_matrix,
     unwrap,
 )
 
@@ -78,11 +79,11 @@ def wrap_gpt2(model, fmt: NumberFormat | None = None, *, head=None, vocab_size: 
     scale = (m ** -0.5 if cfg.scale_attn_weights else 1.0)
     if cfg.scale_attn_by_inverse_layer_idx:
         scale /= float((getattr(attn, "layer_idx", 0) or 0) + 1)
-    wte, wpe = quantized(fmt, unwrap(body.wte).weight), quantized(fmt, unwrap(body.wpe).weight)
+    wte, wpe = unwrap(body.wte).weight, unwrap(body.wpe).weight
     vocab, P = vocab_and_positions(wte.shape[0], wpe.shape[0], vocab_size, seq_len, "this GPT-2")
     check_table_size(vocab, P, 2 * d + 1, "GPT-2")
-    q = fmt.quantize
-    e = q(embedding_grid(wte, wpe, vocab, P))                    # the residual stream entering the block
+    wte, wpe = quantized_matrix(fmt, wte[:vocab]), quantized_matrix(fmt, wpe[:P])   # the rows the task reads
+    e = embedding_grid(wte, wpe, vocab, P, fmt)                  # the residual stream entering the block
     x = fold_pre_attention(e, _hf_layer_norm(block.ln_1, fmt), fmt)   # ln_1: per (position, token)
     Wqkv, bqkv = _conv1d(attn.c_attn, fmt)             # (3d, d), (3d,)
     Wo, bo = _conv1d(attn.c_proj, fmt)                 # (d, d), (d,)

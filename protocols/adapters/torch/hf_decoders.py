@@ -306,7 +306,7 @@ def wrap_decoder(model, fmt: NumberFormat | None = None, *, head=None, vocab_siz
     wte = quantized(fmt, part["wte"])
     if model_type == "gemma":                    # embed_tokens(s) * sqrt(d), the factor rounded to the dtype first
         wte = fmt.quantize(wte * fmt.quantize(np.float64(math.sqrt(d))))
-    e = fmt.quantize(embedding_grid(wte, None, vocab, P))          # the residual stream entering the block
+    e = embedding_grid(wte, None, vocab, P, fmt)        # the residual stream entering the block
     x = fold_pre_attention(e, part["pre"], fmt)                     # phi: the norm before the attention, per token
     order = _halves(part["rope_dims"], m) if part["interleaved"] else None
     proj = {}

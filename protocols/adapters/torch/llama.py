@@ -145,7 +145,7 @@ def wrap_llama(model, fmt: NumberFormat | None = None, *, head=None, vocab_size:
     wte = quantized(fmt, body.embed_tokens.weight)
     vocab, P = vocab_and_positions(wte.shape[0], cfg.max_position_embeddings, vocab_size, seq_len, "this Llama")
     check_table_size(vocab, P, 2 * d + 1, "Llama")
-    e = fmt.quantize(embedding_grid(wte, None, vocab, P))             # the residual stream entering the block
+    e = embedding_grid(wte, None, vocab, P, fmt)           # the residual stream entering the block
     x = fold_pre_attention(e, _rms_norm(block.input_layernorm, fmt), fmt)   # phi: input_layernorm per token
     group = H // H_kv                                                  # transformers' repeat_kv: head h reads h // group
 

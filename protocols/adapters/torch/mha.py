@@ -153,7 +153,7 @@ def mha_layer(mha, embedding, positions, post: Head, fmt: NumberFormat, *, pre=N
     vocab, P = vocab_and_positions(tok.shape[0], model_positions, vocab_size, seq_len, "the attention model")
     q = fmt.quantize
     check_table_size(vocab, P, E * (2 if residual == "stream" and norm is not None else 1), "the attention")
-    e = q(embedding_grid(q(tok), None if pos is None else q(pos), vocab, P))  # [E_tok(s) + E_pos(i)]
+    e = embedding_grid(q(tok), None if pos is None else q(pos), vocab, P, fmt)  # [E_tok(s) + E_pos(i)]
     stream = e if pre is None else fold_pre_attention(e, pre, fmt)
     x = stream if norm is None else fold_pre_attention(stream, norm, fmt)
     if x.shape[2] != E:
@@ -172,7 +172,7 @@ def mha_layer(mha, embedding, positions, post: Head, fmt: NumberFormat, *, pre=N
         t = embedding_weights(extra_emb, f"{which} embedding")
         if t.shape[1] != dimx or t.shape[0] < vocab:
             raise AdapterError(f"the {which} embedding has shape {t.shape}; expected ({vocab}+, {dimx})")
-        inputs[which] = q(embedding_grid(q(t), None, vocab, P))
+        inputs[which] = embedding_grid(q(t), None, vocab, P, fmt)
         proj[which] = (which, split_heads(q(Wx), H, m), _bias(bx, q, H, m))
     res = {"none": None, "input": x, "stream": stream}[residual]
     return OneLayer(inputs, proj, att.scale, q(att.W_O), att.b_O, res, post, post.outputs, source,

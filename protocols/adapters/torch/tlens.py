@@ -113,8 +113,7 @@ def wrap_hooked(model, fmt: NumberFormat | None = None, *, vocab_size: int | Non
     wpe = quantized(fmt, model.pos_embed.W_pos)
     vocab, P = vocab_and_positions(wte.shape[0], wpe.shape[0], vocab_size, seq_len, "this HookedTransformer")
     check_table_size(vocab, P, 2 * d + 1, "HookedTransformer")
-    q = fmt.quantize
-    e = q(embedding_grid(wte, wpe, vocab, P))
+    e = embedding_grid(wte, wpe, vocab, P, fmt)
     x = fold_pre_attention(e, _tl_norm(block.ln1, fmt), fmt)
     proj = {}
     for which, W, b in (("q", attn.W_Q, attn.b_Q), ("k", attn.W_K, attn.b_K), ("v", attn.W_V, attn.b_V)):
@@ -169,8 +168,7 @@ def wrap_tl_native(model, fmt: NumberFormat | None = None, *, vocab_size: int | 
     wte, wpe = quantized(fmt, unwrap(model.tok_embed).weight), quantized(fmt, unwrap(model.pos).weight)
     vocab, P = vocab_and_positions(wte.shape[0], wpe.shape[0], vocab_size, seq_len, "this TransformerLens model")
     check_table_size(vocab, P, 2 * d + 1, "TransformerLens")
-    qf = fmt.quantize
-    e = qf(embedding_grid(wte, wpe, vocab, P))
+    e = embedding_grid(wte, wpe, vocab, P, fmt)
     x = fold_pre_attention(e, _tl_norm(block.ln1, fmt), fmt)
     repeats = getattr(attn, "kv_repeats", 1)
     proj = {}

@@ -39,6 +39,8 @@ with the torch forward.  The engine never imports torch.
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 from commsim.core.decision import Decision
@@ -47,6 +49,19 @@ from protocols.adapters.torch.layers import TOLERANCE, tensor
 
 #: rows compared at once (bounds the memory of long sequences)
 CHUNK_ROWS = 64
+
+#: rows x length^2 of a chunk: the torch forward of a full-length attention holds (rows, heads, length, length)
+#: scores, 3 GB for 64 rows of 1025 tokens and 12 heads
+CHUNK_SCORES = 1 << 22
+
+
+#: bytes of torch outputs a forward keeps for rows asked again
+MEMO_BYTES = 256 << 20
+
+
+def chunk_rows(length: int) -> int:
+    """Rows compared at once for sequences of ``length`` tokens: at most :data:`CHUNK_ROWS`, fewer for long ones."""
+    return max(1, min(CHUNK_ROWS, CHUNK_SCORES // max(1, length * length)))
 
 #: how agreement with the torch forward is judged
 RULE = "|commsim - torch| <= atol + rtol * |torch|"
@@ -178,11 +193,42 @@ class ModuleForward:
         return f"{type(self.module).__name__}'s own forward"
 
     def __call__(self, tokens):
-        """The module's outputs on token ids (logits when it returns an output object)."""
+        """The module's outputs on token ids (logits when it returns an output object), in chunks of rows
+        (:func:`chunk_rows`); the outputs of the token rows asked last are kept, up to :data:`MEMO_BYTES` (the
+        report asks about the same rows two or three times: the agreement, then the module's own decisions)."""
         import torch
+        tokens = np.atleast_2d(np.asarray(tokens))
+        key = (tokens.shape, tokens.dtype.str, hashlib.blake2b(np.ascontiguousarray(tokens).tobytes()).digest(),
+               self._weights_version())
+        memo = self.__dict__.setdefault("_memo", {})
+        if key in memo:
+            return memo[key].copy()
+        step, parts = chunk_rows(tokens.shape[1]), []
         with torch.no_grad():
-            out = self.module(torch.as_tensor(np.atleast_2d(np.asarray(tokens)), dtype=torch.long))
-            return tensor(self.select(module_output(out)))
+            for s in range(0, max(1, tokens.shape[0]), step):
+                out = self.module(torch.as_tensor(tokens[s:s + step], dtype=torch.long), **self.forward_options())
+                parts.append(tensor(self.select(module_output(out))))
+        result = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        if sum(a.nbytes for a in memo.values()) + result.nbytes > MEMO_BYTES:
+            memo.clear()
+        memo[key] = result
+        return result.copy()
+
+    def _weights_version(self) -> tuple:
+        """The module's parameters and buffers as (identity, in-place version) pairs: a weight changed in place
+        after its outputs were kept is not answered from them."""
+        tensors = []
+        for get in ("parameters", "buffers"):
+            tensors += list(getattr(self.module, get, lambda: ())())
+        return tuple((id(t), getattr(t, "_version", 0)) for t in tensors)
+
+    def __getstate__(self):
+        """Picklable state: the module (the kept outputs stay behind)."""
+        return {k: v for k, v in self.__dict__.items() if k != "_memo"}
+
+    def forward_options(self) -> dict:
+        """Keyword arguments of the module's forward (none here)."""
+        return {}
 
     @staticmethod
     def select(out):
@@ -229,8 +275,9 @@ def compare_outputs(model, tokens: np.ndarray, positions=None) -> OutputsCompare
     from protocols.models.attention import AttentionLayer
     forward, tokens, positions, length = view
     ours_parts, theirs_parts = [], []
-    for s in range(0, tokens.shape[0], CHUNK_ROWS):
-        rows = tokens[s:s + CHUNK_ROWS]
+    step = chunk_rows(length)
+    for s in range(0, tokens.shape[0], step):
+        rows = tokens[s:s + step]
         theirs = np.asarray(forward(rows), dtype=np.float64)
         picked = at_positions(theirs, positions, length)
         if picked is None:   # the module's output at the last position only: compare there
@@ -300,7 +347,10 @@ class TorchTrust:
         if view is None:
             return None
         forward, tokens, positions, length = view
-        theirs = at_positions(np.asarray(forward(tokens), dtype=np.float64), positions, length)
+        step = chunk_rows(length)   # the chunks compare_outputs asks for: a forward that keeps them answers again
+        outs = [np.asarray(forward(tokens[s:s + step]), dtype=np.float64) for s in range(0, len(tokens), step)]
+        theirs = at_positions(np.concatenate(outs) if outs else np.asarray(forward(tokens), dtype=np.float64),
+                              positions, length)
         if theirs is None:
             return None
         return np.stack([np.asarray(self.decide_values(theirs[:, k])).reshape(-1) for k in range(len(positions))],

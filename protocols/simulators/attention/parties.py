@@ -154,15 +154,18 @@ class AttentionExchangeProtocol(Protocol):
         Z_other = np.zeros((1, H), dtype=object)
         for h in range(H):
             Z_other[0, h] = unpack_count((yield Receive(f"Z/head {h}")), plan.z_width)
-        Z = model.weight_sum(A, M)
+        per_weight = plan.division == "per-weight"
+        # division once: Z and U in one pass over the weights (U does not read Z); per-weight: U needs the whole Z
+        Z, U = (model.weight_sum(A, M), None) if per_weight else model.partial_sums(A, V, M)
         Z_all = _exact(Z + Z_other)
-        if plan.division == "per-weight":
+        if per_weight:
             for h in range(H):
                 yield Send(f"Z owner/head {h}", pack_count(Z[0, h], plan.z_owner_width))
         U_other = np.zeros((1, H, plan.width), dtype=object)
         for h in range(H):
             U_other[0, h] = unpack_signed((yield Receive(f"U/head {h}")), plan.u_width, plan.width)
-        U = model.weighted_sum(A, V, M, Z_all)
+        if per_weight:
+            U = model.weighted_sum(A, V, M, Z_all)
         x_query = model.residual_input(self._query_token(share), plan.query)   # its own position: no bits
         return self._output(model.finish(_exact(U + U_other), Z_all, x_query))
 
@@ -180,16 +183,15 @@ class AttentionExchangeProtocol(Protocol):
         for h in range(H):
             yield Send(f"max/head {h}", ar.encode(local_max[0, h:h + 1]))
         M = np.maximum(local_max, np.array([theirs], dtype=local_max.dtype))
-        Z = model.weight_sum(A, M)
+        per_weight = plan.division == "per-weight"
+        Z, U = (model.weight_sum(A, M), None) if per_weight else model.partial_sums(A, V, M)   # once: one pass
         for h in range(H):
             yield Send(f"Z/head {h}", pack_count(Z[0, h], plan.z_width))
-        Z_all = None
-        if plan.division == "per-weight":   # a_i = [e_i / Z] needs the whole Z: the owner's part comes back
+        if per_weight:   # a_i = [e_i / Z] needs the whole Z: the owner's part comes back
             Z_owner = np.zeros((1, H), dtype=object)
             for h in range(H):
                 Z_owner[0, h] = unpack_count((yield Receive(f"Z owner/head {h}")), plan.z_owner_width)
-            Z_all = _exact(Z + Z_owner)
-        U = model.weighted_sum(A, V, M, Z_all)
+            U = model.weighted_sum(A, V, M, _exact(Z + Z_owner))
         for h in range(H):
             yield Send(f"U/head {h}", pack_signed(U[0, h], plan.u_width))
         return None

@@ -172,3 +172,42 @@ def test_fixed_matmul_is_the_exact_product_rounded_once(fmt, batch, rows, inner,
                 exact = sum(int(a[i, r, j]) * int(b[j, c]) for j in range(inner))  # units of 2^-2F
                 assert got[i, r, c] == min(max(exact >> fmt.frac, fmt.min_code), fmt.max_code)
     assert got.dtype == np.int64
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.integers(1, 500), k=st.integers(1, 9), out=st.integers(600, 1500), seed=st.integers(0, 2 ** 32 - 1),
+       specials=st.booleans())
+def test_ordered_dot_blocks_give_each_row_its_own_index_order_sum(rows, k, out, seed, specials):
+    """The blocked ordered dot product (over a contiguous copy of the weight) is, row by row, the float64 sum in
+    index order from 0 of rounded products -- the same bits as one row alone, infinities and -0.0 included."""
+    from commsim.core import arithmetic
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(rows, k)) * rng.choice([1e-300, 1.0, 1e300], size=(rows, k))
+    W = rng.normal(size=(out, k))
+    if specials:
+        X[rng.random(X.shape) < 0.1] = -0.0
+        W[rng.random(W.shape) < 0.05] = np.inf
+    got = arithmetic.FloatArithmetic._ordered_dot(X, W)
+    want = np.zeros((rows, out))
+    with np.errstate(over="ignore", invalid="ignore"):
+        for j in range(k):
+            want = want + X[:, j:j + 1] * W[:, j]
+    assert same_floats(got, want)
+    one = arithmetic.FloatArithmetic._ordered_dot(X[-1:], W)                  # a row alone: the same bits
+    assert same_floats(one[0], got[-1])
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(dtype=st.sampled_from(["float32", "bfloat16"]), shape=st.tuples(st.integers(1, 4), st.integers(0, 40)),
+       seed=st.integers(0, 2 ** 32 - 1), scale=st.sampled_from([1e-44, 1e-30, 1.0, 1e30]))
+def test_vectorized_exact_sum_is_the_format_s_exact_sum(dtype, shape, seed, scale):
+    """The limb-wise exact sum (float32, bfloat16) equals the format's own exact sum, subnormals and wide
+    exponent spreads included."""
+    fmt = FloatFormat(dtype)
+    ar = arithmetic_for(fmt)
+    rng = np.random.default_rng(seed)
+    x = fmt.quantize(rng.normal(size=shape) * scale * rng.choice([1.0, 2.0 ** -60, 2.0 ** 40], size=shape))
+    x = np.clip(np.nan_to_num(x, posinf=fmt.max_value, neginf=-fmt.max_value), -fmt.max_value, fmt.max_value)
+    got = ar.exact_sum(x, axis=-1)
+    want = fmt.exact_sum(x, axis=-1)
+    assert [int(v) for v in np.ravel(got)] == [int(v) for v in np.ravel(want)]

@@ -340,3 +340,44 @@ def test_unpack_span_checked():
     assert unpack_uints(b, 4, count=0).size == 0
     assert unpack_uints(b, 4, count=2, offset=4).tolist() == [6, 7]
     assert unpack_uints(pack_uints([], 7), 7).size == 0
+
+
+def _reaching_widths() -> list[int]:
+    """The widths whose plan writes windows that reach past the next field into the one after it."""
+    from commsim.core.bitpack.tree import tree_plan
+    from commsim.core.bitpack.windows import window_plan
+    out = []
+    for width in range(2, 64):
+        plan = tree_plan(width)
+        if plan.writer == "window" and any(t > plan.bits for *_, t in window_plan(plan.bits, plan.lane)[2]):
+            out.append(width)
+    return out
+
+
+def test_some_plan_reaches_past_the_next_field():
+    assert 31 in _reaching_widths()          # its 62-bit pairs would need whole words; its windows hold 4 fields
+
+
+@settings(max_examples=120, deadline=None)
+@given(width=st.sampled_from(_reaching_widths()), count=st.integers(0, 5000), chunk_bytes=st.sampled_from([64, 136, 1 << 19]),
+       seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_windows_reaching_two_fields_ahead_round_trip(width, count, chunk_bytes, seed, data):
+    """Windows that hold the tail of the previous field, the field, all of the next one and the head of the one
+    after it: against the bit-by-bit reference, across chunk boundaries, at any byte-aligned start, and for
+    two's-complement codes (their low ``width`` bits)."""
+    from commsim.core import bits as bits_module
+    from commsim.core.bitpack import tree as bitpack
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 1 << width, size=count, dtype=np.uint64)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(bitpack, "_CHUNK_BYTES", chunk_bytes)
+        mp.setattr(bits_module, "SMALL_BITS", 0)
+        packed = pack_uints(values, width)
+        assert np.array_equal(np.unpackbits(packed.packed, count=len(packed)), _bit_matrix(values, width))
+        assert np.array_equal(unpack_uints(packed, width).astype(np.uint64), values)
+        start = data.draw(st.integers(0, count), "start")
+        start -= start % (8 // np.gcd(width, 8))
+        got = unpack_uints(packed, width, count=count - start, offset=start * width)
+        assert np.array_equal(got.astype(np.uint64), values[start:])
+        codes = rng.integers(-(1 << (width - 1)), 1 << (width - 1), size=count)
+        assert pack_low_bits(codes, width) == pack_uints((codes & ((1 << width) - 1)).astype(np.uint64), width)
