@@ -42,7 +42,7 @@ SWEEP_MEMORY_GOAL_MB = 2048.0
 def protocol_vs_direct(N: int, heads: int, width: int, dim: int, fmt_name: str, repeats: int) -> dict:
     from commsim.core.precision import parse_format
     from commsim.core.runner import run_protocol
-    from commsim.contract.interfaces import Share
+    from commsim.contract import Share
     from protocols.models.attention import random_layer
     from protocols.simulators.attention import AttentionExchangeProtocol, make_plan
 

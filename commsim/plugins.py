@@ -21,12 +21,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
-import sys
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
+from commsim.contract.loading import current_directory_on_path
 from commsim.core.decision import RULES
 from commsim.core.errors import InputError, NotApplicable
 from commsim.core.limits import check_size
@@ -137,15 +136,6 @@ class Registry:
 
 
 registry = Registry()
-
-
-def current_directory_on_path() -> None:
-    """Put the current directory first on ``sys.path`` unless it is on it already (as ``python -m`` does), so
-    that a module of the project you are in imports the same way for ``--plugin MODULE`` and for
-    ``python:MODULE:FUNCTION`` specs -- the console script ``commsim`` alone would not find it."""
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
 
 
 def load_plugins(extra_modules: str | tuple[str, ...] | list[str] = ()) -> Registry:

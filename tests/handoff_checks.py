@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.core.runner import run_protocol
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from protocols.simulators.rnn_handoff import RNN_HANDOFF
 
 

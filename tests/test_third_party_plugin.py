@@ -50,8 +50,8 @@ def test_budget_plans_the_plugins_architecture_from_its_shape():
 
 @pytest.mark.parametrize("module", ["counter.py", "reduction.py"])
 def test_the_plugin_needs_no_engine_internals(module):
-    """Only the front doors: the contract (commsim.contract.interfaces) and the public package."""
+    """Only the front doors: the contract (commsim.contract) and the public package."""
     text = (PLUGIN / "toy_commsim" / module).read_text()
     imports = [line for line in text.splitlines() if line.startswith(("from commsim", "import commsim"))]
-    assert imports and all(line.startswith(("from commsim import", "from commsim.contract.interfaces import",
+    assert imports and all(line.startswith(("from commsim import", "from commsim.contract import",
                                             "from commsim.theory.")) for line in imports), imports

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 
-from commsim.contract.interfaces import ANY_PARTITION
+from commsim.contract import ANY_PARTITION
 from commsim.plugins import load_plugins
 
 #: the largest source size searched when the simulator's plan has no limit of its own

@@ -1,8 +1,8 @@
 """The certificate stage: the engine's one search for the input on which a model must fail.
 
 No simulator searches certificates.  A simulator hands the engine its message plan (who speaks, how many
-bits: :meth:`~commsim.contract.interfaces.Simulator.plan`) and its per-instance transcript keys
-(:meth:`~commsim.contract.interfaces.Simulator.transcript_keys`); the engine chooses the argument from the
+bits: :meth:`~commsim.contract.Simulator.plan`) and its per-instance transcript keys
+(:meth:`~commsim.contract.Simulator.transcript_keys`); the engine chooses the argument from the
 plan's direction:
 
 * **one-way** (only Alice speaks, so her message is the whole transcript): pigeonhole over Alice's inputs
@@ -32,7 +32,7 @@ from commsim.certify.rectangle import rectangle_certificate
 from commsim.certify.types import Certificate
 from commsim.core.errors import InputError
 from commsim.runs.framework import recheck_certificate
-from commsim.contract.interfaces import MessagePlan
+from commsim.contract import MessagePlan
 from commsim.runs.stages import Prepared, stage_progress
 from commsim.runs.tally import Tally
 from commsim.theory.bounds import LowerBound

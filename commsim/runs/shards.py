@@ -32,7 +32,7 @@ from commsim.core.limits import (MAX_LOCAL_STREAMED_INSTANCES, MAX_STREAMED_INST
                                  show_size)
 from commsim.runs.assemble import make_report
 from commsim.runs.certificates import find_certificate
-from commsim.contract.interfaces import EvaluationSet, Reduction
+from commsim.contract import EvaluationSet, Reduction
 from commsim.runs.report import Report
 from commsim.runs.stages import (
     BYTES_PER_POSITION,

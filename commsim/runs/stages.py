@@ -25,8 +25,9 @@ from commsim.core.limits import (MAX_EXHAUSTIVE_BITS, MAX_INSTANCES, MAX_SEQUENC
 from commsim.core.party import Protocol, ProtocolError
 from commsim.core.runner import AuditSession, RunResult, run_protocol
 from commsim.runs.arguments import given_side
-from commsim.contract.interfaces import (
+from commsim.contract import (
     BatchResult,
+    BatchRun,
     Encoded,
     EvaluationSet,
     MessagePlan,
@@ -89,7 +90,7 @@ def simulator_for(model, name: str | None = None) -> tuple[Simulator, str]:
 
     ``name`` (``run --simulator``) picks a registered simulator, which must accept the model.  Otherwise the
     model's kind selects: of the selectable simulators that accept it, the lowest
-    :attr:`~commsim.contract.interfaces.Simulator.precedence` wins; two that accept it with the same
+    :attr:`~commsim.contract.Simulator.precedence` wins; two that accept it with the same
     precedence are refused (name one), never chosen silently.  When none accepts, a model may say why in
     ``no_protocol_reason`` (e.g. a two-layer transformer); that reason is the refusal."""
     registry = load_plugins()
@@ -206,23 +207,13 @@ def given_instances(problem: Problem, alice, bob, described: str, names: tuple[s
 
 def encode_instances(setup: Prepared, chosen: Instances) -> Encoded:
     """The instances as model inputs with the split between the parties; the simulator must have a plan for
-    the split (its :meth:`~commsim.contract.interfaces.Simulator.plan` refuses one that does not fit)."""
+    the split (its :meth:`~commsim.contract.Simulator.plan` refuses one that does not fit)."""
     encoded = setup.reduction.encode(setup.problem, chosen.alice, chosen.bob)
     setup.plan(encoded)
     return encoded
 
 
 # ---- sweep and audit (shared with ``commsim cc``) ----------------------------------------------------------
-@dataclass(frozen=True)
-class BatchRun:
-    """Per instance: the protocol's output, the bits each way and the rounds (a vectorized run's report)."""
-
-    outputs: np.ndarray
-    alice_to_bob: np.ndarray
-    bob_to_alice: np.ndarray
-    rounds: np.ndarray
-
-
 @dataclass(frozen=True)
 class Audited:
     """A sweep checked against the runner: the per-instance results (the batch's, or the runner's when there
@@ -356,7 +347,7 @@ def lower_bound(setup: Prepared, encoded: Encoded, plan: MessagePlan | None = No
 def evaluation_sets(setup: Prepared, chosen: Instances, instances: int | None, seed: int) -> list[EvaluationSet]:
     """The chosen instances first, then the sets the reduction declares beyond them.
 
-    A reduction's :meth:`~commsim.contract.interfaces.Reduction.evaluation_sets` may return more: e.g. Dyck-(2,2), whose fooling set holds only members while membership is
+    A reduction's :meth:`~commsim.contract.Reduction.evaluation_sets` may return more: e.g. Dyck-(2,2), whose fooling set holds only members while membership is
     a function of every string of length N, adds the non-members (Lemma 1 of [BHBK24] bounds a protocol that
     decides membership on all strings).  A problem names its exhaustive set with ``all_set = (name, phrase)`` (:class:`Problem`)."""
     if covers_all(setup.problem, instances):

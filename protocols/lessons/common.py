@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.errors import InputError
+from commsim.contract import InputError
 
 
 def bits_text(a) -> str:
@@ -52,7 +52,7 @@ def positions_text(pos) -> str:
 
 def reduction_default(rid: str) -> str:
     """The model spec ``commsim run REDUCTION`` uses when --model is not given."""
-    from commsim.plugins import load_plugins
+    from commsim import load_plugins
     return load_plugins().get("reduction", rid).default_model
 
 

@@ -26,13 +26,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from commsim.core.errors import InputError
-from commsim.contract.interfaces import (
-    CONTIGUOUS_PREFIX,
-    QUERY_ONLY,
-    Encoded,
-    Reduction,
-)
+from commsim.contract import CONTIGUOUS_PREFIX, Encoded, InputError, QUERY_ONLY, Reduction
 from commsim.theory.bounds import Conditions, LowerBound, randomness
 from commsim.theory.problems import make_problem
 from protocols.theorems import disjointness_bits, one_way_attention_bits

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.errors import NotApplicable
-from commsim.contract.interfaces import CONTIGUOUS_PREFIX, Encoded, Reduction
+from commsim.contract import CONTIGUOUS_PREFIX, Encoded, NotApplicable, Reduction
 from commsim.theory.bounds import Conditions, LowerBound
 from commsim.theory.problems import Problem
 from protocols.reductions.layouts import MemoryProgram

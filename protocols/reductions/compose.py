@@ -4,7 +4,7 @@ architecture", COLM 2024): g(f(x)) from a prompt that describes f and g.
 **The problem** ``compose`` at size n: functions f: A -> B and g: B -> C with |A| = |B| = |C| = n, a query
 x in A; the answer is g(f(x)) in C.  Alice holds g = (g(b_0), ..., g(b_{n-1})), Bob holds
 (f(a_0), ..., f(a_{n-1}), x), and the query is known to both: its token is a public position of the
-encoding (:attr:`~commsim.contract.interfaces.Encoded.public_positions`), which Alice's share lists too.
+encoding (:attr:`~commsim.contract.Encoded.public_positions`), which Alice's share lists too.
 For each query x the one-way problem is INDEX over an alphabet of size n (Bob's index is f(x)).
 
 **The prompt** (N = 2n + 1 tokens, one function pair per token):
@@ -35,9 +35,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.errors import InputError, NotApplicable, ProblemInputError
-from commsim.core.limits import MAX_EXHAUSTIVE_BITS
-from commsim.contract.interfaces import CONTIGUOUS_PREFIX, Encoded, Reduction
+from commsim.contract import (
+    CONTIGUOUS_PREFIX,
+    Encoded,
+    InputError,
+    MAX_EXHAUSTIVE_BITS,
+    NotApplicable,
+    ProblemInputError,
+    Reduction,
+)
 from commsim.theory.bounds import Conditions, ErrorBound, LowerBound, ceil_log2
 from commsim.theory.problems import Problem
 from protocols.theorems import composition_error_bound, composition_message_bits, composition_one_way_bits

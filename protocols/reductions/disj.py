@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from commsim.theory.bounds import Conditions, LowerBound, ceil_log2, randomness
 from commsim.theory.problems import Disjointness, Problem
 from protocols.reductions.base import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype

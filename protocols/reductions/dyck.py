@@ -19,12 +19,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commsim.core.errors import InputError, NotApplicable, ProblemInputError
-from commsim.contract.interfaces import (
+from commsim.contract import (
     CONTIGUOUS_PREFIX,
-    ODD_EVEN,
     Encoded,
     EvaluationSet,
+    InputError,
+    NotApplicable,
+    ODD_EVEN,
+    ProblemInputError,
     Reduction,
 )
 from commsim.theory.bounds import Conditions, LowerBound, ceil_log2, randomness

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from commsim.theory.bounds import Conditions, LowerBound, randomness
 from commsim.theory.problems import Equality, Problem
 from protocols.reductions.base import ONE_WAY_CONTIGUOUS, SourceReduction

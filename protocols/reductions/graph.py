@@ -23,9 +23,7 @@ from math import isqrt
 
 import numpy as np
 
-from commsim.core.errors import InputError, NotApplicable
-from commsim.core.limits import MAX_SEQUENCE_LENGTH
-from commsim.contract.interfaces import Encoded, Reduction
+from commsim.contract import Encoded, InputError, MAX_SEQUENCE_LENGTH, NotApplicable, Reduction
 from commsim.theory.bounds import Conditions, LowerBound, randomness
 from commsim.theory.problems import Disjointness
 from protocols.theorems import cycle3_disj_bits, cycle3_min_lhmp

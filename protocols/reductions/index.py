@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from commsim.theory.bounds import Conditions, LowerBound, randomness
 from commsim.theory.problems import Index, Problem
 from protocols.reductions.base import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 
-from commsim.core.errors import InputError
-from commsim.plugins import load_plugins
+from commsim.contract import InputError
+from commsim import load_plugins
 from protocols.separations.base import (
     EXHAUSTIVE_LIMIT,
     INPUTS_NOTE,

@@ -25,14 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commsim import Bits, NotApplicable, Protocol, Receive, Send
-from commsim.core.sums import pack_signed, unpack_signed
-from commsim.contract.interfaces import (
-    ANY_PARTITION,
-    BatchResult,
-    Encoded,
-    MessagePlan,
-    Simulator,
-)
+from commsim.contract import ANY_PARTITION, BatchResult, Encoded, MessagePlan, Simulator, pack_signed, unpack_signed
 from protocols.models.graph_attention import (
     GraphAttention,
     adjacency_rows,
@@ -129,7 +122,7 @@ def _whole_rows(positions, nodes: int) -> int | None:
 
 # ---- the party programs ---------------------------------------------------------------------------------
 class GraphExchangeProtocol(Protocol):
-    """Alice's and Bob's programs (module docstring); shares are :class:`~commsim.contract.interfaces.Share`."""
+    """Alice's and Bob's programs (module docstring); shares are :class:`~commsim.contract.Share`."""
 
     name = "graph-exchange"
     output_party = "bob"

@@ -33,17 +33,20 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.arithmetic import label_dtype
-from commsim.core.digests import message_rows
-from commsim.core.errors import NotApplicable
-from commsim.core.party import Protocol, ProtocolError, Receive, Send
-from commsim.contract.interfaces import (
-    CONTIGUOUS_PREFIX,
+from commsim.contract import (
     BatchResult,
+    CONTIGUOUS_PREFIX,
     Encoded,
     MessagePlan,
+    NotApplicable,
+    Protocol,
+    ProtocolError,
+    Receive,
+    Send,
     Share,
     Simulator,
+    label_dtype,
+    message_rows,
 )
 from protocols.models.prefix_trie import SHARED_BLOCK_CHUNKS
 from protocols.models.recurrent import RecurrentModel

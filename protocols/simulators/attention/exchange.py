@@ -22,7 +22,7 @@ The query owner adds its own partial sums, divides once (o = [U / Z]), applies W
 outputs (psi's residual input x_N, if any, is its own: no bits).  Because the division happens
 once, at the output party, Z needs to travel one way only (the theorem's account exchanges it both
 ways).  :meth:`AttentionExchange.plan` reports the theorem's own count, 3m(p + ceil(log2 N))H
-(:func:`protocols.theorems.exchange_bits`, the :class:`~commsim.contract.interfaces.MessagePlan`'s
+(:func:`protocols.theorems.exchange_bits`, the :class:`~commsim.contract.MessagePlan`'s
 ``formula``), which leaves out the query's vectors this exchange also sends; the bits it really sends
 are the plan's (:mod:`protocols.simulators.attention.plan`), reported beside it.  Appendix D of [BHBK24] gives the count as an order of magnitude: counted
 step by step a head can cost more when p is large relative to log N.
@@ -55,14 +55,15 @@ from typing import Callable
 
 import numpy as np
 
-from commsim.core.errors import InputError, NotApplicable
-from commsim.core.party import Protocol
-from commsim.contract.interfaces import (
+from commsim.contract import (
     ANY_PARTITION,
-    QUERY_ONLY,
     BatchResult,
     Encoded,
+    InputError,
     MessagePlan,
+    NotApplicable,
+    Protocol,
+    QUERY_ONLY,
     Simulator,
 )
 from protocols.models.attention import AttentionConfig, AttentionLayer

@@ -2,7 +2,7 @@
 
 In the function-composition reduction of [PNP24] the query token x is public: Alice holds g's description,
 Bob holds f's and the query position (he outputs), and Alice knows x too (the task's
-:attr:`~commsim.contract.interfaces.Encoded.public_positions`).  So Alice computes each head's query
+:attr:`~commsim.contract.Encoded.public_positions`).  So Alice computes each head's query
 q_N herself -- nothing travels from Bob -- and her part of the softmax is her whole message: one-way.
 
 What she sends, per head, is her part of the exchange of Theorem 4 of [BHBK24]
@@ -21,7 +21,7 @@ really sent, with that count shown beside.
 Fixed-point formats only (under an IEEE format the candidates are every float in a wide range: not
 implemented); division once only (per-weight division rounds e_i / Z with the global Z, which Alice cannot
 know: no one-way message of this kind exists).  The simulator is not chosen by the model's kind; the
-composition reduction names it (:attr:`~commsim.contract.interfaces.Reduction.simulator_variants`).
+composition reduction names it (:attr:`~commsim.contract.Reduction.simulator_variants`).
 """
 from __future__ import annotations
 
@@ -30,16 +30,21 @@ from typing import Callable
 
 import numpy as np
 
-from commsim.core.bits import Bits
-from commsim.core.errors import NotApplicable
-from commsim.core.party import Protocol, Receive, Send
-from commsim.core.sums import pack_count, pack_signed, unpack_count, unpack_signed
-from commsim.contract.interfaces import (
+from commsim.contract import (
     ANY_PARTITION,
     BatchResult,
+    Bits,
     Encoded,
     MessagePlan,
+    NotApplicable,
+    Protocol,
+    Receive,
+    Send,
     Simulator,
+    pack_count,
+    pack_signed,
+    unpack_count,
+    unpack_signed,
 )
 from protocols.models.attention import AttentionConfig, AttentionLayer
 from protocols.simulators.attention.exchange import PlanCache, batch_keys, batch_run

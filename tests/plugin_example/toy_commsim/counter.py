@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from commsim import Bits, NotApplicable, Protocol, Receive, Send
-from commsim.contract.interfaces import CONTIGUOUS_PREFIX, BatchResult, Encoded, MessagePlan, Simulator
+from commsim.contract import CONTIGUOUS_PREFIX, BatchResult, Encoded, MessagePlan, Simulator
 
 
 @dataclass(frozen=True)

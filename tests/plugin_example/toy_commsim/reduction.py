@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.contract.interfaces import CONTIGUOUS_PREFIX, Encoded, Reduction
+from commsim.contract import CONTIGUOUS_PREFIX, Encoded, Reduction
 from commsim.theory.bounds import Conditions, LowerBound
 from commsim.theory.problems import Equality
 

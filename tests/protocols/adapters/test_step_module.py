@@ -15,7 +15,7 @@ torch.set_num_threads(1)
 import commsim  # noqa: E402
 from commsim.core.precision import FixedPoint, FloatFormat  # noqa: E402
 from commsim.core.runner import run_protocol  # noqa: E402
-from commsim.contract.interfaces import Encoded  # noqa: E402
+from commsim.contract import Encoded  # noqa: E402
 from commsim.runs.run import run_reduction  # noqa: E402
 from examples.step_modules import GatedSSM, TwoPartCell, gated_ssm, two_part_cell  # noqa: E402
 from protocols.adapters.torch import from_torch  # noqa: E402

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from commsim.core.errors import InputError, NotApplicable, ProblemInputError
 from commsim.core.precision import FixedPoint
 from commsim.core.runner import run_protocol
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from commsim.runs.run import run_reduction
 from commsim.plugins import load_plugins
 from protocols.models.attention import random_layer
@@ -179,7 +179,7 @@ def test_refusals_and_other_model_kinds():
 
 
 def test_two_way_protocols_are_not_bound():
-    from commsim.contract.interfaces import MessagePlan
+    from commsim.contract import MessagePlan
     two_way = MessagePlan(5, 3, 2, "both speak")
     p = Composition(8)
     bound = RED.lower_bound(None, two_way, p, None)

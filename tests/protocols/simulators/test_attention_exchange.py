@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint, FloatFormat
 from commsim.core.runner import run_protocol
-from commsim.contract.interfaces import Encoded, Share
+from commsim.contract import Encoded, Share
 from commsim.theory.bounds import ceil_log2
 from protocols.models.attention import AttentionConfig, AttentionLayer, random_layer
 from protocols.simulators.attention import (

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from commsim.core.precision import FixedPoint
 from commsim.core.runner import run_protocol
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from protocols.models.graph_attention import random_graph_attention, rows_to_tokens
 from protocols.reductions.graph import (
     Disj3Cycle,

@@ -13,7 +13,7 @@ from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint
 from commsim.runs.run import run_reduction
 from commsim.core.runner import run_protocol
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from protocols.models.graph_attention import (
     EMPTY,
     GraphAttention,

@@ -12,7 +12,7 @@ from commsim.core.digests import message_rows
 from commsim.core.errors import NotApplicable
 from commsim.core.precision import FixedPoint, FloatFormat
 from commsim.core.runner import run_protocol
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from commsim.theory.problems import Disjointness, DyckProblem, Equality, Index
 from protocols.models.dyck_automaton import DyckAutomaton
 from protocols.models.memorize import Memorize
