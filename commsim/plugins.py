@@ -45,6 +45,10 @@ class Entry:
     obj: Any
     description: str = ""
     plugin: str = ""
+    #: a simulator's: when several selectable ones accept a model, the lowest precedence wins (then the name)
+    precedence: int = 100
+    #: a simulator's: the architecture name ``commsim budget --arch`` uses for its protocol ("" = not offered)
+    arch: str = ""
 
 
 class Registry:
@@ -53,14 +57,17 @@ class Registry:
         self._loaded: set[str] = set()
         self._current_plugin = ""
 
-    def register(self, kind: str, name: str, obj: Any, description: str = "") -> Any:
+    def register(self, kind: str, name: str, obj: Any, description: str = "", *, precedence: int = 100,
+                 arch: str = "") -> Any:
+        """Register ``obj`` as ``name`` of ``kind``; a simulator's ``precedence`` (the model's kind selects the
+        lowest among those that accept it) and ``arch`` (its ``commsim budget --arch`` name) are given here."""
         if kind not in self._entries:
             raise ValueError(f"unknown registry kind {kind!r}; kinds are {', '.join(KINDS)}")
         existing = self._entries[kind].get(name)
         if existing is not None and existing.obj is not obj:
             raise ValueError(f"{kind} {name!r} is registered twice ({existing.plugin} and {self._current_plugin})")
         self._entries[kind][name] = Entry(kind, name, obj, description or (obj.__doc__ or "").strip().split("\n")[0],
-                                          self._current_plugin)
+                                          self._current_plugin, precedence, arch)
         return obj
 
     def get(self, kind: str, name: str, param: str | None = None) -> Any:

@@ -11,7 +11,7 @@ from protocols.simulators.rnn_handoff import RNN_HANDOFF
 def handoff_matches_direct(model, encoded: Encoded) -> None:
     """Every instance through the party programs equals the direct forward bit for bit (outputs and labels)
     and sends exactly the encoded state, ``model.state_bits`` bits; the batch run agrees."""
-    protocol = RNN_HANDOFF.make_protocol(model, encoded)
+    protocol = RNN_HANDOFF.protocol(model, encoded)
     direct = model.forward_batch(encoded.tokens, encoded.output_positions)
     for i in range(encoded.batch):
         alice, bob = encoded.shares(i)

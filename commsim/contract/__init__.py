@@ -17,11 +17,12 @@ from commsim.contract.effective import search_width
 from commsim.contract.errors import InputError, InternalError, ModelError, NotApplicable, ProblemInputError
 from commsim.contract.limits import (MAX_EXHAUSTIVE_BITS, MAX_SEQUENCE_LENGTH, check_memory, check_size,
                                      rate_interval, show_bytes, show_size)
-from commsim.contract.loading import FORMAT_KEYS, MAX_SPEC_INT, current_directory_on_path, regular_file, user_code_failure
+from commsim.contract.loading import (FORMAT_KEYS, MAX_SPEC_INT, current_directory_on_path, regular_file,
+                                      user_code_failure)
 from commsim.contract.parties import (CoinSource, Decision, Flip, Protocol, ProtocolError, Receive, Send, coin_array,
                                       run_protocol)
 from commsim.contract.reduction import Reduction
-from commsim.contract.simulator import Simulator
+from commsim.contract.simulator import Simulator, Vectorized
 from commsim.contract.values import (ANY_PARTITION, CONTIGUOUS_PREFIX, ODD_EVEN, QUERY_ONLY, BatchResult, BatchRun,
                                      Encoded, EvaluationSet, MessagePlan, Shape, Share, Split)
 from commsim.certify.types import Certificate
@@ -29,7 +30,7 @@ from commsim.certify.types import Certificate
 __all__ = [
     "ANY_PARTITION", "CONTIGUOUS_PREFIX", "ODD_EVEN", "QUERY_ONLY", "BatchResult", "BatchRun", "Encoded",
     "EvaluationSet", "MessagePlan", "Shape", "Share", "Split",
-    "Simulator", "Reduction", "CommunicationProtocol", "RandomizedProtocol", "Certificate",
+    "Simulator", "Vectorized", "Reduction", "CommunicationProtocol", "RandomizedProtocol", "Certificate",
     "CoinSource", "Decision", "Flip", "Protocol", "ProtocolError", "Receive", "Send", "coin_array", "run_protocol",
     "Bits", "message_rows", "pack_count", "pack_signed", "pack_uints", "row_digests", "unpack_count", "unpack_signed",
     "unpack_uints",

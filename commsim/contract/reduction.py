@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from commsim.contract.values import Encoded, EvaluationSet, MessagePlan
+from commsim.contract.values import Encoded, EvaluationSet, MessagePlan, Split
 from commsim.core.errors import InputError
 from commsim.core.limits import MAX_SEQUENCE_LENGTH
 from commsim.theory.bounds import ErrorBound, LowerBound
@@ -18,14 +18,17 @@ if TYPE_CHECKING:
 class Reduction:
     """A communication problem mapped into a model's task (registry kind ``reduction``): data hooks.
 
-    Required: the declarations (:attr:`id`, :attr:`problem_name`, :attr:`task`, :attr:`source`, :attr:`split`,
-    :attr:`default_model`; :attr:`length_scale`/:attr:`length_offset` for ``commsim budget``) and the hooks
-    :meth:`problem`, :meth:`vocabulary`, :meth:`encode` (instances -> model inputs and the split),
-    :meth:`decode` (model labels -> answers) and :meth:`lower_bound` (from the simulator's :class:`MessagePlan`).
-    Optional: :meth:`length_bound` (``budget``), :meth:`error_bound` (a distributional bound),
-    :meth:`evaluation_sets` (more inputs to judge the model on), :meth:`labels` (the task's labels when
-    :meth:`decode` does not determine them), :meth:`check` (refuse a model with the paper's reason).
-    The rest (valid lengths, the partition at N, the model context) the base class derives from these."""
+    Required: the declarations (:attr:`id`, :attr:`problem_name`, :attr:`task`, :attr:`source`,
+    :attr:`split_kind`, :attr:`default_model`; :attr:`length_scale`/:attr:`length_offset` for ``commsim budget``)
+    and the hooks :meth:`problem`, :meth:`vocabulary`, :meth:`encode` (instances -> model inputs and the split),
+    :meth:`decode` (model labels -> answers) and :meth:`bound` (the bound at size n for the parties that speak).
+    For ``commsim budget`` at any N: :meth:`split` (who holds what at length N) and :meth:`size` (n at N), whose
+    defaults encode an instance and read the declared lengths.  Optional: :meth:`error_bound` (a distributional
+    bound), :meth:`evaluation_sets` (more inputs to judge the model on), :meth:`check` (refuse a model with the
+    paper's reason), :meth:`labels` (the task's labels when :meth:`decode` does not determine them).
+    The engine derives the rest: the bound for a run (:meth:`lower_bound`, at n for the plan's senders) and for
+    ``budget`` (:meth:`length_bound`, at N for the senders its simulator declares), the valid lengths, the model
+    context.  A reduction whose bound's wording reads the model or the plan overrides :meth:`lower_bound`."""
 
     id: str = ""
     problem_name: str = ""
@@ -36,7 +39,7 @@ class Reduction:
     default_n: int = 8
     #: ``commsim run``'s --instances when not given: None (every instance) or a sample size
     default_instances: int | None = None
-    split: str = ""             # the kind of split its encoding gives (CONTIGUOUS_PREFIX, QUERY_ONLY, ODD_EVEN, ...)
+    split_kind: str = ""        # the kind of split its encoding gives (CONTIGUOUS_PREFIX, QUERY_ONLY, ODD_EVEN, ...)
 
     def problem(self, n: int) -> Problem:
         """The source problem at size n."""
@@ -54,18 +57,29 @@ class Reduction:
         """Model output labels (batch, outputs) and Bob's inputs -> answers of the source problem."""
         raise NotImplementedError
 
-    def lower_bound(self, model, plan: MessagePlan, problem: Problem, encoded: Encoded) -> LowerBound:
-        """The bound that applies to the protocol whose message plan on this encoding is ``plan`` (the
-        parties that speak, the bits: :class:`MessagePlan`), or why none does."""
-        raise NotImplementedError
+    def bound(self, n: int, senders: frozenset) -> LowerBound:
+        """The bound at source size n on the protocols in which exactly ``senders`` speak (Alice alone or nobody:
+        one-way; Bob alone; both), or why none applies (:meth:`LowerBound.not_applicable`)."""
+        raise NotImplementedError(f"{self.id} states no bound")
 
-    def length_bound(self, simulator: "Simulator", seq_len: int, senders: frozenset | None = None) -> LowerBound:
-        """The bound in the theorem's own form, as a function of the model's sequence length N, for the
-        protocols of ``simulator`` -- chosen from what the simulator declares about this reduction's
-        :attr:`split` (:meth:`Simulator.split_direction`), never from its name, or, when ``senders`` is
-        given, from the parties that really speak in the protocol at N (a :class:`MessagePlan`'s).  Used by
-        ``commsim budget``; a bound that does not apply says so."""
-        raise NotImplementedError(f"{self.id} gives no bound as a function of the sequence length")
+    def lower_bound(self, model, plan: MessagePlan, problem: Problem, encoded: Encoded) -> LowerBound:
+        """The bound that applies to the protocol whose message plan on this encoding is ``plan``:
+        :meth:`bound` at the problem's n for the parties that speak in it."""
+        return self.bound(problem.n, plan.senders)
+
+    def length_bound(self, simulator: Simulator, seq_len: int, senders: frozenset | None = None) -> LowerBound:
+        """The bound as a function of the model's sequence length N (``commsim budget``): :meth:`bound` at
+        n = :meth:`size` (N) for ``senders`` (the parties that speak in the protocol at N), else for the direction
+        ``simulator`` declares on this reduction's :attr:`split_kind` (:meth:`Simulator.split_direction`), never
+        from its name; not applicable when the simulator has no protocol for that split."""
+        n = max(self.size(seq_len), 0)
+        direction = simulator.split_direction(self.split_kind)
+        if direction is None:
+            return self.bound(n, frozenset({"alice"})).not_applicable(
+                f"{simulator.name} has no protocol for a {self.split_kind} split")
+        if senders is None:
+            senders = {"alice"} if direction == "one-way" else {"alice", "bob"}
+        return self.bound(n, frozenset(senders))
 
     # ---- valid lengths (``commsim budget``): N = length_scale·n + length_offset tokens, n >= min_size --------
     #: tokens per unit of the source problem's size n, and the tokens besides (N = scale·n + offset)
@@ -89,25 +103,24 @@ class Reduction:
         n, rest = divmod(int(seq_len) - self.length_offset, self.length_scale)
         return rest == 0 and n >= self.min_size
 
-    def partition(self, seq_len: int):
-        """(Alice's positions, the output positions) of the encoding at a valid length N, without
-        encoding tokens (sequences or ``range`` objects, cheap at any N).  The default encodes one
+    def size(self, seq_len: int) -> int:
+        """The source size n whose encoding has length N (from the declared lengths: N = scale·n + offset)."""
+        if not self.length_scale:
+            raise NotImplementedError(f"{self.id} declares no valid lengths")
+        return (int(seq_len) - self.length_offset) // self.length_scale
+
+    def split(self, seq_len: int) -> Split:
+        """Who holds what at a valid length N -- Alice's positions, the output positions, the positions both know
+        -- without encoding tokens (sequences or ``range`` objects, cheap at any N).  The default encodes one
         sampled instance (up to :data:`~commsim.core.limits.MAX_SEQUENCE_LENGTH` tokens); reductions compute it
         directly, at any N."""
         if int(seq_len) > MAX_SEQUENCE_LENGTH:
-            raise InputError(f"n: {self.id} gives its partition only by encoding an instance, which stops at "
+            raise InputError(f"n: {self.id} gives its split only by encoding an instance, which stops at "
                              f"{MAX_SEQUENCE_LENGTH} tokens (N = {seq_len} asked); the reduction can declare "
-                             f"partition(seq_len) to be planned at any N", "n")
-        n = (int(seq_len) - self.length_offset) // self.length_scale
-        problem = self.problem(n)
+                             f"split(seq_len) to be planned at any N", "n")
+        problem = self.problem(self.size(seq_len))
         A, B = problem.sample(np.random.default_rng(0), 1)
-        encoded = self.encode(problem, A, B)
-        return encoded.alice_positions, tuple(encoded.output_positions)
-
-    def public_positions(self, seq_len: int):
-        """The positions both parties know at a valid length N (none by default), as the encoding's
-        :attr:`Encoded.public_positions` has them; ``commsim budget`` hands them to the simulator's plan."""
-        return ()
+        return Split.of(self.encode(problem, A, B))
 
     def check(self, model, simulator: "Simulator", problem: Problem) -> None:
         """Raise :class:`NotApplicable` (with the paper's reason) when this reduction cannot use the model."""

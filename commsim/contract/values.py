@@ -3,6 +3,7 @@ instances, a model's shape and the split a plan is made for, a protocol's messag
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -87,20 +88,46 @@ class Shape:
         return int(self.format) if isinstance(self.format, int) else int(self.format.bits)
 
 
-@dataclass(frozen=True)
 class Split:
-    """Who holds what at length N: Alice's positions, the output positions and the positions both know
-    (sequences or ``range`` objects: cheap at any N).  :meth:`of` reads it off an :class:`Encoded` batch."""
+    """Who holds what at length N: Alice's positions, the output positions and the positions both know (sequences
+    or ``range`` objects: cheap at any N).  :meth:`of` reads it off an :class:`Encoded` batch; :meth:`at` asks a
+    reduction, the positions only when a plan reads them (a paper's count in closed form reads N alone)."""
 
-    seq_len: int
-    alice_positions: Any
-    output_positions: tuple
-    public_positions: Any = ()
+    def __init__(self, seq_len: int, alice_positions=(), output_positions=(), public_positions=(), *,
+                 reduction=None):
+        self.seq_len = int(seq_len)
+        self._given = (alice_positions, output_positions, public_positions)
+        self._reduction = reduction
 
     @classmethod
     def of(cls, encoded: "Encoded") -> "Split":
         return cls(encoded.seq_len, encoded.alice_positions, tuple(encoded.output_positions),
                    encoded.public_positions)
+
+    @classmethod
+    def at(cls, reduction, seq_len: int) -> "Split":
+        """The split of ``reduction``'s encoding at the valid length N (its ``split(N)``, asked for when the
+        positions are read)."""
+        return cls(seq_len, reduction=reduction)
+
+    @cached_property
+    def _parts(self) -> tuple:
+        if self._reduction is None:
+            return self._given
+        split = self._reduction.split(self.seq_len)
+        return split.alice_positions, split.output_positions, split.public_positions
+
+    @property
+    def alice_positions(self):
+        return self._parts[0]
+
+    @property
+    def output_positions(self):
+        return self._parts[1]
+
+    @property
+    def public_positions(self):
+        return self._parts[2]
 
     def prefix(self) -> int | None:
         """t when Alice holds exactly x_1..x_t (0-based positions 0..t-1), else None (checked without listing a
@@ -135,6 +162,8 @@ class BatchResult:
     rounds: np.ndarray
     transcript: Transcript | None = None      # one representative transcript (the costliest)
     details: dict = field(default_factory=dict)  # per-step / per-head bit itemization etc.
+    #: per instance, integer keys equal iff the transcripts are equal (None: the simulator gives them apart)
+    keys: np.ndarray | None = None
 
     @property
     def total_bits(self) -> np.ndarray:
@@ -147,8 +176,8 @@ class MessagePlan:
     the rounds, how they are made up (``text``), the papers' count for the same model (``formula``, with
     ``formula_text``), and what the one-way message is called (``message_name``, e.g. "hidden state h_8").
 
-    :meth:`Simulator.plan` gives it for a model and an encoding, :meth:`Simulator.shape_plan` for an
-    architecture's sizes (``commsim budget``, which reads ``assumptions`` too).  The engine reads the
+    :meth:`Simulator.plan` gives it for a model's shape on a split (``commsim budget`` reads ``assumptions``
+    too).  The engine reads the
     direction, the senders and the bits from it: which bound applies, which certificate search runs."""
 
     alice_to_bob: int

@@ -33,6 +33,7 @@ from commsim.certify.types import Certificate
 from commsim.core.errors import InputError
 from commsim.runs.framework import recheck_certificate
 from commsim.contract import MessagePlan
+from commsim.contract.simulator import transcript_keys
 from commsim.runs.stages import Prepared, stage_progress
 from commsim.runs.tally import Tally
 from commsim.theory.bounds import LowerBound
@@ -47,7 +48,7 @@ def _keyed(setup: Prepared) -> Callable:
         answers, keys = [], []
         for s in range(0, len(A), KEY_CHUNK):
             a, b = A[s:s + KEY_CHUNK], B[s:s + KEY_CHUNK]
-            labels, k = setup.simulator.transcript_keys(setup.model, setup.reduction.encode(setup.problem, a, b))
+            labels, k = transcript_keys(setup.simulator, setup.model, setup.reduction.encode(setup.problem, a, b))
             answers.append(setup.reduction.decode(labels, b))
             keys.append(np.asarray(k))
         return np.concatenate(answers), np.concatenate(keys)

@@ -230,7 +230,7 @@ class SeparatedEquality(Inequality):
         """Class 1 means equal."""
         return np.asarray(labels)[:, 0].astype(np.int16)
 
-    def size_for_length(self, seq_len: int) -> int:
+    def size(self, seq_len: int) -> int:
         """n = (N - 1)/2."""
         return (seq_len - 1) // 2
 

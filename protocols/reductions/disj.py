@@ -78,7 +78,7 @@ class MultiQueryRecall(SourceReduction):
         query[2:] = np.arange(n)
         return StoreAndRecall(n, store, token_bit, query, query_start=2 * n)
 
-    def size_for_length(self, seq_len: int) -> int:
+    def size(self, seq_len: int) -> int:
         """n = N/3 (N = 3n tokens; Theorem 8's N = 2n counts the vectors, labels aside)."""
         return seq_len // 3
 

@@ -57,7 +57,7 @@ class Inequality(SourceReduction):
         """Store the first half, compare the second bit by bit."""
         return StoreAndCompare(n)
 
-    def size_for_length(self, seq_len: int) -> int:
+    def size(self, seq_len: int) -> int:
         """n = N/2 (Theorem 11)."""
         return seq_len // 2  # N = 2n
 
