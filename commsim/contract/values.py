@@ -151,8 +151,8 @@ class BatchRun:
 
 @dataclass
 class BatchResult:
-    """A simulator's batch run (:meth:`Simulator.run_batch`): per instance, the protocol's and the direct
-    forward's output labels (batch, outputs), whether the raw outputs matched bit for bit, and the bits."""
+    """A simulator's batch run (:func:`~commsim.contract.simulator.run_batch`): per instance, the protocol's and the
+    direct forward's output labels (batch, outputs), whether the raw outputs matched bit for bit, and the bits."""
 
     protocol_labels: np.ndarray
     direct_labels: np.ndarray

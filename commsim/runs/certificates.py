@@ -2,8 +2,8 @@
 
 No simulator searches certificates.  A simulator hands the engine its message plan (who speaks, how many
 bits: :meth:`~commsim.contract.Simulator.plan`) and its per-instance transcript keys
-(:meth:`~commsim.contract.Simulator.transcript_keys`); the engine chooses the argument from the
-plan's direction:
+(:func:`~commsim.contract.simulator.transcript_keys`: the vectorized path's, or the digests of the runner's
+transcripts); the engine chooses the argument from the plan's direction:
 
 * **one-way** (only Alice speaks, so her message is the whole transcript): pigeonhole over Alice's inputs
   (:func:`commsim.certify.pigeonhole.collision_certificate`) -- two inputs with one message and a Bob input

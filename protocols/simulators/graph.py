@@ -113,7 +113,8 @@ def _model_plan(model: GraphAttention, part: NodePartition) -> MessagePlan:
 
 def _public(split: Split):
     """The split's public positions (an empty ``range`` when there are none)."""
-    return split.public_positions if len(split.public_positions) else range(0)
+    public = split.public_positions
+    return public if isinstance(public, range) or len(public) else range(0)
 
 
 def _whole_rows(positions, nodes: int) -> int | None:
