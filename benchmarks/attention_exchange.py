@@ -42,7 +42,7 @@ SWEEP_MEMORY_GOAL_MB = 2048.0
 def protocol_vs_direct(N: int, heads: int, width: int, dim: int, fmt_name: str, repeats: int) -> dict:
     from commsim.core.precision import parse_format
     from commsim.core.runner import run_protocol
-    from commsim.contract.interfaces import Share
+    from commsim.contract import Share
     from protocols.models.attention import random_layer
     from protocols.simulators.attention import AttentionExchangeProtocol, make_plan
 
@@ -104,7 +104,8 @@ def dyck_sweep_child(N: int) -> dict:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {"N": N, "members": int(fs.size), "swept": sweep.swept, "distinct_transcripts": sweep.distinct,
             "collision": None if clash is None else list(clash),
-            "bits_per_member": ATTENTION_EXCHANGE.plan(model, reduction.encode(problem, *fs.member_arrays(0, 1))).bits,
+            "bits_per_member": ATTENTION_EXCHANGE.plan_model(model, reduction.encode(problem,
+                                                                                 *fs.member_arrays(0, 1))).bits,
             "seconds": seconds, "peak_rss_mb": peak_mb, "model": "random, H=2, m=8, d=16, fixed16.8"}
 
 

@@ -115,7 +115,7 @@ def runner_vs_forward(spec: str, length: int, repeats: int) -> dict:
     from commsim.core.runner import run_protocol
     from protocols.simulators.rnn_handoff import RNN_HANDOFF
     _, _, _, _, encoded, model = _setup(spec, "eq-ineq", length // 2, instances=1, seed=3)
-    protocol = RNN_HANDOFF.make_protocol(model, encoded)
+    protocol = RNN_HANDOFF.protocol(model, encoded)
     alice, bob = encoded.shares(0)
     tokens = encoded.tokens[0]
     runner_times, direct_times = [], []

@@ -37,12 +37,18 @@ from commsim.core.errors import InputError, NotApplicable  # noqa: E402
 from commsim.core.party import Protocol, Receive, Send  # noqa: E402
 from commsim.core.precision import FixedPoint, FloatFormat, parse_format  # noqa: E402
 from commsim.core.runner import AuditSession, run_protocol  # noqa: E402
+from commsim.runs.cc import run_cc  # noqa: E402
 from commsim.runs.report import Report  # noqa: E402
 from commsim.runs.report import register_html_writer as _register_html_writer  # noqa: E402
 from commsim.runs.run import run_instances, run_reduction, search_certificate  # noqa: E402
 from commsim.runs.stages import Prepared, prepare  # noqa: E402
 from commsim.runs.sample import sample, vocabulary  # noqa: E402
 from commsim.plugins import load_plugins, make_model  # noqa: E402
+from commsim.teach import Lesson, Step  # noqa: E402
+from commsim.teach.course import Course, CourseLesson  # noqa: E402
+from commsim.teach.exercises import (Exercise, ExerciseSet, answer_bits, answer_bool, answer_int,  # noqa: E402
+                                     answer_ints, answer_keys, answer_list)
+from commsim.teach.statement import Statement  # noqa: E402
 
 
 def _check_keywords(call: str, options: dict, function, leading=()) -> None:
@@ -140,6 +146,14 @@ def sweep(reductions, models=None, n=None, **options):
         return run_sweep(reductions, models, n, **{**options, "progress": progress})
 
 
+def bit_budget(arch: str, width: int, precision: int | None, task: str, **options):
+    """What ``commsim budget`` computes, as its report: the architecture's protocol bits on ``task`` against the
+    task's bound, the longest N its plan is not ruled out at, and the paper's count beside it
+    (:func:`commsim.budget.compute.budget`; ``heads``, ``n``, ``n_range``, ``dim``, ``dtype`` as there)."""
+    from commsim.budget.compute import budget
+    return budget(arch, width, precision, task, **options)
+
+
 def save_html(report, path, *, command=None):
     """Save ``report`` (a :class:`Report` from :func:`run`) as the page ``commsim run --html`` writes -- the
     summary, the bits against the bound, the costliest transcript and the certificate, one self-contained HTML
@@ -186,6 +200,6 @@ def replicate(experiment, scale="quick", **options):
         return run_replicate(experiment, scale, **options)
 
 
-__all__ = ["run_reduction", "run", "run_instances", "prepare", "Prepared", "search_certificate", "sweep", "replicate", "save_html", "sample", "vocabulary", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
+__all__ = ["run_reduction", "run", "run_instances", "prepare", "Prepared", "search_certificate", "sweep", "replicate", "save_html", "bit_budget", "run_cc", "Lesson", "Step", "Statement", "Exercise", "ExerciseSet", "answer_bits", "answer_bool", "answer_int", "answer_ints", "answer_keys", "answer_list", "Course", "CourseLesson", "sample", "vocabulary", "make_model", "load_plugins", "Report", "Bits", "Message", "Transcript",
            "InputError", "NotApplicable", "Protocol", "Receive", "Send", "FixedPoint", "FloatFormat",
            "parse_format", "AuditSession", "run_protocol", "__version__"]

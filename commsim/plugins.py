@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
-import sys
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
 
+from commsim.contract.loading import current_directory_on_path
 from commsim.core.decision import RULES
 from commsim.core.errors import InputError, NotApplicable
 from commsim.core.limits import check_size
@@ -49,6 +48,10 @@ class Entry:
     obj: Any
     description: str = ""
     plugin: str = ""
+    #: a simulator's: when several selectable ones accept a model, the lowest precedence wins (then the name)
+    precedence: int = 100
+    #: a simulator's: the architecture name ``commsim budget --arch`` uses for its protocol ("" = not offered)
+    arch: str = ""
 
 
 class Registry:
@@ -57,14 +60,17 @@ class Registry:
         self._loaded: set[str] = set()
         self._current_plugin = ""
 
-    def register(self, kind: str, name: str, obj: Any, description: str = "") -> Any:
+    def register(self, kind: str, name: str, obj: Any, description: str = "", *, precedence: int = 100,
+                 arch: str = "") -> Any:
+        """Register ``obj`` as ``name`` of ``kind``; a simulator's ``precedence`` (the model's kind selects the
+        lowest among those that accept it) and ``arch`` (its ``commsim budget --arch`` name) are given here."""
         if kind not in self._entries:
             raise ValueError(f"unknown registry kind {kind!r}; kinds are {', '.join(KINDS)}")
         existing = self._entries[kind].get(name)
         if existing is not None and existing.obj is not obj:
             raise ValueError(f"{kind} {name!r} is registered twice ({existing.plugin} and {self._current_plugin})")
         self._entries[kind][name] = Entry(kind, name, obj, description or (obj.__doc__ or "").strip().split("\n")[0],
-                                          self._current_plugin)
+                                          self._current_plugin, precedence, arch)
         return obj
 
     def get(self, kind: str, name: str, param: str | None = None) -> Any:
@@ -140,15 +146,6 @@ class Registry:
 
 
 registry = Registry()
-
-
-def current_directory_on_path() -> None:
-    """Put the current directory first on ``sys.path`` unless it is on it already (as ``python -m`` does), so
-    that a module of the project you are in imports the same way for ``--plugin MODULE`` and for
-    ``python:MODULE:FUNCTION`` specs -- the console script ``commsim`` alone would not find it."""
-    cwd = os.getcwd()
-    if cwd not in sys.path:
-        sys.path.insert(0, cwd)
 
 
 def load_plugins(extra_modules: str | tuple[str, ...] | list[str] = ()) -> Registry:

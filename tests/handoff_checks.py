@@ -4,14 +4,14 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.core.runner import run_protocol
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from protocols.simulators.rnn_handoff import RNN_HANDOFF
 
 
 def handoff_matches_direct(model, encoded: Encoded) -> None:
     """Every instance through the party programs equals the direct forward bit for bit (outputs and labels)
     and sends exactly the encoded state, ``model.state_bits`` bits; the batch run agrees."""
-    protocol = RNN_HANDOFF.make_protocol(model, encoded)
+    protocol = RNN_HANDOFF.protocol(model, encoded)
     direct = model.forward_batch(encoded.tokens, encoded.output_positions)
     for i in range(encoded.batch):
         alice, bob = encoded.shares(i)

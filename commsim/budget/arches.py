@@ -1,6 +1,6 @@
 """``budget --arch``: the architecture names and what ``--width`` means for each.
 
-A name is a simulator's own ``arch`` (``rnn``, ``attention``) or one of the names a simulator lists in
+A name is the ``arch`` a simulator registered with (``rnn``, ``attention``) or one of the names a simulator lists in
 ``budget_arches`` (``lstm``, ``gru``, ``elman``, ``ssm``, ``linear-attention``), each saying what ``--width``
 counts and how many numbers the state holds at that width (an LSTM's (h, c): 2m).
 """
@@ -14,14 +14,16 @@ from commsim.plugins import load_plugins
 
 
 def architectures() -> dict:
-    """``--arch`` name -> the simulator that gives its budget (a simulator's ``arch`` and its ``budget_arches``)."""
+    """``--arch`` name -> the simulator that gives its budget (the ``arch`` it registered with and its
+    ``budget_arches``)."""
     out = {}
-    for e in load_plugins().entries("simulator"):
-        sim = e.obj
-        if sim.arch:
-            out[sim.arch] = sim
-        for name in getattr(sim, "budget_arches", {}) or {}:
-            out.setdefault(name, sim)
+    entries = load_plugins().entries("simulator")
+    for e in entries:
+        if e.arch:
+            out[e.arch] = e.obj
+    for e in entries:
+        for name in e.obj.budget_arches:
+            out.setdefault(name, e.obj)
     return out
 
 
@@ -70,7 +72,7 @@ def arch_shape(arch: str, simulator) -> ArchShape:
     """``NAME[:key=value,...]`` -> :class:`ArchShape`; InputError on an unknown or malformed option."""
     name, _, rest = str(arch).partition(":")
     name, rest = name.strip(), rest.strip()
-    entry = (getattr(simulator, "budget_arches", {}) or {}).get(name)
+    entry = simulator.budget_arches.get(name)
     if entry is None:
         if rest:
             raise InputError(f"arch {name!r} takes no options, got {arch!r}", "arch")

@@ -3,7 +3,7 @@ largest valid sequence length N the bound does not rule out -- or, asked the oth
 smallest width, precision or head count that a length N does not rule out.
 
 The protocol's bits are the simulator's own plan for an architecture of those sizes at length N on the
-task's partition (:meth:`Simulator.shape_plan`: the attention exchange's message plan, the handoff's
+task's partition (:meth:`Simulator.plan`: the attention exchange's message plan, the handoff's
 m·p; a reduction's variant, :func:`planning_simulator`, as run runs it), computed without running; the paper's
 count for that protocol (:func:`paper_count`; none where the papers give none) is shown beside it as
 ``bits_formula``, and the largest N the paper's own inequality (count >= bound) does not rule out as
@@ -14,7 +14,7 @@ N), and only the task's valid lengths (:meth:`Reduction.is_valid_length`) are ju
 
 ``--arch`` names an architecture (:mod:`commsim.budget.arches`).  The number format is p-bit fixed point
 (p // 2 fraction bits) unless a float dtype is named (``dtype``: float16, bfloat16, float32, float64; p is its
-width): a simulator whose plan depends on the format beyond p takes it (``shape_plan``'s ``number_format``: the
+width): a simulator whose plan depends on the format beyond p takes it (the plan's :class:`Shape`: the
 attention exchange, whose sums are sent at their exact widths), every other counts p bits per number in any
 format (the handoff's m·p).  The format planned for is always reported (:func:`format_of`).
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from commsim.contract import Shape
 from commsim.core.errors import InputError, NotApplicable
 from commsim.budget.arches import (  # noqa: F401
     ArchShape,
@@ -108,15 +109,12 @@ def judge(reduction, simulator, width: int, precision: int, heads: int, N: int, 
     """The protocol's plan and the bound for the parties that speak in it, at the valid length N (in the float
     format ``fmt`` when given: :func:`format_of`)."""
     bound = reduction.length_bound(simulator, N)
-    if simulator.split_direction(reduction.split) is None:     # no protocol for the task's split at all
+    if simulator.split_direction(reduction.split_kind) is None:     # no protocol for the task's split at all
         return Judgement(N, bound if not bound.applies else bound.not_applicable(
-            f"{simulator.name} has no protocol for a {reduction.split} split"))
-    alice, outputs = reduction.partition(N)
-    public = reduction.public_positions(N)
+            f"{simulator.name} has no protocol for a {reduction.split_kind} split"))
+    number_format = format_keywords(simulator, fmt).get("number_format", precision)
     try:
-        plan = simulator.shape_plan(width, precision, heads, N, alice, outputs, dim=dim,
-                                    **({"public_positions": public} if public else {}),
-                                    **format_keywords(simulator, fmt))
+        plan = simulator.plan(Shape(width, number_format, heads, {"dim": dim}), reduction.split(N))
     except NotApplicable as exc:
         return Judgement(N, bound.not_applicable(str(exc)))
     bound = reduction.length_bound(simulator, N, senders=plan.senders)
@@ -128,7 +126,7 @@ def search_lengths(reduction, simulator, width: int, precision: int, heads: int,
     """(max_n, first_ruled_out, searched_up_to): the largest valid N the protocol's plan is not ruled out at
     and the smallest it is, over the valid lengths N = scale·n + offset up to the simulator's plan limit
     (``width`` is the plan's: the state's numbers for a recurrent architecture)."""
-    limit = simulator.shape_plan_limit
+    limit = simulator.plan_limit
     top = MAX_SEARCH if limit is None else (_size_at_most(reduction, limit) or 0)
     length = reduction.length_for_size
     last_fit, first_out = search_sizes(
@@ -239,7 +237,7 @@ def _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper
     paper_bits, paper_text = paper_count(simulator, reduction, plan_width, precision, heads, N, dim)
     formula = paper_text.split(" = ")[0]
     sent = j.protocol_bits
-    limit = simulator.shape_plan_limit
+    limit = simulator.plan_limit
     if (not (sent is not None and sent > paper_bits) and paper_max_n is not None and paper_max_n != N
             and (limit is None or paper_max_n <= limit)):
         # the theorem is cited at paper_max_n: the protocol must not send more than the count there either
@@ -284,7 +282,7 @@ def budget(arch: str, width: int, precision: int | None, task: str, *, heads: in
     simulator = planning_simulator(reduction, simulator)
     if n is not None and n < 1:
         raise InputError(f"n must be at least 1, got {n}", "n")
-    limit = simulator.shape_plan_limit
+    limit = simulator.plan_limit
     if n is not None and limit is not None and n > limit:
         raise InputError(f"budget lays out the {shape.name} protocol's plan position by position up to N = {limit}; "
                          f"got N = {n}", "n")
@@ -340,7 +338,7 @@ def budget(arch: str, width: int, precision: int | None, task: str, *, heads: in
     paper_note = _paper_note(simulator, reduction, plan_width, precision, heads, max_n, paper_max_n, paper_out, j,
                              probe.bound.applies, dim, fmt)
     own_form = None
-    if (paper_max_n is not None or paper_out is not None) and hasattr(simulator, "paper_form_bits"):
+    if (paper_max_n is not None or paper_out is not None) and simulator.paper_form_text:
         own_max, own_out = paper_lengths(reduction, simulator, plan_width, precision, heads, probe.senders, dim, True)
         own_form = {"form": simulator.paper_form_text, "max_n": own_max, "first_ruled_out": own_out}
         paper_note = paper_note.replace("paper_max_n uses the paper's count", "paper_max_n uses commsim's whole-bit "

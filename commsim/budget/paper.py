@@ -3,9 +3,7 @@ papers give none), its inequality against the bound as a function of N (``paper_
 valid lengths that both sides use (:func:`search_sizes`)."""
 from __future__ import annotations
 
-import inspect
-
-from commsim.contract.interfaces import ANY_PARTITION
+from commsim.contract import ANY_PARTITION, Shape, Split
 from commsim.plugins import load_plugins
 
 #: the largest source size searched when the simulator's plan has no limit of its own
@@ -47,12 +45,12 @@ def search_sizes(reduction, fits, top: int) -> tuple[int | None, int | None]:
 
 def no_paper_count(simulator, reduction) -> str:
     """Why the papers give no count for the protocol budget plans for this reduction ("" when they do: the
-    simulator's :meth:`Simulator.budget_bits`, the count of its own protocol).  A simulator that runs on any
+    simulator's :meth:`Simulator.paper_count`, the count of its own protocol).  A simulator that runs on any
     partition but is one-way on some split kinds (:attr:`Simulator.one_way_splits`) runs a one-way variant there:
     its count (Theorem 4's two-way exchange) is not that variant's, and no paper counts the variant's message."""
-    if simulator.partition_kind == ANY_PARTITION and reduction.split in simulator.one_way_splits:
+    if simulator.partition_kind == ANY_PARTITION and reduction.split_kind in simulator.one_way_splits:
         return (f"none: {simulator.source.split(';')[0]} counts the two-way exchange; on {reduction.id}'s "
-                f"{reduction.split} split the protocol is one-way (the bound: {reduction.source}), and the papers "
+                f"{reduction.split_kind} split the protocol is one-way (the bound: {reduction.source}), and the papers "
                 f"give no count for the one-way message it sends")
     return ""
 
@@ -60,15 +58,12 @@ def no_paper_count(simulator, reduction) -> str:
 def paper_count(simulator, reduction, width: int, precision: int, heads: int, N: int,
                 dim: int = 8) -> tuple[int, str] | None:
     """The paper's count for this reduction's protocol at N, (bits, formula text) -- the simulator's
-    :meth:`Simulator.budget_bits`, e.g. Theorem 4's 3m(p + ceil(log2 N))H, [PNP24]'s H(d + 1)p (it takes the
+    :meth:`Simulator.paper_count`, e.g. Theorem 4's 3m(p + ceil(log2 N))H, [PNP24]'s H(d + 1)p (it takes the
     embedding width d), a graph transformer's count over the owned nodes (it takes the public positions) -- or
     None when the papers give none for it (:func:`no_paper_count`)."""
     if no_paper_count(simulator, reduction):
         return None
-    # the count's further sizes, for a count that takes them: the embedding width d, the positions both know
-    takes = inspect.signature(simulator.budget_bits).parameters
-    extra = {"dim": lambda: dim, "public_positions": lambda: reduction.public_positions(N)}
-    return simulator.budget_bits(width, precision, heads, N, **{k: f() for k, f in extra.items() if k in takes})
+    return simulator.paper_count(Shape(width, precision, heads, {"dim": dim}), Split.at(reduction, N))
 
 
 def planning_simulator(reduction, simulator):
@@ -88,7 +83,7 @@ def paper_fits(reduction, simulator, width: int, precision: int, heads: int, N: 
     if not bound.applies or bound.bits is None:
         return True
     if own_form:    # the count as the paper writes it (a real log N), where the simulator declares one
-        return simulator.paper_form_bits(width, precision, heads, N) >= bound.bits
+        return simulator.paper_form_bits(Shape(width, precision, heads, {"dim": dim}), N) >= bound.bits
     return paper_count(simulator, reduction, width, precision, heads, N, dim)[0] >= bound.bits
 
 

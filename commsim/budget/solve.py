@@ -17,7 +17,7 @@ def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, preci
           dim: int = 8, dtype: str | None = None) -> BudgetReport:
     """The smallest ``parameter`` (width, precision or heads; the others as given) whose protocol plan at the
     valid length N is not ruled out by the bound -- the same plan ``commsim run`` executes (:meth:`Simulator.
-    shape_plan`) -- found exactly: the plan's bits grow with each size (every message is made of m numbers per
+    plan`) -- found exactly: the plan's bits grow with each size (every message is made of m numbers per
     head, of p bits each), so the threshold is bisected after doubling, and the size one below is judged too.
     Beside it, the paper's answer (``solve["paper"]``): the smallest size whose paper count (:func:`paper_count`)
     meets the bound, found the same way (None where the papers give no count).  ``dtype`` plans a float layer
@@ -43,7 +43,7 @@ def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, preci
     simulator = planning_simulator(reduction, simulator)
     if N < 1:
         raise InputError(f"n must be at least 1, got {N}", "n")
-    limit = simulator.shape_plan_limit
+    limit = simulator.plan_limit
     if limit is not None and N > limit:
         raise InputError(f"budget lays out the {shape.name} protocol's plan position by position up to N = {limit}; "
                          f"got N = {N}", "n")

@@ -14,7 +14,7 @@ import numpy as np
 
 from commsim.core.errors import InputError
 from commsim.core.limits import MAX_INSTANCES, check_size
-from commsim.contract.interfaces import Reduction
+from commsim.contract import Reduction
 
 __all__ = ["callable_argument", "flag_argument", "instances_argument", "model_argument", "names_argument",
            "reduction_argument", "run_arguments"]

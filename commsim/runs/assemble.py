@@ -13,7 +13,7 @@ import numpy as np
 from commsim.certify.types import Certificate
 from commsim.core.decision import Decision
 from commsim.runs.framework import accuracies_compared, framework_agreement
-from commsim.contract.interfaces import MessagePlan
+from commsim.contract import MessagePlan
 from commsim.runs.measured import measured_error
 from commsim.runs.report import Report
 from commsim.runs.stages import Prepared

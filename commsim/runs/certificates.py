@@ -1,9 +1,9 @@
 """The certificate stage: the engine's one search for the input on which a model must fail.
 
 No simulator searches certificates.  A simulator hands the engine its message plan (who speaks, how many
-bits: :meth:`~commsim.contract.interfaces.Simulator.plan`) and its per-instance transcript keys
-(:meth:`~commsim.contract.interfaces.Simulator.transcript_keys`); the engine chooses the argument from the
-plan's direction:
+bits: :meth:`~commsim.contract.Simulator.plan`) and its per-instance transcript keys
+(:func:`~commsim.contract.simulator.transcript_keys`: the vectorized path's, or the digests of the runner's
+transcripts); the engine chooses the argument from the plan's direction:
 
 * **one-way** (only Alice speaks, so her message is the whole transcript): pigeonhole over Alice's inputs
   (:func:`commsim.certify.pigeonhole.collision_certificate`) -- two inputs with one message and a Bob input
@@ -32,7 +32,8 @@ from commsim.certify.rectangle import rectangle_certificate
 from commsim.certify.types import Certificate
 from commsim.core.errors import InputError
 from commsim.runs.framework import recheck_certificate
-from commsim.contract.interfaces import MessagePlan
+from commsim.contract import MessagePlan
+from commsim.contract.simulator import transcript_keys
 from commsim.runs.stages import Prepared, stage_progress
 from commsim.runs.tally import Tally
 from commsim.theory.bounds import LowerBound
@@ -47,7 +48,7 @@ def _keyed(setup: Prepared) -> Callable:
         answers, keys = [], []
         for s in range(0, len(A), KEY_CHUNK):
             a, b = A[s:s + KEY_CHUNK], B[s:s + KEY_CHUNK]
-            labels, k = setup.simulator.transcript_keys(setup.model, setup.reduction.encode(setup.problem, a, b))
+            labels, k = transcript_keys(setup.simulator, setup.model, setup.reduction.encode(setup.problem, a, b))
             answers.append(setup.reduction.decode(labels, b))
             keys.append(np.asarray(k))
         return np.concatenate(answers), np.concatenate(keys)

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from commsim.contract.effective import PRECISIONS, TOLERANCE, search_width  # noqa: F401 (the run's search)
 from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint
 from commsim.runs.arguments import instances_argument
@@ -31,39 +32,12 @@ from commsim.runs.stages import Instances, check_run_size, prepare, select_insta
 from commsim.plugins import load_plugins, make_model
 from commsim.spec import FORMAT_KEYS, ModelSpec
 
-#: the fixed-point widths searched, smallest first
-PRECISIONS = (2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 32)
-
-#: "keeps its accuracy": the quantised model's accuracy is at most this far below the model's in its own format
-TOLERANCE = 0.01
-
 #: the most instances the search measures accuracies on (the run's own instances when they are fewer)
 MAX_SEARCH_INSTANCES = 4096
 
 #: what the run at p_eff says, in words (every report with a p_eff says it)
 WHAT_FOLLOWS = ("the bits, the bound's verdict and any certificate are about the model quantised to p_eff bits "
                 "(every parameter and computed number rounded to fixed point), not about the model in its own format")
-
-
-def search_width(accuracy_at: Callable[[int], float], reference: float, *, precisions=PRECISIONS,
-                 tolerance: float = TOLERANCE) -> tuple[int | None, dict[int, float]]:
-    """(p_eff, every width tried -> its accuracy): the first of ``precisions`` whose ``accuracy_at(p)`` is at least
-    ``reference - tolerance``, by bisection (module docstring), or None when the widest does not keep it."""
-    tried: dict[int, float] = {}
-
-    def keeps(index: int) -> bool:
-        p = precisions[index]
-        if p not in tried:
-            tried[p] = float(accuracy_at(p))
-        return tried[p] >= reference - tolerance
-
-    lo, hi = 0, len(precisions) - 1
-    if not keeps(hi):
-        return None, tried
-    while lo < hi:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if keeps(mid) else (mid + 1, hi)
-    return precisions[lo], tried
 
 
 @dataclass(frozen=True)

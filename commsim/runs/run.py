@@ -7,8 +7,8 @@ It reads like this picture, one stage (:mod:`commsim.runs.stages`) per box::
         ──simulator──▶ transcripts, outputs (audited by the runner) ──decode──▶ answers
         ──▶ bound ──▶ certificate ──▶ report
 
-Three plugin roles meet here: a :class:`~commsim.contract.interfaces.Reduction` (the problem, the
-encoding and split, the decoding, the lower bound), a :class:`~commsim.contract.interfaces.Simulator`
+Three plugin roles meet here: a :class:`~commsim.contract.Reduction` (the problem, the
+encoding and split, the decoding, the lower bound), a :class:`~commsim.contract.Simulator`
 (the model as party programs, e.g. the hidden-state handoff of Theorem 2 of [BHBK24]; the vectorized
 sweep; the certificate search) and a model (built from a spec by :func:`commsim.plugins.make_model`).
 The engine checks what every plugin claims: a seeded subset of every sweep is re-run through the real
@@ -27,8 +27,8 @@ from commsim.runs.assemble import make_report
 from commsim.runs.certificates import find_certificate, in_task_terms, search_by_argument
 from commsim.core.executors import check_workers
 from commsim.runs.framework import recheck_certificate
+from commsim.contract import EvaluationSet
 from commsim.contract.framework import Framework
-from commsim.contract.interfaces import EvaluationSet
 from commsim.runs.report import Report
 from commsim.runs.shards import stream_exhaustive, streams
 from commsim.plugins import load_plugins
@@ -75,7 +75,7 @@ def run_reduction(reduction_id: str | Any, model_spec: str | Any | None = None, 
     ``simulator`` names the simulator to use (default: the model's kind selects it); ``workers``: the local
     processes of a streamed exhaustive run (default: one per core for a large run,
     :func:`commsim.runs.shards.sweep_workers`); ``q``, ``value_dim``: options of a reduction that declares
-    them (:attr:`~commsim.contract.interfaces.Reduction.options`; qsa-approx: the sparsity q and d').
+    them (:attr:`~commsim.contract.Reduction.options`; qsa-approx: the sparsity q and d').
     """
     reduction_id, model_spec = run_arguments(reduction_id, model_spec, audit=audit, certify=certify, progress=progress)
     instances = instances_argument(instances)

@@ -20,7 +20,7 @@ import numpy as np
 from commsim.core.errors import NotApplicable
 from commsim.core.limits import MAX_INSTANCES, check_seed, check_size
 from commsim.runs.arguments import reduction_argument
-from commsim.contract.interfaces import Encoded, Reduction
+from commsim.contract import Encoded, Reduction
 from commsim.runs.stages import check_run_size
 from commsim.plugins import load_plugins
 from commsim.theory.problems import Problem

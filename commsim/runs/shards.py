@@ -32,7 +32,8 @@ from commsim.core.limits import (MAX_LOCAL_STREAMED_INSTANCES, MAX_STREAMED_INST
                                  show_size)
 from commsim.runs.assemble import make_report
 from commsim.runs.certificates import find_certificate
-from commsim.contract.interfaces import EvaluationSet, Reduction
+from commsim.contract import EvaluationSet, Reduction
+from commsim.contract.simulator import run_batch
 from commsim.runs.report import Report
 from commsim.runs.stages import (
     BYTES_PER_POSITION,
@@ -198,8 +199,8 @@ def merged_details(setup: Prepared, merged: Tally) -> dict:
     if merged.parts <= 1:
         return dict(merged.details)
     k = min(max(2, 2 * setup.problem.bob_input_count), max(1, merged.instances // 2))
-    probes = [setup.simulator.run_batch(setup.model, setup.reduction.encode(setup.problem,
-                                                                             *pairs_at(setup.problem, 0, m))).details
+    probes = [run_batch(setup.simulator, setup.model, setup.reduction.encode(setup.problem,
+                                                                              *pairs_at(setup.problem, 0, m))).details
               for m in (k, 2 * k)]
     counts = {key for key in merged.detail_sums if probes[0].get(key) != probes[1].get(key)}
     out = {key: value for key, value in merged.details.items() if key not in counts}

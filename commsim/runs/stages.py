@@ -25,14 +25,16 @@ from commsim.core.limits import (MAX_EXHAUSTIVE_BITS, MAX_INSTANCES, MAX_SEQUENC
 from commsim.core.party import Protocol, ProtocolError
 from commsim.core.runner import AuditSession, RunResult, run_protocol
 from commsim.runs.arguments import given_side
-from commsim.contract.interfaces import (
+from commsim.contract import (
     BatchResult,
+    BatchRun,
     Encoded,
     EvaluationSet,
     MessagePlan,
     Reduction,
     Simulator,
 )
+from commsim.contract.simulator import run_batch
 from commsim.runs.tally import Tally, tally_batch
 from commsim.plugins import load_plugins, make_model
 from commsim.theory.bounds import LowerBound
@@ -73,7 +75,7 @@ class Prepared:
 
     def plan(self, encoded: Encoded) -> MessagePlan:
         """The simulator's message plan for this model on the encoding's split (NotApplicable if none)."""
-        return self.simulator.plan(self.model, encoded)
+        return self.simulator.plan_model(self.model, encoded)
 
     def direct_answers(self, A: np.ndarray, B: np.ndarray) -> np.ndarray:
         """The model's answers to instances (A, B) from a direct forward (:func:`direct_answers`)."""
@@ -89,7 +91,7 @@ def simulator_for(model, name: str | None = None) -> tuple[Simulator, str]:
 
     ``name`` (``run --simulator``) picks a registered simulator, which must accept the model.  Otherwise the
     model's kind selects: of the selectable simulators that accept it, the lowest
-    :attr:`~commsim.contract.interfaces.Simulator.precedence` wins; two that accept it with the same
+    ``precedence`` it registered with wins; two that accept it with the same
     precedence are refused (name one), never chosen silently.  When none accepts, a model may say why in
     ``no_protocol_reason`` (e.g. a two-layer transformer); that reason is the refusal."""
     registry = load_plugins()
@@ -98,19 +100,19 @@ def simulator_for(model, name: str | None = None) -> tuple[Simulator, str]:
         if not simulator.accepts(model):
             raise InputError(f"simulator: {name} does not wrap a model of type {type(model).__name__}", "simulator")
         return simulator, "by name"
-    accepting = sorted((e.obj for e in registry.entries("simulator") if e.obj.selectable and e.obj.accepts(model)),
-                       key=lambda sim: (sim.precedence, sim.name))
+    accepting = sorted((e for e in registry.entries("simulator") if e.obj.selectable and e.obj.accepts(model)),
+                       key=lambda e: (e.precedence, e.name))
     if not accepting:
         reason = getattr(model, "no_protocol_reason", None)
         raise NotApplicable(reason or f"no registered simulator wraps a model of type {type(model).__name__}",
                             "model")
     first = accepting[0]
-    tied = [sim.name for sim in accepting[1:] if sim.precedence == first.precedence]
+    tied = [e.name for e in accepting[1:] if e.precedence == first.precedence]
     if tied:
         raise InputError(f"simulator: {', '.join([first.name, *tied])} all accept this model with the same "
                          f"precedence; name the one to use (simulator=NAME)", "simulator")
-    others = [sim.name for sim in accepting[1:]]
-    return first, ("by the model's kind" + (f" (over {', '.join(others)}: lower precedence)" if others else ""))
+    others = [e.name for e in accepting[1:]]
+    return first.obj, ("by the model's kind" + (f" (over {', '.join(others)}: lower precedence)" if others else ""))
 
 
 def prepare(reduction: str | Reduction, model: str | Any | None = None, n: int | None = None, *,
@@ -206,23 +208,13 @@ def given_instances(problem: Problem, alice, bob, described: str, names: tuple[s
 
 def encode_instances(setup: Prepared, chosen: Instances) -> Encoded:
     """The instances as model inputs with the split between the parties; the simulator must have a plan for
-    the split (its :meth:`~commsim.contract.interfaces.Simulator.plan` refuses one that does not fit)."""
+    the split (its :meth:`~commsim.contract.Simulator.plan` refuses one that does not fit)."""
     encoded = setup.reduction.encode(setup.problem, chosen.alice, chosen.bob)
     setup.plan(encoded)
     return encoded
 
 
 # ---- sweep and audit (shared with ``commsim cc``) ----------------------------------------------------------
-@dataclass(frozen=True)
-class BatchRun:
-    """Per instance: the protocol's output, the bits each way and the rounds (a vectorized run's report)."""
-
-    outputs: np.ndarray
-    alice_to_bob: np.ndarray
-    bob_to_alice: np.ndarray
-    rounds: np.ndarray
-
-
 @dataclass(frozen=True)
 class Audited:
     """A sweep checked against the runner: the per-instance results (the batch's, or the runner's when there
@@ -298,12 +290,14 @@ def _labels(output) -> np.ndarray:
 def simulate(setup: Prepared, encoded: Encoded, *, seed: int = 0, audit: bool = False,
              progress: Callable[[str, int, int], None] | None = None,
              checks: int = RUNNER_CHECKS) -> tuple[BatchResult, Audited]:
-    """The simulator's batch run over every instance (protocol and direct forward), audited against
-    the runner (:func:`sweep_and_audit`): every instance in audit mode when there are at most ``checks``
-    (default :data:`RUNNER_CHECKS`), else a seeded sample of ``checks`` (a streamed shard spreads them)."""
-    result = setup.simulator.run_batch(setup.model, encoded, progress=stage_progress(progress, "batch"))
+    """The simulator's batch run over every instance (protocol and direct forward; the runner's, one instance
+    after another, for a simulator with no vectorized path: :func:`~commsim.contract.simulator.run_batch`),
+    audited against the runner (:func:`sweep_and_audit`): every instance in audit mode when there are at most
+    ``checks`` (default :data:`RUNNER_CHECKS`), else a seeded sample of ``checks`` (a streamed shard spreads
+    them)."""
+    result = run_batch(setup.simulator, setup.model, encoded, progress=stage_progress(progress, "batch"))
     batch = BatchRun(result.protocol_labels, result.alice_to_bob, result.bob_to_alice, result.rounds)
-    audited = sweep_and_audit(setup.simulator.make_protocol(setup.model, encoded), encoded.batch, encoded.shares,
+    audited = sweep_and_audit(setup.simulator.protocol(setup.model, encoded), encoded.batch, encoded.shares,
                               batch=batch, read_output=_labels, seed=seed, audit=audit,
                               check_every=audit and encoded.batch <= checks, transcript=result.transcript,
                               progress=stage_progress(progress, "runner check"), checks=checks)
@@ -356,7 +350,7 @@ def lower_bound(setup: Prepared, encoded: Encoded, plan: MessagePlan | None = No
 def evaluation_sets(setup: Prepared, chosen: Instances, instances: int | None, seed: int) -> list[EvaluationSet]:
     """The chosen instances first, then the sets the reduction declares beyond them.
 
-    A reduction's :meth:`~commsim.contract.interfaces.Reduction.evaluation_sets` may return more: e.g. Dyck-(2,2), whose fooling set holds only members while membership is
+    A reduction's :meth:`~commsim.contract.Reduction.evaluation_sets` may return more: e.g. Dyck-(2,2), whose fooling set holds only members while membership is
     a function of every string of length N, adds the non-members (Lemma 1 of [BHBK24] bounds a protocol that
     decides membership on all strings).  A problem names its exhaustive set with ``all_set = (name, phrase)`` (:class:`Problem`)."""
     if covers_all(setup.problem, instances):
@@ -423,6 +417,6 @@ def run_one_instance(setup: Prepared, alice_input, bob_input, *, audit: bool = F
     A, B, _ = given_instances(setup.problem, [alice_input], [bob_input], "one instance", ("alice_input", "bob_input"),
                               single=True)
     encoded = setup.reduction.encode(setup.problem, A, B)
-    result = run_protocol(setup.simulator.make_protocol(setup.model, encoded), *encoded.shares(0), audit=audit)
+    result = run_protocol(setup.simulator.protocol(setup.model, encoded), *encoded.shares(0), audit=audit)
     answer = int(setup.reduction.decode(_labels(result.output)[None], B)[0])
     return InstanceRun(encoded, result, answer, int(direct_answers(setup, A, B, encoded)[0]))

@@ -68,7 +68,7 @@ def _int_details(details: dict) -> dict:
 
 def tally_batch(batch, outcome, alice: np.ndarray, bob: np.ndarray, *, start: int = 0, runner_checked: int = 0,
                 transcript: Transcript | None = None, name: str = "", described: str = "", chunk: int = 0) -> Tally:
-    """One simulator batch (:class:`~commsim.contract.interfaces.BatchResult`) and its decoded outcome
+    """One simulator batch (:class:`~commsim.contract.BatchResult`) and its decoded outcome
     (:class:`~commsim.runs.stages.Outcome`) on the instances ``alice``/``bob`` of ranks ``start...``."""
     count = len(alice)
     wrong = np.flatnonzero(~outcome.correct)

@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.bits import Bits, pack_uints, unpack_uints
-from commsim.core.party import Receive, Send
-from commsim.runs.cc import BatchRun, CommunicationProtocol
+from commsim.contract import BatchRun, Bits, CommunicationProtocol, Receive, Send, pack_uints, unpack_uints
 from commsim.theory.bounds import ceil_log2
 
 

@@ -22,11 +22,18 @@ import math
 
 import numpy as np
 
-from commsim.core.bits import Bits, pack_uints, unpack_uints
-from commsim.core.coins import coin_array
-from commsim.core.errors import InputError
-from commsim.core.party import Flip, Receive, Send
-from commsim.runs.cc import BatchRun, RandomizedProtocol
+from commsim.contract import (
+    BatchRun,
+    Bits,
+    Flip,
+    InputError,
+    RandomizedProtocol,
+    Receive,
+    Send,
+    coin_array,
+    pack_uints,
+    unpack_uints,
+)
 from commsim.theory.bounds import ceil_log2, index_one_way_randomized_bound
 
 __all__ = ["InnerProductEquality", "FingerprintEquality", "SampledIndex", "is_prime", "next_prime"]

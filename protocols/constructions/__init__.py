@@ -42,7 +42,7 @@ Their separations (``commsim separate TASK``: ``idxl``, ``dyck22``, ``eq``, ``ns
 """
 from __future__ import annotations
 
-from commsim.core.limits import MAX_SEQUENCE_LENGTH
+from commsim.contract import MAX_SEQUENCE_LENGTH
 from protocols.constructions.common import ConstructionError, require_fixed
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 

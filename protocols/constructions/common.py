@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from commsim.core.errors import InputError
+from commsim.contract import InputError
 from commsim.core.precision import FixedPoint, NumberFormat
 
 __all__ = ["grid_ceil", "fixed_format", "sizes", "require_fixed", "ConstructionError", "step_psi",

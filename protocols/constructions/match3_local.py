@@ -27,7 +27,7 @@ import math
 
 import numpy as np
 
-from commsim.core.errors import InputError
+from commsim.contract import InputError
 from protocols.constructions.common import ConstructionError, fixed_format, grid_ceil
 from protocols.constructions.orthogonal import find
 from protocols.constructions.qsa import qsa_format, set_query

@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from commsim.core.errors import InputError
+from commsim.contract import InputError
 
 __all__ = ["NearlyOrthogonal", "theorem_k", "pair_violation_probability", "lll_k", "start_k", "search",
            "find", "smallest_k", "gram_violations", "max_abs_inner", "DEFAULT_GAMMA", "MAX_K"]

@@ -30,9 +30,9 @@ from typing import Callable
 import numpy as np
 
 import commsim
-from commsim.runs.effective import PRECISIONS as EFFECTIVE_PRECISIONS
-from commsim.runs.effective import TOLERANCE, search_width
-from commsim.contract.interfaces import Encoded, Reduction
+from commsim.contract.effective import PRECISIONS as EFFECTIVE_PRECISIONS
+from commsim.contract.effective import TOLERANCE, search_width
+from commsim.contract import Encoded, Reduction
 from protocols.reductions.eq import Inequality
 from protocols.theorems import fano_accuracy_ceiling, index_lookup_one_way_bits
 
@@ -230,7 +230,7 @@ class SeparatedEquality(Inequality):
         """Class 1 means equal."""
         return np.asarray(labels)[:, 0].astype(np.int16)
 
-    def size_for_length(self, seq_len: int) -> int:
+    def size(self, seq_len: int) -> int:
         """n = (N - 1)/2."""
         return (seq_len - 1) // 2
 

@@ -11,7 +11,7 @@ about (lengths above 100 at a scale that stops at 100).  At the ``quick`` scale 
 """
 from __future__ import annotations
 
-from commsim.core.stats import rate_interval
+from commsim.contract import rate_interval
 
 REPRODUCED, NOT_REPRODUCED, NOT_TESTED, SMOKE = (
     "reproduced", "not reproduced", "not tested at this scale", "smoke test")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.teach import Lesson, Step
+from commsim import Lesson, Step
 from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import (
     certificate_of,
@@ -26,8 +26,8 @@ QSA_PROBE = "attention:probe:at=0,accept=2"
 def attention_disj(n: int | None = None) -> Lesson:
     from fractions import Fraction
 
-    from commsim.budget.compute import budget
-    from commsim.runs.run import run_reduction
+    from commsim import bit_budget as budget
+    from commsim import run_reduction
     from commsim.theory.fooling import fooling_set
     from protocols.reductions.attention_tasks import (
         match3,
@@ -223,7 +223,7 @@ RIP_LESSON_MAX_Q = 4
 def _qsa_upper_and_fnn_steps(n: int) -> list[Step]:
     """The layer with searched O(q log N) keys beside the explicit one (q = n, while n <= RIP_LESSON_MAX_Q), and a
     fully-connected network below [SHT23]'s width bound with its kernel certificate."""
-    from commsim.runs.run import run_reduction
+    from commsim import run_reduction
     from protocols.constructions.qsa import build_qsa
     steps = []
     if n <= RIP_LESSON_MAX_Q:

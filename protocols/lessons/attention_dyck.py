@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from commsim.teach import Lesson, Step
+from commsim import Lesson, Step
 from commsim.theory.bounds import ceil_log2
 from protocols.lessons.common import certificate_of, engine, messages_of, run_one
 from protocols.lessons.common import size_arg as _size
@@ -21,9 +21,9 @@ PROBE_SPEC = "attention:probe:at=0,accept=0/2"
 
 
 def attention_dyck(n: int | None = None) -> Lesson:
-    from commsim.core.errors import InputError
-    from commsim.budget.compute import budget
-    from commsim.runs.run import run_reduction
+    from commsim.contract import InputError
+    from commsim import bit_budget as budget
+    from commsim import run_reduction
     from commsim.theory.dyck import DyckLanguage
     from commsim.theory.fooling import fooling_set
     N = _size(n, "attention-dyck")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.teach import Lesson, Step
+from commsim import Lesson, Step
 from commsim.theory.bounds import ceil_log2
 from protocols.lessons.common import codes_text, human_label, positions_text, vector_text
 from protocols.lessons.common import size_arg as _size
@@ -21,8 +21,8 @@ PROTOCOL_VOCAB = "abcd"
 
 
 def attention_protocol(n: int | None = None) -> Lesson:
-    from commsim.core.sums import unpack_count, unpack_signed
-    from commsim.plugins import load_plugins, make_model
+    from commsim.contract import unpack_count, unpack_signed
+    from commsim import load_plugins, make_model
     from protocols.simulators.attention import make_plan, run_exchange, theorem_count
     N = _size(n, "attention-protocol")
     load_plugins()

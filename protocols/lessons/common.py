@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 
-from commsim.core.errors import InputError
+from commsim.contract import InputError
 
 
 def bits_text(a) -> str:
@@ -54,7 +54,7 @@ def positions_text(pos) -> str:
 
 def reduction_default(rid: str) -> str:
     """The model spec ``commsim run REDUCTION`` uses when --model is not given."""
-    from commsim.plugins import load_plugins
+    from commsim import load_plugins
     return load_plugins().get("reduction", rid).default_model
 
 

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from commsim.teach import Lesson, Step
+from commsim import Lesson, Step
 from protocols.lessons.common import engine, messages_of, run_one, tokens_text
 from protocols.lessons.common import size_arg as _size
 from protocols.lessons.drawings import compose_drawing
@@ -28,7 +28,7 @@ def _bound_text(bound: float) -> str:
 
 
 def compose(n: int | None = None) -> Lesson:
-    from commsim.runs.run import run_reduction
+    from commsim import run_reduction
 
     n = _size(n, "compose")
     spec = LESSON_MODEL.format(n=n)

@@ -2,7 +2,7 @@
 and the papers they cite (``commsim teach course``)."""
 from __future__ import annotations
 
-from commsim.teach.course import Course, CourseLesson
+from commsim import Course, CourseLesson
 
 REFERENCES = {
     "BHBK24": "S. Bhattamishra, M. Hahn, P. Blunsom, V. Kanade. Separations in the Representational Capabilities "

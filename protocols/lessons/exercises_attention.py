@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.teach.exercises import (
+from commsim import (
     Exercise,
     ExerciseSet,
     answer_int,
@@ -32,7 +32,7 @@ SWEEP = 256
 
 # ---- attention-protocol ----------------------------------------------------------------------------------------
 def _protocol_instance(N: int, seed: int):
-    from commsim.plugins import load_plugins, make_model
+    from commsim import load_plugins, make_model
     from protocols.lessons.attention_protocol import PROTOCOL_SPEC, PROTOCOL_VOCAB
     load_plugins()
     model = make_model(PROTOCOL_SPEC, vocab_size=len(PROTOCOL_VOCAB), seq_len=N)
@@ -122,7 +122,7 @@ def protocol_exercises(n: int | None, seed: int) -> ExerciseSet:
 
 # ---- attention-dyck ----------------------------------------------------------------------------------------------
 def _string(answer, fieldname: str, lang, N: int) -> np.ndarray:
-    from commsim.core.errors import InputError
+    from commsim.contract import InputError
     if not isinstance(answer, str) or len(answer) != N or set(answer) - set(lang.alphabet):
         raise InputError(f"{fieldname}: expected a string of {N} symbols from {lang.alphabet}, got "
                          f"{str(answer)[:40]!r}", fieldname)

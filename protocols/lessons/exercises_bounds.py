@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from commsim.teach.exercises import (
+from commsim import (
     Exercise,
     ExerciseSet,
     answer_bits,
@@ -65,7 +65,7 @@ def fooling_exercises(n: int | None, seed: int) -> ExerciseSet:
     def check_set(answer):
         items = answer_list(answer, field("e2"))
         if len(items) > 2 ** n:          # no fooling set of DISJ_n is larger (and a longer list is no answer)
-            from commsim.core.errors import InputError
+            from commsim.contract import InputError
             raise InputError(f"{field('e2')}: at most 2^{n} = {2 ** n} pairs, got {len(items)}", field("e2"))
         pairs = []
         for j, item in enumerate(items, 1):
@@ -115,7 +115,7 @@ def fooling_exercises(n: int | None, seed: int) -> ExerciseSet:
 
 # ---- two-layers --------------------------------------------------------------------------------------------------
 def two_layer_exercises(n: int | None, seed: int) -> ExerciseSet:
-    from commsim.plugins import load_plugins, make_model
+    from commsim import load_plugins, make_model
     from commsim.theory.comm_matrix import rank_real
     from protocols.constructions.eq2 import build_eq2
     from protocols.constructions.lemma5 import communication_matrix

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.teach.exercises import (
+from commsim import (
     Exercise,
     ExerciseSet,
     answer_bool,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.teach.exercises import (
+from commsim import (
     Exercise,
     ExerciseSet,
     answer_bits,
@@ -124,7 +124,7 @@ def _wrong_answer_exercise(topic: str, n: int, seed: int) -> Exercise:
 
 
 def _must_fail_exercise(topic: str, n: int, seed: int) -> Exercise:
-    from commsim.plugins import load_plugins
+    from commsim import load_plugins
     rid, _, task, _ = TASKS[topic]
     reduction = load_plugins().get("reduction", rid)
     rng = rng_for(topic, seed, 3)
@@ -154,7 +154,7 @@ def _must_fail_exercise(topic: str, n: int, seed: int) -> Exercise:
 
 
 def _first_n_exercise(n: int, seed: int) -> Exercise:
-    from commsim.plugins import load_plugins
+    from commsim import load_plugins
     reduction = load_plugins().get("reduction", "index-idxl")
     rng = rng_for("rnn-index", seed, 4)
     m, p = int(rng.integers(2, 17)), int(rng.choice([2, 4, 8]))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.teach import Lesson, Step
+from commsim import Lesson, Step
 from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import size_arg as _size
 from protocols.lessons.drawings import three_cycle_drawing
@@ -30,8 +30,8 @@ def _edges(X: np.ndarray, n: int) -> str:
 
 def graph_transformers(n: int | None = None) -> Lesson:
     from commsim import prepare
-    from commsim.core.errors import InputError
-    from commsim.runs.run import run_reduction
+    from commsim.contract import InputError
+    from commsim import run_reduction
     from protocols.reductions.graph import (
         check_reduction,
         cycle3_graphs,

@@ -1,7 +1,7 @@
 """Lesson ``fooling-sets``: the rectangle property and the fooling sets of EQ, DISJ, INDEX, Dyck-(2,2)."""
 from __future__ import annotations
 
-from commsim.teach import Lesson, Step
+from commsim import Lesson, Step
 from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import size_arg as _size
 from protocols.theorems import index_two_way_protocol_bits
@@ -80,8 +80,8 @@ def fooling_sets(n: int | None = None) -> Lesson:
 
 def _randomness_step(n: int) -> Step:
     """The rectangle argument is about deterministic protocols: what survives coins, with EQ's fingerprint run."""
-    from commsim.core.coins import CoinSource
-    from commsim.core.runner import run_protocol
+    from commsim.contract import CoinSource
+    from commsim.contract import run_protocol
     from commsim.theory.bounds import RANDOMIZED, index_one_way_randomized_bits
     from commsim.theory.problems import make_problem
     from protocols.baseline.randomized import FingerprintEquality

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.teach import Lesson, Step
+from commsim import Lesson, Step
 from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import messages_of
 from protocols.lessons.common import size_arg as _size
@@ -43,9 +43,9 @@ def _unequal_error(report) -> dict:
 
 
 def randomized(n: int | None = None) -> Lesson:
-    from commsim.core.coins import CoinSource
-    from commsim.core.runner import run_protocol
-    from commsim.runs.cc import run_cc
+    from commsim.contract import CoinSource
+    from commsim.contract import run_protocol
+    from commsim import run_cc
     from commsim.theory.bounds import (
         RANDOMIZED,
         binary_entropy,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.teach import Lesson, Step
+from commsim import Lesson, Step
 from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import (
     engine,
@@ -42,8 +42,8 @@ SAMPLE = 4096
 
 
 def _run(reduction_id: str, spec: str, n: int, exhaustive: int = EXHAUSTIVE):
-    from commsim.runs.run import run_reduction
-    from commsim.plugins import load_plugins
+    from commsim import run_reduction
+    from commsim import load_plugins
     problem = load_plugins().get("reduction", reduction_id).problem(n)
     count = None if problem.input_pairs <= exhaustive else min(SAMPLE, exhaustive)
     return run_reduction(reduction_id, spec, n, instances=count, seed=0)
@@ -125,7 +125,7 @@ def _instance(problem, seed: int):
 
 def _budget_line(task: str, width: int, precision: int) -> tuple[int | None, str]:
     """max N for a recurrent model of the given size on ``task``: ``commsim budget``'s answer."""
-    from commsim.budget.compute import budget
+    from commsim import bit_budget as budget
     try:
         rep = budget("rnn", width, precision, task)
         return rep.max_n, f"commsim budget --arch rnn --width {width} --precision {precision} --reduction {task}: " \

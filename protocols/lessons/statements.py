@@ -8,7 +8,7 @@ section or appendix instead.
 """
 from __future__ import annotations
 
-from commsim.teach.statement import Statement
+from commsim import Statement
 
 #: what the [BHBK24] symbols mean, shared by the lessons that use them
 _RNN = ("A recurrent model reads s_1, ..., s_N left to right and carries a hidden state of m numbers, each stored "

@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from commsim.teach import Step
+from commsim import Step
 from protocols.lessons.common import positions_text, vector_text
 
 #: the unit's modulus and its longest input in the step (N^3 logits; the tables stay readable)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.teach import Lesson, Step
+from commsim import Lesson, Step
 from protocols.lessons.common import bits_text as _bits
 from protocols.lessons.common import size_arg as _size
 from protocols.lessons.drawings import two_layer_drawing
@@ -31,9 +31,9 @@ def _positions(pos) -> str:
 
 
 def two_layers(n: int | None = None) -> Lesson:
-    from commsim.core.errors import InputError
-    from commsim.runs.run import run_reduction
-    from commsim.plugins import load_plugins, make_model
+    from commsim.contract import InputError
+    from commsim import run_reduction
+    from commsim import load_plugins, make_model
     from commsim.theory.automaton import ineq
     from commsim.theory.fooling import fooling_set
     from commsim.theory.problems import all_bit_strings

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.errors import InputError
+from commsim.contract import InputError
 from commsim.core.precision import NumberFormat
 from protocols.models.attention_config import DIVISIONS, AttentionConfig, FromConfig
 from protocols.models.attention_kernel import BLOCK_ELEMENTS, divide, softmax_sums
@@ -69,7 +69,7 @@ class AttentionLayer(Decides):
     ``division``: ``"once"`` or ``"per-weight"`` (Appendix D of [BHBK24]; module docstring).
 
     Attributes: ``format`` (the number format; p = :attr:`precision`), ``arithmetic`` (its exact
-    kernels, :func:`~commsim.core.arithmetic.arithmetic_for`), ``heads``, ``width`` (the m of the
+    kernels, :func:`~commsim.contract.arithmetic.arithmetic_for`), ``heads``, ``width`` (the m of the
     theorems), ``dim``, ``spec``.
     """
 

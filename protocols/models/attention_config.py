@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from commsim.core.arithmetic import arithmetic_for
-from commsim.core.errors import InputError
+from commsim.contract import InputError, arithmetic_for
 from commsim.core.precision import FixedPoint, FormatError, NumberFormat
 
 __all__ = ["DIVISIONS", "AttentionConfig"]

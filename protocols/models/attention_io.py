@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.errors import InputError
+from commsim.contract import InputError
 from commsim.core.precision import NumberFormat, parse_format
 
 

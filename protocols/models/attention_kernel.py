@@ -3,7 +3,7 @@
 Given the rounded logits A and the values v of a set of positions, for G groups of queries at once (the
 heads of a one-layer attention, :mod:`protocols.models.attention`; the query positions of one head of a
 multi-layer model, :mod:`protocols.models.transformer`), in a number format's exact arithmetic
-(:func:`~commsim.core.arithmetic.arithmetic_for`)::
+(:func:`~commsim.contract.arithmetic.arithmetic_for`)::
 
     M = max_i A_i                  exact
     e_i = [exp(A_i - M)]           in [0, 1]; [1] at the maximum, so Z > 0

@@ -24,8 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from commsim.core.errors import InputError
-from commsim.core.limits import check_memory
+from commsim.contract import InputError, check_memory
 from commsim.core.precision import FixedPoint, NumberFormat
 from protocols.models.attention import DIVISIONS, AttentionLayer, random_layer
 from protocols.models.attention_positions import alibi_slopes

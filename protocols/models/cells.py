@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.arithmetic import sigmoid
+from commsim.contract import sigmoid
 
 
 def gru_cell(a: np.ndarray, u: np.ndarray, h: np.ndarray, m: int) -> np.ndarray:

@@ -11,7 +11,7 @@ import copy
 
 import numpy as np
 
-from commsim.core.decision import Decision
+from commsim.contract import Decision
 
 
 class Decides:

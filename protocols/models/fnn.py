@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from commsim.core.errors import ModelError
+from commsim.contract import ModelError
 from commsim.core.precision import FixedPoint
 
 ACTIVATIONS = ("relu", "tanh", "identity")

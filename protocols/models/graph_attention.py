@@ -2,7 +2,7 @@
 
 The input is the adjacency matrix X in {0,1}^{N x N} of a digraph on the nodes 0..N-1; node i's token is row i
 (X_ij = 1 iff the edge i -> j).  Every value is a code of a :class:`~commsim.core.precision.FixedPoint` format
-and every operation the exact fixed-point arithmetic of :class:`~commsim.core.arithmetic.FixedArithmetic`
+and every operation the exact fixed-point arithmetic of :class:`~commsim.contract.arithmetic.FixedArithmetic`
 (round down once, saturate), as in :mod:`protocols.models.transformer`::
 
     h^0_i   = [sum_j X_ij E_j + b_E]                 the row's embedding: E (N x d), an exact sum of codes, saturated
@@ -42,8 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commsim.core.arithmetic import FixedArithmetic
-from commsim.core.errors import InputError
+from commsim.contract import FixedArithmetic, InputError
 from commsim.core.precision import FixedPoint
 from protocols.models.attention_kernel import attend
 from protocols.models.decides import Decides

@@ -9,8 +9,7 @@ as a message-passing sum over no edges) and ``nodes=N``
 """
 from __future__ import annotations
 
-from commsim.core.errors import InputError
-from commsim.core.limits import check_memory
+from commsim.contract import InputError, check_memory
 from commsim.core.precision import FixedPoint
 from protocols.models.graph_attention import (
     EMPTY,

@@ -25,7 +25,7 @@ the handoff Bob holds x_t, so he computes it; nothing more is sent.
 Finite precision: every parameter is a number of the format; after every step each layer's new state (h and
 the window) is rounded to the format before anything reads it (the scan output y reads the rounded h), and
 the outputs are rounded.  Everything else is float64, every dot product by the batch-independent
-:class:`~commsim.core.arithmetic.Dense` and every sum in a fixed order, so a protocol run, a batched run and
+:class:`~commsim.contract.arithmetic.Dense` and every sum in a fixed order, so a protocol run, a batched run and
 the direct forward agree bit for bit.
 
 Built-in kind ``mamba`` (:func:`random_mamba`): seeded weights with mambapy's initialisation (Δ's bias the
@@ -37,8 +37,7 @@ import math
 
 import numpy as np
 
-from commsim.core.arithmetic import Dense, sigmoid
-from commsim.core.errors import ModelError
+from commsim.contract import Dense, ModelError, sigmoid
 from commsim.core.precision import NumberFormat, parse_format
 from protocols.models.recurrent import RecurrentModel
 

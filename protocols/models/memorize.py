@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.errors import ModelError
+from commsim.contract import ModelError
 from commsim.core.precision import BitFormat
 from protocols.models.recurrent import RecurrentModel
 

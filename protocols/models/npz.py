@@ -11,9 +11,7 @@ import zlib
 
 import numpy as np
 
-from commsim.core.errors import InputError, ModelError
-from commsim.core.limits import check_memory, show_bytes
-from commsim.spec import regular_file
+from commsim.contract import InputError, ModelError, check_memory, regular_file, show_bytes
 
 
 def _npz_sizes(path, where: str) -> int:

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.arithmetic import FixedArithmetic
-from commsim.core.errors import InputError
+from commsim.contract import FixedArithmetic, InputError
 from commsim.core.precision import FixedPoint
 from protocols.models.attention_kernel import attend
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.errors import InternalError, ModelError
+from commsim.contract import InternalError, ModelError
 
 #: row chunks (:meth:`RecurrentModel.chunk_rows`) per block of :meth:`RecurrentModel.forward_shared`: each block
 #: is one prefix trie.  Enough rows for long runs of equal prefixes, few enough that a block's arrays stay small

@@ -27,8 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.arithmetic import Quantizer, label_dtype
-from commsim.core.errors import InternalError, ModelError
+from commsim.contract import InternalError, ModelError, Quantizer, label_dtype
 from commsim.core.precision import NumberFormat
 from protocols.models import prefix_trie
 from protocols.models.decides import Decides

@@ -2,8 +2,7 @@
 registration."""
 from __future__ import annotations
 
-from commsim.core.errors import ModelError, NotApplicable
-from commsim.core.limits import MAX_SEQUENCE_LENGTH, check_memory
+from commsim.contract import MAX_SEQUENCE_LENGTH, ModelError, NotApplicable, check_memory
 from protocols.models.dyck_automaton import DyckAutomaton
 from protocols.models.linear_attention import DEFAULT_DECAY, LinearAttention
 from protocols.models.mamba import SelectiveSSM

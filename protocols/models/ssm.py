@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.arithmetic import Dense
-from commsim.core.errors import ModelError
+from commsim.contract import Dense, ModelError
 from commsim.core.precision import NumberFormat, parse_format
 from protocols.models.recurrent import RecurrentModel
 

@@ -47,7 +47,7 @@ import pickle
 
 import numpy as np
 
-from commsim.core.errors import ModelError
+from commsim.contract import ModelError
 from commsim.core.precision import BitFormat, FormatError, NumberFormat, parse_format
 from protocols.models.recurrent import RecurrentModel
 

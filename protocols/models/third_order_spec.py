@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.errors import InputError
-from commsim.core.limits import check_memory
+from commsim.contract import InputError, check_memory
 from commsim.core.precision import FixedPoint
 from protocols.models.pair_attention import ThirdOrderAttention
 

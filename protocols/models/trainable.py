@@ -8,8 +8,7 @@ import math
 
 import numpy as np
 
-from commsim.core.arithmetic import Dense, sigmoid
-from commsim.core.errors import ModelError
+from commsim.contract import Dense, ModelError, sigmoid
 from commsim.core.precision import FixedPoint, FormatError, NumberFormat, parse_format
 from protocols.models.cells import gru_cell
 from protocols.models.npz import numeric_array, read_npz

@@ -3,7 +3,7 @@
 The models of the two-layer constructions (Theorems 6, 7 and 13 of [BHBK24]: :mod:`protocols.constructions`
 builds their weights), which no one-layer protocol can simulate.  Every value is a code of a
 :class:`~commsim.core.precision.FixedPoint` format (value = code * 2^-frac) and every operation is the exact
-fixed-point arithmetic of :class:`~commsim.core.arithmetic.FixedArithmetic` (Appendix B.2: round *down*,
+fixed-point arithmetic of :class:`~commsim.contract.arithmetic.FixedArithmetic` (Appendix B.2: round *down*,
 saturate at the range ends):
 
 * a linear map ``[x W]``: the exact integer sum of code products, rounded down once; a bias is then
@@ -29,7 +29,7 @@ from typing import Callable
 
 import numpy as np
 
-from commsim.core.arithmetic import FixedArithmetic
+from commsim.contract import FixedArithmetic
 from commsim.core.precision import FixedPoint
 from protocols.models.attention_kernel import attend
 

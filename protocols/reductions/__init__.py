@@ -1,6 +1,6 @@
 """The reductions of [BHBK24] and [SHT23], one module per source problem family.
 
-Each module defines :class:`commsim.contract.interfaces.Reduction` subclasses and lists them in
+Each module defines :class:`commsim.contract.Reduction` subclasses and lists them in
 ``REDUCTIONS``; :func:`register` registers every one.
 """
 from __future__ import annotations

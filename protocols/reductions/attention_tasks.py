@@ -26,13 +26,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from commsim.core.errors import InputError
-from commsim.contract.interfaces import (
-    CONTIGUOUS_PREFIX,
-    QUERY_ONLY,
-    Encoded,
-    Reduction,
-)
+from commsim.contract import CONTIGUOUS_PREFIX, QUERY_ONLY, Encoded, InputError, Reduction, Split
 from commsim.theory.bounds import Conditions, LowerBound, randomness
 from commsim.theory.problems import make_problem
 from protocols.theorems import disjointness_bits, one_way_attention_bits
@@ -90,7 +84,7 @@ class DisjMatch3(Reduction):
     description = "DISJ_n into Match3 on 2n + 1 tokens: a one-layer attention needs n bits, Hm(p + log N) = Omega(N)"
     default_model = "attention:heads=1,width=2,dim=8,precision=8,seed=0"
     default_n = 8
-    split = CONTIGUOUS_PREFIX   # Alice z_1..z_n; Bob z_(n+1)..z_(2n) and the query z_N
+    split_kind = CONTIGUOUS_PREFIX   # Alice z_1..z_n; Bob z_(n+1)..z_(2n) and the query z_N
     length_scale, length_offset = 2, 1
     n_meaning = "N = 2n + 1 tokens: Alice's z_1..z_n and Bob's z_(n+1)..z_(2n) of DISJ_n, then the public z_N = 0"
 
@@ -130,21 +124,21 @@ class DisjMatch3(Reduction):
                           f"Match3 on N = {2 * n + 1} tokens carries >= {n} bits{extra}",
                           **randomness("disj"))
 
-    def partition(self, seq_len: int) -> tuple[np.ndarray, tuple[int, ...]]:
+    def split(self, seq_len: int) -> Split:
         """Alice: z_1..z_n; the decision at N."""
         n = (int(seq_len) - 1) // 2
-        return range(n), (2 * n,)
+        return Split(seq_len, range(n), (2 * n,))
 
     def length_bound(self, simulator, seq_len: int, senders: frozenset | None = None) -> LowerBound:
         """DISJ_n at N = 2n + 1, one-way or two-way as the simulator declares its protocol on this split
         (DISJ_n needs n bits in either direction, so the parties that speak do not change it)."""
         n = max((seq_len - 1) // 2, 0)
-        direction = simulator.split_direction(self.split)
+        direction = simulator.split_direction(self.split_kind)
         bound = LowerBound(disjointness_bits(n), "[SHT23] via DISJ_n (Fact 1 of [BHBK24])",
                            Conditions(direction or "two-way", "halves: Alice z_1..z_n, Bob the rest"),
                            "Match3 on N = 2n + 1 tokens decides DISJ_n: n bits", **randomness("disj"))
         if direction is None:
-            return bound.not_applicable(f"{simulator.name} has no protocol for a {self.split} split")
+            return bound.not_applicable(f"{simulator.name} has no protocol for a {self.split_kind} split")
         return bound
 
 
@@ -160,7 +154,7 @@ class DisjQSA(Reduction):
                    "min(d·p, (2m + 1)·p·H) >= q (min(d·p, m·p·H) >= q when the query does not attend to itself)")
     default_model = "attention:heads=1,width=2,dim=8,precision=4,self=0,seed=0"
     default_n = 8
-    split = QUERY_ONLY
+    split_kind = QUERY_ONLY
     length_scale, length_offset = 2, 1
     n_meaning = (f"N = 2q + 1 tokens: Bob's 2q values, then Alice's query (its set encodes her DISJ_q input); "
                  f"`commsim run` takes q <= {QSA_MAX_Q} (the query token ranges over 2^q sets)")
@@ -204,14 +198,14 @@ class DisjQSA(Reduction):
                           Conditions(direction, "Alice: the query position only"), statement,
                           **randomness("disj"))
 
-    def partition(self, seq_len: int) -> tuple[np.ndarray, tuple[int, ...]]:
+    def split(self, seq_len: int) -> Split:
         """Alice: only the query position N; the decision there."""
-        return range(int(seq_len) - 1, int(seq_len)), (int(seq_len) - 1,)
+        return Split(seq_len, range(int(seq_len) - 1, int(seq_len)), (int(seq_len) - 1,))
 
     def length_bound(self, simulator, seq_len: int, senders: frozenset | None = None) -> LowerBound:
         """DISJ_q at N = 2q + 1; not applicable to a simulator without a protocol for this split."""
         q = max((seq_len - 1) // 2, 0)
-        direction = simulator.split_direction(self.split)
+        direction = simulator.split_direction(self.split_kind)
         bound = LowerBound(disjointness_bits(q), "[SHT23] (qSA) via DISJ_q",
                            Conditions(direction or "one-way", "Alice: the query position only"),
                            "qSA with N >= 2q + 1 decides DISJ_q: q bits", **randomness("disj"))

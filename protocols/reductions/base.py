@@ -1,11 +1,10 @@
 """The base the INDEX, EQ and DISJ reductions share: a contiguous split, the memory program handed to
-``memorize``, and the choice of bound by the simulator's declared direction."""
+``memorize``, and the bound for the parties that speak (the engine derives the bound at n and at N from it)."""
 from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.errors import NotApplicable
-from commsim.contract.interfaces import CONTIGUOUS_PREFIX, Encoded, Reduction
+from commsim.contract import CONTIGUOUS_PREFIX, NotApplicable, Reduction, Split
 from commsim.theory.bounds import Conditions, LowerBound
 from commsim.theory.problems import Problem
 from protocols.reductions.layouts import MemoryProgram
@@ -30,7 +29,7 @@ class SourceReduction(Reduction):
 
     default_model = "memorize:capacity=7"
     default_n = 8
-    split = CONTIGUOUS_PREFIX
+    split_kind = CONTIGUOUS_PREFIX
 
     def check(self, model, simulator, problem: Problem) -> None:
         """Refuse a model that reads fewer tokens than the task uses."""
@@ -62,7 +61,7 @@ class SourceReduction(Reduction):
         binds every protocol."""
         return self.two_way_bound(n, one_way)
 
-    def bound_for_senders(self, n: int, senders: frozenset) -> LowerBound:
+    def bound(self, n: int, senders: frozenset) -> LowerBound:
         """The bound for a protocol in which exactly ``senders`` speak: Alice alone (or nobody), the
         one-way bound; Bob alone, :meth:`bob_one_way_bound`; both, the two-way bound."""
         one_way = self.one_way_bound(n)
@@ -72,14 +71,10 @@ class SourceReduction(Reduction):
             return self.bob_one_way_bound(n, one_way)
         return self.two_way_bound(n, one_way)
 
-    def lower_bound(self, model, plan, problem: Problem, encoded: Encoded) -> LowerBound:
-        """The bound for the parties that really speak in the protocol's message plan on this split."""
-        return self.bound_for_senders(problem.n, plan.senders)
-
-    def partition(self, seq_len: int) -> tuple[np.ndarray, tuple[int, ...]]:
+    def split(self, seq_len: int) -> Split:
         """Alice holds the prefix of :meth:`alice_length` positions; the outputs are :meth:`output_positions`."""
         n = (int(seq_len) - self.length_offset) // self.length_scale
-        return range(self.alice_length(n)), self.output_positions(n)
+        return Split(seq_len, range(self.alice_length(n)), self.output_positions(n))
 
     def alice_length(self, n: int) -> int:  # pragma: no cover - abstract
         """How many positions (a prefix) Alice holds at source size n."""
@@ -89,18 +84,6 @@ class SourceReduction(Reduction):
         """Where the decision is read at source size n: the last position."""
         return (self.length_for_size(n) - 1,)
 
-    def size_for_length(self, seq_len: int) -> int:  # pragma: no cover - abstract
+    def size(self, seq_len: int) -> int:  # pragma: no cover - abstract
         """The source problem's n for a model sequence length N, as the theorem states it."""
         raise NotImplementedError
-
-    def length_bound(self, simulator, seq_len: int, senders: frozenset | None = None) -> LowerBound:
-        """The theorem's bound at sequence length N (tokens) for the parties that speak (``senders``, from
-        the protocol's plan), else as the simulator declares its protocol on a contiguous split."""
-        n = max(self.size_for_length(seq_len), 0)
-        one_way = self.one_way_bound(n)
-        direction = simulator.split_direction(self.split)
-        if direction is None:
-            return one_way.not_applicable(f"{simulator.name} has no protocol for a {self.split} split")
-        if senders is not None:
-            return self.bound_for_senders(n, frozenset(senders))
-        return one_way if direction == "one-way" else self.two_way_bound(n, one_way)

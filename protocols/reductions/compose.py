@@ -4,7 +4,7 @@ architecture", COLM 2024): g(f(x)) from a prompt that describes f and g.
 **The problem** ``compose`` at size n: functions f: A -> B and g: B -> C with |A| = |B| = |C| = n, a query
 x in A; the answer is g(f(x)) in C.  Alice holds g = (g(b_0), ..., g(b_{n-1})), Bob holds
 (f(a_0), ..., f(a_{n-1}), x), and the query is known to both: its token is a public position of the
-encoding (:attr:`~commsim.contract.interfaces.Encoded.public_positions`), which Alice's share lists too.
+encoding (:attr:`~commsim.contract.Encoded.public_positions`), which Alice's share lists too.
 For each query x the one-way problem is INDEX over an alphabet of size n (Bob's index is f(x)).
 
 **The prompt** (N = 2n + 1 tokens, one function pair per token):
@@ -35,9 +35,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.errors import InputError, NotApplicable, ProblemInputError
-from commsim.core.limits import MAX_EXHAUSTIVE_BITS
-from commsim.contract.interfaces import CONTIGUOUS_PREFIX, Encoded, Reduction
+from commsim.contract import (
+    CONTIGUOUS_PREFIX,
+    Encoded,
+    InputError,
+    MAX_EXHAUSTIVE_BITS,
+    NotApplicable,
+    ProblemInputError,
+    Reduction,
+    Split,
+)
 from commsim.theory.bounds import Conditions, ErrorBound, LowerBound, ceil_log2
 from commsim.theory.problems import Problem
 from protocols.theorems import composition_error_bound, composition_message_bits, composition_one_way_bits
@@ -171,7 +178,7 @@ class CompositionReduction(Reduction):
     default_model = "attention:heads=1,width=2,dim=4,precision=6,frac=1,classes=32,seed=0"
     default_n = 32
     default_instances = 2000   # every (f, g, x) is 32^65 instances: `commsim run compose-index` samples
-    split = CONTIGUOUS_PREFIX
+    split_kind = CONTIGUOUS_PREFIX
     length_scale, length_offset = 2, 1
     min_size = 2
     n_meaning = "N = 2n + 1 tokens: g's n pairs (Alice), f's n pairs (Bob), then the query x (known to both)"
@@ -206,13 +213,10 @@ class CompositionReduction(Reduction):
         """The answer's index is the label."""
         return problem.evaluate_batch(alice, bob)[:, None]
 
-    def partition(self, seq_len: int):
+    def split(self, seq_len: int) -> Split:
+        """Alice: x_1..x_n; the decision at the query x, which both know (as :meth:`encode` has it)."""
         n = (int(seq_len) - 1) // 2
-        return range(n), (2 * n,)
-
-    def public_positions(self, seq_len: int):
-        """The query x, known to both (as :meth:`encode` has it)."""
-        return (2 * ((int(seq_len) - 1) // 2),)
+        return Split(seq_len, range(n), (2 * n,), (2 * n,))
 
     def check(self, model, simulator, problem) -> None:
         vocab = getattr(model, "vocab_size", None)
@@ -245,7 +249,7 @@ class CompositionReduction(Reduction):
                            "over an alphabet of size n)", Conditions("one-way", "Alice g's pairs (a prefix), Bob the rest"),
                            f"N = 2n + 1 = {2 * n + 1}: ceil(log2 n^n) = {composition_one_way_bits(n)} bits",
                            randomized=True, randomized_reason=RANDOMIZED_REASON)
-        direction = simulator.split_direction(self.split)
+        direction = simulator.split_direction(self.split_kind)
         if senders is not None:
             direction = "one-way" if frozenset(senders) <= {"alice"} else "two-way"
         if direction == "one-way":

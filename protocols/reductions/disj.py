@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from commsim.theory.bounds import Conditions, LowerBound, ceil_log2, randomness
 from commsim.theory.problems import Disjointness, Problem
 from protocols.reductions.base import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype
@@ -78,7 +78,7 @@ class MultiQueryRecall(SourceReduction):
         query[2:] = np.arange(n)
         return StoreAndRecall(n, store, token_bit, query, query_start=2 * n)
 
-    def size_for_length(self, seq_len: int) -> int:
+    def size(self, seq_len: int) -> int:
         """n = N/3 (N = 3n tokens; Theorem 8's N = 2n counts the vectors, labels aside)."""
         return seq_len // 3
 

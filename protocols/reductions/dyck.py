@@ -19,13 +19,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from commsim.core.errors import InputError, NotApplicable, ProblemInputError
-from commsim.contract.interfaces import (
+from commsim.contract import (
     CONTIGUOUS_PREFIX,
-    ODD_EVEN,
     Encoded,
     EvaluationSet,
+    InputError,
+    NotApplicable,
+    ODD_EVEN,
+    ProblemInputError,
     Reduction,
+    Split,
 )
 from commsim.theory.bounds import Conditions, LowerBound, ceil_log2, randomness
 from commsim.theory.problems import DyckProblem
@@ -83,7 +86,7 @@ class DyckFooling(Reduction):
                    "mH >= (N-1)/(3(p + log N))")
     default_model = "attention:probe:at=0,accept=0/2"
     default_n = 20
-    split = ODD_EVEN
+    split_kind = ODD_EVEN
     length_scale, length_offset = 2, 0
     n_meaning = "N = 2k tokens: the bracket string itself (Dyck strings have even length); Lemma 1's N"
 
@@ -139,7 +142,7 @@ class DyckFooling(Reduction):
 
     def check(self, model, simulator, problem) -> None:
         """Refuse a simulator that has no protocol for the odd/even split (a recurrent model's handoff)."""
-        if simulator.split_direction(self.split) is None:
+        if simulator.split_direction(self.split_kind) is None:
             raise NotApplicable(_no_protocol_reason(simulator), "model")
 
     def lower_bound(self, model, plan, problem, encoded) -> LowerBound:
@@ -160,9 +163,9 @@ class DyckFooling(Reduction):
         return LowerBound(dyck_fooling_bits(N), "Lemma 1 of [BHBK24]", Conditions("two-way", ODD_EVEN),
                           statement, **randomness("dyck22"))
 
-    def partition(self, seq_len: int) -> tuple[np.ndarray, tuple[int, ...]]:
+    def split(self, seq_len: int) -> Split:
         """Alice: the odd positions (0-based even); the decision at the last position."""
-        return range(0, int(seq_len), 2), (int(seq_len) - 1,)
+        return Split(seq_len, range(0, int(seq_len), 2), (int(seq_len) - 1,))
 
     def length_bound(self, simulator, seq_len: int, senders: frozenset | None = None) -> LowerBound:
         """Lemma 1 and Theorem 5 of [BHBK24] at length N; not applicable without an odd/even protocol
@@ -171,7 +174,7 @@ class DyckFooling(Reduction):
                            "Dyck-(2,2) with the odd/even split takes N - 1 bits; Theorem 5 of [BHBK24] turns it "
                            "into mH >= (N - 1)/(3(p + log N)) with Theorem 4's count",
                            **randomness("dyck22"))
-        if simulator.split_direction(self.split) is None:
+        if simulator.split_direction(self.split_kind) is None:
             return bound.not_applicable(RNN_REASON if simulator.partition_kind == CONTIGUOUS_PREFIX
                                         else _no_protocol_reason(simulator))
         return bound

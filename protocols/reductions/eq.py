@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from commsim.theory.bounds import Conditions, LowerBound, randomness
 from commsim.theory.problems import Equality, Problem
 from protocols.reductions.base import ONE_WAY_CONTIGUOUS, SourceReduction
@@ -57,7 +57,7 @@ class Inequality(SourceReduction):
         """Store the first half, compare the second bit by bit."""
         return StoreAndCompare(n)
 
-    def size_for_length(self, seq_len: int) -> int:
+    def size(self, seq_len: int) -> int:
         """n = N/2 (Theorem 11)."""
         return seq_len // 2  # N = 2n
 

@@ -23,9 +23,7 @@ from math import isqrt
 
 import numpy as np
 
-from commsim.core.errors import InputError, NotApplicable
-from commsim.core.limits import MAX_SEQUENCE_LENGTH
-from commsim.contract.interfaces import Encoded, Reduction
+from commsim.contract import MAX_SEQUENCE_LENGTH, Encoded, InputError, NotApplicable, Reduction, Split
 from commsim.theory.bounds import Conditions, LowerBound, randomness
 from commsim.theory.problems import Disjointness
 from protocols.theorems import cycle3_disj_bits, cycle3_min_lhmp
@@ -144,7 +142,7 @@ class Disj3Cycle(Reduction):
     default_model = "graph-attention:layers=1,heads=1,width=1,precision=2,seed=0"
     default_n = 9
     default_instances = 2000
-    split = NODE_PARTITION
+    split_kind = NODE_PARTITION
     length_scale, length_offset = 9, 0
     min_size = 1
     n_meaning = ("N = (3n)^2 tokens: the adjacency matrix of a digraph on 3n nodes, row by row (node i's token is "
@@ -212,16 +210,12 @@ class Disj3Cycle(Reduction):
         nodes = nodes_of_length(seq_len)
         return nodes is not None and nodes % 3 == 0 and nodes // 3 >= self.min_size
 
-    def partition(self, seq_len: int):
-        """Alice: the rows of U; the output: the last position (the graph's label)."""
-        nodes = nodes_of_length(seq_len) or 0
-        return range((nodes // 3) * nodes), (nodes * nodes - 1,)
-
-    def public_positions(self, seq_len: int) -> range:
-        """The rows of W (the public matching), known to both parties."""
+    def split(self, seq_len: int) -> Split:
+        """Alice: the rows of U; the output: the last position (the graph's label); the rows of W (the public
+        matching) known to both parties."""
         nodes = nodes_of_length(seq_len) or 0
         n = nodes // 3
-        return range(2 * n * nodes, nodes * nodes)
+        return Split(seq_len, range(n * nodes), (nodes * nodes - 1,), range(2 * n * nodes, nodes * nodes))
 
     def length_bound(self, simulator, seq_len: int, senders=None) -> LowerBound:
         """n^2 bits at N^2 = (3n)^2 tokens (any protocol, any direction)."""

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from commsim.theory.bounds import Conditions, LowerBound, randomness
 from commsim.theory.problems import Index, Problem
 from protocols.reductions.base import ONE_WAY_CONTIGUOUS, SourceReduction, token_dtype
@@ -86,7 +86,7 @@ class IndexLookup(_IndexFamily):
         query[2:] = np.arange(n)
         return StoreAndLookup(n, np.arange(n), token_bit, query, query_position=n)
 
-    def size_for_length(self, seq_len: int) -> int:
+    def size(self, seq_len: int) -> int:
         """n = N - 1 (N counts the index token too)."""
         return seq_len - 1  # Theorem 3 states m*p >= n, n the string length (the index token aside)
 
@@ -139,7 +139,7 @@ class AssociativeRecall(_IndexFamily):
         query[2:] = np.arange(n)
         return StoreAndLookup(n, store, token_bit, query, query_position=2 * n)
 
-    def size_for_length(self, seq_len: int) -> int:
+    def size(self, seq_len: int) -> int:
         """n = (N - 1)/2 pairs."""
         return (seq_len - 1) // 2  # n pairs and the query key
 
@@ -188,7 +188,7 @@ class SparseAveraging(_IndexFamily):
         query[2 * n:] = np.arange(n)
         return StoreAndLookup(n, np.arange(n), token_bit, query, query_position=n)
 
-    def size_for_length(self, seq_len: int) -> int:
+    def size(self, seq_len: int) -> int:
         """n = N - 1."""
         return seq_len - 1  # n data positions and the query
 

@@ -22,10 +22,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from commsim.core.errors import InputError, NotApplicable
-from commsim.contract.interfaces import Reduction
-from commsim.runs.report import Report
-from commsim.plugins import make_model
+from commsim.contract import InputError, NotApplicable, Reduction
+from commsim import Report
+from commsim import make_model
 from commsim.theory.bounds import Conditions, LowerBound
 from protocols.reductions.qsa_kernel import kernel_certificate, max_row_error, qsa_input, qsa_target
 from protocols.theorems import fnn_qsa_kernel_width, fnn_qsa_width

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from commsim.certify.types import Certificate
+from commsim.contract import Certificate
 from protocols.reductions.kernel import integer_kernel_vector, is_kernel_vector, nullspace, scale_into_ball, \
     squared_norm
 

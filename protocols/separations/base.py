@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from commsim import make_model
+from commsim.contract import InputError, show_size
 from commsim.contract.options import Option
-from commsim.core.errors import InputError
-from commsim.core.limits import show_size
-from commsim.plugins import make_model
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.theorems import attention_min_width
 

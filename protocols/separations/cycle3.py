@@ -42,7 +42,7 @@ class Cycle3Separation(Separation):
     def row(self, N, run):
         """N nodes: the unit on every loopless digraph (N <= 4) or on sampled ones and the reduction's graphs,
         the bound, and the smallest graph transformer through the real exchange."""
-        from commsim.plugins import make_model
+        from commsim import make_model
         from protocols.constructions.cycle3 import build_cycle3_pair
         from protocols.reductions.graph import (
             Disj3Cycle,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.plugins import load_plugins, make_model
+from commsim import load_plugins, make_model
 from commsim.theory.problems import make_problem
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.separations.base import (

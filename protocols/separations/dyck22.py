@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.errors import InputError
-from commsim.plugins import load_plugins, make_model
+from commsim.contract import InputError
+from commsim import load_plugins, make_model
 from protocols.separations.base import (
     EXHAUSTIVE_LIMIT,
     INPUTS_NOTE,

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from commsim.plugins import load_plugins
+from commsim import load_plugins
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.separations.base import (
     GAMMA,

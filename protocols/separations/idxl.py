@@ -1,7 +1,7 @@
 """``commsim separate idxl``: one-layer attention of width O(log N) (Theorem 1) vs recurrent m p >= N (Theorem 3)."""
 from __future__ import annotations
 
-from commsim.plugins import load_plugins
+from commsim import load_plugins
 from protocols.constructions.orthogonal import DEFAULT_GAMMA
 from protocols.separations.base import (
     GAMMA,

@@ -8,7 +8,7 @@ import itertools
 
 import numpy as np
 
-from commsim.plugins import load_plugins, make_model
+from commsim import load_plugins, make_model
 from protocols.separations.base import (
     EXHAUSTIVE_LIMIT,
     INPUTS_NOTE,

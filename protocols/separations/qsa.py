@@ -8,9 +8,9 @@ import math
 
 import numpy as np
 
+from commsim import load_plugins
+from commsim.contract import InputError
 from commsim.contract.options import Option
-from commsim.core.errors import InputError
-from commsim.plugins import load_plugins
 from protocols.separations.base import (
     EXHAUSTIVE_LIMIT,
     INPUTS_NOTE,

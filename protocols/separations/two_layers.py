@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from commsim.contract import InputError
 from commsim.contract.options import Option
-from commsim.core.errors import InputError
 from commsim.theory.bounds import ceil_log2
 from commsim.theory.comm_matrix import rank_mod_p, rank_real, search_fooling_set
 from protocols.constructions.orthogonal import DEFAULT_GAMMA

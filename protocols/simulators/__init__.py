@@ -15,12 +15,13 @@ def register(registry) -> None:
     from protocols.simulators.graph import GRAPH_EXCHANGE
     from protocols.simulators.rnn_handoff import RNN_HANDOFF
     registry.register("simulator", RNN_HANDOFF.name, RNN_HANDOFF,
-                      "Hidden-state handoff (Theorem 2 of [BHBK24]): Alice sends h_t, m*p bits, one-way")
+                      "Hidden-state handoff (Theorem 2 of [BHBK24]): Alice sends h_t, m*p bits, one-way", arch="rnn")
     registry.register("simulator", ATTENTION_EXCHANGE.name, ATTENTION_EXCHANGE,
-                      "one-layer attention: max-logit / partial-softmax exchange (Theorem 4 of [BHBK24])")
+                      "one-layer attention: max-logit / partial-softmax exchange (Theorem 4 of [BHBK24])",
+                      precedence=10, arch="attention")   # the one simulator the kind ``attention`` selects
     registry.register("simulator", PUBLIC_QUERY.name, PUBLIC_QUERY,
                       "one-layer attention, the query known to both: Alice's one-way partial softmax ([PNP24]); "
-                      "chosen by the reductions that name it, never by the model's kind")
+                      "chosen by the reductions that name it, never by the model's kind", precedence=20)
     registry.register("simulator", GRAPH_EXCHANGE.name, GRAPH_EXCHANGE,
                       "graph transformers over a node partition: per layer and head each party sends its nodes' "
-                      "keys and values, L*H*(owned nodes)*2m*p + 2 bits ([SHT23])")
+                      "keys and values, L*H*(owned nodes)*2m*p + 2 bits ([SHT23])", arch="graph-attention")

@@ -25,14 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from commsim import Bits, NotApplicable, Protocol, Receive, Send
-from commsim.core.sums import pack_signed, unpack_signed
-from commsim.contract.interfaces import (
-    ANY_PARTITION,
-    BatchResult,
-    Encoded,
-    MessagePlan,
-    Simulator,
-)
+from commsim.contract import (ANY_PARTITION, BatchResult, Encoded, MessagePlan, Shape, Simulator, Split, Vectorized,
+                              pack_signed, unpack_signed)
 from protocols.models.graph_attention import (
     GraphAttention,
     adjacency_rows,
@@ -117,6 +111,12 @@ def _model_plan(model: GraphAttention, part: NodePartition) -> MessagePlan:
                  [model.layer_shape(d) for d in range(model.num_layers)], model.precision)
 
 
+def _public(split: Split):
+    """The split's public positions (an empty ``range`` when there are none)."""
+    public = split.public_positions
+    return public if isinstance(public, range) or len(public) else range(0)
+
+
 def _whole_rows(positions, nodes: int) -> int | None:
     """How many whole rows a ``range`` of positions with step 1 covers (None: not such a range, or rows split)."""
     if not isinstance(positions, range) or positions.step != 1:
@@ -129,7 +129,7 @@ def _whole_rows(positions, nodes: int) -> int | None:
 
 # ---- the party programs ---------------------------------------------------------------------------------
 class GraphExchangeProtocol(Protocol):
-    """Alice's and Bob's programs (module docstring); shares are :class:`~commsim.contract.interfaces.Share`."""
+    """Alice's and Bob's programs (module docstring); shares are :class:`~commsim.contract.Share`."""
 
     name = "graph-exchange"
     output_party = "bob"
@@ -231,12 +231,11 @@ def _assemble(h: dict, groups: dict, B: int, nodes: int) -> np.ndarray:
     return out
 
 
-class GraphExchange(Simulator):
+class GraphExchange(Vectorized, Simulator):
     """Graph transformers over a node partition (module docstring)."""
 
     name = "graph-exchange"
     source = "[SHT23] graph transformers (node-partition protocol; commsim's exact implementation)"
-    arch = "graph-attention"
     partition_kind = ANY_PARTITION
     one_way_splits = ()
     budget_parameters = ("width", "precision", "heads")
@@ -253,12 +252,14 @@ class GraphExchange(Simulator):
                                 f"task reads {len(encoded.output_positions)} outputs", "reduction")
         return node_partition(encoded.seq_len, encoded.alice_positions, encoded.public_positions)
 
-    def plan(self, model: GraphAttention, encoded: Encoded) -> MessagePlan:
+    def plan_model(self, model: GraphAttention, encoded: Encoded) -> MessagePlan:
         return _model_plan(model, self._part(model, encoded))
 
-    def shape_plan(self, width, precision, heads, seq_len, alice_positions, output_positions, *, layers: int = 1,
-                   public_positions=range(0), **shape) -> MessagePlan:
-        nodes, shapes = nodes_of_length(seq_len), [(int(heads), int(width))] * int(layers)
+    def plan(self, shape: Shape, split: Split) -> MessagePlan:
+        """The plan for L = ``shape.extras["layers"]`` (default 1) layers of H heads of width m, p bits."""
+        precision, seq_len = shape.precision, split.seq_len
+        alice_positions, public_positions = split.alice_positions, _public(split)
+        nodes, shapes = nodes_of_length(seq_len), [(int(shape.heads), int(shape.width))] * shape.extras.get("layers", 1)
         if nodes is not None:        # ranges of whole rows: counted without laying out N^2 positions (any N)
             alice, public = _whole_rows(alice_positions, nodes), _whole_rows(public_positions, nodes)
             if alice is not None and public is not None and (public == 0 or alice == 0 or (
@@ -267,10 +268,12 @@ class GraphExchange(Simulator):
         part = node_partition(seq_len, alice_positions, public_positions)
         return _plan(part.nodes, len(part.alice), len(part.bob), len(part.public), shapes, int(precision))
 
-    def budget_bits(self, width, precision, heads, seq_len, public_positions=range(0)):
-        """L·H·(owned nodes)·2m·p + 2 at L = 1, the public nodes (``public_positions``, whole rows) not owned:
+    def paper_count(self, shape: Shape, split: Split) -> tuple[int, str]:
+        """L·H·(owned nodes)·2m·p + 2 at L = 1, the public nodes (the split's, whole rows) not owned:
         commsim's exact count of the node-partition protocol, the form in which [SHT23]'s LHm = Omega~(N) is
         proved (the public nodes are computed by both, never sent)."""
+        width, precision, heads, seq_len = shape.width, shape.precision, shape.heads, split.seq_len
+        public_positions = _public(split)
         nodes = nodes_of_length(seq_len) or 0
         public = _whole_rows(public_positions, nodes) if nodes else 0
         if public is None:
@@ -281,7 +284,7 @@ class GraphExchange(Simulator):
                       f"nodes owned, {public} public; commsim's exact count of the node-partition protocol behind "
                       f"[SHT23]'s LHm = Omega~(N))")
 
-    def make_protocol(self, model: GraphAttention, encoded: Encoded) -> GraphExchangeProtocol:
+    def protocol(self, model: GraphAttention, encoded: Encoded) -> GraphExchangeProtocol:
         return GraphExchangeProtocol(model, self._part(model, encoded))
 
     def transcript_keys(self, model: GraphAttention, encoded: Encoded):

@@ -33,18 +33,25 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.arithmetic import label_dtype
-from commsim.core.digests import message_rows
-from commsim.core.errors import NotApplicable
-from commsim.core.party import Protocol, ProtocolError, Receive, Send
-from commsim.contract.interfaces import (
-    CONTIGUOUS_PREFIX,
+from commsim.contract import (
     BatchResult,
+    CONTIGUOUS_PREFIX,
     Encoded,
     MessagePlan,
+    NotApplicable,
+    Protocol,
+    ProtocolError,
+    Receive,
+    Send,
+    Shape,
     Share,
     Simulator,
+    Split,
+    Vectorized,
+    label_dtype,
+    message_rows,
 )
+
 from protocols.models.prefix_trie import SHARED_BLOCK_CHUNKS
 from protocols.models.recurrent import RecurrentModel
 from protocols.simulators.arches import RECURRENT_ARCHES
@@ -115,27 +122,28 @@ class HandoffProtocol(Protocol):
         return self.model.labels(raw[0]), raw[0]
 
 
-class RnnHandoff(Simulator):
+class RnnHandoff(Vectorized, Simulator):
     """Hidden-state handoff for any recurrent model (Theorem 2 of [BHBK24])."""
 
     name = "rnn-handoff"
     source = "Theorem 2 of [BHBK24]"
-    arch = "rnn"
     budget_parameters = ("width", "precision")
     #: the ``budget --arch`` names it serves, each with what --width means and its state's numbers
     budget_arches = RECURRENT_ARCHES
     partition_kind = CONTIGUOUS_PREFIX       # Theorem 2: Alice holds x_1..x_t, Bob the rest
     one_way_splits = (CONTIGUOUS_PREFIX,)    # one message, Alice to Bob
 
-    def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:
+    def paper_count(self, shape: Shape, split: Split) -> tuple[int, str]:
         """Theorem 2 of [BHBK24]: m·p, whatever N (:func:`protocols.theorems.handoff_bits`)."""
+        width, precision = shape.width, shape.precision
         bits = handoff_bits(width, precision)
         return bits, f"m·p = {width}·{precision} = {bits} (Theorem 2)"
 
-    def shape_plan(self, width: int, precision: int, heads: int, seq_len: int, alice_positions,
-                   output_positions, **_) -> MessagePlan:
+    def plan(self, shape: Shape, split: Split) -> MessagePlan:
         """The handoff for m state units of p bits: one message h_t of m·p bits, Alice to Bob, on a split
         where Alice holds a prefix and Bob the outputs (NotApplicable on any other)."""
+        width, precision, seq_len = shape.width, shape.precision, split.seq_len
+        alice_positions, output_positions = split.alice_positions, split.output_positions
         if isinstance(alice_positions, range) and alice_positions.start == 0 and alice_positions.step == 1:
             t = alice_positions.stop     # a prefix (checked without listing it: N may be huge)
             first = output_positions[0] if isinstance(output_positions, range) else min(output_positions)
@@ -156,7 +164,7 @@ class RnnHandoff(Simulator):
         """Any recurrent model (Elman, LSTM, GRU, the Dyck automaton, memorize, ...)."""
         return isinstance(model, RecurrentModel)
 
-    def plan(self, model, encoded: Encoded) -> MessagePlan:
+    def plan_model(self, model, encoded: Encoded) -> MessagePlan:
         """One message, Alice to Bob: the state h_t, m·p bits (2m·p for an LSTM's (h, c)), Theorem 2's count.
         The split must give Alice a prefix and Bob the outputs; the tokens must fit the model."""
         t = split_point(encoded)
@@ -172,7 +180,7 @@ class RnnHandoff(Simulator):
         return MessagePlan(bits, 0, 1, f"one-way handoff of h_{t}: {text}", formula=bits, formula_text=text,
                            message_name=f"{MESSAGE_LABEL} h_{t}")
 
-    def make_protocol(self, model, encoded: Encoded) -> HandoffProtocol:
+    def protocol(self, model, encoded: Encoded) -> HandoffProtocol:
         """Alice's and Bob's programs for the task's split point."""
         return HandoffProtocol(model, split_point(encoded), encoded.output_positions)
 

@@ -6,6 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from commsim.cli import cli
+from commsim.contract import Shape, Split
 from commsim.budget.compute import architectures, budget
 from commsim.runs.run import run_reduction
 from commsim.plugins import load_plugins
@@ -268,9 +269,9 @@ def test_papers_max_n_is_cited_only_when_the_count_covers_the_protocol(width, pr
     when it sends more, the note says the count undercounts and the paper's max N is not supported."""
     d = budget("attention", width, precision, "dyck22-fooling", heads=heads).to_dict()
     sim, red = simulator_for_arch("attention"), load_plugins().get("reduction", "dyck22-fooling")
-    lengths = [L for L in (d["n"], d["paper_max_n"]) if L is not None and L <= sim.shape_plan_limit]
+    lengths = [L for L in (d["n"], d["paper_max_n"]) if L is not None and L <= sim.plan_limit]
     over = [L for L in lengths if judge(red, sim, width, precision, heads, L).protocol_bits
-            > sim.budget_bits(width, precision, heads, L)[0]]
+            > sim.paper_count(Shape(width, precision, heads), Split(L))[0]]
     assert all(red.is_valid_length(L) for L in lengths)
     if over:
         assert "undercounts" in d["paper_note"] and "not supported" in d["paper_note"]

@@ -4,7 +4,7 @@ the model on added sets, so it never streams), are named -- so a new such reduct
 from __future__ import annotations
 
 from commsim.cli import cli
-from commsim.contract.interfaces import Reduction
+from commsim.contract import Reduction
 from commsim.plugins import load_plugins
 
 

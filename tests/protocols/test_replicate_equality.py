@@ -99,7 +99,7 @@ def test_the_separator_layout_is_the_trained_models_input():
     encoded = reduction.encode(problem, A, B)
     tokens = np.asarray(encoded.tokens, dtype=np.int64)
     assert tokens.shape == (16, 2 * n + 1) and (tokens[:, n] == data.SEPARATOR).all()
-    assert list(encoded.alice_positions) == list(range(n)) and reduction.size_for_length(2 * n + 1) == n
+    assert list(encoded.alice_positions) == list(range(n)) and reduction.size(2 * n + 1) == n
     net = build("lstm", 3, 2, 4)
     report = commsim.run(reduction, net, n=n, precision=16, instances=16, seed=0, certify=False)
     assert report.protocol_matches_model and report.bits_used == 2 * 4 * 16

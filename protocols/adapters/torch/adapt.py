@@ -88,7 +88,7 @@ def check_arguments(obj, given: dict) -> None:
     device), a token table is an nn.Embedding or a (rows, dim) matrix of numbers, ``head`` a torch module or a
     callable (``norm`` also a list of them), ``vocab_size``/``seq_len`` positive integers; an
     :class:`AdapterError` (an InputError for a size) names the argument."""
-    from commsim.core.limits import check_size
+    from commsim.contract import check_size
     if _on_meta(obj):
         raise AdapterError(f"the {type(obj).__name__}'s weights are on the meta device (shapes without values): "
                            f"materialize it first (module.to_empty(device='cpu') and load_state_dict)", "model")

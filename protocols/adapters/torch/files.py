@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from commsim.core.limits import check_memory
-from commsim.spec import regular_file
+from commsim.contract import check_memory, regular_file
 from protocols.adapters.torch.layers import AdapterError, require_torch
 
 #: the most bytes of a Hugging Face ``config.json`` read (a real one has a few thousand)

@@ -43,7 +43,7 @@ from typing import Callable
 import numpy as np
 
 from commsim.core.precision import NumberFormat
-from commsim.core.limits import check_memory
+from commsim.contract import check_memory
 from protocols.adapters.torch.grid import Grid, MappedGrid, StackedGrid, SumGrid, as_grid
 from protocols.adapters.torch.layers import AdapterError, tensor, without_unpicklable_forward
 from protocols.adapters.torch.trust import ModuleForward, TorchTrust

@@ -3,7 +3,7 @@
 MLP, ``ln_f`` and the unembedding into psi."""
 from __future__ import annotations
 
-from commsim.core.arithmetic import Dense
+from commsim.contract import Dense
 from commsim.core.precision import NumberFormat
 from protocols.adapters.torch.fold import (
     TWO_LAYERS,

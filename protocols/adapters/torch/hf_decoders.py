@@ -34,7 +34,7 @@ import math
 
 import numpy as np
 
-from commsim.core.arithmetic import Dense
+from commsim.contract import Dense
 from commsim.core.precision import NumberFormat
 from protocols.adapters.torch.fold import (
     TWO_LAYERS,

@@ -24,8 +24,7 @@ import struct
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from commsim.core.limits import check_memory
-from commsim.spec import regular_file
+from commsim.contract import check_memory, regular_file
 from protocols.adapters.torch.files import MAX_CONFIG_BYTES
 from protocols.adapters.torch.layers import AdapterError
 

@@ -17,8 +17,7 @@ from __future__ import annotations
 import math
 import os
 
-from commsim.core.limits import check_memory
-from commsim.spec import MAX_SPEC_INT, regular_file
+from commsim.contract import MAX_SPEC_INT, check_memory, regular_file
 from protocols.adapters.torch.files import read_json_config
 from protocols.adapters.torch.hf_files import check_model_files, load_failure
 from protocols.adapters.torch.layers import AdapterError, require_torch

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.spec import user_code_failure
+from commsim.contract import user_code_failure
 from protocols.adapters.torch.fold import TWO_LAYERS, LastPositionForward
 from protocols.adapters.torch.layers import AdapterError
 from protocols.models.decides import Decides

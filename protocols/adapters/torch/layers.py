@@ -4,7 +4,7 @@ pointwise layers.
 
 Determinism.  A protocol run (batch 1), a batch run (large batches) and the direct forward
 must give the same bits.  Every product here is the batch-independent
-:class:`~commsim.core.arithmetic.Dense` of the recurrent models, and elementwise numpy functions are
+:class:`~commsim.contract.arithmetic.Dense` of the recurrent models, and elementwise numpy functions are
 batch-independent.  A head that is not made of known layers runs through torch one row at a time
 (same shapes every call, hence the same kernel and the same bits).
 """
@@ -15,9 +15,7 @@ import math
 
 import numpy as np
 
-from commsim.core.arithmetic import Dense, sigmoid
-from commsim.core.errors import InputError
-# dtype_name (a torch dtype's name, the one spelling of it) is read from here by the graph adapters too
+from commsim.contract import Dense, InputError, sigmoid
 from commsim.core.precision import FormatError, NumberFormat, dtype_name, parse_format
 
 #: documented agreement with the torch module's own forward: |commsim - torch| <= atol + rtol * |torch|

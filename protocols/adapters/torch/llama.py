@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.arithmetic import Dense
+from commsim.contract import Dense
 from commsim.core.precision import NumberFormat
 from protocols.adapters.torch.fold import (
     TWO_LAYERS,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.arithmetic import Dense, sigmoid
+from commsim.contract import Dense, sigmoid
 from commsim.core.precision import NumberFormat
 from protocols.adapters.torch.layers import (
     AdapterError,

@@ -53,10 +53,15 @@ import os
 import sys
 from pathlib import Path
 
-from commsim.core.errors import InputError
-from commsim.core.limits import check_memory
-from commsim.plugins import current_directory_on_path
-from commsim.spec import FORMAT_KEYS, MAX_SPEC_INT, regular_file, user_code_failure
+from commsim.contract import (
+    FORMAT_KEYS,
+    InputError,
+    MAX_SPEC_INT,
+    check_memory,
+    current_directory_on_path,
+    regular_file,
+    user_code_failure,
+)
 from protocols.adapters.torch import hf_local
 from protocols.adapters.torch.adapt import from_torch
 from protocols.adapters.torch.files import load_torch_file, read_json_config

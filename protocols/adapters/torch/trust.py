@@ -43,8 +43,7 @@ import hashlib
 
 import numpy as np
 
-from commsim.core.decision import Decision
-from commsim.core.errors import InputError
+from commsim.contract import Decision, InputError
 from protocols.adapters.torch.layers import TOLERANCE, tensor
 
 #: rows compared at once (bounds the memory of long sequences)

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.digests import message_rows, row_digests
-from commsim.core.sums import pack_signed
+from commsim.contract import message_rows, pack_signed, row_digests
 from protocols.models.attention import AttentionLayer
 from protocols.simulators.attention.plan import ExchangePlan
 

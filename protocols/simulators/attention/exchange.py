@@ -22,7 +22,7 @@ The query owner adds its own partial sums, divides once (o = [U / Z]), applies W
 outputs (psi's residual input x_N, if any, is its own: no bits).  Because the division happens
 once, at the output party, Z needs to travel one way only (the theorem's account exchanges it both
 ways).  :meth:`AttentionExchange.plan` reports the theorem's own count, 3m(p + ceil(log2 N))H
-(:func:`protocols.theorems.exchange_bits`, the :class:`~commsim.contract.interfaces.MessagePlan`'s
+(:func:`protocols.theorems.exchange_bits`, the :class:`~commsim.contract.MessagePlan`'s
 ``formula``), which leaves out the query's vectors this exchange also sends; the bits it really sends
 are the plan's (:mod:`protocols.simulators.attention.plan`), reported beside it.  Appendix D of [BHBK24] gives the count as an order of magnitude: counted
 step by step a head can cost more when p is large relative to log N.
@@ -55,15 +55,19 @@ from typing import Callable
 
 import numpy as np
 
-from commsim.core.errors import InputError, NotApplicable
-from commsim.core.party import Protocol
-from commsim.contract.interfaces import (
+from commsim.contract import (
     ANY_PARTITION,
-    QUERY_ONLY,
     BatchResult,
     Encoded,
+    InputError,
     MessagePlan,
+    NotApplicable,
+    Protocol,
+    QUERY_ONLY,
+    Shape,
     Simulator,
+    Split,
+    Vectorized,
 )
 from protocols.models.attention import AttentionConfig, AttentionLayer
 from protocols.simulators.attention.batch import simulate
@@ -126,41 +130,44 @@ def batch_keys(model: AttentionLayer, tokens: np.ndarray, protocol: Callable,
     return np.concatenate(labels)[:, None], np.concatenate(keys)
 
 
-class AttentionExchange(Simulator):
+class AttentionExchange(Vectorized, Simulator):
     """One-layer attention: max-logit / partial-softmax exchange (Theorem 4 of [BHBK24])."""
 
     name = "attention-exchange"
     plans_number_format = True
     source = "Theorem 4 of [BHBK24]; one-way variant: [SHT23]"
-    arch = "attention"
     budget_parameters = ("width", "precision", "heads")
     partition_kind = ANY_PARTITION           # Theorem 4 holds for any partition of the positions
     one_way_splits = (QUERY_ONLY,)           # Alice holding only the query sends, Bob answers ([SHT23])
-    precedence = 10                          # the one simulator the kind ``attention`` selects
-    shape_plan_limit = 1 << 20               # the plan lists every position: budget evaluates it up to 2^20
+    plan_limit = 1 << 20                     # the plan lists every position: budget evaluates it up to 2^20
 
     def __init__(self):
         self._cache = PlanCache()
 
     # ---- declarations read by commsim budget
-    def budget_bits(self, width: int, precision: int, heads: int, seq_len: int) -> tuple[int, str]:
-        """Theorem 4 of [BHBK24]: 3m(p + ceil(log2 N))H (:func:`protocols.theorems.exchange_bits`)."""
+    def paper_count(self, shape: Shape, split: Split) -> tuple[int, str]:
+        """Theorem 4 of [BHBK24]: 3m(p + ceil(log2 N))H (:func:`protocols.theorems.exchange_bits`), at any N."""
+        width, precision, heads, seq_len = shape.width, shape.precision, shape.heads, split.seq_len
         return (exchange_bits(width, precision, heads, seq_len),
                 f"{exchange_text(width, precision, heads, seq_len)} (Theorem 4 of [BHBK24])")
 
     #: Theorem 4's count as the paper writes it: log N not rounded (budget shows its max N beside the ceiling's)
     paper_form_text = "3m(p + log2 N)H, log2 N unrounded"
 
-    def paper_form_bits(self, width: int, precision: int, heads: int, seq_len: int) -> float:
+    def paper_form_bits(self, shape: Shape, seq_len: int) -> float:
         """Theorem 4 of [BHBK24] in the paper's own form (:func:`protocols.theorems.exchange_bits_paper_log`)."""
-        return exchange_bits_paper_log(width, precision, heads, seq_len)
+        return exchange_bits_paper_log(shape.width, shape.precision, shape.heads, seq_len)
 
-    def shape_plan(self, width: int, precision: int, heads: int, seq_len: int, alice_positions,
-                   output_positions, dim: int | None = 8, number_format=None, **_) -> MessagePlan:
+    def plan(self, shape: Shape, split: Split) -> MessagePlan:
         """The message plan ``run`` executes, for the papers' layer of these sizes at length N on this
         partition (:meth:`AttentionConfig.fixed <protocols.models.attention.AttentionConfig.fixed>`: fixed
-        point, p // 2 fraction bits, the query attending to itself, no residual path, d = ``dim``; in
-        ``number_format`` instead when one is given, e.g. float32: the layer ``attention:dtype=float32`` builds)."""
+        point, p // 2 fraction bits, the query attending to itself, no residual path, d = ``shape.extras["dim"]``;
+        in the shape's number format instead when it is one, e.g. float32: the layer ``attention:dtype=float32``
+        builds)."""
+        width, precision, heads, seq_len = shape.width, shape.precision, shape.heads, split.seq_len
+        alice_positions, output_positions = split.alice_positions, split.output_positions
+        dim = shape.extras.get("dim", 8)
+        number_format = None if isinstance(shape.format, int) else shape.format
         if len(output_positions) != 1:
             raise NotApplicable(f"the attention exchange (Theorem 4 of [BHBK24]) computes the output at one query "
                                 f"position; this task reads {len(output_positions)} outputs, one per query, and the "
@@ -193,12 +200,12 @@ class AttentionExchange(Simulator):
                              f"(query={model.query}) but the task reads it at position {out}", "model")
         return make_plan(model, encoded.seq_len, encoded.alice_positions, out)
 
-    def plan(self, model: AttentionLayer, encoded: Encoded) -> MessagePlan:
+    def plan_model(self, model: AttentionLayer, encoded: Encoded) -> MessagePlan:
         """Any partition works; the input (length, tokens) and the query position must fit the model."""
         model.check_input(encoded.seq_len, encoded.tokens)
         return _message_plan(self.exchange_plan(model, encoded))
 
-    def make_protocol(self, model, encoded: Encoded) -> Protocol:
+    def protocol(self, model, encoded: Encoded) -> Protocol:
         """The party programs for the task's partition."""
         return AttentionExchangeProtocol(model, self.exchange_plan(model, encoded))
 

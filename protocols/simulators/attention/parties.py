@@ -9,10 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.core.party import Protocol, Receive, Send
-from commsim.core.runner import run_protocol
-from commsim.core.sums import pack_count, pack_signed, unpack_count, unpack_signed
-from commsim.contract.interfaces import Share
+from commsim.contract import (
+    Protocol,
+    Receive,
+    Send,
+    Share,
+    pack_count,
+    pack_signed,
+    run_protocol,
+    unpack_count,
+    unpack_signed,
+)
 from protocols.models.attention import AttentionLayer
 from protocols.simulators.attention.plan import ExchangePlan, make_plan
 
@@ -20,7 +27,7 @@ __all__ = ["AttentionExchangeProtocol", "run_exchange"]
 
 
 class AttentionExchangeProtocol(Protocol):
-    """The party programs of the exchange; shares are :class:`commsim.contract.interfaces.Share` values."""
+    """The party programs of the exchange; shares are :class:`commsim.contract.Share` values."""
 
     name = "attention-exchange"
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from commsim.core.errors import InputError
+from commsim.contract import InputError
 from protocols.models.attention import AttentionConfig, AttentionLayer
 from protocols.theorems import (
     exchange_bits,

@@ -2,7 +2,7 @@
 
 In the function-composition reduction of [PNP24] the query token x is public: Alice holds g's description,
 Bob holds f's and the query position (he outputs), and Alice knows x too (the task's
-:attr:`~commsim.contract.interfaces.Encoded.public_positions`).  So Alice computes each head's query
+:attr:`~commsim.contract.Encoded.public_positions`).  So Alice computes each head's query
 q_N herself -- nothing travels from Bob -- and her part of the softmax is her whole message: one-way.
 
 What she sends, per head, is her part of the exchange of Theorem 4 of [BHBK24]
@@ -21,7 +21,7 @@ really sent, with that count shown beside.
 Fixed-point formats only (under an IEEE format the candidates are every float in a wide range: not
 implemented); division once only (per-weight division rounds e_i / Z with the global Z, which Alice cannot
 know: no one-way message of this kind exists).  The simulator is not chosen by the model's kind; the
-composition reduction names it (:attr:`~commsim.contract.interfaces.Reduction.simulator_variants`).
+composition reduction names it (:attr:`~commsim.contract.Reduction.simulator_variants`).
 """
 from __future__ import annotations
 
@@ -30,16 +30,24 @@ from typing import Callable
 
 import numpy as np
 
-from commsim.core.bits import Bits
-from commsim.core.errors import NotApplicable
-from commsim.core.party import Protocol, Receive, Send
-from commsim.core.sums import pack_count, pack_signed, unpack_count, unpack_signed
-from commsim.contract.interfaces import (
+from commsim.contract import (
     ANY_PARTITION,
     BatchResult,
+    Bits,
     Encoded,
     MessagePlan,
+    NotApplicable,
+    Protocol,
+    Receive,
+    Send,
+    Shape,
     Simulator,
+    Split,
+    Vectorized,
+    pack_count,
+    pack_signed,
+    unpack_count,
+    unpack_signed,
 )
 from protocols.models.attention import AttentionConfig, AttentionLayer
 from protocols.simulators.attention.exchange import PlanCache, batch_keys, batch_run
@@ -214,7 +222,7 @@ def _exact(a) -> np.ndarray:
     return a
 
 
-class PublicQueryExchange(Simulator):
+class PublicQueryExchange(Vectorized, Simulator):
     """One-layer attention, the query known to both: Alice's one-way partial softmax ([PNP24]).
 
     Its :meth:`transcript_keys` are Alice's message values per instance (the whole transcript: one-way), which
@@ -226,7 +234,6 @@ class PublicQueryExchange(Simulator):
     source = "[PNP24] (the query is known to both; Alice sends her part of the softmax); Theorem 4 of [BHBK24]"
     partition_kind = ANY_PARTITION
     selectable = False
-    precedence = 20
 
     def __init__(self):
         self._cache = PlanCache()
@@ -254,15 +261,17 @@ class PublicQueryExchange(Simulator):
                                  int(encoded.output_positions[0]), encoded.public_positions)
 
     # ---- declarations read by commsim budget (a reduction's variant: budget plans what run runs)
-    shape_plan_limit = 1 << 20               # as the exchange's: budget evaluates the plan up to 2^20
+    plan_limit = 1 << 20                     # as the exchange's: budget evaluates the plan up to 2^20
 
-    def shape_plan(self, width: int, precision: int, heads: int, seq_len: int, alice_positions,
-                   output_positions, dim: int | None = 8, public_positions=(), number_format=None,
-                   **_) -> MessagePlan:
+    def plan(self, shape: Shape, split: Split) -> MessagePlan:
         """The message ``run`` sends for the papers' layer of these sizes at length N on this partition
         (:meth:`AttentionConfig.fixed <protocols.models.attention.AttentionConfig.fixed>`, as the exchange's
-        budget plan: fixed point, p // 2 fraction bits, division once, d = ``dim``; ``number_format`` instead when
-        one is given)."""
+        budget plan: fixed point, p // 2 fraction bits, division once, d = ``shape.extras["dim"]``; the shape's
+        number format instead when it is one)."""
+        width, precision, heads, seq_len = shape.width, shape.precision, shape.heads, split.seq_len
+        alice_positions, output_positions = split.alice_positions, split.output_positions
+        dim, public_positions = shape.extras.get("dim", 8), split.public_positions
+        number_format = None if isinstance(shape.format, int) else shape.format
         if len(output_positions) != 1:
             raise NotApplicable("the public-query message computes one query position", "model")
         config = (AttentionConfig.fixed(heads, width, precision, dim=dim) if number_format is None else
@@ -273,13 +282,14 @@ class PublicQueryExchange(Simulator):
                                  public_positions)
         return self._message_plan(plan)
 
-    def budget_bits(self, width: int, precision: int, heads: int, seq_len: int, dim: int = 8) -> tuple[int, str]:
+    def paper_count(self, shape: Shape, split: Split) -> tuple[int, str]:
         """[PNP24]'s count of Alice's one-way message, H(d + 1)p (:func:`protocols.theorems.
         composition_message_bits`), whatever N."""
+        heads, dim, precision = shape.heads, shape.extras.get("dim", 8), shape.precision
         count = composition_message_bits(heads, dim, precision)
         return count, f"H(d + 1)p = {heads}·({dim} + 1)·{precision} = {count} ([PNP24], Theorem 1)"
 
-    def plan(self, model, encoded: Encoded) -> MessagePlan:
+    def plan_model(self, model, encoded: Encoded) -> MessagePlan:
         """Alice's message, one way, beside [PNP24]'s count H(d + 1)p; the input must fit the model."""
         model.check_input(encoded.seq_len, encoded.tokens)
         return self._message_plan(self.exchange_plan(model, encoded))
@@ -299,7 +309,7 @@ class PublicQueryExchange(Simulator):
                            f"({steps}; K = {K} candidate maxima)", {}, count, formula_text,
                            "Alice's partial softmax (her maximum, and her Z_A and U_A per candidate maximum)")
 
-    def make_protocol(self, model, encoded: Encoded) -> Protocol:
+    def protocol(self, model, encoded: Encoded) -> Protocol:
         return PublicQueryProtocol(model, self.exchange_plan(model, encoded))
 
     def direct_labels(self, model, encoded: Encoded) -> np.ndarray:
@@ -329,7 +339,7 @@ class PublicQueryExchange(Simulator):
         proto, direct, exact = batch_run(model, encoded.tokens, plan.query,
                                          lambda rows: self.batch(model, plan, rows)[0], _chunk(encoded, plan),
                                          progress)
-        message = self.plan(model, encoded)
+        message = self.plan_model(model, encoded)
         details = {"mode": "one-way (public query)", "query_position": plan.query, "query_owner": "bob",
                    "output_party": "bob", "p": plan.precision, "m": plan.width, "H": plan.heads, "d": plan.dim,
                    "theorem_bits": message.formula, "theorem_text": message.formula_text,

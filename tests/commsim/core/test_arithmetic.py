@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commsim.core.arithmetic import Dense, Quantizer, arithmetic_for, dot_is_exact, label_dtype, sigmoid
+from commsim.contract.arithmetic import Dense, Quantizer, arithmetic_for, dot_is_exact, label_dtype, sigmoid
 from commsim.core.precision import FLOAT_DTYPES, BitFormat, FixedPoint, FloatFormat
 
 FAST = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commsim.core.arithmetic import arithmetic_for
+from commsim.contract.arithmetic import arithmetic_for
 from commsim.core.bits import Bits, BitsError
 from commsim.core.precision import FixedPoint, FloatFormat
 from commsim.core.sums import pack_count, pack_signed, unpack_count, unpack_signed

@@ -5,6 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from commsim.cli import cli
+from commsim.contract import Shape, Split
 from commsim.budget.compute import budget, simulator_for_arch
 from commsim.budget.solve import solve as budget_solve
 from commsim.plugins import load_plugins
@@ -49,9 +50,10 @@ def test_issue_example_is_not_ruled_out_by_the_real_protocol():
 def test_budget_bits_are_the_theorems_counts():
     """Theorem 2: m·p whatever N; Theorem 4: 3m(p + ceil(log2 N))H (144 at m = 4, p = 8, H = 1, N = 16)."""
     rnn, attention = simulator_for_arch("rnn"), simulator_for_arch("attention")
-    assert rnn.budget_bits(128, 64, 1, 10)[0] == rnn.budget_bits(128, 64, 1, 10 ** 6)[0] == 128 * 64
-    assert attention.budget_bits(4, 8, 1, 16)[0] == 3 * 4 * (8 + 4) * 1 == 144
-    assert attention.budget_bits(4, 8, 2, 17)[0] == 3 * 4 * (8 + 5) * 2
+    at = {N: rnn.paper_count(Shape(128, 64), Split(N))[0] for N in (10, 10 ** 6)}
+    assert at[10] == at[10 ** 6] == 128 * 64
+    assert attention.paper_count(Shape(4, 8, 1), Split(16))[0] == 3 * 4 * (8 + 4) * 1 == 144
+    assert attention.paper_count(Shape(4, 8, 2), Split(17))[0] == 3 * 4 * (8 + 5) * 2
     report = budget("attention", 4, 8, "dyck22-fooling", n=16)
     assert (report.bits, report.bound.bits) == (144, 15) and report.to_dict()["bits_formula"] == 144
 

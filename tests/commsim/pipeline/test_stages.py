@@ -91,7 +91,8 @@ def test_the_simulator_is_chosen_by_precedence_never_silently(monkeypatch):
     with pytest.raises(InputError, match="same precedence") as err:
         stages.simulator_for(setup.model)
     assert err.value.param == "simulator"
-    rival.precedence = 200
+    monkeypatch.setitem(registry._entries["simulator"], "rnn-rival",
+                        Entry("simulator", "rnn-rival", rival, precedence=200))
     chosen, why = stages.simulator_for(setup.model)
     assert chosen.name == "rnn-handoff" and "over rnn-rival" in why
     named = prepare("index-idxl", "memorize:capacity=3", 4, simulator="rnn-rival")

@@ -15,5 +15,5 @@ def register(registry) -> None:
     registry.register("model", "counter", counter_factory,
                       "toy plugin: a counter of ones (+1 on Alice's half, -1 on Bob's); answers 1 iff it ends at 0")
     registry.register("simulator", COUNT_HANDOFF.name, COUNT_HANDOFF,
-                      "toy plugin: Alice sends her count of ones, ceil(log2(n + 1)) bits, one-way")
+                      "toy plugin: Alice sends her count of ones, ceil(log2(n + 1)) bits, one-way", arch="counter")
     registry.register("reduction", EqByCount.id, EqByCount(), EqByCount.description)

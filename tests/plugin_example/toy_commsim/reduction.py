@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim.contract.interfaces import CONTIGUOUS_PREFIX, Encoded, Reduction
+from commsim.contract import CONTIGUOUS_PREFIX, Encoded, Reduction, Split
 from commsim.theory.bounds import Conditions, LowerBound
 from commsim.theory.problems import Equality
 
@@ -18,7 +18,7 @@ class EqByCount(Reduction):
     description = "toy plugin: EQ_n as x_1..x_n y_1..y_n, answered at the last position"
     default_model = "counter"
     default_n = 6
-    split = CONTIGUOUS_PREFIX
+    split_kind = CONTIGUOUS_PREFIX
     length_scale, length_offset = 2, 0
 
     def problem(self, n: int) -> Equality:
@@ -34,18 +34,11 @@ class EqByCount(Reduction):
     def decode(self, labels, B) -> np.ndarray:
         return np.asarray(labels)[:, 0].astype(np.uint8)
 
-    def lower_bound(self, model, plan, problem, encoded) -> LowerBound:
-        bound = LowerBound(problem.n, "EQ one-way (2^n distinct rows)", Conditions("one-way", "contiguous"),
-                           f"a one-way protocol for EQ_{problem.n} sends >= n = {problem.n} bits")
-        if plan.senders <= {"alice"}:
-            return bound
-        return bound.not_applicable("the protocol is two-way")
-
-    def partition(self, seq_len: int):
+    def split(self, seq_len: int) -> Split:
         """Alice: the first half; the answer at the last position (without encoding: any N)."""
-        return range(int(seq_len) // 2), (int(seq_len) - 1,)
+        return Split(seq_len, range(int(seq_len) // 2), (int(seq_len) - 1,))
 
-    def length_bound(self, simulator, seq_len: int, senders=None) -> LowerBound:
-        n = max(int(seq_len) // 2, 1)
-        return LowerBound(n, "EQ one-way (2^n distinct rows)", Conditions("one-way", "contiguous"),
-                          f"N = 2n = {2 * n}: n = {n} bits")
+    def bound(self, n: int, senders: frozenset) -> LowerBound:
+        bound = LowerBound(n, "EQ one-way (2^n distinct rows)", Conditions("one-way", "contiguous"),
+                           f"a one-way protocol for EQ_{n} sends >= n = {n} bits")
+        return bound if senders <= {"alice"} else bound.not_applicable("the protocol is two-way")

@@ -13,7 +13,7 @@ torch = pytest.importorskip("torch")
 torch.set_num_threads(1)
 
 from commsim.core.precision import FixedPoint  # noqa: E402
-from commsim.contract.interfaces import Encoded  # noqa: E402
+from commsim.contract import Encoded  # noqa: E402
 from commsim.runs.run import run_reduction  # noqa: E402
 from examples.research_graph import (  # noqa: E402
     GraphAttentionLayer,

@@ -19,7 +19,7 @@ from protocols.adapters.torch import from_torch  # noqa: E402
 from protocols.adapters.torch.graph import READING_FORMAT, TorchGraphAttention  # noqa: E402
 from protocols.adapters.torch.layers import AdapterError  # noqa: E402
 from protocols.models.graph_attention import rows_to_tokens  # noqa: E402
-from commsim.contract.interfaces import Encoded  # noqa: E402
+from commsim.contract import Encoded  # noqa: E402
 from protocols.simulators.graph import GRAPH_EXCHANGE  # noqa: E402
 
 pyg = pytest.importorskip("torch_geometric")

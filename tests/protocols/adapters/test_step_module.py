@@ -15,7 +15,7 @@ torch.set_num_threads(1)
 import commsim  # noqa: E402
 from commsim.core.precision import FixedPoint, FloatFormat  # noqa: E402
 from commsim.core.runner import run_protocol  # noqa: E402
-from commsim.contract.interfaces import Encoded  # noqa: E402
+from commsim.contract import Encoded  # noqa: E402
 from commsim.runs.run import run_reduction  # noqa: E402
 from examples.step_modules import GatedSSM, TwoPartCell, gated_ssm, two_part_cell  # noqa: E402
 from protocols.adapters.torch import from_torch  # noqa: E402
@@ -60,7 +60,7 @@ def test_a_two_part_state_is_handed_off_whole():
     enc = Encoded(np.random.default_rng(1).integers(0, 4, size=(3, 6)), np.arange(4), (5,))
     for i in range(3):
         alice, bob = enc.shares(i)
-        result = run_protocol(RNN_HANDOFF.make_protocol(model, enc), alice, bob)
+        result = run_protocol(RNN_HANDOFF.protocol(model, enc), alice, bob)
         assert result.transcript.total_bits == 192
         assert np.array_equal(result.output[1], model.forward_batch(enc.tokens[i:i + 1], (5,))[0])
 
@@ -82,7 +82,7 @@ def cases(draw):
 def test_handoff_equals_direct_forward_at_any_precision(case):
     model, encoded = case
     direct = model.forward_batch(encoded.tokens, encoded.output_positions)
-    protocol = RNN_HANDOFF.make_protocol(model, encoded)
+    protocol = RNN_HANDOFF.protocol(model, encoded)
     for i in range(encoded.batch):
         alice, bob = encoded.shares(i)
         result = run_protocol(protocol, alice, bob)

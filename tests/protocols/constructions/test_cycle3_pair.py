@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from commsim.core.arithmetic import FixedArithmetic
+from commsim.contract.arithmetic import FixedArithmetic
 from commsim.core.precision import FixedPoint
 from protocols.constructions.cycle3 import build_cycle3_pair
 from protocols.models.pair_attention import khatri_rao_values, trilinear_logits

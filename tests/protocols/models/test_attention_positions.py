@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from commsim.core.arithmetic import arithmetic_for
+from commsim.contract.arithmetic import arithmetic_for
 from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint, FloatFormat
 from commsim.plugins import load_plugins, make_model

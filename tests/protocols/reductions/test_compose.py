@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from commsim.core.errors import InputError, NotApplicable, ProblemInputError
 from commsim.core.precision import FixedPoint
 from commsim.core.runner import run_protocol
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from commsim.runs.run import run_reduction
 from commsim.plugins import load_plugins
 from protocols.models.attention import random_layer
@@ -100,7 +100,7 @@ def test_public_query_message_equals_the_direct_forward_on_any_partition(data):
     tokens = rng.integers(0, V, size=(6, N))
     enc = Encoded(tokens, alice, (query,), public_positions=(query,))
     plan = PUBLIC_QUERY.exchange_plan(model, enc)
-    message = PUBLIC_QUERY.plan(model, enc)
+    message = PUBLIC_QUERY.plan_model(model, enc)
     assert (message.alice_to_bob, message.bob_to_alice, message.direction) == (plan.total_bits, 0, "one-way")
     raw, keys = PUBLIC_QUERY.batch(model, plan, tokens)
     assert np.array_equal(raw, model.forward_rep(tokens, query))
@@ -108,7 +108,7 @@ def test_public_query_message_equals_the_direct_forward_on_any_partition(data):
     labels, hook_keys = PUBLIC_QUERY.transcript_keys(model, enc)
     assert batch.exact_match.all() and np.array_equal(batch.protocol_labels, labels)
     assert np.array_equal(labels[:, 0], model.labels(raw)) and np.array_equal(hook_keys, keys)
-    protocol = PUBLIC_QUERY.make_protocol(model, enc)
+    protocol = PUBLIC_QUERY.protocol(model, enc)
     for i in range(len(tokens)):
         result = run_protocol(protocol, *enc.shares(i))
         assert result.transcript.bits_by_direction == {"alice_to_bob": plan.total_bits, "bob_to_alice": 0}
@@ -123,7 +123,7 @@ def test_the_message_needs_the_public_query():
     model = random_layer(FixedPoint(6, 1), vocab=4, positions=5)
     tokens = np.zeros((1, 5), dtype=np.int64)
     with pytest.raises(NotApplicable, match="public"):
-        PUBLIC_QUERY.plan(model, Encoded(tokens, np.arange(2), (4,)))
+        PUBLIC_QUERY.plan_model(model, Encoded(tokens, np.arange(2), (4,)))
 
 
 @pytest.mark.parametrize("n", [8, 16])
@@ -179,7 +179,7 @@ def test_refusals_and_other_model_kinds():
 
 
 def test_two_way_protocols_are_not_bound():
-    from commsim.contract.interfaces import MessagePlan
+    from commsim.contract import MessagePlan
     two_way = MessagePlan(5, 3, 2, "both speak")
     p = Composition(8)
     bound = RED.lower_bound(None, two_way, p, None)

@@ -8,7 +8,7 @@ import pytest
 
 from commsim.cli import main
 from commsim.core.errors import InputError, NotApplicable
-from commsim.contract.interfaces import ANY_PARTITION, CONTIGUOUS_PREFIX, MessagePlan, Simulator
+from commsim.contract import ANY_PARTITION, CONTIGUOUS_PREFIX, MessagePlan, Simulator
 from commsim.runs.run import run_reduction
 from commsim.runs.stages import select_instances
 from commsim.plugins import load_plugins, make_model

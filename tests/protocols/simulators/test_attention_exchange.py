@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint, FloatFormat
 from commsim.core.runner import run_protocol
-from commsim.contract.interfaces import Encoded, Share
+from commsim.contract import Encoded, Share
 from commsim.theory.bounds import ceil_log2
 from protocols.models.attention import AttentionConfig, AttentionLayer, random_layer
 from protocols.simulators.attention import (
@@ -204,15 +204,15 @@ def test_plan_checks_the_task_against_the_model():
     model = random_layer(FixedPoint.with_bits(8), vocab=3, positions=6, seed=0, query=2)
     enc = Encoded(np.zeros((2, 6), dtype=int), np.arange(3), (5,))
     with pytest.raises(InputError, match="position 2"):
-        ATTENTION_EXCHANGE.plan(model, enc)
+        ATTENTION_EXCHANGE.plan_model(model, enc)
     with pytest.raises(InputError, match="reads one query position"):
-        ATTENTION_EXCHANGE.plan(random_layer(FixedPoint.with_bits(8), vocab=3, positions=6),
+        ATTENTION_EXCHANGE.plan_model(random_layer(FixedPoint.with_bits(8), vocab=3, positions=6),
                                 Encoded(np.zeros((1, 6), dtype=int), np.arange(3), (4, 5)))
     with pytest.raises(InputError, match="vocabulary"):
-        ATTENTION_EXCHANGE.plan(random_layer(FixedPoint.with_bits(8), vocab=3, positions=6),
+        ATTENTION_EXCHANGE.plan_model(random_layer(FixedPoint.with_bits(8), vocab=3, positions=6),
                                 Encoded(np.full((1, 6), 7), np.arange(3), (5,)))
     with pytest.raises(InputError, match="the input has 7"):
-        ATTENTION_EXCHANGE.plan(random_layer(FixedPoint.with_bits(8), vocab=3, positions=6),
+        ATTENTION_EXCHANGE.plan_model(random_layer(FixedPoint.with_bits(8), vocab=3, positions=6),
                                 Encoded(np.zeros((1, 7), dtype=int), np.arange(3), (6,)))
 
 
@@ -224,14 +224,14 @@ def test_the_message_plan_is_the_exchange_plan(alice, direction, senders):
     exchange's own plan, and the runner sends exactly those bits."""
     model = random_layer(FixedPoint.with_bits(8), vocab=4, positions=12, heads=2, width=3, dim=5, seed=7)
     enc = Encoded(np.random.default_rng(1).integers(0, 4, size=(3, 12)), np.array(alice, dtype=np.int64), (11,))
-    message = ATTENTION_EXCHANGE.plan(model, enc)
+    message = ATTENTION_EXCHANGE.plan_model(model, enc)
     plan = ATTENTION_EXCHANGE.exchange_plan(model, enc)
     assert (message.alice_to_bob, message.bob_to_alice, message.rounds) == \
         (plan.alice_to_bob, plan.bob_to_alice, plan.rounds)
     assert message.direction == direction and message.senders == senders
     assert (message.formula, message.formula_text) == theorem_count(plan) and message.message_name
     assert ATTENTION_EXCHANGE.exchange_plan(model, enc) is plan          # cached per split
-    result = run_protocol(ATTENTION_EXCHANGE.make_protocol(model, enc), *enc.shares(0))
+    result = run_protocol(ATTENTION_EXCHANGE.protocol(model, enc), *enc.shares(0))
     assert result.transcript.bits_by_direction == {"alice_to_bob": message.alice_to_bob,
                                                    "bob_to_alice": message.bob_to_alice}
     assert result.transcript.rounds == message.rounds
@@ -244,7 +244,7 @@ def test_run_batch_agrees_with_the_runner_and_itemizes():
     batch = ATTENTION_EXCHANGE.run_batch(model, enc)
     assert batch.exact_match.all() and batch.details["exact_matches"] == 40
     assert np.array_equal(batch.protocol_labels, batch.direct_labels)
-    protocol = ATTENTION_EXCHANGE.make_protocol(model, enc)
+    protocol = ATTENTION_EXCHANGE.protocol(model, enc)
     for i in range(0, 40, 7):
         result = run_protocol(protocol, *enc.shares(i))
         assert result.output[0].tolist() == batch.protocol_labels[i].tolist()
@@ -490,19 +490,19 @@ def test_per_weight_one_way_and_local_need_no_extra_message():
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cases())
 def test_hooks_agree_with_the_runner_and_the_direct_forward(case):
-    """plan, run_batch, transcript_keys and make_protocol on one encoding: the batch equals the direct
+    """plan, run_batch, transcript_keys and protocol on one encoding: the batch equals the direct
     forward bit for bit and the runner instance by instance; the plan's bits are the runner's; equal keys
     exactly when the runner's transcripts are equal."""
     model, alice, query, tokens = case
     enc = Encoded(tokens, alice, (query,))
-    message = ATTENTION_EXCHANGE.plan(model, enc)
+    message = ATTENTION_EXCHANGE.plan_model(model, enc)
     batch = ATTENTION_EXCHANGE.run_batch(model, enc)
     labels, keys = ATTENTION_EXCHANGE.transcript_keys(model, enc)
     direct = ATTENTION_EXCHANGE.direct_labels(model, enc)
     assert batch.exact_match.all() and np.array_equal(batch.direct_labels, direct)
     assert np.array_equal(batch.protocol_labels, labels) and labels.shape == (len(tokens), 1)
     assert np.array_equal(direct[:, 0], model.decide(tokens, query))
-    protocol = ATTENTION_EXCHANGE.make_protocol(model, enc)
+    protocol = ATTENTION_EXCHANGE.protocol(model, enc)
     digests = []
     for i in range(len(tokens)):
         result = run_protocol(protocol, *enc.shares(i))

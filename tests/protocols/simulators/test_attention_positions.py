@@ -11,7 +11,7 @@ from protocols.models.attention import FLOAT_TOLERANCE, random_layer
 from protocols.models.attention_positions import alibi_slopes
 from protocols.simulators.attention import ATTENTION_EXCHANGE, make_plan, run_exchange, simulate
 from commsim.core.precision import FixedPoint, FloatFormat
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 
 formats = st.one_of(
     st.builds(lambda b, share: FixedPoint(b, min(int(share * b), b - 1)), st.integers(2, 24), st.floats(0, 0.99)),

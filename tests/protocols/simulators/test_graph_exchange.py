@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from commsim.core.precision import FixedPoint
 from commsim.core.runner import run_protocol
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded, Shape, Split
 from protocols.models.graph_attention import random_graph_attention, rows_to_tokens
 from protocols.reductions.graph import (
     Disj3Cycle,
@@ -46,10 +46,10 @@ def test_protocol_matches_model_bit_for_bit_at_every_layer(N, layers, heads, wid
     assert result.exact_match.all() and result.details["layers_exact"] == 12
     assert np.array_equal(result.protocol_labels[:, 0], model.graph_labels(X))
     owned = sum(o != "public" for o in owner)
-    plan = GRAPH_EXCHANGE.plan(model, encoded)
+    plan = GRAPH_EXCHANGE.plan_model(model, encoded)
     assert plan.bits == graph_exchange_bits(layers, heads, width, bits, owned)
     # the runner: the real messages, their bits and the output
-    protocol = GRAPH_EXCHANGE.make_protocol(model, encoded)
+    protocol = GRAPH_EXCHANGE.protocol(model, encoded)
     for i in range(2):
         run = run_protocol(protocol, *encoded.shares(i))
         label, _ = run.output
@@ -68,7 +68,7 @@ def test_transcript_keys_are_the_messages():
     X[1, 2:, :] = 1 - X[0, 2:, :]          # Bob's and the public rows changed
     encoded = _encoded(X, owner)
     _, keys = GRAPH_EXCHANGE.transcript_keys(model, encoded)
-    protocol = GRAPH_EXCHANGE.make_protocol(model, encoded)
+    protocol = GRAPH_EXCHANGE.protocol(model, encoded)
     digests = [run_protocol(protocol, *encoded.shares(i)).transcript.digest() for i in range(len(X))]
     for i in range(len(X)):
         for j in range(i):
@@ -108,7 +108,7 @@ def test_the_encoding_gives_alice_the_rows_of_u_and_publishes_w():
     part = node_partition(81, encoded.alice_positions, encoded.public_positions)
     assert part.alice.tolist() == [0, 1, 2] and part.bob.tolist() == [3, 4, 5] and part.public.tolist() == [6, 7, 8]
     assert np.array_equal(rows_to_tokens(cycle3_graphs(A, B)), encoded.tokens)
-    plan = GRAPH_EXCHANGE.shape_plan(1, 2, 1, 81, range(27), (80,), public_positions=range(54, 81))
+    plan = GRAPH_EXCHANGE.plan(Shape(1, 2, 1), Split(81, range(27), (80,), range(54, 81)))
     assert plan.bits == 1 * 1 * 6 * 2 * 1 * 2 + 2
 
 
@@ -145,11 +145,11 @@ def test_budget_plans_the_graph_exchange_by_node_counts():
     assert nodes % 3 == 0 and report["lower_bound_bits"] == n * n
     # Alice's n rows and Bob's; W's public rows are not sent when the planner is told of them
     assert graph_exchange_bits(1, 1, 1, 2, 2 * n) <= report["protocol_bits"] <= graph_exchange_bits(1, 1, 1, 2, 3 * n)
-    plan = GRAPH_EXCHANGE.shape_plan(1, 2, 1, nodes * nodes, range(n * nodes), (nodes * nodes - 1,),
-                                     public_positions=range(2 * n * nodes, nodes * nodes))
+    plan = GRAPH_EXCHANGE.plan(Shape(1, 2, 1), Split(nodes * nodes, range(n * nodes), (nodes * nodes - 1,),
+                                                     range(2 * n * nodes, nodes * nodes)))
     assert plan.bits == graph_exchange_bits(1, 1, 1, 2, 2 * n)
     huge = 3 * 10 ** 6
-    assert GRAPH_EXCHANGE.shape_plan(1, 2, 1, huge * huge, range(huge * (huge // 3)), (0,)).bits == \
+    assert GRAPH_EXCHANGE.plan(Shape(1, 2, 1), Split(huge * huge, range(huge * (huge // 3)), (0,))).bits == \
         graph_exchange_bits(1, 1, 1, 2, huge)
 
 

@@ -13,7 +13,7 @@ from commsim.core.errors import InputError
 from commsim.core.precision import FixedPoint
 from commsim.runs.run import run_reduction
 from commsim.core.runner import run_protocol
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from protocols.models.graph_attention import (
     EMPTY,
     GraphAttention,
@@ -65,10 +65,10 @@ def test_protocol_matches_model_on_research_layer_forms(N, dims, heads, width, b
     result = GRAPH_EXCHANGE.run_batch(model, encoded)
     assert result.exact_match.all() and result.details["layers_exact"] == 12
     assert np.array_equal(result.protocol_labels[:, 0], model.graph_labels(X))
-    plan = GRAPH_EXCHANGE.plan(model, encoded)
+    plan = GRAPH_EXCHANGE.plan_model(model, encoded)
     owned = sum(o != "public" for o in owner)
     assert plan.bits == graph_exchange_bits(len(dims) - 1, heads, width, bits, owned)
-    protocol = GRAPH_EXCHANGE.make_protocol(model, encoded)
+    protocol = GRAPH_EXCHANGE.protocol(model, encoded)
     for i in range(3):
         run = run_protocol(protocol, *encoded.shares(i))
         assert int(run.output[0][0]) == int(result.protocol_labels[i, 0])

@@ -12,7 +12,7 @@ from commsim.core.digests import message_rows
 from commsim.core.errors import NotApplicable
 from commsim.core.precision import FixedPoint, FloatFormat
 from commsim.core.runner import run_protocol
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from commsim.theory.problems import Disjointness, DyckProblem, Equality, Index
 from protocols.models.dyck_automaton import DyckAutomaton
 from protocols.models.memorize import Memorize
@@ -57,7 +57,7 @@ def test_protocol_equals_direct_forward_and_sends_exactly_mp_bits(case):
     handoff_matches_direct(model, encoded)          # every instance: bit for bit, exactly state_bits sent
     assert model.state_bits == model.state_units * model.format.bits
     for i in range(encoded.batch):
-        t = run_protocol(RNN_HANDOFF.make_protocol(model, encoded), *encoded.shares(i)).transcript
+        t = run_protocol(RNN_HANDOFF.protocol(model, encoded), *encoded.shares(i)).transcript
         assert t.bits_by_direction == {"alice_to_bob": model.state_bits, "bob_to_alice": 0}
         assert len(t) == 1 and t.rounds == 1 and t.is_one_way
     sweep = RNN_HANDOFF.run_batch(model, encoded)
@@ -69,9 +69,9 @@ def test_lstm_sends_2mp_bits():
     model = random_model("lstm", 5, "7", vocab=3, seed=1)
     enc = Encoded(np.random.default_rng(0).integers(0, 3, size=(4, 8)), np.arange(5), (7,))
     alice, bob = enc.shares(0)
-    result = run_protocol(RNN_HANDOFF.make_protocol(model, enc), alice, bob)
+    result = run_protocol(RNN_HANDOFF.protocol(model, enc), alice, bob)
     assert result.transcript.total_bits == 2 * 5 * 7
-    plan = RNN_HANDOFF.plan(model, enc)
+    plan = RNN_HANDOFF.plan_model(model, enc)
     assert (plan.formula, plan.formula_text) == (70, "2m*p = 2*5*7 = 70 bits: the state (h, c), 2 x 5 units of fixed7.3")
     assert (plan.alice_to_bob, plan.bob_to_alice, plan.rounds, plan.direction) == (70, 0, 1, "one-way")
 
@@ -83,7 +83,7 @@ def test_transcript_keys_are_the_handoff_message_and_its_labels():
     enc = Encoded(np.random.default_rng(2).integers(0, 3, size=(64, 7)), np.arange(4), (6,))
     labels, keys = RNN_HANDOFF.transcript_keys(model, enc)
     assert np.array_equal(labels, RNN_HANDOFF.run_batch(model, enc).protocol_labels)
-    digests = [run_protocol(RNN_HANDOFF.make_protocol(model, enc), *enc.shares(i)).transcript.digest()
+    digests = [run_protocol(RNN_HANDOFF.protocol(model, enc), *enc.shares(i)).transcript.digest()
                for i in range(64)]
     for i in range(64):
         for j in range(i + 1, 64):
@@ -108,7 +108,7 @@ def test_audit_mode_gives_the_same_result():
     model = random_model("elman", 3, "bfloat16", vocab=3, seed=2)
     enc = Encoded(np.random.default_rng(3).integers(0, 3, size=(2, 7)), np.arange(4), (6,))
     alice, bob = enc.shares(1)
-    protocol = RNN_HANDOFF.make_protocol(model, enc)
+    protocol = RNN_HANDOFF.protocol(model, enc)
     local = run_protocol(protocol, alice, bob)
     audited = run_protocol(protocol, alice, bob, audit=True)
     assert local.transcript.digest() == audited.transcript.digest()
@@ -118,21 +118,21 @@ def test_audit_mode_gives_the_same_result():
 def test_non_contiguous_split_is_refused_with_the_reason():
     enc = Encoded(np.zeros((1, 8), dtype=np.uint8), np.arange(0, 8, 2), (7,))
     with pytest.raises(NotApplicable, match="contiguous split.*not a prefix"):
-        RNN_HANDOFF.plan(DyckAutomaton(), enc)
+        RNN_HANDOFF.plan_model(DyckAutomaton(), enc)
     with pytest.raises(NotApplicable, match="in Alice's prefix"):
         split_point(Encoded(np.zeros((1, 8), dtype=np.uint8), np.arange(5), (3, 7)))
     with pytest.raises(NotApplicable, match="Alice holds every position"):
         split_point(Encoded(np.zeros((1, 8), dtype=np.uint8), np.arange(8), (7,)))
     with pytest.raises(NotApplicable, match="reads only 4 tokens"):
-        RNN_HANDOFF.plan(DyckAutomaton(), Encoded(np.full((1, 3), 5), np.arange(1), (2,)))
+        RNN_HANDOFF.plan_model(DyckAutomaton(), Encoded(np.full((1, 3), 5), np.arange(1), (2,)))
 
 
 def test_protocol_is_picklable_and_one_way():
     import pickle
     model = random_model("lstm", 2, "6", vocab=2)
     enc = Encoded(np.zeros((1, 4), dtype=np.uint8), np.arange(2), (3,))
-    protocol = pickle.loads(pickle.dumps(RNN_HANDOFF.make_protocol(model, enc)))
-    assert isinstance(protocol, HandoffProtocol) and RNN_HANDOFF.plan(model, enc).direction == "one-way"
+    protocol = pickle.loads(pickle.dumps(RNN_HANDOFF.protocol(model, enc)))
+    assert isinstance(protocol, HandoffProtocol) and RNN_HANDOFF.plan_model(model, enc).direction == "one-way"
     assert RNN_HANDOFF.accepts(model) and not RNN_HANDOFF.accepts(object())
 
 

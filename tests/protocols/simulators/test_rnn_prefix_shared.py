@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from commsim.core.bits import Bits
 from commsim.core.errors import ModelError
 from commsim.core.precision import FixedPoint, FloatFormat
-from commsim.contract.interfaces import Encoded
+from commsim.contract import Encoded
 from protocols.models.dyck_automaton import DyckAutomaton
 from protocols.models.linear_attention import LinearAttention
 from protocols.models.memorize import Memorize
