@@ -1,6 +1,6 @@
 """The float64 dot product of an IEEE layer, summed in index order: sum_k X[..., k] W[:, k] from 0, each product
 rounded, then added, k = 0, 1, ...  Row by row the same operations whatever the rows beside it, so a protocol run
-(one row), a batch and the direct forward give the same bits (:class:`~commsim.core.arithmetic.FloatArithmetic`)."""
+(one row), a batch and the direct forward give the same bits (:class:`~commsim.contract.arithmetic.FloatArithmetic`)."""
 from __future__ import annotations
 
 import numpy as np
