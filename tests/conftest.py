@@ -34,3 +34,31 @@ settings.register_profile("ci", derandomize=True, database=None, deadline=None, 
                           suppress_health_check=[HealthCheck.too_slow])
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+# ---- the browser the page tests share (tests/html, tests/docs) ----------------------------------------------------
+# headless Chromium (Debian's ``chromium``, or ``COMMSIM_CHROMIUM``) driven by Playwright, one per test process:
+# Playwright's sync API runs one event loop per process, so a second instance in the same process cannot start.
+# Without Playwright or Chromium a test that needs it skips and says how to install them.
+import shutil  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+CHROMIUM = os.environ.get("COMMSIM_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="session")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api",
+                                   reason="browser tests need playwright: pip install 'commsim[test]'")
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"browser tests need Chromium (not found at {CHROMIUM}): apt-get install chromium, or set "
+                    "COMMSIM_CHROMIUM to its path")
+    with sync_api.sync_playwright() as p:
+        try:
+            b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        except Exception as exc:       # noqa: BLE001 -- a broken install is a skip with its reason, not a failure
+            pytest.skip(f"Chromium at {CHROMIUM} does not start under Playwright: {exc}")
+        yield b
+        b.close()

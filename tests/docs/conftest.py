@@ -1,7 +1,7 @@
 """What the documentation-site tests share: the site built once per test session with ``mkdocs build --strict``
 (:func:`build_site`), without executing the tutorials (``fast_site``: the default run, which executes the
 notebooks on their own in test_notebooks.py) or with them executed (``executed_site``: the slow set), and the
-headless Chromium of the page tests (the ``browser`` fixture of tests/html/conftest.py)."""
+headless Chromium of the page tests (the ``browser`` fixture of tests/conftest.py)."""
 from __future__ import annotations
 
 import importlib.util
@@ -50,13 +50,3 @@ def fast_site(tmp_path_factory):
 @pytest.fixture(scope="session")
 def executed_site(tmp_path_factory):
     return build_site(tmp_path_factory.mktemp("site-executed"), execute=True)
-
-
-def _html_conftest():
-    spec = importlib.util.spec_from_file_location("_commsim_html_conftest", ROOT / "tests" / "html" / "conftest.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-browser = _html_conftest().browser       # one headless Chromium per session, as the page tests use
