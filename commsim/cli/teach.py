@@ -38,8 +38,18 @@ class TeachCommand(click.Command):
 FORMATS = ["text", "markdown", "html", "slides"]
 
 
+def _out_name(ctx, param, value):
+    """``--out``: a file name (checked at parse time), or with ``teach course`` a directory, which may end in a
+    separator (``lectures/``)."""
+    if value is not None and ctx.params.get("topic") == "course":
+        if not str(value).strip():
+            raise InputError("--out: the directory name is empty; give the directory the course goes to", "--out")
+        return value
+    return refuse_empty(ctx, param, value)
+
+
 @cli.command("teach", cls=TeachCommand)
-@click.argument("topic", required=False)
+@click.argument("topic", required=False, is_eager=True)   # read before --out, whose name may be a directory
 @click.option("--list", "list_topics", is_flag=True, help="List the topics.")
 @click.option("--n", "n", type=int, default=None,
               help="Instance size: n (a party's input) for some topics, N (the sequence length) for others; "
@@ -50,7 +60,7 @@ FORMATS = ["text", "markdown", "html", "slides"]
                    "slides: one self-contained HTML deck, a step a slide (arrows, Space, PageUp/PageDown or a swipe "
                    "turn the page, n shows the speaker notes, printed a slide a page). "
                    "Not with --json (the lesson's JSON has one form).")
-@click.option("--out", "out", callback=refuse_empty, default=None, metavar="FILE",
+@click.option("--out", "out", callback=_out_name, default=None, metavar="FILE",
               help="Write the output to FILE instead of stdout (with --json: the lesson's JSON; stdout then "
                    "prints one object saying where). Its name ends in the format's suffix (.txt or none, .md, .html, "
                    ".json); an existing file is replaced only if commsim wrote it in that format (else --force).")

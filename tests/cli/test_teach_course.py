@@ -66,3 +66,11 @@ def test_slides_go_to_an_html_file(tmp_path):
     invoke("teach", "fooling-sets", "--n", "2", "--format", "slides", "--out", str(deck))
     text = deck.read_text(encoding="utf-8")
     assert text.count('<section class="slide"') >= 4 and text.count("<script") == 1
+
+
+def test_the_course_directory_may_end_in_a_separator_a_lessons_file_may_not(tmp_path, capsys):
+    """`teach course --out lectures/` (as the tour writes it) names a directory; `teach TOPIC --out x/` is refused."""
+    said = invoke("teach", "course", "--out", f"{tmp_path / 'lectures'}/", "--topics", "fooling-sets", "--json")
+    assert said["files"][0] == "01-fooling-sets.html" and (tmp_path / "lectures" / "01-fooling-sets.html").exists()
+    code, _, err = run_main(capsys, "teach", "fooling-sets", "--out", f"{tmp_path / 'x'}/")
+    assert code == 2 and "ends in a path separator" in err

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from commsim.cli import separate as separate_cli
 from commsim.plugins import load_plugins
+from protocols.separations.base import SeparationRun
 from protocols.separations.idxl import IdxlSeparation
 
 TOUR = Path(__file__).resolve().parents[2] / "docs" / "guide" / "tour.md"
@@ -49,7 +50,7 @@ def test_the_tour_shows_what_separate_idxl_prints(monkeypatch, capsys):
     rows = _rows(shown, separation)
     assert [row["N"] for row in rows] == separation.lengths(256)
     monkeypatch.setattr(separate_cli, "console", Console(width=100, no_color=True, highlight=False))
-    separate_cli.render_separation(separation.result(256, rows).to_dict())
+    separate_cli.render_separation(separation.result(256, rows, SeparationRun(seed=0, instances=None)).to_dict())
     printed = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
     assert printed[:len(shown)] == shown
     table = [line for line in printed if line.lstrip().startswith("N ")]

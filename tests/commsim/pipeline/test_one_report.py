@@ -38,9 +38,9 @@ def test_in_memory_streamed_and_given_instances_report_the_same(model):
 
 def test_a_separation_row_is_the_engines_report_on_its_inputs():
     from protocols.constructions.idxl import build_idxl
-    from protocols.separations.base import attention_check
+    from protocols.separations.base import SeparationRun, attention_check
     from protocols.separations.idxl import IdxlSeparation
-    row = IdxlSeparation().row(8, seed=0, instances=None)
+    row = IdxlSeparation().row(8, SeparationRun(seed=0, instances=None))
     reduction = load_plugins().get("reduction", "index-idxl")
     A, B = reduction.problem(8).all_pairs()
     accuracy, exact, report = attention_check(reduction, build_idxl(8, seed=0), 8, A, B)
