@@ -67,39 +67,74 @@ def forward_shared(model, tokens, output_positions, keep: int | None = None, tri
              np.concatenate([states for _, (_, states) in parts])))
 
 
+def first_differences(toks: np.ndarray) -> np.ndarray:
+    """Per row, the first position at which its tokens differ from the row above's (row 0: 0; a row equal to the
+    one above: the length).  Row i starts a distinct prefix of length k + 1 exactly when this is at most k."""
+    batch, length = toks.shape
+    first = np.full(batch, length, dtype=np.int16 if length < 1 << 15 else np.int64)
+    first[:1] = 0
+    columns = np.ascontiguousarray(toks.T)            # position-major: one column compared at a time
+    for k in range(length - 1, -1, -1):               # the last assignment is the smallest position
+        first[1:][columns[k, 1:] != columns[k, :-1]] = k
+    return first
+
+
+def _level_starts(first: np.ndarray, length: int):
+    """For k = 0..length-1, the first rows of the distinct prefixes of length k + 1, ascending: the rows whose
+    first difference is at most k, each level's those of the level above plus the rows whose first difference
+    is k (merged in order: the work is the number of prefixes, not rows x positions)."""
+    order = np.argsort(first, kind="stable")          # rows grouped by first difference, in row order
+    ends = np.cumsum(np.bincount(first, minlength=length + 1))
+    starts = order[:ends[0]]
+    for k in range(length):
+        if k:
+            group = order[ends[k - 1]:ends[k]]
+            if len(group):
+                starts = np.concatenate([starts, group])
+                starts.sort(kind="stable")            # two ascending runs: one linear merge
+        yield starts
+
+
 def _forward_trie(model, toks: np.ndarray, outs: tuple[int, ...], keep: int | None):
     """:func:`forward_shared` of one block of checked tokens, over one prefix trie."""
     batch, length = toks.shape
     raw = np.empty((batch, len(outs), model.num_classes))
     rows = model.chunk_rows()
-    columns = np.ascontiguousarray(toks.T)            # position-major: each level compares one column
-    new = np.zeros(batch, dtype=bool)                 # rows that start a distinct prefix of the level
-    new[:1] = True
+    first = first_differences(toks)
     starts = np.zeros(min(batch, 1), dtype=np.int64)  # the first row of each distinct prefix
     states = model.initial_state(len(starts))         # their states
     kept = (np.zeros(batch, dtype=np.int64), states) if keep == 0 else None
-    for k in range(length):
-        new[1:] |= columns[k, 1:] != columns[k, :-1]
-        parents_starts, starts = starts, np.flatnonzero(new)
+    sharing = getattr(model, "shared_terms_children", None)
+    sharing = SHARED_TERMS_CHILDREN if sharing is None else sharing
+    for k, level_starts in enumerate(_level_starts(first, length)):
+        parents_starts, starts = starts, level_starts
         # a prefix's parent is the level-(k-1) prefix whose run holds its first row
         parents = np.searchsorted(parents_starts, starts, side="right") - 1
-        x = columns[k, starts]
+        x = toks[starts, k]
         # the parents' shared terms pay when they have many children (Bob's tokens after Alice's prefix)
-        terms = model._parent_terms(states) if len(starts) >= SHARED_TERMS_CHILDREN * len(states) else None
-        level = np.empty((len(starts), model.state_units))
-        for s in range(0, len(starts), rows):
-            level[s:s + rows] = model.step(states[parents[s:s + rows]], x[s:s + rows], k) if terms is None else \
-                model._child_steps(states, terms, parents[s:s + rows], x[s:s + rows], k)
-        states = level
+        terms = model._parent_terms(states) if len(starts) >= sharing * len(states) else None
         # per row its prefix at this level, where needed (every row its own prefix: the rows' order)
-        node = np.cumsum(new) - 1 if (k in outs or keep == k + 1) and len(starts) < batch else None
-        if k in outs:
-            read = np.empty((len(starts), model.num_classes))
-            for s in range(0, len(starts), rows):
-                read[s:s + rows] = model.readout_at(level[s:s + rows], x[s:s + rows], k)
-            for slot in (j for j, p in enumerate(outs) if p == k):
-                raw[:, slot] = read if node is None else read[node]
+        node = np.cumsum(first <= k) - 1 if (k in outs or keep == k + 1) and len(starts) < batch else None
+        slots = [j for j, p in enumerate(outs) if p == k]
+        # the last level's states are needed only for its readouts (and the check below): chunk by chunk
+        stream = k == length - 1 and keep != length
+        level = None if stream else np.empty((len(starts), model.state_units))
+        read = np.empty((len(starts), model.num_classes)) if slots else None
+        for s in range(0, len(starts), rows):
+            part = model.step(states[parents[s:s + rows]], x[s:s + rows], k) if terms is None else \
+                model._child_steps(states, terms, parents[s:s + rows], x[s:s + rows], k)
+            if slots:
+                read[s:s + rows] = model.readout_at(part, x[s:s + rows], k)
+            if stream:
+                model._run_end(part, length - 1)
+            else:
+                level[s:s + rows] = part
+        for slot in slots:
+            raw[:, slot] = read if node is None else read[node]
         if keep == k + 1:
-            kept = (np.arange(batch) if node is None else node, states)
-    model._run_end(states, length - 1)
+            kept = (np.arange(batch) if node is None else node, level)
+        if not stream:
+            states = level
+    if keep == length:
+        model._run_end(states, length - 1)
     return raw if keep is None else (raw, kept)

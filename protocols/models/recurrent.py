@@ -57,6 +57,10 @@ class RecurrentModel(Decides):
     #: from a state gives what the direct forward gives from an equal state, whatever position it starts at)
     reads_position = True
 
+    #: :func:`prefix_trie.forward_shared` computes the parents' shared terms (:meth:`_parent_terms`) once a level has
+    #: at least this many children per parent (None: :data:`prefix_trie.SHARED_TERMS_CHILDREN`)
+    shared_terms_children: int | None = None
+
     def __init__(self, fmt: NumberFormat, width: int, state_units: int, vocab_size: int, num_classes: int,
                  spec: str = ""):
         if width < 1 or state_units < 1:
