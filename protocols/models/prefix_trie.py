@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.core.errors import InternalError, ModelError
+from protocols.models.state_merge import merge_children
 
 #: row chunks (:meth:`RecurrentModel.chunk_rows`) per block of :meth:`RecurrentModel.forward_shared`: each block
 #: is one prefix trie.  Enough rows for long runs of equal prefixes, few enough that a block's arrays stay small
@@ -111,24 +112,32 @@ def _forward_trie(model, toks: np.ndarray, outs: tuple[int, ...], keep: int | No
         # a prefix's parent is the level-(k-1) prefix whose run holds its first row
         parents = np.searchsorted(parents_starts, starts, side="right") - 1
         x = toks[starts, k]
+        # children of equal parent states and tokens are stepped once (protocols.models.state_merge)
+        merged = merge_children(states, parents, x, model.vocab_size) if len(states) > 1 else None
+        base, step_parents, step_x, which = (states, parents, x, None) if merged is None else merged
         # the parents' shared terms pay when they have many children (Bob's tokens after Alice's prefix)
-        terms = model._parent_terms(states) if len(starts) >= sharing * len(states) else None
+        terms = model._parent_terms(base) if len(step_parents) >= sharing * len(base) else None
         # per row its prefix at this level, where needed (every row its own prefix: the rows' order)
         node = np.cumsum(first <= k) - 1 if (k in outs or keep == k + 1) and len(starts) < batch else None
         slots = [j for j, p in enumerate(outs) if p == k]
         # the last level's states are needed only for its readouts (and the check below): chunk by chunk
         stream = k == length - 1 and keep != length
-        level = None if stream else np.empty((len(starts), model.state_units))
-        read = np.empty((len(starts), model.num_classes)) if slots else None
-        for s in range(0, len(starts), rows):
-            part = model.step(states[parents[s:s + rows]], x[s:s + rows], k) if terms is None else \
-                model._child_steps(states, terms, parents[s:s + rows], x[s:s + rows], k)
+        count = len(step_parents)
+        level = None if stream else np.empty((count, model.state_units))
+        read = np.empty((count, model.num_classes)) if slots else None
+        for s in range(0, count, rows):
+            chunk_x = step_x[s:s + rows]
+            part = model.step(base[step_parents[s:s + rows]], chunk_x, k) if terms is None else \
+                model._child_steps(base, terms, step_parents[s:s + rows], chunk_x, k)
             if slots:
-                read[s:s + rows] = model.readout_at(part, x[s:s + rows], k)
+                read[s:s + rows] = model.readout_at(part, chunk_x, k)
             if stream:
                 model._run_end(part, length - 1)
             else:
                 level[s:s + rows] = part
+        if which is not None:     # every child from its merged step
+            level = None if stream else level[which]
+            read = None if read is None else read[which]
         for slot in slots:
             raw[:, slot] = read if node is None else read[node]
         if keep == k + 1:

@@ -1,0 +1,64 @@
+"""Children of equal states stepped once in the prefix trie (protocols.models.state_merge): the same readouts
+and states as the row-by-row run, fewer steps, and a hash collision merges nothing."""
+from __future__ import annotations
+
+import numpy as np
+
+from protocols.models import state_merge
+from protocols.models.trainable import random_model
+
+
+def _all_strings(n: int, tail: int) -> np.ndarray:
+    """Every bit string of length n, each followed by every token 2..tail+1 (rank order, as index-idxl)."""
+    bits = (np.arange(1 << n)[:, None] >> np.arange(n - 1, -1, -1)) & 1
+    return np.concatenate([np.repeat(bits, tail, axis=0), np.tile(np.arange(2, 2 + tail), 1 << n)[:, None]], axis=1)
+
+
+class CountingSteps:
+    """Wraps a model's children's steps and counts the children stepped."""
+
+    def __init__(self, model):
+        self.model, self.count = model, 0
+        self.inner_child, self.inner_step = model._child_steps, model.step
+        model._child_steps = self.child
+        model.step = self.step
+
+    def child(self, h, terms, parents, x, t):
+        self.count += len(parents)
+        return self.inner_child(h, terms, parents, x, t)
+
+    def step(self, h, x, t):
+        self.count += len(h)
+        return self.inner_step(h, x, t)
+
+
+def test_a_contracting_elman_merges_states_and_keeps_every_bit():
+    model = random_model("elman", 4, "8", vocab=8, seed=3)      # 8-bit states: many prefixes reach one state
+    tokens = _all_strings(9, 6)
+    direct = model.forward_batch(tokens, (9,))
+    counter = CountingSteps(model)
+    raw, (node, states) = model.forward_shared(tokens, (9,), keep=9)
+    stepped = counter.count
+    trie_nodes = sum(len(np.unique(tokens[:, :k + 1], axis=0)) for k in range(10))
+    assert stepped < trie_nodes / 2        # merged: far fewer steps than the trie's distinct prefixes
+    assert np.array_equal(raw.view(np.uint64), direct.view(np.uint64))
+    assert np.array_equal(states[node].view(np.uint64), model.final_states(tokens[:, :9]).view(np.uint64))
+
+
+def test_distinct_rows_finds_equal_states_bitwise():
+    states = np.array([[0.5, 1.0], [0.0, 1.0], [0.5, 1.0], [-0.0, 1.0], [0.0, 1.0]])
+    representatives, inverse = state_merge.distinct_rows(states)
+    assert np.array_equal(states[representatives[inverse]].view(np.uint64), states.view(np.uint64))
+    assert len(representatives) == 3                    # -0.0 is another state than +0.0
+    assert state_merge.distinct_rows(states[:2]) is None
+
+
+def test_a_hash_collision_merges_nothing(monkeypatch):
+    states = np.array([[0.5, 1.0], [0.25, 1.0], [0.5, 1.0]])
+    monkeypatch.setitem(state_merge._MULTIPLIERS, 2, np.zeros(2, dtype=np.uint64))   # every state hashes to 0
+    assert state_merge.distinct_rows(states) is None
+    model = random_model("elman", 2, "8", vocab=8, seed=3)
+    monkeypatch.setitem(state_merge._MULTIPLIERS, 2, np.zeros(2, dtype=np.uint64))
+    tokens = _all_strings(6, 6)
+    raw = model.forward_shared(tokens, (6,))
+    assert np.array_equal(raw.view(np.uint64), model.forward_batch(tokens, (6,)).view(np.uint64))
