@@ -19,7 +19,8 @@ _MULTIPLIERS: dict[int, np.ndarray] = {}
 
 
 def _multipliers(units: int) -> np.ndarray:
-    """Fixed odd 64-bit multipliers, one per state unit (the hash of a state: the wrapped sum of bits x multiplier)."""
+    """Fixed odd 64-bit multipliers, one per state unit (the hash of a state: the wrapped sum over its units of the
+    unit's mixed bits times its multiplier)."""
     found = _MULTIPLIERS.get(units)
     if found is None:
         found = np.random.default_rng(units).integers(0, 1 << 63, size=units, dtype=np.uint64) * 2 + 1
@@ -33,7 +34,12 @@ def distinct_rows(states: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     if len(states) < 2:
         return None
     bits = np.ascontiguousarray(states, dtype=np.float64).view(np.uint64).reshape(len(states), -1)
-    hashes = (bits * _multipliers(bits.shape[1])).sum(axis=1, dtype=np.uint64)
+    # a fixed-point value's float64 pattern has mostly zero low bits: fold the high bits down before multiplying
+    mixed = bits >> np.uint64(31)
+    mixed ^= bits
+    mixed *= _multipliers(bits.shape[1])
+    mixed ^= mixed >> np.uint64(29)
+    hashes = mixed.sum(axis=1, dtype=np.uint64)
     order = np.argsort(hashes, kind="stable")
     ordered = hashes[order]
     new = np.empty(len(states), dtype=bool)
