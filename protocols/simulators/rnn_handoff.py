@@ -52,6 +52,21 @@ from protocols.theorems import handoff_bits
 
 MESSAGE_LABEL = "hidden state"
 
+#: what the batch check compares on every instance, and what the runner re-runs on a sample (the report's
+#: ``details.checked``)
+CHECKED = {
+    "every_instance": "the direct forward (the model's steps from h_0 over the whole sequence, over a prefix trie: "
+                      "each distinct prefix once, children of equal states stepped once); Alice's h_t per run of "
+                      "equal prefixes, encoded into the counted bits and decoded; the decoded state compared bit for "
+                      "bit with the direct forward's h_t of the same instance; where equal (and the model reads no "
+                      "position) Bob's readouts are the direct forward's continuation -- the same step on identical "
+                      "inputs -- otherwise Bob resumes with model.run and his readouts are compared bit for bit "
+                      "(bob_resumed_instances)",
+    "sample": "the runner re-runs runner_checked instances (seeded) through the party programs -- Alice's model.run "
+              "from h_0, the encoder, the decoder, Bob's model.run: row by row, without the prefix trie, the "
+              "children's kernels or state merging -- and their labels and message bits must equal the batch's",
+}
+
 
 def _positions_text(positions: np.ndarray, limit: int = 8) -> str:
     """1-based positions, the first ``limit`` of them."""
@@ -221,7 +236,7 @@ class RnnHandoff(Simulator):
             "message": f"{MESSAGE_LABEL} h_{t}", "state_units": units, "precision_bits": p,
             "number_format": model.format.name, "message_bits": units * p,
             "alice_prefix_runs": int(prefix_runs), "bob_resumed_instances": int(resumed),
-            "exact_matches": int(exact.sum()),
+            "exact_matches": int(exact.sum()), "checked": CHECKED,
         }
         return BatchResult(protocol_labels, direct_labels, exact, alice_to_bob, np.zeros(batch, dtype=np.int8),
                            np.ones(batch, dtype=np.int8), None, details)
