@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from commsim.core.errors import InternalError, ModelError
-from protocols.models.state_merge import merge_children
+from protocols.models.state_merge import ReadoutMemo, merge_children
 
 #: row chunks (:meth:`RecurrentModel.chunk_rows`) per block of :meth:`RecurrentModel.forward_shared`: each block
 #: is one prefix trie.  Enough rows for long runs of equal prefixes, few enough that a block's arrays stay small
@@ -25,7 +25,8 @@ SHARED_BLOCK_CHUNKS = 4
 SHARED_TERMS_CHILDREN = 4
 
 
-def forward_shared(model, tokens, output_positions, keep: int | None = None, trie: bool = True):
+def forward_shared(model, tokens, output_positions, keep: int | None = None, trie: bool = True,
+                   memo: ReadoutMemo | None = None):
     """The direct forward of ``model.forward_batch`` with every shared prefix computed once.
 
     Level by level over the rows: the distinct prefixes of length k are the runs of consecutive rows whose
@@ -40,7 +41,8 @@ def forward_shared(model, tokens, output_positions, keep: int | None = None, tri
     Rows go in blocks of :data:`SHARED_BLOCK_CHUNKS` row chunks, one trie each (bounded temporaries; a
     prefix shared across blocks is computed once per block).  With ``trie`` False (a model whose own ``run``
     computes its outputs otherwise than ``readout_at`` of its states) the rows are run one by one: the same
-    values and shapes."""
+    values and shapes.  ``memo`` (a :class:`~protocols.models.state_merge.ReadoutMemo` kept over the calls of one
+    batch run) remembers the last level's readouts by parent state and token across blocks and calls."""
     toks = model.check_tokens(tokens)
     batch, length = toks.shape
     outs = tuple(int(p) for p in output_positions)
@@ -58,8 +60,8 @@ def forward_shared(model, tokens, output_positions, keep: int | None = None, tri
         return raw, (np.arange(batch), model.final_states(toks[:, :keep]) if keep else model.initial_state(batch))
     block = model.chunk_rows() * SHARED_BLOCK_CHUNKS
     if batch <= block:
-        return _forward_trie(model, toks, outs, keep)
-    parts = [_forward_trie(model, toks[lo:lo + block], outs, keep) for lo in range(0, batch, block)]
+        return _forward_trie(model, toks, outs, keep, memo)
+    parts = [_forward_trie(model, toks[lo:lo + block], outs, keep, memo) for lo in range(0, batch, block)]
     if keep is None:
         return np.concatenate(parts)
     offsets = np.cumsum([0] + [len(states) for _, (_, states) in parts[:-1]])
@@ -96,7 +98,31 @@ def _level_starts(first: np.ndarray, length: int):
         yield starts
 
 
-def _forward_trie(model, toks: np.ndarray, outs: tuple[int, ...], keep: int | None):
+def _level(model, base, terms, parents, x, k: int, rows: int, stream: bool, reads: bool, length: int):
+    """The children ``(base[parents[i]], x[i])`` of level k stepped in chunks: their states (None when ``stream``:
+    only checked not to be NaN) and their readouts (when ``reads``)."""
+    count = len(parents)
+    level = None if stream else np.empty((count, model.state_units))
+    read = np.empty((count, model.num_classes)) if reads else None
+    for s in range(0, count, rows):
+        chunk_x = x[s:s + rows]
+        part = model.step(base[parents[s:s + rows]], chunk_x, k) if terms is None else \
+            model._child_steps(base, terms, parents[s:s + rows], chunk_x, k)
+        if reads:
+            read[s:s + rows] = model.readout_at(part, chunk_x, k)
+        if stream:
+            model._run_end(part, length - 1)
+        else:
+            level[s:s + rows] = part
+    return level, read
+
+
+def _stream_readouts(model, base, terms, parents, x, k: int, rows: int, length: int) -> np.ndarray:
+    """The readouts of the last level's children ``(base[parents[i]], x[i])`` (their states checked, not kept)."""
+    return _level(model, base, terms, parents, x, k, rows, True, True, length)[1]
+
+
+def _forward_trie(model, toks: np.ndarray, outs: tuple[int, ...], keep: int | None, memo: ReadoutMemo | None = None):
     """:func:`forward_shared` of one block of checked tokens, over one prefix trie."""
     batch, length = toks.shape
     raw = np.empty((batch, len(outs), model.num_classes))
@@ -122,19 +148,13 @@ def _forward_trie(model, toks: np.ndarray, outs: tuple[int, ...], keep: int | No
         slots = [j for j, p in enumerate(outs) if p == k]
         # the last level's states are needed only for its readouts (and the check below): chunk by chunk
         stream = k == length - 1 and keep != length
-        count = len(step_parents)
-        level = None if stream else np.empty((count, model.state_units))
-        read = np.empty((count, model.num_classes)) if slots else None
-        for s in range(0, count, rows):
-            chunk_x = step_x[s:s + rows]
-            part = model.step(base[step_parents[s:s + rows]], chunk_x, k) if terms is None else \
-                model._child_steps(base, terms, step_parents[s:s + rows], chunk_x, k)
-            if slots:
-                read[s:s + rows] = model.readout_at(part, chunk_x, k)
-            if stream:
-                model._run_end(part, length - 1)
-            else:
-                level[s:s + rows] = part
+        if stream and slots and memo is not None:     # only readouts: remembered ones from earlier blocks
+            read = memo.readouts(base, step_parents, step_x, k, model.vocab_size, model.num_classes,
+                                 lambda idx: _stream_readouts(model, base, terms, step_parents[idx], step_x[idx], k,
+                                                              rows, length))
+            level = None
+        else:
+            level, read = _level(model, base, terms, step_parents, step_x, k, rows, stream, bool(slots), length)
         if which is not None:     # every child from its merged step
             level = None if stream else level[which]
             read = None if read is None else read[which]

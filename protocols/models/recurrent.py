@@ -240,10 +240,12 @@ class RecurrentModel(Decides):
             out[s:s + rows] = self.run(toks[s:s + rows])[0]
         return out
 
-    def forward_shared(self, tokens, output_positions, keep: int | None = None):
+    def forward_shared(self, tokens, output_positions, keep: int | None = None, memo=None):
         """:meth:`forward_batch` over a prefix trie, each distinct prefix's state once (the same bits; row by
-        row for a model whose own ``run`` computes outputs another way): :func:`prefix_trie.forward_shared`."""
-        return prefix_trie.forward_shared(self, tokens, output_positions, keep, type(self).run is RecurrentModel.run)
+        row for a model whose own ``run`` computes outputs another way): :func:`prefix_trie.forward_shared`
+        (``memo``: a :class:`~protocols.models.state_merge.ReadoutMemo` shared by the calls of one batch run)."""
+        return prefix_trie.forward_shared(self, tokens, output_positions, keep, type(self).run is RecurrentModel.run,
+                                          memo)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec}: {self.describe_state()}, {self.state_bits} state bits>"

@@ -75,3 +75,58 @@ def merge_children(states: np.ndarray, parents: np.ndarray, x: np.ndarray, vocab
     if len(pairs) > MERGE_SHARE * len(keys):
         return None
     return states[representatives], pairs // vocab, (pairs % vocab).astype(x.dtype), which
+
+
+class ReadoutMemo:
+    """The last level's readouts by (parent state, token), kept across the blocks of one batch run.
+
+    The prefix trie merges equal states within a block (:func:`merge_children`); states also recur across blocks
+    (prefixes that end alike reach one state).  The last level needs only its children's readouts (and the check
+    that no state is NaN, made when a child is first stepped), and a readout is a function of the parent state,
+    the token and the position: one computed in an earlier block for bitwise the same state and token at the same
+    position is the readout.  Holds at most ``limit`` states; stops looking up once fewer than ``min_share`` of
+    its lookups have hit after ``trial`` blocks (the states of the run do not recur)."""
+
+    def __init__(self, limit: int = 1 << 15, trial: int = 4, min_share: float = 0.2):
+        self.limit, self.trial, self.min_share = limit, trial, min_share
+        self.slots: dict[tuple[int, bytes], int] = {}
+        self.table: np.ndarray | None = None      # (slots, vocab, classes) readouts
+        self.known: np.ndarray | None = None      # (slots, vocab): computed?
+        self.blocks = self.lookups = self.hits = 0
+        self.enabled = True
+
+    def readouts(self, base: np.ndarray, parents: np.ndarray, x: np.ndarray, position: int, vocab: int,
+                 classes: int, compute) -> np.ndarray:
+        """The readouts (len(parents), classes) of the children ``(base[parents[i]], x[i])`` at ``position``:
+        remembered ones copied, the others ``compute(indices)`` (the readouts of those children, computed by
+        stepping them) and remembered."""
+        if not self.enabled:
+            return compute(np.arange(len(parents)))
+        if self.table is None:
+            self.table = np.empty((self.limit, vocab, classes))
+            self.known = np.zeros((self.limit, vocab), dtype=bool)
+        bits = np.ascontiguousarray(base, dtype=np.float64).view(np.uint64)
+        rows = np.empty(len(base), dtype=np.intp)
+        for i, row in enumerate(bits):
+            key = (position, row.tobytes())
+            slot = self.slots.get(key)
+            if slot is None and len(self.slots) < self.limit:
+                slot = self.slots[key] = len(self.slots)
+            rows[i] = -1 if slot is None else slot
+        slot_of = rows[parents]
+        have = slot_of >= 0
+        have[have] = self.known[slot_of[have], x[have]]
+        out = np.empty((len(parents), classes))
+        out[have] = self.table[slot_of[have], x[have]]
+        need = np.flatnonzero(~have)
+        if len(need):
+            out[need] = compute(need)
+            keep = need[slot_of[need] >= 0]
+            self.table[slot_of[keep], x[keep]] = out[keep]
+            self.known[slot_of[keep], x[keep]] = True
+        self.blocks += 1
+        self.lookups += len(parents)
+        self.hits += len(parents) - len(need)
+        if self.blocks >= self.trial and self.hits < self.min_share * self.lookups:
+            self.enabled = False
+        return out

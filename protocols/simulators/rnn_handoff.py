@@ -47,6 +47,7 @@ from commsim.pipeline.interfaces import (
 )
 from protocols.models.prefix_trie import SHARED_BLOCK_CHUNKS
 from protocols.models.recurrent import RecurrentModel
+from protocols.models.state_merge import ReadoutMemo
 from protocols.simulators.arches import RECURRENT_ARCHES
 from protocols.theorems import handoff_bits
 
@@ -217,10 +218,11 @@ class RnnHandoff(Simulator):
         alice_to_bob = np.empty(batch, dtype=np.int32)
         block = model.chunk_rows() * SHARED_BLOCK_CHUNKS     # instances whose shared prefixes are computed together
         prefix_runs = resumed = 0
+        memo = ReadoutMemo()       # the last position's readouts by state and token, across the blocks
         for lo in range(0, batch, block):
             hi = min(lo + block, batch)
             chunk = tokens[lo:hi]
-            raw_direct, (node, states) = model.forward_shared(chunk, outs, keep=t)
+            raw_direct, (node, states) = model.forward_shared(chunk, outs, keep=t, memo=memo)
             runs, received, bits = self._alice_block(model, chunk, t, node, states)
             raw_protocol, count = self._bob_block(model, chunk, t, outs, runs, received, node, states, raw_direct)
             prefix_runs += len(received)

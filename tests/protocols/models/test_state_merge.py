@@ -62,3 +62,36 @@ def test_a_hash_collision_merges_nothing(monkeypatch):
     tokens = _all_strings(6, 6)
     raw = model.forward_shared(tokens, (6,))
     assert np.array_equal(raw.view(np.uint64), model.forward_batch(tokens, (6,)).view(np.uint64))
+
+
+def test_the_readout_memo_carries_states_across_blocks_and_keeps_every_bit(monkeypatch):
+    from commsim.pipeline.interfaces import Encoded
+    from protocols.simulators import rnn_handoff
+    memos = []
+
+    class Recorded(state_merge.ReadoutMemo):
+        def __init__(self):
+            super().__init__()
+            memos.append(self)
+
+    monkeypatch.setattr(rnn_handoff, "ReadoutMemo", Recorded)
+    monkeypatch.setattr(rnn_handoff, "SHARED_BLOCK_CHUNKS", 1)     # blocks of 256 rows: 24 of them
+    model = random_model("elman", 4, "8", vocab=8, seed=3)
+    monkeypatch.setattr(model, "chunk_rows", lambda: 256)
+    tokens = _all_strings(10, 6)
+    sweep = rnn_handoff.RNN_HANDOFF.run_batch(model, Encoded(tokens, np.arange(10), (10,)))
+    direct = model.forward_batch(tokens, (10,))
+    assert np.array_equal(sweep.direct_labels, model.labels(direct))
+    assert np.array_equal(sweep.protocol_labels, model.labels(direct)) and sweep.exact_match.all()
+    (memo,) = memos
+    assert memo.blocks == 24 and memo.hits > memo.lookups / 2 and memo.enabled
+
+
+def test_the_readout_memo_stops_when_states_do_not_recur():
+    memo = state_merge.ReadoutMemo(trial=2)
+    for block in range(3):
+        base = np.arange(4.0)[:, None] + 10 * block           # new states every block
+        parents, x = np.repeat(np.arange(4), 2), np.tile([0, 1], 4)
+        out = memo.readouts(base, parents, x, 0, 2, 1, lambda idx: (base[parents[idx]] + x[idx, None]))
+        assert np.array_equal(out, base[parents] + x[:, None])
+    assert not memo.enabled and memo.hits == 0
