@@ -28,18 +28,28 @@ def _multipliers(units: int) -> np.ndarray:
     return found
 
 
-def distinct_rows(states: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
-    """``(representatives, inverse)``: the index of one row per distinct state (bitwise) and, per row, the position
-    of its state's representative in that list; None when every row is distinct (or a hash collides)."""
-    if len(states) < 2:
-        return None
-    bits = np.ascontiguousarray(states, dtype=np.float64).view(np.uint64).reshape(len(states), -1)
+def state_bits(states: np.ndarray) -> np.ndarray:
+    """The states' float64 bit patterns, (rows, units) uint64."""
+    return np.ascontiguousarray(states, dtype=np.float64).view(np.uint64).reshape(len(states), -1)
+
+
+def state_hashes(bits: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each row of :func:`state_bits` (equal states, equal hashes)."""
     # a fixed-point value's float64 pattern has mostly zero low bits: fold the high bits down before multiplying
     mixed = bits >> np.uint64(31)
     mixed ^= bits
     mixed *= _multipliers(bits.shape[1])
     mixed ^= mixed >> np.uint64(29)
-    hashes = mixed.sum(axis=1, dtype=np.uint64)
+    return mixed.sum(axis=1, dtype=np.uint64)
+
+
+def distinct_rows(states: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """``(representatives, inverse)``: the index of one row per distinct state (bitwise) and, per row, the position
+    of its state's representative in that list; None when every row is distinct (or a hash collides)."""
+    if len(states) < 2:
+        return None
+    bits = state_bits(states)
+    hashes = state_hashes(bits)
     order = np.argsort(hashes, kind="stable")
     ordered = hashes[order]
     new = np.empty(len(states), dtype=bool)
@@ -89,11 +99,49 @@ class ReadoutMemo:
 
     def __init__(self, limit: int = 1 << 15, trial: int = 4, min_share: float = 0.2):
         self.limit, self.trial, self.min_share = limit, trial, min_share
-        self.slots: dict[tuple[int, bytes], int] = {}
-        self.table: np.ndarray | None = None      # (slots, vocab, classes) readouts
-        self.known: np.ndarray | None = None      # (slots, vocab): computed?
+        self.keys = np.zeros(0, dtype=np.uint64)          # the remembered states' hashes (with the position), sorted
+        self.key_slots = np.zeros(0, dtype=np.intp)       # each key's slot
+        self.bits: np.ndarray | None = None                # (slots, units): each slot's state bits
+        self.table: np.ndarray | None = None               # (slots, vocab, classes) readouts
+        self.known: np.ndarray | None = None               # (slots, vocab): computed?
         self.blocks = self.lookups = self.hits = 0
         self.enabled = True
+
+    def _slots(self, bits: np.ndarray, position: int) -> np.ndarray:
+        """Each state's slot (bitwise the same state at the same position), new states given free slots; -1 where
+        the memo is full or a hash collides (those children are computed and not remembered)."""
+        hashes = state_hashes(bits) ^ np.uint64((position * 0x9E3779B97F4A7C15) & ((1 << 64) - 1))
+        at = np.minimum(np.searchsorted(self.keys, hashes), max(len(self.keys) - 1, 0))
+        slots = np.full(len(bits), -1, dtype=np.intp)
+        if len(self.keys):
+            found = self.keys[at] == hashes
+            slots[found] = self.key_slots[at[found]]
+            wrong = found.copy()
+            wrong[found] = ~np.all(self.bits[slots[found]] == bits[found], axis=1)   # a collision: not this state
+            slots[wrong] = -1
+            new = ~found
+        else:
+            new = np.ones(len(bits), dtype=bool)
+        fresh, first = np.unique(hashes[new], return_index=True)
+        free = self.limit - len(self.keys)
+        if len(fresh) and free > 0:
+            fresh, first = fresh[:free], first[:free]
+            rows = np.flatnonzero(new)[first]
+            assigned = np.arange(len(self.keys), len(self.keys) + len(fresh))
+            self.bits[assigned] = bits[rows]
+            slots[rows] = assigned
+            order = np.argsort(np.concatenate([self.keys, fresh]), kind="stable")
+            self.keys = np.concatenate([self.keys, fresh])[order]
+            self.key_slots = np.concatenate([self.key_slots, assigned])[order]
+            # another state of the block with a fresh hash is that slot's only if bitwise the same
+            again = new & (slots < 0)
+            if again.any():
+                at = np.searchsorted(self.keys, hashes[again])
+                candidate = self.key_slots[np.minimum(at, len(self.keys) - 1)]
+                same = (self.keys[np.minimum(at, len(self.keys) - 1)] == hashes[again]) & \
+                    np.all(self.bits[candidate] == bits[again], axis=1)
+                slots[np.flatnonzero(again)[same]] = candidate[same]
+        return slots
 
     def readouts(self, base: np.ndarray, parents: np.ndarray, x: np.ndarray, position: int, vocab: int,
                  classes: int, compute) -> np.ndarray:
@@ -102,18 +150,12 @@ class ReadoutMemo:
         stepping them) and remembered."""
         if not self.enabled:
             return compute(np.arange(len(parents)))
+        bits = state_bits(base)
         if self.table is None:
+            self.bits = np.empty((self.limit, bits.shape[1]), dtype=np.uint64)
             self.table = np.empty((self.limit, vocab, classes))
             self.known = np.zeros((self.limit, vocab), dtype=bool)
-        bits = np.ascontiguousarray(base, dtype=np.float64).view(np.uint64)
-        rows = np.empty(len(base), dtype=np.intp)
-        for i, row in enumerate(bits):
-            key = (position, row.tobytes())
-            slot = self.slots.get(key)
-            if slot is None and len(self.slots) < self.limit:
-                slot = self.slots[key] = len(self.slots)
-            rows[i] = -1 if slot is None else slot
-        slot_of = rows[parents]
+        slot_of = self._slots(bits, position)[parents]
         have = slot_of >= 0
         have[have] = self.known[slot_of[have], x[have]]
         out = np.empty((len(parents), classes))

@@ -95,3 +95,13 @@ def test_the_readout_memo_stops_when_states_do_not_recur():
         out = memo.readouts(base, parents, x, 0, 2, 1, lambda idx: (base[parents[idx]] + x[idx, None]))
         assert np.array_equal(out, base[parents] + x[:, None])
     assert not memo.enabled and memo.hits == 0
+
+
+def test_the_readout_memo_never_takes_a_colliding_state_for_another(monkeypatch):
+    monkeypatch.setitem(state_merge._MULTIPLIERS, 1, np.zeros(1, dtype=np.uint64))   # every state hashes alike
+    memo = state_merge.ReadoutMemo(trial=100)
+    for block in range(3):
+        base = np.array([[0.5], [0.25], [float(block)]])
+        parents, x = np.repeat(np.arange(3), 2), np.tile([0, 1], 3)
+        out = memo.readouts(base, parents, x, 0, 2, 1, lambda idx: base[parents[idx]] * 2 + x[idx, None])
+        assert np.array_equal(out, base[parents] * 2 + x[:, None])
