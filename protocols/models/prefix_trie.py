@@ -5,7 +5,11 @@
 its direct forward, and for Alice's states (:mod:`protocols.simulators.rnn_handoff`).  It runs the model's
 own :meth:`step` and :meth:`readout_at` on the same inputs as a row-by-row run, so its readouts are the same
 bits; a model's ``_parent_terms``/``_child_steps`` may compute what every step from one state shares once
-(Elman, LSTM, GRU: the recurrent product).
+(Elman, LSTM, GRU: the recurrent product, :mod:`protocols.models.children`).  Children of bitwise-equal parent
+states and equal tokens are stepped once, and the last level's readouts can be remembered across blocks by
+state and token (:mod:`protocols.models.state_merge`).  A level's prefixes come from each row's first difference
+from the row above, so the bookkeeping costs the number of prefixes, not rows x positions; the last level's
+states are never held whole (only its readouts are needed).
 """
 from __future__ import annotations
 

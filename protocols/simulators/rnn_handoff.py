@@ -12,7 +12,10 @@ What the batch check (:meth:`RnnHandoff.run_batch`) compares, per instance:
 
 * the direct forward -- the model's own steps from h_0 over the whole sequence and its readouts at the output
   positions, computed over a prefix trie of the block's sequences (:meth:`RecurrentModel.forward_shared`:
-  each distinct prefix's state once, the same step code on the same inputs as a row-by-row run, so the same
+  each distinct prefix's state once, children of bitwise-equal states and equal tokens stepped once
+  (:mod:`protocols.models.state_merge`), the last position's readouts remembered by state and token across the
+  blocks of the batch, and for Elman, LSTM and GRU the steps' shared product once per parent
+  (:mod:`protocols.models.children`): the same operations on the same inputs as a row-by-row run, so the same
   bits).  It never reads the protocol's message or decoded state;
 * the protocol's readouts -- Alice's h_t (the trie's state of her prefix: her program ``model.run(prefix)``
   is the same function of the same tokens) encoded with the format's encoder into one bit string per block
@@ -27,7 +30,9 @@ What the batch check (:meth:`RnnHandoff.run_batch`) compares, per instance:
 So an encode/decode fault or a resume from another run's state is caught by the batch; a resume at a wrong
 position can only matter for a model that reads positions, which is always resumed.  Independently, the
 engine re-runs a seeded subset through the real party programs (:class:`HandoffProtocol`), one instance at
-a time, and holds the batch to it (``--audit`` runs each party in its own process).
+a time, and holds the batch to it (``--audit`` runs each party in its own process): that is a second code path
+for the model's steps (``model.run`` row by row: no trie, no merging, no children's kernels).  The batch's
+details say this under ``checked`` (:data:`CHECKED`).
 """
 from __future__ import annotations
 
