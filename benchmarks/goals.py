@@ -57,7 +57,8 @@ def machine() -> dict:
             "python": platform.python_version(), "load_average": [round(x, 2) for x in os.getloadavg()]}
 
 
-def measure(n: int = 20, quick: bool = False, kinds=("elman", "lstm", "gru"), repeats: int = 2) -> dict:
+def measure(n: int = 20, quick: bool = False, kinds=("elman", "lstm", "gru"), repeats: int = 2,
+            tasks=("index-idxl", "eq-ineq")) -> dict:
     """Every ratio (module docstring) as one dict: ``ratios`` maps ``"TASK/KIND/cpu"`` and ``".../wall"`` to its
     figure, ``runs`` holds every child's timings, ``all_exact`` is True when every commsim run matched its model."""
     peer = _peer_module()
@@ -66,11 +67,18 @@ def measure(n: int = 20, quick: bool = False, kinds=("elman", "lstm", "gru"), re
     cores = len(os.sched_getaffinity(0))
     ratios, runs = {}, []
     for task, size in task_sizes(n).items():
+        if task not in tasks:
+            continue
         for kind in kinds:
             row = peer.compare(kind, size, task, repeats=repeats, cores=cores)
             ratios[f"{task}/{kind}/cpu"] = row["cpu_ratio"]
             ratios[f"{task}/{kind}/wall"] = row["wall_ratio"]
             runs.append(row)
+            print(f"{task} n={size} {kind}: CPU {row['commsim_one_process']['cpu_s_runs']} s vs "
+                  f"{row['torch_one_thread']['cpu_s_runs']} s (ratio {row['cpu_ratio']}); wall "
+                  f"{row['commsim_default']['wall_s_runs']} s vs {row['torch_two_threads']['wall_s_runs']} s (ratio "
+                  f"{row['wall_ratio']}); exact {row['exact']}; load {os.getloadavg()[0]:.1f}", file=sys.stderr,
+                  flush=True)
     met = {key: value <= GOALS["cpu_ratio_max" if key.endswith("/cpu") else "wall_ratio_max"]
            for key, value in ratios.items()}
     return {"benchmark": "goals", "quick": quick, "n": task_sizes(n), "repeats": repeats, "machine": machine(),
@@ -83,14 +91,21 @@ def main(argv=None) -> int:
     parser.add_argument("--n", type=int, default=20, help="index-idxl's n (eq-ineq runs at n // 2 + 1); default 20")
     parser.add_argument("--quick", action="store_true", help="n = 8 (eq-ineq 5), one run each: a smoke test")
     parser.add_argument("--kinds", default="elman,lstm,gru", help="comma-separated: elman, lstm, gru")
+    parser.add_argument("--tasks", default="index-idxl,eq-ineq", help="comma-separated: index-idxl, eq-ineq")
+    parser.add_argument("--repeats", type=int, default=2, help="runs of each child, the best kept (default 2)")
     args = parser.parse_args(argv)
+    tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
+    if not tasks or any(t not in task_sizes(2) for t in tasks):
+        parser.error(f"--tasks: use index-idxl and/or eq-ineq, got {args.tasks!r}")
+    if args.repeats < 1:
+        parser.error(f"--repeats: must be at least 1, got {args.repeats}")
     if args.n < 2:
         parser.error(f"--n: must be at least 2, got {args.n}")
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
     unknown = [k for k in kinds if k not in ("elman", "lstm", "gru")]
     if unknown or not kinds:
         parser.error(f"--kinds: unknown kind {unknown[0] if unknown else ''!r} (use elman, lstm, gru)")
-    print(json.dumps(measure(args.n, args.quick, kinds), indent=2))
+    print(json.dumps(measure(args.n, args.quick, kinds, args.repeats, tasks), indent=2))
     return 0
 
 
