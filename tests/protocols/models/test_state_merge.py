@@ -105,3 +105,15 @@ def test_the_readout_memo_never_takes_a_colliding_state_for_another(monkeypatch)
         parents, x = np.repeat(np.arange(3), 2), np.tile([0, 1], 3)
         out = memo.readouts(base, parents, x, 0, 2, 1, lambda idx: base[parents[idx]] * 2 + x[idx, None])
         assert np.array_equal(out, base[parents] * 2 + x[:, None])
+
+
+def test_the_childrens_kernels_in_many_passes_give_the_steps_bits(monkeypatch):
+    from protocols.models import children
+    monkeypatch.setattr(children, "ROWS", 7)             # many passes, a short last one
+    rng = np.random.default_rng(5)
+    tokens = rng.integers(0, 4, size=(300, 6))
+    for kind in ("elman", "lstm", "gru"):
+        for fmt in ("12", "float16", "float32"):
+            model = random_model(kind, 3, fmt, vocab=4, seed=11)
+            raw = model.forward_shared(tokens, (3, 5))
+            assert np.array_equal(raw.view(np.uint64), model.forward_batch(tokens, (3, 5)).view(np.uint64)), (kind, fmt)
