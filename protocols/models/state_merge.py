@@ -15,6 +15,9 @@ import numpy as np
 #: the levels are merged when at most this share of their children remains to be stepped
 MERGE_SHARE = 0.9
 
+#: the most readout values a :class:`ReadoutMemo` holds (32 MB of float64)
+MEMO_VALUES = 1 << 22
+
 _MULTIPLIERS: dict[int, np.ndarray] = {}
 
 
@@ -151,7 +154,8 @@ class ReadoutMemo:
         if not self.enabled:
             return compute(np.arange(len(parents)))
         bits = state_bits(base)
-        if self.table is None:
+        if self.table is None:     # at most MEMO_VALUES remembered readout values (a large vocabulary: fewer states)
+            self.limit = max(1, min(self.limit, MEMO_VALUES // max(1, vocab * classes)))
             self.bits = np.empty((self.limit, bits.shape[1]), dtype=np.uint64)
             self.table = np.empty((self.limit, vocab, classes))
             self.known = np.zeros((self.limit, vocab), dtype=bool)

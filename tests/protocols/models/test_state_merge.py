@@ -117,3 +117,10 @@ def test_the_childrens_kernels_in_many_passes_give_the_steps_bits(monkeypatch):
             model = random_model(kind, 3, fmt, vocab=4, seed=11)
             raw = model.forward_shared(tokens, (3, 5))
             assert np.array_equal(raw.view(np.uint64), model.forward_batch(tokens, (3, 5)).view(np.uint64)), (kind, fmt)
+
+
+def test_the_readout_memo_stays_small_for_a_large_vocabulary():
+    memo = state_merge.ReadoutMemo()
+    base, parents, x = np.array([[0.5]]), np.zeros(2, dtype=np.intp), np.array([0, 70_000])
+    out = memo.readouts(base, parents, x, 0, 100_000, 2, lambda idx: np.ones((len(idx), 2)))
+    assert out.shape == (2, 2) and memo.table.size <= state_merge.MEMO_VALUES
