@@ -30,7 +30,7 @@ def load(name: str):
 def test_every_script_has_a_smoke_test():
     scripts = {p.stem for p in BENCHMARKS.glob("*.py")}
     tested = {"bits", "attention_exchange", "rnn_handoff", "exhaustive_n24", "orthogonal", "sweep_scaling",
-              "torch_peer", "goals_attention"}
+              "torch_peer", "goals", "goals_attention"}
     assert scripts == tested, f"add a smoke test for: {sorted(scripts - tested)}"
 
 
@@ -75,8 +75,22 @@ def test_torch_peer_runs_the_loop_and_the_checked_cli_on_the_same_instances():
     bench = load("torch_peer")
     for kind in bench.KINDS:
         assert bench.peer(kind, 4, 1)["instances"] == 4 * 2 ** 4
+    for kind in bench.KINDS:
+        assert bench.peer(kind, 3, 1, task="eq-ineq")["instances"] == 4 ** 3
     row = bench.commsim_run("lstm", 4, 1)
     assert row["instances"] == 4 * 2 ** 4 and row["protocol_matches_model"] and row["cpu_s"] > 0
+    row = bench.commsim_run("gru", 3, 1, task="eq-ineq")
+    assert row["instances"] == 4 ** 3 and row["protocol_matches_model"]
+
+
+def test_goals_quick_prints_every_ratio_of_both_tasks():
+    pytest.importorskip("torch")
+    bench = load("goals")
+    out = bench.measure(4, quick=True, kinds=("elman",))
+    assert set(out["ratios"]) == {f"{task}/elman/{what}" for task in ("index-idxl", "eq-ineq")
+                                  for what in ("cpu", "wall")}
+    assert all(value > 0 for value in out["ratios"].values()) and out["all_exact"]
+    assert [row["instances"] for row in out["runs"]] == [4 * 2 ** 4, 4 ** 3]
 
 
 def test_exhaustive_n24_runs_the_cli_and_projects(capsys):

@@ -56,6 +56,10 @@ class RecurrentModel(Decides):
     #: from a state gives what the direct forward gives from an equal state, whatever position it starts at)
     reads_position = True
 
+    #: :func:`prefix_trie.forward_shared` computes the parents' shared terms (:meth:`_parent_terms`) once a level has
+    #: at least this many children per parent (None: :data:`prefix_trie.SHARED_TERMS_CHILDREN`)
+    shared_terms_children: int | None = None
+
     def __init__(self, fmt: NumberFormat, width: int, state_units: int, vocab_size: int, num_classes: int,
                  spec: str = ""):
         if width < 1 or state_units < 1:
@@ -235,10 +239,12 @@ class RecurrentModel(Decides):
             out[s:s + rows] = self.run(toks[s:s + rows])[0]
         return out
 
-    def forward_shared(self, tokens, output_positions, keep: int | None = None):
+    def forward_shared(self, tokens, output_positions, keep: int | None = None, memo=None):
         """:meth:`forward_batch` over a prefix trie, each distinct prefix's state once (the same bits; row by
-        row for a model whose own ``run`` computes outputs another way): :func:`prefix_trie.forward_shared`."""
-        return prefix_trie.forward_shared(self, tokens, output_positions, keep, type(self).run is RecurrentModel.run)
+        row for a model whose own ``run`` computes outputs another way): :func:`prefix_trie.forward_shared`
+        (``memo``: a :class:`~protocols.models.state_merge.ReadoutMemo` shared by the calls of one batch run)."""
+        return prefix_trie.forward_shared(self, tokens, output_positions, keep, type(self).run is RecurrentModel.run,
+                                          memo)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.spec}: {self.describe_state()}, {self.state_bits} state bits>"

@@ -10,6 +10,7 @@ import numpy as np
 
 from commsim.contract import Dense, ModelError, sigmoid
 from commsim.core.precision import FixedPoint, FormatError, NumberFormat, parse_format
+from protocols.models import children
 from protocols.models.cells import gru_cell
 from protocols.models.npz import numeric_array, read_npz
 from protocols.models.recurrent import RecurrentModel
@@ -73,15 +74,33 @@ class _Trainable(RecurrentModel):
     def _product(self, h: np.ndarray) -> np.ndarray:  # the recurrent product (a fresh array): what steps share
         return self._rec(h[:, :self.width])
 
-    #: does ``_after_product(h, u, x)`` -- the step from the product ``u`` (a fresh array, used in place) and the
-    #: tokens, in each subclass -- read the state ``h`` itself (else it is given None)?
-    _AFTER_READS_STATE = True
+    #: the trie steps every child from its parent's product (:meth:`_parent_terms`), however few children it has
+    shared_terms_children = 1
+    #: how :mod:`protocols.models.children` groups the gates' terms, and which groups it takes negated (sigmoids)
+    _GROUPS, _NEGATED = children.ELMAN_GROUPS, children.ELMAN_NEGATED
 
-    def _parent_terms(self, h):  # the recurrent products of the parents' states
-        return self._product(h)
+    def _token_terms(self) -> tuple:
+        """The input term of every gate per token, split and negated as :meth:`_parent_terms` (computed once)."""
+        cached = self.__dict__.get("_token_gates")
+        if cached is None:
+            cached = children.split_gates(self._embed, self.width, self._GROUPS, self._NEGATED)
+            self.__dict__["_token_gates"] = cached
+        return cached
 
-    def _child_steps(self, h, terms, parents, x, t):  # the children's steps from their parents' products
-        return self._q(self._after_product(h[parents] if self._AFTER_READS_STATE else None, terms[parents], x))
+    def _parent_terms(self, h):
+        """The parents' recurrent products, per gate (:class:`protocols.models.children.GateTerms`)."""
+        return children.GateTerms(children.split_gates(self._product(h), self.width, self._GROUPS, self._NEGATED),
+                                  self._parent_state(h))
+
+    def _parent_state(self, h):  # what the update reads of a parent's state besides its product (Elman: nothing)
+        return None
+
+    def _child_steps(self, h, terms, parents, x, t):
+        """The children's steps from their parents' products (:mod:`protocols.models.children`: the same bits as
+        :meth:`step`)."""
+        out = np.empty((len(parents), self.state_units))
+        self._children(terms, np.asarray(parents, dtype=np.intp), np.asarray(x, dtype=np.intp), out)
+        return out
 
     def _readout(self, h: np.ndarray) -> np.ndarray:
         """y = W_out h + b_out, on the h part of the state."""
@@ -100,13 +119,15 @@ class Elman(_Trainable):
     """Elman RNN: h_t = act(W_rec h_{t-1} + W_in[x_t] + b), act = tanh or ReLU; y_t = W_out h_t + b_out."""
 
     kind = "elman"
-    _AFTER_READS_STATE = False     # act(W_rec h + W_in[x] + b) reads h only through its product
 
     def __init__(self, params, fmt, spec: str = "", activation: str = "tanh"):
         if activation not in ("tanh", "relu"):
             raise ModelError(f"elman activation must be tanh or relu, got {activation!r}")
         super().__init__(params, fmt, spec, activation=activation)
         self.activation = activation
+
+    def _children(self, terms, parents, x, out):
+        children.elman_children(terms, self._token_terms(), parents, x, out, self._q, self.activation == "relu")
 
     def _after_product(self, h, pre, x):
         """act(W_rec h + W_in[x] + b) from the product W_rec h."""
@@ -126,6 +147,14 @@ class LSTM(_Trainable):
 
     kind = "lstm"
     _GATES = 4
+    _GROUPS, _NEGATED = children.LSTM_GROUPS, children.LSTM_NEGATED
+
+    def _parent_state(self, h):  # the parents' cells
+        return np.ascontiguousarray(h[:, self.width:])
+
+    def _children(self, terms, parents, x, out):
+        children.lstm_children(terms, self._token_terms(), parents, x, out, self._q,
+                               self._q.mode in ("fixed", "bit"))
 
     @classmethod
     def _units(cls, width: int) -> int:
@@ -158,6 +187,13 @@ class GRU(_Trainable):
 
     kind = "gru"
     _GATES = 3
+    _GROUPS, _NEGATED = children.GRU_GROUPS, children.GRU_NEGATED
+
+    def _parent_state(self, h):  # the parents' states, which h' = (1 - z) n + z h reads
+        return np.ascontiguousarray(h)
+
+    def _children(self, terms, parents, x, out):
+        children.gru_children(terms, self._token_terms(), parents, x, out, self._q)
 
     @classmethod
     def _shapes(cls, vocab, width, classes):

@@ -12,7 +12,10 @@ What the batch check (:meth:`RnnHandoff.run_batch`) compares, per instance:
 
 * the direct forward -- the model's own steps from h_0 over the whole sequence and its readouts at the output
   positions, computed over a prefix trie of the block's sequences (:meth:`RecurrentModel.forward_shared`:
-  each distinct prefix's state once, the same step code on the same inputs as a row-by-row run, so the same
+  each distinct prefix's state once, children of bitwise-equal states and equal tokens stepped once
+  (:mod:`protocols.models.state_merge`), the last position's readouts remembered by state and token across the
+  blocks of the batch, and for Elman, LSTM and GRU the steps' shared product once per parent
+  (:mod:`protocols.models.children`): the same operations on the same inputs as a row-by-row run, so the same
   bits).  It never reads the protocol's message or decoded state;
 * the protocol's readouts -- Alice's h_t (the trie's state of her prefix: her program ``model.run(prefix)``
   is the same function of the same tokens) encoded with the format's encoder into one bit string per block
@@ -27,7 +30,9 @@ What the batch check (:meth:`RnnHandoff.run_batch`) compares, per instance:
 So an encode/decode fault or a resume from another run's state is caught by the batch; a resume at a wrong
 position can only matter for a model that reads positions, which is always resumed.  Independently, the
 engine re-runs a seeded subset through the real party programs (:class:`HandoffProtocol`), one instance at
-a time, and holds the batch to it (``--audit`` runs each party in its own process).
+a time, and holds the batch to it (``--audit`` runs each party in its own process): that is a second code path
+for the model's steps (``model.run`` row by row: no trie, no merging, no children's kernels).  The batch's
+details say this under ``checked`` (:data:`CHECKED`).
 """
 from __future__ import annotations
 
@@ -54,10 +59,26 @@ from commsim.contract import (
 
 from protocols.models.prefix_trie import SHARED_BLOCK_CHUNKS
 from protocols.models.recurrent import RecurrentModel
+from protocols.models.state_merge import ReadoutMemo
 from protocols.simulators.arches import RECURRENT_ARCHES
 from protocols.theorems import handoff_bits
 
 MESSAGE_LABEL = "hidden state"
+
+#: what the batch check compares on every instance, and what the runner re-runs on a sample (the report's
+#: ``details.checked``)
+CHECKED = {
+    "every_instance": "the direct forward (the model's steps from h_0 over the whole sequence, over a prefix trie: "
+                      "each distinct prefix once, children of equal states stepped once); Alice's h_t per run of "
+                      "equal prefixes, encoded into the counted bits and decoded; the decoded state compared bit for "
+                      "bit with the direct forward's h_t of the same instance; where equal (and the model reads no "
+                      "position) Bob's readouts are the direct forward's continuation -- the same step on identical "
+                      "inputs -- otherwise Bob resumes with model.run and his readouts are compared bit for bit "
+                      "(bob_resumed_instances)",
+    "sample": "the runner re-runs runner_checked instances (seeded) through the party programs -- Alice's model.run "
+              "from h_0, the encoder, the decoder, Bob's model.run: row by row, without the prefix trie, the "
+              "children's kernels or state merging -- and their labels and message bits must equal the batch's",
+}
 
 
 def _positions_text(positions: np.ndarray, limit: int = 8) -> str:
@@ -210,10 +231,11 @@ class RnnHandoff(Vectorized, Simulator):
         alice_to_bob = np.empty(batch, dtype=np.int32)
         block = model.chunk_rows() * SHARED_BLOCK_CHUNKS     # instances whose shared prefixes are computed together
         prefix_runs = resumed = 0
+        memo = ReadoutMemo()       # the last position's readouts by state and token, across the blocks
         for lo in range(0, batch, block):
             hi = min(lo + block, batch)
             chunk = tokens[lo:hi]
-            raw_direct, (node, states) = model.forward_shared(chunk, outs, keep=t)
+            raw_direct, (node, states) = model.forward_shared(chunk, outs, keep=t, memo=memo)
             runs, received, bits = self._alice_block(model, chunk, t, node, states)
             raw_protocol, count = self._bob_block(model, chunk, t, outs, runs, received, node, states, raw_direct)
             prefix_runs += len(received)
@@ -229,7 +251,7 @@ class RnnHandoff(Vectorized, Simulator):
             "message": f"{MESSAGE_LABEL} h_{t}", "state_units": units, "precision_bits": p,
             "number_format": model.format.name, "message_bits": units * p,
             "alice_prefix_runs": int(prefix_runs), "bob_resumed_instances": int(resumed),
-            "exact_matches": int(exact.sum()),
+            "exact_matches": int(exact.sum()), "checked": CHECKED,
         }
         return BatchResult(protocol_labels, direct_labels, exact, alice_to_bob, np.zeros(batch, dtype=np.int8),
                            np.ones(batch, dtype=np.int8), None, details)

@@ -180,7 +180,7 @@ def test_fixed_matmul_is_the_exact_product_rounded_once(fmt, batch, rows, inner,
 def test_ordered_dot_blocks_give_each_row_its_own_index_order_sum(rows, k, out, seed, specials):
     """The blocked ordered dot product (over a contiguous copy of the weight) is, row by row, the float64 sum in
     index order from 0 of rounded products -- the same bits as one row alone, infinities and -0.0 included."""
-    from commsim.core import arithmetic
+    from commsim.contract import arithmetic
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(rows, k)) * rng.choice([1e-300, 1.0, 1e300], size=(rows, k))
     W = rng.normal(size=(out, k))

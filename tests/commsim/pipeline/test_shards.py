@@ -241,3 +241,11 @@ def test_a_streamed_run_carries_the_same_trust_signals_and_recheck_as_an_in_memo
     assert streamed.certificate is not None and memory.certificate is not None
     assert "torch" in streamed.certificate.explanation and streamed.certificate.explanation == \
         memory.certificate.explanation
+
+
+def test_a_streamed_report_says_what_is_checked_on_every_instance_and_on_a_sample():
+    from protocols.simulators.rnn_handoff import CHECKED
+    cut = run_sharded("index-idxl", MODEL, 5, shard_size=40, chunk=20)
+    details = merged_details(prepare("index-idxl", MODEL, 5), cut)
+    assert details["checked"] == CHECKED and set(CHECKED) == {"every_instance", "sample"}
+    assert cut.runner_checked > 0

@@ -17,7 +17,7 @@ import commsim  # noqa: E402
 from commsim.core.errors import InputError  # noqa: E402
 from commsim.core.precision import parse_format  # noqa: E402
 from commsim.core.runner import run_protocol  # noqa: E402
-from commsim.pipeline.interfaces import Share  # noqa: E402
+from commsim.contract import Share  # noqa: E402
 from protocols.adapters.torch import fold  # noqa: E402
 from protocols.adapters.torch.fold import check_table_size  # noqa: E402
 from protocols.adapters.torch.gpt2 import wrap_gpt2  # noqa: E402

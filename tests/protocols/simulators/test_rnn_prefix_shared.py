@@ -94,10 +94,16 @@ def test_prefix_shared_run_equals_the_per_instance_path(case, shared_terms):
     protocol, direct, bits = per_instance(model, encoded)
     before = prefix_trie.SHARED_TERMS_CHILDREN
     prefix_trie.SHARED_TERMS_CHILDREN = shared_terms     # a parent's product once (0: always, 10^9: never)
+    own = model.__dict__.get("shared_terms_children")
+    model.shared_terms_children = shared_terms           # a model's own threshold (Elman, LSTM, GRU: 1) too
     try:
         check_prefix_shared(model, encoded, protocol, direct, bits)
     finally:
         prefix_trie.SHARED_TERMS_CHILDREN = before
+        if own is None:
+            del model.shared_terms_children
+        else:
+            model.shared_terms_children = own
 
 
 def check_prefix_shared(model, encoded, protocol, direct, bits):
