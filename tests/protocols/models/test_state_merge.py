@@ -65,7 +65,7 @@ def test_a_hash_collision_merges_nothing(monkeypatch):
 
 
 def test_the_readout_memo_carries_states_across_blocks_and_keeps_every_bit(monkeypatch):
-    from commsim.pipeline.interfaces import Encoded
+    from commsim.contract import Encoded
     from protocols.simulators import rnn_handoff
     memos = []
 
