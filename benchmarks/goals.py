@@ -13,7 +13,9 @@ For each recurrent kind (``elman``, ``lstm``, ``gru``; hidden size 16, 16-bit fi
 
 Every commsim run must report ``protocol_matches_model`` (the handoff equals the direct forward on every
 instance); ``checked`` says what each instance's check compares and what the runner re-runs on a sample.
-:func:`measure` returns the object, so other goals' ratios can be added beside these.
+:func:`measure` returns the object; from the command line it also holds the attention-side goals of
+``goals_attention.py`` (the codec at every width, the exchange at N = 2^18, the GPT-2-sized run): every goal's
+figure in one JSON object.
 
     python benchmarks/goals.py                # n = 20 (index-idxl) and 11 (eq-ineq): tens of minutes
     python benchmarks/goals.py --quick        # n = 8 and 5: a smoke test (ratios meaningless: start-up dominates)
@@ -31,13 +33,18 @@ from pathlib import Path
 GOALS = {"cpu_ratio_max": 0.5, "wall_ratio_max": 1.0}
 
 
-def _peer_module():
-    """``torch_peer.py`` beside this script (the folder is not a package)."""
-    path = Path(__file__).resolve().parent / "torch_peer.py"
-    spec = importlib.util.spec_from_file_location("benchmark_torch_peer", path)
+def _sibling(name: str):
+    """The benchmark script ``NAME.py`` beside this one (the folder is not a package)."""
+    path = Path(__file__).resolve().parent / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"benchmark_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _peer_module():
+    """``torch_peer.py``: the PyTorch loop commsim is measured against."""
+    return _sibling("torch_peer")
 
 
 def task_sizes(n: int) -> dict[str, int]:
@@ -58,9 +65,11 @@ def machine() -> dict:
 
 
 def measure(n: int = 20, quick: bool = False, kinds=("elman", "lstm", "gru"), repeats: int = 2,
-            tasks=("index-idxl", "eq-ineq")) -> dict:
+            tasks=("index-idxl", "eq-ineq"), attention: bool = False) -> dict:
     """Every ratio (module docstring) as one dict: ``ratios`` maps ``"TASK/KIND/cpu"`` and ``".../wall"`` to its
-    figure, ``runs`` holds every child's timings, ``all_exact`` is True when every commsim run matched its model."""
+    figure, ``runs`` holds every child's timings, ``all_exact`` is True when every commsim run matched its model.
+    With ``attention``, the attention-side goals of ``goals_attention.py`` too (the codec's worst width, the
+    exchange against the direct forward, the GPT-2-sized run), under ``attention`` and in ``goals_met``."""
     peer = _peer_module()
     if quick:
         n, repeats = min(n, 8), 1
@@ -81,9 +90,18 @@ def measure(n: int = 20, quick: bool = False, kinds=("elman", "lstm", "gru"), re
                   flush=True)
     met = {key: value <= GOALS["cpu_ratio_max" if key.endswith("/cpu") else "wall_ratio_max"]
            for key, value in ratios.items()}
-    return {"benchmark": "goals", "quick": quick, "n": task_sizes(n), "repeats": repeats, "machine": machine(),
-            "goals": GOALS, "ratios": ratios, "goals_met": met, "all_exact": all(r["exact"] for r in runs),
-            "runs": runs}
+    out = {"benchmark": "goals", "quick": quick, "n": task_sizes(n), "repeats": repeats, "machine": machine(),
+           "goals": GOALS, "ratios": ratios, "goals_met": met, "all_exact": all(r["exact"] for r in runs),
+           "runs": runs}
+    if attention:
+        side = _sibling("goals_attention").measure(quick)
+        out["attention"] = side
+        ratios["codec/worst_width"] = side["codec"]["worst_ratio"]
+        ratios["exchange/direct"] = side["exchange"]["ratio"]
+        met.update({"codec/worst_width": side["codec"]["ok"], "exchange/direct": side["exchange"]["ok"],
+                    "real_size/gpt2": side["real_size"]["ok"]})
+        out["all_exact"] = out["all_exact"] and side["real_size"]["protocol_matches_model"]
+    return out
 
 
 def main(argv=None) -> int:
@@ -93,6 +111,8 @@ def main(argv=None) -> int:
     parser.add_argument("--kinds", default="elman,lstm,gru", help="comma-separated: elman, lstm, gru")
     parser.add_argument("--tasks", default="index-idxl,eq-ineq", help="comma-separated: index-idxl, eq-ineq")
     parser.add_argument("--repeats", type=int, default=2, help="runs of each child, the best kept (default 2)")
+    parser.add_argument("--no-attention", action="store_true",
+                        help="leave out the attention-side goals (goals_attention.py: codec, exchange, GPT-2 size)")
     args = parser.parse_args(argv)
     tasks = tuple(t.strip() for t in args.tasks.split(",") if t.strip())
     if not tasks or any(t not in task_sizes(2) for t in tasks):
@@ -105,7 +125,7 @@ def main(argv=None) -> int:
     unknown = [k for k in kinds if k not in ("elman", "lstm", "gru")]
     if unknown or not kinds:
         parser.error(f"--kinds: unknown kind {unknown[0] if unknown else ''!r} (use elman, lstm, gru)")
-    print(json.dumps(measure(args.n, args.quick, kinds, args.repeats, tasks), indent=2))
+    print(json.dumps(measure(args.n, args.quick, kinds, args.repeats, tasks, not args.no_attention), indent=2))
     return 0
 
 

@@ -115,3 +115,12 @@ def test_sweep_scaling_merges_the_same_result_on_one_and_two_dask_workers():
                            "--repeats", "1"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["same_result_1_and_2_workers"] is True
+
+
+@pytest.mark.slow
+def test_goals_carries_the_attention_side_goals_in_the_same_object():
+    pytest.importorskip("torch")
+    out = load("goals").measure(4, quick=True, kinds=("elman",), tasks=("index-idxl",), attention=True)
+    assert {"codec/worst_width", "exchange/direct", "index-idxl/elman/cpu"} <= set(out["ratios"])
+    assert {"codec/worst_width", "exchange/direct", "real_size/gpt2"} <= set(out["goals_met"])
+    assert out["attention"]["benchmark"] == "goals_attention" and out["all_exact"]
