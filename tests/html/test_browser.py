@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from browser_pages import open_page as offline_page
 from cli_helpers import invoke
 
 sync_api = pytest.importorskip("playwright.sync_api",
@@ -43,23 +44,9 @@ def pages_dir(tmp_path_factory):
 
 
 def open_page(browser, path: Path, shot: str | None, **context):
-    """Open ``path`` offline; returns (page, console errors, refused requests).  Saves a full-page screenshot
-    named ``shot`` (None: none)."""
-    ctx = browser.new_context(**context)
-    page = ctx.new_page()
-    errors, refused = [], []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-
-    def route(r):
-        if r.request.url.startswith("file://") and r.request.url.split("#")[0] == path.as_uri():
-            r.continue_()
-        else:
-            refused.append(r.request.url)
-            r.abort()
-    page.route("**/*", route)
-    page.goto(path.as_uri())
-    page.wait_for_load_state("load")
+    """Open ``path`` offline (:func:`browser_pages.open_page`); returns (context, page, console errors, refused
+    requests).  Saves a full-page screenshot named ``shot`` (None: none)."""
+    ctx, page, errors, refused = offline_page(browser, path, **context)
     if shot is not None:
         _screenshot(page, shot)
     return ctx, page, errors, refused

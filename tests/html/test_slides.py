@@ -4,33 +4,13 @@ asked for), shows one slide at a time, turns the page forward and back by keyboa
 speaker notes on ``n``, and prints every slide on a page of its own."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
+from browser_pages import open_page
 from cli_helpers import invoke
 
 pytest.importorskip("playwright.sync_api", reason="browser tests need playwright: pip install 'commsim[test]'")
 pytest.importorskip("matplotlib", reason="the decks need the html extra: pip install 'commsim[html]'")
-
-
-def open_page(browser, path: Path, **context):
-    """Open ``path`` offline: (context, page, console errors, refused requests)."""
-    ctx = browser.new_context(**context)
-    page = ctx.new_page()
-    errors, refused = [], []
-    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: errors.append(str(e)))
-
-    def route(r):
-        if r.request.url.split("#")[0] == path.as_uri():
-            r.continue_()
-        else:
-            refused.append(r.request.url)
-            r.abort()
-    page.route("**/*", route)
-    page.goto(path.as_uri())
-    page.wait_for_load_state("load")
-    return ctx, page, errors, refused
 
 
 def _smallest_n(topic: str) -> list[str]:

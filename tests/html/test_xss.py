@@ -196,17 +196,24 @@ def register(registry):
 '''
 
 
+def _corpus_lesson(tmp_path, fmt: str):
+    """The corpus lesson (a ``--plugin`` topic) written by ``commsim teach ... --format FMT`` as the console command
+    does; returns the written file."""
+    (tmp_path / "xss_topic.py").write_text(TOPIC_PLUGIN.format(markup=json.dumps(MARKUP),
+                                                               latex=json.dumps(corpus.LATEX)))
+    path = tmp_path / ("deck.html" if fmt == "slides" else "lesson.html")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "commsim", "teach", "xss-corpus", "--plugin", "xss_topic",
+                           "--format", fmt, "--out", str(path)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return path
+
+
 def test_a_plugin_topics_lesson_with_every_payload_is_inert(guard, tmp_path):
     """``teach --plugin``: the corpus in every text of a lesson, the formulas in claims, notes and the step's
     inequality (latex2mathml's ``\\text{...}``), run as the console command does."""
-    (tmp_path / "xss_topic.py").write_text(TOPIC_PLUGIN.format(markup=json.dumps(MARKUP),
-                                                               latex=json.dumps(corpus.LATEX)))
-    path = tmp_path / "lesson.html"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "commsim", "teach", "xss-corpus", "--plugin", "xss_topic",
-                           "--format", "html", "--out", str(path)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+    path = _corpus_lesson(tmp_path, "html")
     text = path.read_text()
     assert text.count("<math") >= 2 * len(corpus.LATEX) and "<svg" in text     # the formulas and the figure stay
     guard.assert_inert(path)
@@ -217,14 +224,7 @@ def test_a_deck_of_that_lesson_runs_its_own_script_and_nothing_else(guard, tmp_p
     adds after sanitizing -- the fixed navigation script and the policy that allows only it -- and nothing the
     corpus put there runs or fetches, with the script live and every link clicked."""
     from commsim.render.slides import SCRIPT, policy
-    (tmp_path / "xss_topic.py").write_text(TOPIC_PLUGIN.format(markup=json.dumps(MARKUP),
-                                                               latex=json.dumps(corpus.LATEX)))
-    path = tmp_path / "deck.html"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run([sys.executable, "-m", "commsim", "teach", "xss-corpus", "--plugin", "xss_topic",
-                           "--format", "slides", "--out", str(path)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
+    path = _corpus_lesson(tmp_path, "slides")
     page = guard.open(path)
     assert guard.ran == [] and guard.fetched == [], (guard.ran, guard.fetched)
     assert page.evaluate("() => [...document.scripts].map(s => s.textContent)") == [SCRIPT]

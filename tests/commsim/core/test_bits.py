@@ -1,6 +1,8 @@
 """Bits: construction, concatenation, slicing, equality, hashing; pack_uints / unpack_uints."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -255,23 +257,32 @@ def test_fast_kernels_round_trip_exactly_at_every_width(width, count, seed, data
 
 
 @settings(max_examples=200, deadline=None)
-@given(width=st.integers(2, 63).filter(lambda w: w not in (8, 16, 32)), count=st.integers(0, 3000),
-       chunk_bytes=st.sampled_from([64, 128, 512]), seed=st.integers(0, 2**32 - 1), data=st.data())
-def test_kernels_across_many_chunks(width, count, chunk_bytes, seed, data):
-    """With chunks of a few dozen values, every chunk boundary of every plan (grouping levels, byte windows
-    whose last window reaches into the next chunk, spread words) is crossed many times; short messages
-    are sent through the tree too (not the bit matrix that normally takes them)."""
+@contextlib.contextmanager
+def _through_the_tree(values, width, chunk_bytes):
+    """``values`` packed through the grouping tree with chunks of ``chunk_bytes`` (short messages too: not the bit
+    matrix that normally takes them), checked against the bit-by-bit reference and unpacked whole; yields the
+    packed bits with the small chunks still in force."""
     from commsim.core import bits as bits_module
     from commsim.core.bitpack import tree as bitpack
-    rng = np.random.default_rng(seed)
-    values = rng.integers(0, 1 << width, size=count, dtype=np.uint64)
-    stop = data.draw(st.integers(0, count), "stop")
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(bitpack, "_CHUNK_BYTES", chunk_bytes)
         mp.setattr(bits_module, "SMALL_BITS", 0)
         packed = pack_uints(values, width)
         assert np.array_equal(np.unpackbits(packed.packed, count=len(packed)), _bit_matrix(values, width))
         assert np.array_equal(unpack_uints(packed, width).astype(np.uint64), values)
+        yield packed
+
+
+@given(width=st.integers(2, 63).filter(lambda w: w not in (8, 16, 32)), count=st.integers(0, 3000),
+       chunk_bytes=st.sampled_from([64, 128, 512]), seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_kernels_across_many_chunks(width, count, chunk_bytes, seed, data):
+    """With chunks of a few dozen values, every chunk boundary of every plan (grouping levels, byte windows
+    whose last window reaches into the next chunk, spread words) is crossed many times; short messages
+    are sent through the tree too (not the bit matrix that normally takes them)."""
+    rng = np.random.default_rng(seed)
+    values = rng.integers(0, 1 << width, size=count, dtype=np.uint64)
+    stop = data.draw(st.integers(0, count), "stop")
+    with _through_the_tree(values, width, chunk_bytes) as packed:
         assert np.array_equal(unpack_uints(packed, width, count=stop).astype(np.uint64), values[:stop])
 
 
@@ -365,16 +376,9 @@ def test_windows_reaching_two_fields_ahead_round_trip(width, count, chunk_bytes,
     """Windows that hold the tail of the previous field, the field, all of the next one and the head of the one
     after it: against the bit-by-bit reference, across chunk boundaries, at any byte-aligned start, and for
     two's-complement codes (their low ``width`` bits)."""
-    from commsim.core import bits as bits_module
-    from commsim.core.bitpack import tree as bitpack
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 1 << width, size=count, dtype=np.uint64)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(bitpack, "_CHUNK_BYTES", chunk_bytes)
-        mp.setattr(bits_module, "SMALL_BITS", 0)
-        packed = pack_uints(values, width)
-        assert np.array_equal(np.unpackbits(packed.packed, count=len(packed)), _bit_matrix(values, width))
-        assert np.array_equal(unpack_uints(packed, width).astype(np.uint64), values)
+    with _through_the_tree(values, width, chunk_bytes) as packed:
         start = data.draw(st.integers(0, count), "start")
         start -= start % (8 // np.gcd(width, 8))
         got = unpack_uints(packed, width, count=count - start, offset=start * width)
