@@ -432,5 +432,5 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         np.exp(z, out=z)
     z += 1.0
-    np.reciprocal(z, out=z)
+    np.divide(1.0, z, out=z)     # the correctly rounded 1/z, as np.reciprocal (twice as fast for float64)
     return z

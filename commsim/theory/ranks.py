@@ -46,4 +46,6 @@ def pairs_at(problem: Problem, start: int, stop: int) -> tuple[np.ndarray, np.nd
     if not len(ia):
         return inputs_at(problem, "alice", ia), inputs_at(problem, "bob", ib)
     first = int(ia[0])    # the Alice ranks are one contiguous range, each repeated: build each input once
-    return inputs_at(problem, "alice", np.arange(first, int(ia[-1]) + 1))[ia - first], inputs_at(problem, "bob", ib)
+    repeats = np.bincount(ia - first)      # each Alice input's instances, consecutive (a copy, not a gather)
+    return (np.repeat(inputs_at(problem, "alice", np.arange(first, int(ia[-1]) + 1)), repeats, axis=0),
+            inputs_at(problem, "bob", ib))

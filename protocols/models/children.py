@@ -26,8 +26,8 @@ ROWS = 1024
 
 
 class GateTerms:
-    """The parents' shared terms, one contiguous (parents, m) array per gate (the sigmoid gates' negated), and the
-    parents' states (or their cell part) where the update reads them."""
+    """The parents' shared terms, one contiguous (gates, parents, m) array per group of gates (the sigmoid groups'
+    negated), and the parents' states (or their cell part) where the update reads them."""
 
     __slots__ = ("gates", "state")
 
@@ -37,20 +37,21 @@ class GateTerms:
 
 
 def split_gates(values: np.ndarray, m: int, groups: tuple[tuple[int, ...], ...], negated: tuple[bool, ...]) -> tuple:
-    """The (rows, g*m) array ``values`` as one contiguous array per group of gates (the gates of a group side by
-    side, in the group's order), the flagged groups negated."""
+    """The (rows, g*m) array ``values`` as one contiguous (len(group), rows, m) array per group of gates, gate-major
+    (so each gate of a child is a contiguous (rows, m) array: at these widths numpy's loops over strided rows cost
+    several times its contiguous ones), the flagged groups negated."""
     out = []
     for group, neg in zip(groups, negated):
-        part = np.concatenate([values[:, k * m:(k + 1) * m] for k in group], axis=1)
-        out.append(np.negative(part) if neg else part)
+        part = np.stack([values[:, k * m:(k + 1) * m] for k in group])
+        out.append(np.negative(part, out=part) if neg else part)
     return tuple(out)
 
 
 def _gate_sum(out: np.ndarray, parent: np.ndarray, token: np.ndarray, parents: np.ndarray, x: np.ndarray,
               tmp: np.ndarray) -> np.ndarray:
-    """out = parent[parents] + token[x] (rows gathered into preallocated arrays)."""
-    np.take(parent, parents, axis=0, out=out, mode="clip")
-    np.take(token, x, axis=0, out=tmp, mode="clip")
+    """out = parent[:, parents] + token[:, x] (gate-major rows gathered into preallocated arrays)."""
+    np.take(parent, parents, axis=1, out=out, mode="clip")
+    np.take(token, x, axis=1, out=tmp, mode="clip")
     out += tmp
     return out
 
@@ -61,17 +62,18 @@ def _sigmoid_of_negated(z: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore"):
         np.exp(z, out=z)
     z += 1.0
-    np.reciprocal(z, out=z)
+    np.divide(1.0, z, out=z)
     return z
 
 
-def passes(count: int, widths: tuple[int, ...]):
-    """(lo, hi, work arrays of the given widths) for each pass over ``count`` children, the arrays reused."""
+def passes(count: int, m: int, gates: tuple[int, ...]):
+    """(lo, hi, work arrays) for each pass over ``count`` children: one (g, rows, m) array per entry of ``gates``
+    (a 0 entry: a (rows, m) array), reused from pass to pass."""
     rows = min(ROWS, max(count, 1))
-    arrays = [np.empty((rows, w)) for w in widths]
+    arrays = [np.empty((g, rows, m)) if g else np.empty((rows, m)) for g in gates]
     for lo in range(0, count, ROWS):
         hi = min(lo + ROWS, count)
-        yield lo, hi, [a[:hi - lo] for a in arrays]
+        yield lo, hi, [a[..., :hi - lo, :] for a in arrays]
 
 
 #: the gate groups of each kind's terms (:func:`split_gates`), and which groups are sigmoids (taken negated)
@@ -83,14 +85,13 @@ GRU_GROUPS, GRU_NEGATED = ((0, 1), (2,)), (True, False)               # r, z (si
 def elman_children(terms: GateTerms, embed: tuple, parents, x, out: np.ndarray, q, relu: bool) -> None:
     """act(W_h h + (W_x[x] + b)), rounded: :meth:`Elman._after_product` then the step's rounding."""
     (product,), (token,) = terms.gates, embed
-    m = product.shape[1]
-    for lo, hi, (pre, tmp) in passes(len(parents), (m, m)):
+    for lo, hi, (pre, tmp) in passes(len(parents), product.shape[2], (1, 1)):
         _gate_sum(pre, product, token, parents[lo:hi], x[lo:hi], tmp)
         if relu:
             np.maximum(pre, 0.0, out=pre)
         else:
             np.tanh(pre, out=pre)
-        out[lo:hi] = q(pre)
+        out[lo:hi] = q(pre[0])
 
 
 def lstm_children(terms: GateTerms, embed: tuple, parents, x, out: np.ndarray, q, idempotent: bool) -> None:
@@ -99,12 +100,12 @@ def lstm_children(terms: GateTerms, embed: tuple, parents, x, out: np.ndarray, q
     The step rounds c once more with the whole state; ``idempotent`` (rounding a rounded value changes nothing:
     fixed point, one bit) skips that second rounding."""
     (n_ifo, u_g), (e_ifo, e_g) = terms.gates, embed
-    m = u_g.shape[1]
-    for lo, hi, (ifo, tmp3, g, c, tmp) in passes(len(parents), (3 * m, 3 * m, m, m, m)):
+    m = u_g.shape[2]
+    for lo, hi, (ifo, tmp3, g1, tmp1, c, tmp) in passes(len(parents), m, (3, 3, 1, 1, 0, 0)):
         p, tok = parents[lo:hi], x[lo:hi]
-        _sigmoid_of_negated(_gate_sum(ifo, n_ifo, e_ifo, p, tok, tmp3))
-        i, f, o = ifo[:, :m], ifo[:, m:2 * m], ifo[:, 2 * m:]
-        np.tanh(_gate_sum(g, u_g, e_g, p, tok, tmp), out=g)
+        i, f, o = _sigmoid_of_negated(_gate_sum(ifo, n_ifo, e_ifo, p, tok, tmp3))
+        g = g1[0]
+        np.tanh(_gate_sum(g1, u_g, e_g, p, tok, tmp1), out=g1)
         np.take(terms.state, p, axis=0, out=tmp, mode="clip")     # the parents' cells
         np.multiply(f, tmp, out=c)                                 # f * c
         np.multiply(i, g, out=tmp)
@@ -119,12 +120,11 @@ def lstm_children(terms: GateTerms, embed: tuple, parents, x, out: np.ndarray, q
 def gru_children(terms: GateTerms, embed: tuple, parents, x, out: np.ndarray, q) -> None:
     """PyTorch's GRU update (:func:`protocols.models.cells.gru_cell`), rounded: r, z (one array) from the negated
     sums, n = tanh((u_n * r) + a_n), h' = (1 - z) * n + z * h."""
-    (n_rz, u_n), (e_rz, a_n) = terms.gates, embed
+    (n_rz, (u_n,)), (e_rz, (a_n,)) = terms.gates, embed
     m = u_n.shape[1]
-    for lo, hi, (rz, tmp2, n, tmp) in passes(len(parents), (2 * m, 2 * m, m, m)):
+    for lo, hi, (rz, tmp2, n, tmp) in passes(len(parents), m, (2, 2, 0, 0)):
         p, tok = parents[lo:hi], x[lo:hi]
-        _sigmoid_of_negated(_gate_sum(rz, n_rz, e_rz, p, tok, tmp2))
-        r, z = rz[:, :m], rz[:, m:]
+        r, z = _sigmoid_of_negated(_gate_sum(rz, n_rz, e_rz, p, tok, tmp2))
         np.take(u_n, p, axis=0, out=n, mode="clip")
         n *= r
         np.take(a_n, tok, axis=0, out=tmp, mode="clip")

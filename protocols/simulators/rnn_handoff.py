@@ -57,7 +57,7 @@ from commsim.contract import (
     message_rows,
 )
 
-from protocols.models.prefix_trie import SHARED_BLOCK_CHUNKS
+from protocols.models.prefix_trie import SHARED_BLOCK_CHUNKS, prefix_words
 from protocols.models.recurrent import RecurrentModel
 from protocols.models.state_merge import ReadoutMemo
 from protocols.simulators.arches import RECURRENT_ARCHES
@@ -240,7 +240,10 @@ class RnnHandoff(Vectorized, Simulator):
             raw_protocol, count = self._bob_block(model, chunk, t, outs, runs, received, node, states, raw_direct)
             prefix_runs += len(received)
             resumed += count
-            exact[lo:hi] = np.all(raw_protocol.view(np.uint64) == raw_direct.view(np.uint64), axis=(1, 2))
+            if raw_protocol is raw_direct:   # every instance's Bob shown to be the direct continuation (_bob_block)
+                exact[lo:hi] = True
+            else:
+                exact[lo:hi] = np.all(raw_protocol.view(np.uint64) == raw_direct.view(np.uint64), axis=(1, 2))
             direct_labels[lo:hi] = model.labels(raw_direct)
             protocol_labels[lo:hi] = direct_labels[lo:hi] if raw_protocol is raw_direct else model.labels(raw_protocol)
             alice_to_bob[lo:hi] = bits
@@ -266,10 +269,12 @@ class RnnHandoff(Vectorized, Simulator):
         there, not computed twice."""
         count, units = len(tokens), model.state_units
         if t:
-            new = np.zeros(count, dtype=bool)      # a run starts where a prefix token differs from the row above's
+            new = np.empty(count, dtype=bool)      # a run starts where a prefix token differs from the row above's
             new[0] = True
-            for column in np.ascontiguousarray(tokens[:, :t].T):
-                new[1:] |= column[1:] != column[:-1]
+            new[1:] = False
+            words = prefix_words(tokens, t)
+            for w in range(words.shape[1]):
+                new[1:] |= words[1:, w] != words[:-1, w]
             starts = np.flatnonzero(new)
             prefix_states = states[node[starts]]
             runs = np.cumsum(new) - 1
