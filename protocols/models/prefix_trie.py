@@ -74,32 +74,15 @@ def forward_shared(model, tokens, output_positions, keep: int | None = None, tri
              np.concatenate([states for _, (_, states) in parts])))
 
 
-def prefix_words(toks: np.ndarray, length: int) -> np.ndarray:
-    """The first ``length`` tokens of each row as little-endian 64-bit words, (rows, words): two rows' words are
-    equal exactly when those tokens are, and the lowest differing byte of a word is the earliest differing byte
-    (zero bytes pad the last word).  A few word comparisons replace one comparison per position."""
-    rows = len(toks)
-    width = length * toks.itemsize
-    padded = np.zeros((rows, -(-width // 8) * 8), dtype=np.uint8)
-    padded[:, :width] = np.ascontiguousarray(toks[:, :length]).view(np.uint8).reshape(rows, width)
-    return padded.view("<u8")
-
-
 def first_differences(toks: np.ndarray) -> np.ndarray:
     """Per row, the first position at which its tokens differ from the row above's (row 0: 0; a row equal to the
     one above: the length).  Row i starts a distinct prefix of length k + 1 exactly when this is at most k."""
     batch, length = toks.shape
     first = np.full(batch, length, dtype=np.int16 if length < 1 << 15 else np.int64)
     first[:1] = 0
-    words = prefix_words(toks, length)
-    for w in range(words.shape[1] - 1, -1, -1):       # the last assignment is the earliest word
-        diff = words[1:, w] ^ words[:-1, w]
-        rows = np.flatnonzero(diff)
-        if len(rows):
-            low = diff[rows]
-            low &= ~low + np.uint64(1)                # the lowest set bit: in the earliest differing byte
-            bit = np.frexp(low.astype(np.float64))[1] - 1     # a power of two converts exactly
-            first[1:][rows] = (w * 8 + bit // 8) // toks.itemsize
+    columns = np.ascontiguousarray(toks.T)            # position-major: one column compared at a time
+    for k in range(length - 1, -1, -1):               # the last assignment is the smallest position
+        first[1:][columns[k, 1:] != columns[k, :-1]] = k
     return first
 
 

@@ -57,7 +57,7 @@ from commsim.contract import (
     message_rows,
 )
 
-from protocols.models.prefix_trie import SHARED_BLOCK_CHUNKS, prefix_words
+from protocols.models.prefix_trie import SHARED_BLOCK_CHUNKS
 from protocols.models.recurrent import RecurrentModel
 from protocols.models.state_merge import ReadoutMemo
 from protocols.simulators.arches import RECURRENT_ARCHES
@@ -269,12 +269,10 @@ class RnnHandoff(Vectorized, Simulator):
         there, not computed twice."""
         count, units = len(tokens), model.state_units
         if t:
-            new = np.empty(count, dtype=bool)      # a run starts where a prefix token differs from the row above's
+            new = np.zeros(count, dtype=bool)      # a run starts where a prefix token differs from the row above's
             new[0] = True
-            new[1:] = False
-            words = prefix_words(tokens, t)
-            for w in range(words.shape[1]):
-                new[1:] |= words[1:, w] != words[:-1, w]
+            for column in np.ascontiguousarray(tokens[:, :t].T):
+                new[1:] |= column[1:] != column[:-1]
             starts = np.flatnonzero(new)
             prefix_states = states[node[starts]]
             runs = np.cumsum(new) - 1
