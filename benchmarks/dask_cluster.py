@@ -19,7 +19,9 @@ result with no protocol/model mismatch, and the load average before and after.  
 per-worker throughput and measured 1 -> 2 scaling, a *projection* (not a measurement) of the exhaustive sweep
 at n = 28 and n = 32: instances, shards (commsim's default plan) and wall time on W = 2, 64, 512 workers with
 one core each (whole shards per worker; the slowest round decides; divided by the measured scaling
-efficiency, speedup / 2, at most 1).
+efficiency, speedup / 2, at most 1; and never less than the CPU time the scheduler and the client -- one
+process each, however many workers -- would spend on that many shards at the CPU seconds per task measured
+here on ``--tasks`` empty tasks through the same map).
 
 Every process started is in its own process group and is stopped in ``finally``; on Linux each also gets
 SIGKILL from the kernel if this process dies first (``PR_SET_PDEATHSIG``), and the workers leave on their
@@ -207,21 +209,43 @@ def timed_sweep(executor, model: str, n: int, shards: int) -> dict:
     client = executor.client
     names = {a: w["name"] for a, w in client.scheduler_info(n_workers=-1)["workers"].items()}
     before = client.run(_worker_cpu_seconds)
+    scheduler, here = client.run_on_scheduler(_worker_cpu_seconds), time.process_time()
     start = time.perf_counter()
     merged = run_sharded(REDUCTION, model, n, map_fn=executor.map, shards=shards)
     wall = time.perf_counter() - start
+    scheduler, here = client.run_on_scheduler(_worker_cpu_seconds) - scheduler, time.process_time() - here
     after = client.run(_worker_cpu_seconds)
     if set(after) != set(before):
         raise SystemExit(f"benchmark: the workers changed during the run: {sorted(before)} -> {sorted(after)}")
     spent = {names[a]: after[a] - before[a] for a in after}
     pids = {names[a]: p for a, p in client.run(_worker_pid).items()}
-    return {"wall_s": wall, "cpu_s": spent, "pids": pids, "merged": merged}
+    return {"wall_s": wall, "cpu_s": spent, "pids": pids, "merged": merged,
+            "scheduler_cpu_s": scheduler, "client_cpu_s": here}
 
 
-def projection(per_cpu_second: float, efficiency: float, model: str, ns=(28, 32), workers=(2, 64, 512)) -> dict:
+def _noop(item: int) -> int:
+    return item
+
+
+def task_costs(executor, tasks: int) -> dict:
+    """The CPU seconds per task of the scheduler and of this process (the client), and the wall seconds per
+    task, for ``tasks`` empty tasks through ``executor.map`` -- what each shard costs besides its work."""
+    client = executor.client
+    scheduler, here, start = client.run_on_scheduler(_worker_cpu_seconds), time.process_time(), time.perf_counter()
+    if executor.map(_noop, range(tasks)) != list(range(tasks)):
+        raise SystemExit("benchmark: the empty tasks came back wrong")
+    wall = time.perf_counter() - start
+    scheduler, here = client.run_on_scheduler(_worker_cpu_seconds) - scheduler, time.process_time() - here
+    return {"tasks": tasks, "scheduler": scheduler / tasks, "client": here / tasks, "wall": wall / tasks}
+
+
+def projection(per_cpu_second: float, efficiency: float, per_task: dict, model: str, ns=(28, 32),
+               workers=(2, 64, 512)) -> dict:
     """The exhaustive sweep at each n of ``ns`` on W workers of one core each, from a worker's measured
     instances per CPU-second and the measured scaling efficiency: commsim's default shard plan, whole shards
-    per worker, rounds of the largest shard, divided by the efficiency."""
+    per worker, rounds of the largest shard, divided by the efficiency -- and never less than the CPU time
+    the scheduler and the client (one process each, whatever W) spend on that many shards at ``per_task``
+    seconds each (measured on empty tasks through the same map: :func:`task_costs`)."""
     from commsim.runs.shards import plan_shards
     out = {}
     for n in ns:
@@ -229,14 +253,17 @@ def projection(per_cpu_second: float, efficiency: float, model: str, ns=(28, 32)
         total, largest = planned[-1].stop, max(s.size for s in planned)
         per_shard = largest / per_cpu_second
         rounds = {w: -(-len(planned) // w) for w in workers}
+        floor = {who: len(planned) * seconds for who, seconds in per_task.items()}
         out[n] = {"instances": total, "shards": len(planned), "largest_shard": largest,
                   "worker_seconds": round(total / per_cpu_second),
+                  "scheduler_seconds": round(floor["scheduler"], 1), "client_seconds": round(floor["client"], 1),
                   "ideal_seconds": {w: round(rounds[w] * per_shard, 1) for w in workers},
-                  "projected_seconds": {w: round(rounds[w] * per_shard / efficiency, 1) for w in workers}}
+                  "projected_seconds": {w: round(max(rounds[w] * per_shard / efficiency, *floor.values()), 1)
+                                        for w in workers}}
     return out
 
 
-def measure(n: int, shards: int, repeats: int, model: str, quick: bool) -> dict:
+def measure(n: int, shards: int, repeats: int, model: str, quick: bool, tasks: int) -> dict:
     from commsim.core.executors import make_executor
     from commsim.runs.shards import plan_shards
     load_before = os.getloadavg()
@@ -269,6 +296,7 @@ def measure(n: int, shards: int, repeats: int, model: str, quick: bool) -> dict:
                 cluster.retire(client, "worker-2")
                 if len(client.scheduler_info(n_workers=-1)["workers"]) != 1:
                     raise SystemExit("benchmark: the second worker did not leave the cluster")
+            costs = task_costs(executor, tasks)
             processes = {"benchmark": os.getpid(), "scheduler": cluster.scheduler.pid,
                          "started": [p.pid for p in cluster.started]}
         finally:
@@ -277,10 +305,11 @@ def measure(n: int, shards: int, repeats: int, model: str, quick: bool) -> dict:
             cluster.close()
             atexit.unregister(cluster.close)
     load_after = os.getloadavg()
-    return summarize(n, shards, repeats, model, quick, runs, peaks, startup, processes, load_before, load_after)
+    return summarize(n, shards, repeats, model, quick, runs, peaks, startup, processes, costs, load_before, load_after)
 
 
-def summarize(n, shards, repeats, model, quick, runs, peaks, startup, processes, load_before, load_after) -> dict:
+def summarize(n, shards, repeats, model, quick, runs, peaks, startup, processes, costs, load_before,
+              load_after) -> dict:
     best = {w: min(runs[w], key=lambda r: r["wall_s"]) for w in (1, 2)}
     merged = best[1]["merged"]
     same = all(r["merged"] == merged for w in (1, 2) for r in runs[w])
@@ -291,6 +320,7 @@ def summarize(n, shards, repeats, model, quick, runs, peaks, startup, processes,
     throughput = min(per_cpu.values())                 # the lower of the two: the conservative figure
     efficiency = min(1.0, speedup / 2)
     pids = {w: [r["pids"] for r in runs[w]] for w in (1, 2)}
+    per_task = {who: costs[who] for who in ("scheduler", "client")}
     return {
         "benchmark": "dask_cluster", "quick": quick, "model": model, "reduction": REDUCTION, "n": n,
         "instances": merged.instances, "shards": shards, "repeats": repeats,
@@ -300,6 +330,8 @@ def summarize(n, shards, repeats, model, quick, runs, peaks, startup, processes,
         "worker_cpu_s": {w: [{k: round(v, 2) for k, v in r["cpu_s"].items()} for r in runs[w]] for w in (1, 2)},
         "busiest_worker_cpu_s": {w: round(critical[w], 2) for w in (1, 2)},
         "cpu_ratio": round(critical[2] / critical[1], 4),
+        "scheduler_cpu_s": {w: [round(r["scheduler_cpu_s"], 3) for r in runs[w]] for w in (1, 2)},
+        "client_cpu_s": {w: [round(r["client_cpu_s"], 3) for r in runs[w]] for w in (1, 2)},
         "instances_per_s": {w: round(merged.instances / best[w]["wall_s"]) for w in (1, 2)},
         "instances_per_worker_cpu_s": {w: round(per_cpu[w]) for w in (1, 2)},
         "peak_worker_rss_mb": peaks, "peak_shard_rss_mb": round(max(
@@ -315,9 +347,13 @@ def summarize(n, shards, repeats, model, quick, runs, peaks, startup, processes,
         "projection": {
             "what": "a projection, not a measurement: this run's measured instances per worker CPU-second (the "
                     "lower of the 1- and 2-worker figures) and measured 1 -> 2 scaling efficiency (speedup / 2, "
-                    "at most 1), one core per worker, commsim's default shard plan, whole shards per worker",
+                    "at most 1), one core per worker, commsim's default shard plan, whole shards per worker; "
+                    "never less than the scheduler's or the client's CPU time for that many shards at this "
+                    "run's CPU seconds per task (measured on empty tasks through the same map)",
             "instances_per_worker_cpu_s": round(throughput), "scaling_efficiency": round(efficiency, 4),
-            "by_n": projection(throughput, efficiency, model)},
+            "cpu_s_per_shard": {who: round(v, 6) for who, v in per_task.items()},
+            "empty_tasks": costs["tasks"], "wall_s_per_empty_task": round(costs["wall"], 6),
+            "by_n": projection(throughput, efficiency, per_task, model)},
         "ok": bool(same and merged.mismatches == 0 and merged.instances == n * 2 ** n),
     }
 
@@ -334,7 +370,8 @@ def report(out: dict) -> str:
                  f"on {out['cpus']} CPUs")
     p = out["projection"]
     lines.append(f"  PROJECTION from this run ({p['instances_per_worker_cpu_s']:,} instances per worker CPU-s, "
-                 f"scaling efficiency {p['scaling_efficiency']}), one core per worker:")
+                 f"scaling efficiency {p['scaling_efficiency']}; CPU s per shard {p['cpu_s_per_shard']}), "
+                 f"one core per worker:")
     for n, row in p["by_n"].items():
         lines.append(f"    n = {n}: {row['instances']:,} instances, {row['shards']:,} shards: "
                      + ", ".join(f"{s:,} s on {w} workers" for w, s in row["projected_seconds"].items()))
@@ -349,8 +386,10 @@ def main(argv=None) -> int:
     parser.add_argument("--n", type=int, default=None, help="INDEX size (default 24; quick 18)")
     parser.add_argument("--shards", type=int, default=None, help="shards (default 32; quick 4)")
     parser.add_argument("--repeats", type=int, default=None, help="interleaved repeats, best of (default 2)")
+    parser.add_argument("--tasks", type=int, default=None,
+                        help="empty tasks that measure the cost of a task (default 2000; quick 500)")
     args = parser.parse_args(argv)
-    for name in ("n", "shards", "repeats"):
+    for name in ("n", "shards", "repeats", "tasks"):
         value = getattr(args, name)
         if value is not None and value < 1:
             parser.exit(2, f"dask_cluster.py: --{name} must be at least 1, got {value}\n")
@@ -358,7 +397,8 @@ def main(argv=None) -> int:
     shards = args.shards or (4 if args.quick else 32)
     # a SIGTERM ends the benchmark through its finally blocks, which stop the cluster
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
-    out = measure(n, shards, args.repeats or 2, args.model, args.quick)
+    tasks = args.tasks or (500 if args.quick else 2000)
+    out = measure(n, shards, args.repeats or 2, args.model, args.quick, tasks)
     print(json.dumps(out, indent=2) if args.json else report(out))
     return 0
 

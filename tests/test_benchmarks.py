@@ -132,7 +132,7 @@ def _running(pid: int) -> bool:
 def test_dask_cluster_runs_on_separate_scheduler_and_worker_processes_and_stops_them():
     # as a script, the way a user runs it: the dask command line's scheduler and workers, one process each
     done = subprocess.run([sys.executable, str(BENCHMARKS / "dask_cluster.py"), "--quick", "--json", "--n", "8",
-                           "--shards", "2", "--repeats", "1"], capture_output=True, text=True, timeout=300)
+                           "--shards", "2", "--repeats", "1", "--tasks", "20"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout)
     assert out["same_result_1_and_2_workers"] is True and out["mismatches"] == 0 and out["ok"] is True
@@ -153,7 +153,8 @@ def test_dask_cluster_runs_on_separate_scheduler_and_worker_processes_and_stops_
         assert row["instances"] == int(n) * 2 ** int(n) and row["shards"] * row["largest_shard"] >= row["instances"]
         seconds = [row["projected_seconds"][w] for w in ("2", "64", "512")]
         assert seconds == sorted(seconds, reverse=True) and seconds[-1] > 0
-        assert all(row["projected_seconds"][w] >= row["ideal_seconds"][w] for w in ("2", "64", "512"))
+        floor = max(row["scheduler_seconds"], row["client_seconds"])    # the scheduler or the client alone
+        assert all(row["projected_seconds"][w] >= max(row["ideal_seconds"][w], floor) for w in ("2", "64", "512"))
     assert not [pid for pid in started if _running(pid)], "a process of the cluster outlived the benchmark"
 
 
