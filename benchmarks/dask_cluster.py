@@ -109,9 +109,12 @@ class Cluster:
         return process
 
     def start_scheduler(self) -> str:
-        """Start the scheduler on a free local port; its address, read from its log line ``Scheduler at:``."""
+        """Start the scheduler on a free local port; its address, read from its log line ``Scheduler at:``.
+        ``--no-dashboard`` leaves the scheduler's small HTTP server (health, metrics) on port 8787 unless told
+        otherwise: it gets a free local port too, so that two runs on one machine do not compete for it."""
         self.scheduler = self._start("distributed.cli.dask_scheduler",
-                                     ["--host", "127.0.0.1", "--port", "0", "--no-dashboard"], "scheduler.log",
+                                     ["--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                                      "--dashboard-address", "127.0.0.1:0"], "scheduler.log",
                                      pipe=True)
         lines: queue.Queue = queue.Queue()
         threading.Thread(target=_drain, args=(self.scheduler.stderr, os.path.join(self.folder, "scheduler.log"), lines),
@@ -223,16 +226,12 @@ def timed_sweep(executor, model: str, n: int, shards: int) -> dict:
             "scheduler_cpu_s": scheduler, "client_cpu_s": here}
 
 
-def _noop(item: int) -> int:
-    return item
-
-
 def task_costs(executor, tasks: int) -> dict:
     """The CPU seconds per task of the scheduler and of this process (the client), and the wall seconds per
     task, for ``tasks`` empty tasks through ``executor.map`` -- what each shard costs besides its work."""
     client = executor.client
     scheduler, here, start = client.run_on_scheduler(_worker_cpu_seconds), time.process_time(), time.perf_counter()
-    if executor.map(_noop, range(tasks)) != list(range(tasks)):
+    if executor.map(int, range(tasks)) != list(range(tasks)):     # a builtin: nothing to import, nothing to do
         raise SystemExit("benchmark: the empty tasks came back wrong")
     wall = time.perf_counter() - start
     scheduler, here = client.run_on_scheduler(_worker_cpu_seconds) - scheduler, time.process_time() - here
@@ -266,6 +265,9 @@ def projection(per_cpu_second: float, efficiency: float, per_task: dict, model: 
 def measure(n: int, shards: int, repeats: int, model: str, quick: bool, tasks: int) -> dict:
     from commsim.core.executors import make_executor
     from commsim.runs.shards import plan_shards
+    if __name__ != "__main__":      # imported (a test): the workers cannot import this file, so send it by value
+        import cloudpickle
+        cloudpickle.register_pickle_by_value(sys.modules[__name__])
     load_before = os.getloadavg()
     runs: dict[int, list[dict]] = {1: [], 2: []}
     peaks: dict[str, float] = {}
