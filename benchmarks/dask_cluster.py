@@ -398,6 +398,12 @@ def main(argv=None) -> int:
     # a SIGTERM ends the benchmark through its finally blocks, which stop the cluster
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     tasks = args.tasks or (500 if args.quick else 2000)
+    from commsim.core.errors import InputError
+    from commsim.runs.shards import _setup, plan_shards
+    try:                                    # a bad model, n or shards: said here, before any process starts
+        _setup(plan_shards(REDUCTION, args.model, n, shards=shards)[0])
+    except InputError as exc:
+        parser.exit(2, f"dask_cluster.py: {exc}\n")
     out = measure(n, shards, args.repeats or 2, args.model, args.quick, tasks)
     print(json.dumps(out, indent=2) if args.json else report(out))
     return 0
