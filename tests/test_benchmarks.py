@@ -30,7 +30,7 @@ def load(name: str):
 def test_every_script_has_a_smoke_test():
     scripts = {p.stem for p in BENCHMARKS.glob("*.py")}
     tested = {"bits", "attention_exchange", "rnn_handoff", "exhaustive_n24", "orthogonal", "sweep_scaling",
-              "torch_peer", "goals", "goals_attention"}
+              "torch_peer", "goals", "goals_attention", "dask_cluster"}
     assert scripts == tested, f"add a smoke test for: {sorted(scripts - tested)}"
 
 
@@ -115,6 +115,47 @@ def test_sweep_scaling_merges_the_same_result_on_one_and_two_dask_workers():
                            "--repeats", "1"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["same_result_1_and_2_workers"] is True
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` is still a running Dask process (not gone, not a zombie, not a reused pid)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            command = fh.read()
+    except OSError:
+        return False
+    return state != "Z" and b"distributed.cli" in command
+
+
+def test_dask_cluster_runs_on_separate_scheduler_and_worker_processes_and_stops_them():
+    # as a script, the way a user runs it: the dask command line's scheduler and workers, one process each
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "dask_cluster.py"), "--quick", "--json", "--n", "8",
+                           "--shards", "2", "--repeats", "1", "--tasks", "20"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert out["same_result_1_and_2_workers"] is True and out["mismatches"] == 0 and out["ok"] is True
+    assert [r["instances"] for w in ("1", "2") for r in out["results"][w]] == [8 * 2 ** 8] * 2
+    # the workers that ran the shards are the processes the script started, distinct from each other, from
+    # the scheduler and from the script itself
+    one, two = out["worker_pids"]["1"][0], out["worker_pids"]["2"][0]
+    assert set(one) == {"worker-1"} and set(two) == {"worker-1", "worker-2"} and one["worker-1"] == two["worker-1"]
+    processes = out["processes"]
+    started = set(processes["started"])
+    assert len(started) == 3 and {two["worker-1"], two["worker-2"], processes["scheduler"]} == started
+    assert processes["benchmark"] not in started
+    assert set(out["peak_worker_rss_mb"]) == {"worker-1", "worker-2"}
+    projection = out["projection"]
+    assert 0 < projection["scaling_efficiency"] <= 1 and projection["instances_per_worker_cpu_s"] > 0
+    for n in ("28", "32"):
+        row = projection["by_n"][n]
+        assert row["instances"] == int(n) * 2 ** int(n) and row["shards"] * row["largest_shard"] >= row["instances"]
+        seconds = [row["projected_seconds"][w] for w in ("2", "64", "512")]
+        assert seconds == sorted(seconds, reverse=True) and seconds[-1] > 0
+        floor = max(row["scheduler_seconds"], row["client_seconds"])    # the scheduler or the client alone
+        assert all(row["projected_seconds"][w] >= max(row["ideal_seconds"][w], floor) for w in ("2", "64", "512"))
+    assert not [pid for pid in started if _running(pid)], "a process of the cluster outlived the benchmark"
 
 
 @pytest.mark.slow
