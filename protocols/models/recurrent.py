@@ -176,7 +176,7 @@ class RecurrentModel(Decides):
 
     def _run_end(self, h: np.ndarray, last: int) -> np.ndarray:
         """The final state of :meth:`run`, once checked not to have overflowed into NaN by position ``last``."""
-        if h.size and np.isnan(h).any():
+        if h.size and np.isnan(h.max()):       # (the maximum is NaN exactly when a value is: NaN propagates)
             raise ModelError(f"the {self.kind} state became NaN by position {last} "
                              f"(its values overflowed {self.format.name}); use smaller weights or fixed point",
                              "model")
