@@ -57,7 +57,7 @@ from commsim.contract import (
     message_rows,
 )
 
-from protocols.models.prefix_trie import SHARED_BLOCK_CHUNKS
+from protocols.models.prefix_trie import block_rows
 from protocols.models.recurrent import RecurrentModel
 from protocols.models.state_merge import ReadoutMemo
 from protocols.simulators.arches import RECURRENT_ARCHES
@@ -229,11 +229,11 @@ class RnnHandoff(Vectorized, Simulator):
         direct_labels = np.empty((batch, len(outs)), dtype=ldt)
         exact = np.empty(batch, dtype=bool)
         alice_to_bob = np.empty(batch, dtype=np.int32)
-        block = model.chunk_rows() * SHARED_BLOCK_CHUNKS     # instances whose shared prefixes are computed together
         prefix_runs = resumed = 0
         memo = ReadoutMemo()       # the last position's readouts by state and token, across the blocks
-        for lo in range(0, batch, block):
-            hi = min(lo + block, batch)
+        hi = 0
+        while hi < batch:          # blocks of instances whose shared prefixes are computed together
+            lo, hi = hi, min(hi + block_rows(model, memo), batch)
             chunk = tokens[lo:hi]
             raw_direct, (node, states) = model.forward_shared(chunk, outs, keep=t, memo=memo)
             runs, received, bits = self._alice_block(model, chunk, t, node, states)

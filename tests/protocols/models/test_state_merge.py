@@ -66,6 +66,7 @@ def test_a_hash_collision_merges_nothing(monkeypatch):
 
 def test_the_readout_memo_carries_states_across_blocks_and_keeps_every_bit(monkeypatch):
     from commsim.contract import Encoded
+    from protocols.models import prefix_trie
     from protocols.simulators import rnn_handoff
     memos = []
 
@@ -75,7 +76,8 @@ def test_the_readout_memo_carries_states_across_blocks_and_keeps_every_bit(monke
             memos.append(self)
 
     monkeypatch.setattr(rnn_handoff, "ReadoutMemo", Recorded)
-    monkeypatch.setattr(rnn_handoff, "SHARED_BLOCK_CHUNKS", 1)     # blocks of 256 rows: 24 of them
+    monkeypatch.setattr(prefix_trie, "SHARED_BLOCK_CHUNKS", 1)     # blocks of 256 rows: 24 of them
+    monkeypatch.setattr(prefix_trie, "MERGING_BLOCK_CHUNKS", 1)
     model = random_model("elman", 4, "8", vocab=8, seed=3)
     monkeypatch.setattr(model, "chunk_rows", lambda: 256)
     tokens = _all_strings(10, 6)
