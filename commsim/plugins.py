@@ -25,6 +25,7 @@ import importlib
 import inspect
 import os
 import sys
+import time
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
@@ -149,8 +150,11 @@ class Registry:
 
 registry = Registry()
 
-#: the entry points last read, and the state of the path they were read under
-_entry_point_cache: tuple[tuple, tuple] = ((), ())
+#: the entry points last read, and the state of the path they were read under (None: read them again next time)
+_entry_point_cache: tuple[tuple | None, tuple] = (None, ())
+#: a folder changed this recently when the entry points were read may change again within the same tick of its
+#: modification time, unseen: such a read is not reused
+_RECENT_NS = 2_000_000_000
 
 
 def _path_state() -> tuple:
@@ -173,7 +177,10 @@ def _plugin_entry_points() -> tuple:
     global _entry_point_cache
     state = _path_state()
     if _entry_point_cache[0] != state:
-        _entry_point_cache = (state, tuple(entry_points(group=ENTRY_POINT_GROUP)))
+        read_at = time.time_ns()
+        points = tuple(entry_points(group=ENTRY_POINT_GROUP))
+        settled = all(mtime is None or mtime < read_at - _RECENT_NS for _, mtime in state)
+        _entry_point_cache = (state if settled else None, points)
     return _entry_point_cache[1]
 
 
