@@ -23,6 +23,9 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
+import time
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, Callable
@@ -138,7 +141,7 @@ class Registry:
             self._current_plugin = ""
 
     def load_entry_points(self) -> None:
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
+        for ep in _plugin_entry_points():
             # a module loaded by --plugin is the same plugin as its entry point ``module:register`` (found once
             # the current directory, where its metadata may be, is on sys.path)
             if ep.value not in self._loaded and not (ep.attr == "register" and ep.module in self._loaded):
@@ -146,6 +149,39 @@ class Registry:
 
 
 registry = Registry()
+
+#: the entry points last read, and the state of the path they were read under (None: read them again next time)
+_entry_point_cache: tuple[tuple | None, tuple] = (None, ())
+#: a folder changed this recently when the entry points were read may change again within the same tick of its
+#: modification time, unseen: such a read is not reused
+_RECENT_NS = 2_000_000_000
+
+
+def _path_state() -> tuple:
+    """Each ``sys.path`` entry (absolute: ``""`` is the current directory) with its modification time: a
+    package installed into, or removed from, a folder on the path changes that folder's time."""
+    state = []
+    for entry in sys.path:
+        folder = os.path.abspath(entry or ".") if isinstance(entry, str) else repr(entry)
+        try:
+            state.append((folder, os.stat(folder).st_mtime_ns))
+        except (OSError, TypeError, ValueError):
+            state.append((folder, None))
+    return tuple(state)
+
+
+def _plugin_entry_points() -> tuple:
+    """The ``commsim.plugins`` entry points, read again only when the path or a folder on it has changed
+    (reading every installed package's metadata takes some milliseconds, and the registry is consulted at every
+    step of a run)."""
+    global _entry_point_cache
+    state = _path_state()
+    if _entry_point_cache[0] != state:
+        read_at = time.time_ns()
+        points = tuple(entry_points(group=ENTRY_POINT_GROUP))
+        settled = all(mtime is None or mtime < read_at - _RECENT_NS for _, mtime in state)
+        _entry_point_cache = (state if settled else None, points)
+    return _entry_point_cache[1]
 
 
 def load_plugins(extra_modules: str | tuple[str, ...] | list[str] = ()) -> Registry:

@@ -175,7 +175,8 @@ class AttentionExchange(Vectorized, Simulator):
                                 f"queries (Appendix C of [BHBK24], Discussion)", "model")
         config = (AttentionConfig.fixed(heads, width, precision, dim=dim) if number_format is None else
                   AttentionConfig(int(heads), int(width), number_format, dim=dim))
-        plan = make_plan(config, int(seq_len), np.asarray(alice_positions, dtype=np.int64), int(output_positions[0]))
+        plan = make_plan(config, int(seq_len), alice_positions if isinstance(alice_positions, range) else
+                         np.asarray(alice_positions, dtype=np.int64), int(output_positions[0]))
         return _message_plan(plan, assumptions={**_assumptions(config), "mode": plan.mode,
                                                 "plan_formula": theorem_count(plan)[0]})
 

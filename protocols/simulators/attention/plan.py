@@ -19,6 +19,7 @@ it can form its U terms: two-way, after it sends its Z the query owner sends bac
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -144,7 +145,8 @@ class ExchangePlan:
 def _validate_partition(seq_len: int, alice_positions) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(Alice's positions, Bob's positions), sorted; PartitionError when Alice's are not distinct
     integers in 0..N-1."""
-    a = np.asarray(alice_positions)
+    a = (np.arange(alice_positions.start, alice_positions.stop, alice_positions.step, dtype=np.int64)
+         if isinstance(alice_positions, range) else np.asarray(alice_positions))   # a range: no Python loop
     if a.ndim != 1:
         raise PartitionError(f"Alice's positions must be a flat list of integers, got shape {a.shape}", "partition")
     if a.size and a.dtype.kind not in "iu":
@@ -186,6 +188,12 @@ def one_way_choice(width: int, precision: int, heads: int, *, dim: int | None = 
                                        f"(d·p = {dim}·{p} = {embedding} bits)")
 
 
+def _holds(positions: tuple[int, ...], position: int) -> bool:
+    """Whether the sorted ``positions`` include ``position`` (a bisection: budget plans lengths up to 2^20)."""
+    i = bisect.bisect_left(positions, position)
+    return i < len(positions) and positions[i] == position
+
+
 def make_plan(shape: AttentionConfig | AttentionLayer, seq_len: int, alice_positions,
               query: int | None = None) -> ExchangePlan:
     """Validate the partition (disjoint, covering, the query owned by one party) and lay out the messages.
@@ -196,7 +204,7 @@ def make_plan(shape: AttentionConfig | AttentionLayer, seq_len: int, alice_posit
     if not 0 <= qpos < seq_len:
         raise PartitionError(f"query position {qpos} is outside 0..{seq_len - 1}", "partition")
     alice, bob = _validate_partition(seq_len, alice_positions)
-    owner = "alice" if qpos in set(alice) else "bob"
+    owner = "alice" if _holds(alice, qpos) else "bob"
     mine = alice if owner == "alice" else bob
     other = "bob" if owner == "alice" else "alice"
     theirs = bob if owner == "alice" else alice

@@ -27,17 +27,22 @@ from protocols.constructions.qsa_keys import (
 
 
 def _fraction_solve(M, b):
-    """M x = b over the rationals (the test's own elimination)."""
+    """M x = b over the rationals (the test's own elimination): Gauss-Jordan on the augmented rows scaled to
+    integers (each row kept divided by the gcd of its entries), x_i = row i's last entry over its pivot."""
     n = len(b)
-    rows = [[Fraction(int(v)) for v in M[i]] + [Fraction(b[i])] for i in range(n)]
+    scale = math.lcm(*(Fraction(v).denominator for v in b))
+    rows = [[int(v) * scale for v in M[i]] + [int(Fraction(b[i]) * scale)] for i in range(n)]
     for c in range(n):
         p = next(r for r in range(c, n) if rows[r][c] != 0)
         rows[c], rows[p] = rows[p], rows[c]
-        rows[c] = [v / rows[c][c] for v in rows[c]]
         for r in range(n):
-            if r != c:
-                rows[r] = [a - rows[r][c] * v for a, v in zip(rows[r], rows[c])]
-    return [rows[i][n] for i in range(n)]
+            if r != c and rows[r][c] != 0:
+                f, g = rows[c][c], rows[r][c]
+                rows[r] = [f * a - g * v for a, v in zip(rows[r], rows[c])]
+                d = math.gcd(*rows[r])
+                if d > 1:
+                    rows[r] = [a // d for a in rows[r]]
+    return [Fraction(rows[i][n], rows[i][i]) for i in range(n)]
 
 
 def assert_key_property(keys) -> None:
@@ -51,13 +56,16 @@ def assert_key_property(keys) -> None:
     for S in combinations(range(N), q):
         A, b = keys.extra.get(S, (S, (Fraction(1),) * q))
         x = _fraction_solve(P[np.ix_(A, A)].tolist(), list(b))
-        inner = [sum(Fraction(int(P[j, a])) * xa for a, xa in zip(A, x)) for j in range(N)]
-        assert all(inner[j] == 1 for j in S), S
-        assert all(abs(inner[j]) <= Fraction(1, 2) for j in range(N) if j not in S), S
+        # <w_S, u_j> = (P[j, A] . X) / D exactly, X = D x integers over the common denominator D (Python ints)
+        D = math.lcm(*(xa.denominator for xa in x))
+        X = np.array([int(xa * D) for xa in x], dtype=object)
+        inner = P[:, list(A)].astype(object) @ X
+        assert all(inner[j] == D for j in S), S
+        assert all(2 * abs(inner[j]) <= D for j in range(N) if j not in S), S
         norm2 = k * sum(Fraction(bi) * xi for bi, xi in zip(b, x))
         assert norm2 <= 4 * q, S
         w = keys.query(S)
-        assert np.allclose(U @ w, [float(v) for v in inner], atol=1e-9)
+        assert np.allclose(U @ w, [int(v) / D for v in inner], atol=1e-9)
         assert abs(float(w @ w) - float(norm2)) < 1e-9
 
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 
 import pytest
+from built_lessons import lesson as built_lesson
 
-from commsim.plugins import load_plugins
 from commsim.theory.bounds import ceil_log2
 
 
 @pytest.fixture(scope="module")
 def randomized():
-    return load_plugins().get("topic", "randomized")(16)
+    return built_lesson("randomized", 16)
 
 
 def test_dyck_deterministic_cost_is_written_as_a_bound(randomized):
@@ -31,8 +31,8 @@ def test_attention_dyck_prints_theorem_5s_max_n_beside_the_exchanges():
     def theorem5(N):
         return 3 * 64 * (16 + ceil_log2(N)) * 8 >= N - 1
     assert theorem5(49152) and not theorem5(49154)
-    lesson = load_plugins().get("topic", "attention-dyck")(None)
-    step = next(s for s in lesson.steps if s.title.startswith("Theorem 5"))
+    dyck = built_lesson("attention-dyck")
+    step = next(s for s in dyck.steps if s.title.startswith("Theorem 5"))
     line = next(x for x in step.instance.splitlines() if "--width 64 --precision 16 --heads 8" in x)
     assert "Theorem 5's inequality" in line and "N − 1 up to N = 49152;" in line and "paper_max_n" not in line
     assert "N = 23984 (max N)" in line

@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 
 import pytest
+from built_lessons import lesson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from commsim.plugins import load_plugins
-
 
 def build(topic, n=None):
-    return load_plugins().get("topic", topic)(n)
+    return lesson(topic, n)                # one build per test process (tests/built_lessons.py)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 6, 8])

@@ -7,17 +7,16 @@ import re
 
 import numpy as np
 import pytest
+from built_lessons import lesson
 
 from commsim.core.jsonable import to_json
-from commsim.plugins import load_plugins
 
 OWN = ["rnn-index", "rnn-eq", "rnn-disj", "attention-protocol", "attention-dyck", "attention-disj"]
 
 
 @pytest.fixture(scope="module")
 def built():
-    reg = load_plugins()
-    return {t: reg.get("topic", t)(None) for t in OWN}
+    return {t: lesson(t) for t in OWN}
 
 
 def test_attention_dyck_runs_a_layer_whose_transcripts_differ_with_the_probe_as_contrast(built):

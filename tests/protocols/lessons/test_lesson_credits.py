@@ -7,8 +7,7 @@ import html
 import re
 
 import pytest
-
-from commsim.plugins import load_plugins
+from built_lessons import lesson as built_lesson
 
 _CACHE: dict = {}
 
@@ -33,7 +32,7 @@ def formats(topic: str, n: int | None = None) -> dict:
     if key not in _CACHE:
         from commsim.render.lesson import lesson_markdown, lesson_page
         from commsim.teach import render_plain
-        lesson = load_plugins().get("topic", topic)(n)
+        lesson = built_lesson(topic, n)
         out = {"lesson": lesson, "text": " ".join(render_plain(lesson).split()),
                "markdown": " ".join(lesson_markdown(lesson, None)[0].split())}
         try:

@@ -6,8 +6,8 @@ import json
 import re
 
 import pytest
+from built_lessons import lesson
 
-from commsim.plugins import load_plugins
 from commsim.teach import render_markdown, render_plain
 from protocols.lessons import TOPICS
 from protocols.lessons.statements import STATEMENTS
@@ -19,8 +19,7 @@ LEAKS = ["paper_max_n", "bound_randomized", "the search's starting k", "default 
 
 @pytest.fixture(scope="module")
 def lessons():
-    reg = load_plugins()
-    return {t: reg.get("topic", t)(None) for t in TOPICS}
+    return {t: lesson(t) for t in TOPICS}
 
 
 def test_every_topic_has_a_statement_with_a_source():

@@ -5,6 +5,7 @@ import json
 import re
 
 import pytest
+from built_lessons import lesson
 from cli_helpers import run_main
 from click.testing import CliRunner
 
@@ -26,7 +27,7 @@ BAD_N = {"rnn-index": 99, "rnn-eq": 99, "rnn-disj": 99, "attention-protocol": 99
 
 
 def build(topic, n=None):
-    return load_plugins().get("topic", topic)(n)
+    return lesson(topic, n)                # one build per test process (tests/built_lessons.py)
 
 
 @pytest.fixture(scope="module")

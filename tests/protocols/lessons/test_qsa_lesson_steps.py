@@ -6,12 +6,11 @@ from __future__ import annotations
 import re
 
 import pytest
-
-from commsim.plugins import load_plugins
+from built_lessons import lesson
 
 
 def _steps(n):
-    return {s.title: s for s in load_plugins().get("topic", "attention-disj")(n).steps}
+    return {s.title: s for s in lesson("attention-disj", n).steps}
 
 
 @pytest.mark.parametrize("n", [2, 3])

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from built_lessons import lesson as built_lesson
 
 from commsim.core.errors import InputError
 from commsim.plugins import load_plugins
@@ -13,7 +14,7 @@ from protocols.lessons.randomized import randomized
 
 @pytest.fixture(scope="module")
 def lesson():
-    return load_plugins().get("topic", "randomized")(16)
+    return built_lesson("randomized", 16)
 
 
 def test_lesson_steps_are_complete(lesson):

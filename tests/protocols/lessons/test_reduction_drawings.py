@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from built_lessons import lesson
 
 from commsim.render.figures import MARK, digraph_svg, drawing_svg, tokens_svg
 from commsim.render.sanitize import sanitize
@@ -68,10 +69,9 @@ LESSONS = {}
 
 
 def _lesson(topic: str):
-    from commsim.plugins import load_plugins
     from protocols.lessons import TOPICS
     if topic not in LESSONS:
-        LESSONS[topic] = load_plugins().get("topic", topic)(TOPICS[topic].minimum)
+        LESSONS[topic] = lesson(topic, TOPICS[topic].minimum)
     return LESSONS[topic]
 
 
