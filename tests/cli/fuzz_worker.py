@@ -1,5 +1,7 @@
 """Runs command lines (and Python API calls) in one process under a memory limit and a per-invocation
-timeout (the fuzz test, and the tests of inputs that once hung or ate memory).
+time limit (the fuzz test, and the tests of inputs that once hung or ate memory): :data:`SECONDS` of CPU time
+(so a machine busy with other work does not make a command "time out"), and :data:`WALL_SECONDS` of wall time for
+an invocation that waits without computing (a read that blocks).
 
 :class:`Worker` starts it from a test.  Usage: ``python fuzz_worker.py``; each line read from stdin is a JSON argv list, and each answer is one line
 ``@@FUZZ@@ {json}`` on the real stdout: the exit code (``"timeout"`` / ``"memory"`` when a limit hit), what
@@ -21,14 +23,26 @@ from pathlib import Path
 
 ADDRESS_SPACE = int(os.environ.get("FUZZ_ADDRESS_SPACE", 2 << 30))
 SECONDS = int(os.environ.get("FUZZ_SECONDS", 5))
+WALL_SECONDS = int(os.environ.get("FUZZ_WALL_SECONDS", 120))
 
 
 class _Timeout(BaseException):
-    """Raised by the alarm: an invocation ran past its time."""
+    """Raised by either timer: an invocation ran past its time."""
 
 
 def _alarm(signum, frame):
     raise _Timeout()
+
+
+def _arm() -> None:
+    """Start both timers: CPU time of this process (SIGPROF) and wall time (SIGALRM)."""
+    signal.setitimer(signal.ITIMER_PROF, SECONDS)
+    signal.alarm(WALL_SECONDS)
+
+
+def _disarm() -> None:
+    signal.setitimer(signal.ITIMER_PROF, 0)
+    signal.alarm(0)
 
 
 class RaisingGetattr:
@@ -57,7 +71,7 @@ def run_api(case: dict) -> dict:
     kwargs = {k: value(v) for k, v in case.get("kwargs", {}).items()}
     err, code = "", 0
     start = time.perf_counter()
-    signal.alarm(SECONDS)
+    _arm()
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             getattr(commsim, case["api"])(*args, **kwargs)
@@ -70,7 +84,7 @@ def run_api(case: dict) -> dict:
     except Exception as exc:
         code, err = 1, f"{type(exc).__name__}: {exc}\n"
     finally:
-        signal.alarm(0)
+        _disarm()
     return {"argv": [f"api:{case['api']}", json.dumps(case.get("args", [])), json.dumps(case.get("kwargs", {}))],
             "code": code, "stdout": "", "stderr": err, "seconds": round(time.perf_counter() - start, 3)}
 
@@ -133,7 +147,7 @@ def run_one(argv: list[str]) -> dict:
     out, err = io.StringIO(), io.StringIO()
     code: object = 0
     start = time.perf_counter()
-    signal.alarm(SECONDS)
+    _arm()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             try:
@@ -145,7 +159,7 @@ def run_one(argv: list[str]) -> dict:
     except MemoryError:
         code = "memory"
     finally:
-        signal.alarm(0)
+        _disarm()
     return {"argv": argv, "code": code, "stdout": out.getvalue(), "stderr": err.getvalue(),
             "seconds": round(time.perf_counter() - start, 3)}
 
@@ -181,6 +195,7 @@ def main() -> None:
     """Set the limits, then answer every command line read from stdin."""
     resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
     signal.signal(signal.SIGALRM, _alarm)
+    signal.signal(signal.SIGPROF, _alarm)
     os.environ["COLUMNS"] = "100"
     import commsim.cli  # noqa: F401  (imported before the clock starts)
     real = sys.stdout

@@ -2,7 +2,7 @@
 
 Inputs that used to hang (a FIFO or a device named in a spec) or allocate without bound (an .npz header
 claiming 10^10 numbers, a GPT-2 config 52 GB wide, 10^9 heads, gamma = 1e-30) run in the fuzz worker, under
-its 2 GB address-space limit and 5 s alarm, so that a regression fails as "timeout"/"memory" instead of
+its 2 GB address-space limit and its time limits (5 s of CPU, 120 s of wall time), so that a regression fails as "timeout"/"memory" instead of
 hanging the suite.  Each must exit 2 with one line naming what is wrong (and one JSON object under --json)."""
 from __future__ import annotations
 
