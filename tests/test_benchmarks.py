@@ -30,7 +30,7 @@ def load(name: str):
 def test_every_script_has_a_smoke_test():
     scripts = {p.stem for p in BENCHMARKS.glob("*.py")}
     tested = {"bits", "attention_exchange", "rnn_handoff", "exhaustive_n24", "orthogonal", "sweep_scaling",
-              "torch_peer", "goals", "goals_attention", "dask_cluster"}
+              "torch_peer", "goals", "goals_attention", "dask_cluster", "exhaustive_n28"}
     assert scripts == tested, f"add a smoke test for: {sorted(scripts - tested)}"
 
 
@@ -99,6 +99,16 @@ def test_exhaustive_n24_runs_the_cli_and_projects(capsys):
     assert row["instances"] == 6 * 2 ** 6 and row["protocol_matches_model"] and row["peak_memory_bytes"] > 0
     projected = bench.projection(ns=(8,), workers=(2,))
     assert projected[8]["instances"] == 8 * 2 ** 8 and projected[8]["projected_seconds"][2] >= 0
+
+
+def test_exhaustive_n28_sweeps_every_instance_on_the_embedded_cluster():
+    # as a script: the workers receive its helper functions by value, as they do when a user runs it
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "exhaustive_n28.py"), "--json", "--n", "6",
+                           "--workers", "2"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert out["instances"] == 6 * 2 ** 6 and out["mismatches"] == 0 and out["workers"] == 2
+    assert len(out["peak_worker_rss_mb"]) == 2 and out["peak_total_mb"] > max(out["peak_worker_rss_mb"])
 
 
 def test_orthogonal_quick_finds_verified_sets(capsys):
