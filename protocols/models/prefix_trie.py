@@ -82,7 +82,7 @@ def forward_shared(model, tokens, output_positions, keep: int | None = None, tri
 def block_rows(model, memo: ReadoutMemo | None = None) -> int:
     """Rows per block of a batch run (one prefix trie each): :data:`MERGING_BLOCK_CHUNKS` row chunks while the
     run's readout memo finds its states again (or has not looked yet), else :data:`SHARED_BLOCK_CHUNKS`."""
-    merging = memo is not None and memo.enabled and memo.hits >= memo.min_share * memo.lookups
+    merging = memo is not None and memo.recurring
     return model.chunk_rows() * (MERGING_BLOCK_CHUNKS if merging else SHARED_BLOCK_CHUNKS)
 
 

@@ -146,6 +146,12 @@ class ReadoutMemo:
                 slots[np.flatnonzero(again)[same]] = candidate[same]
         return slots
 
+    @property
+    def recurring(self) -> bool:
+        """Whether states still recur: the memo is on and at least ``min_share`` of its lookups have hit (or it has
+        not looked yet)."""
+        return self.enabled and self.hits >= self.min_share * self.lookups
+
     def readouts(self, base: np.ndarray, parents: np.ndarray, x: np.ndarray, position: int, vocab: int,
                  classes: int, compute) -> np.ndarray:
         """The readouts (len(parents), classes) of the children ``(base[parents[i]], x[i])`` at ``position``:
