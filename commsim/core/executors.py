@@ -17,6 +17,7 @@ the executor started -- never a cluster it was only given the address of.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import os
 import sys
@@ -193,9 +194,16 @@ class Dask(Executor):
                                  "scheduler")
             try:
                 self.client = Client(address.strip(), timeout="10s")
+                problem = None
             except Exception as exc:  # an address that does not parse, resolve or answer: the caller's to fix
-                raise InputError(f"scheduler: cannot reach a Dask scheduler at {address.strip()!r} "
-                                 f"({type(exc).__name__}: {exc})", "scheduler") from None
+                problem = f"{type(exc).__name__}: {exc}"
+            if problem is not None:
+                # the half-made Client lives on in the error's reference cycles; its __del__ closes its event loop
+                # under distributed's class-wide LoopRunner lock, and run by the garbage collector inside the next
+                # Client's start (which holds that lock) it deadlocks.  So it is collected here, holding nothing.
+                gc.collect()
+                raise InputError(f"scheduler: cannot reach a Dask scheduler at {address.strip()!r} ({problem})",
+                                 "scheduler")
             self.where = f"scheduler {address.strip()}"
         self.workers = len(self.client.scheduler_info(n_workers=-1)["workers"])
 

@@ -225,8 +225,8 @@ def _problems(results: list[dict]) -> list[str]:
         argv, code, out, err = " ".join(r["argv"]), r["code"], r["stdout"], r["stderr"]
         if code not in (0, 2):
             found.append(f"exit {code}: commsim {argv}: {err.strip()[:200]}")
-        if "Traceback" in err or "Traceback" in out:
-            found.append(f"traceback: commsim {argv}")
+        if "Traceback" in err or "Traceback" in out:    # with its end, to say where it came from
+            found.append(f"traceback: commsim {argv} ({r['seconds']} s): ...{(err or out).strip()[-800:]}")
         if code == 2 and len(err.strip().splitlines()) != 1:
             found.append(f"{len(err.strip().splitlines())} stderr lines: commsim {argv}")
         if "--json" in r["argv"] and code in (0, 2):

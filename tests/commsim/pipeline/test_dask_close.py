@@ -45,3 +45,26 @@ def test_a_dask_sweep_closes_its_cluster_without_killing_a_worker(tmp_path):
     assert "still alive" not in done.stderr and "killing" not in done.stderr, done.stderr
     assert "distributed." not in done.stderr, done.stderr            # no other shutdown noise either
     assert (tmp_path / "teardown-done").exists()                      # the worker stopped in its own time
+
+
+@pytest.mark.parametrize("address", ["run", "tcp://127.0.0.1:1:2"])
+def test_a_scheduler_that_cannot_be_reached_leaves_no_client_for_the_garbage_collector(address):
+    """A failed ``Client(address)`` used to live on in reference cycles; when the garbage collector ran its
+    ``__del__`` inside the next Client's start, both waited for distributed's class-wide LoopRunner lock: a sweep
+    after a bad ``--scheduler`` hung (found by the fuzz test on a busy machine).  The failure is collected at once."""
+    import gc
+
+    from distributed import Client
+
+    from commsim.core.errors import InputError
+    from commsim.core.executors import make_executor
+
+    enabled = gc.isenabled()
+    gc.disable()                                  # only the executor's own collection may find the client
+    try:
+        with pytest.raises(InputError, match="cannot reach a Dask scheduler"):
+            make_executor("dask", scheduler=address)
+        assert not [o for o in gc.get_objects() if isinstance(o, Client)]
+    finally:
+        if enabled:
+            gc.enable()
