@@ -10,6 +10,8 @@ collision merges nothing.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 #: the levels are merged when at most this share of their children remains to be stepped
@@ -19,6 +21,11 @@ MERGE_SHARE = 0.9
 MEMO_VALUES = 1 << 22
 
 _MULTIPLIERS: dict[int, np.ndarray] = {}
+
+#: models whose states a :class:`ReadoutMemo` found not to recur, held weakly: a later batch run of the same model
+#: object in this process (the next shard of an exhaustive run) starts with its memo off.  Only the work depends on
+#: it, never a readout
+_NOT_RECURRING: "weakref.WeakSet" = weakref.WeakSet()
 
 
 def _multipliers(units: int) -> np.ndarray:
@@ -98,9 +105,11 @@ class ReadoutMemo:
     that no state is NaN, made when a child is first stepped), and a readout is a function of the parent state,
     the token and the position: one computed in an earlier block for bitwise the same state and token at the same
     position is the readout.  Holds at most ``limit`` states; stops looking up once fewer than ``min_share`` of
-    its lookups have hit after ``trial`` blocks (the states of the run do not recur)."""
+    its lookups have hit after ``trial`` blocks (the states of the run do not recur), and then says so of its
+    ``model`` for the rest of the process (:meth:`for_model`).  The first block can hit only what it merged itself,
+    so the verdict waits for a second."""
 
-    def __init__(self, limit: int = 1 << 15, trial: int = 4, min_share: float = 0.2):
+    def __init__(self, limit: int = 1 << 15, trial: int = 2, min_share: float = 0.2, model=None):
         self.limit, self.trial, self.min_share = limit, trial, min_share
         self.keys = np.zeros(0, dtype=np.uint64)          # the remembered states' hashes (with the position), sorted
         self.key_slots = np.zeros(0, dtype=np.intp)       # each key's slot
@@ -109,6 +118,18 @@ class ReadoutMemo:
         self.known: np.ndarray | None = None               # (slots, vocab): computed?
         self.blocks = self.lookups = self.hits = 0
         self.enabled = True
+        self.model = model
+
+    @classmethod
+    def for_model(cls, model) -> "ReadoutMemo":
+        """A memo for one batch run of ``model``: off from the start when an earlier run of this model object
+        found that its states do not recur (an LSTM's (h, c) at 16 bits: fewer than 0.2% of lookups hit)."""
+        memo = cls(model=model)
+        try:
+            memo.enabled = model not in _NOT_RECURRING
+        except TypeError:          # a model that cannot be weakly referenced: judged afresh every run
+            memo.model = None
+        return memo
 
     def _slots(self, bits: np.ndarray, position: int) -> np.ndarray:
         """Each state's slot (bitwise the same state at the same position), new states given free slots; -1 where
@@ -181,4 +202,6 @@ class ReadoutMemo:
         self.hits += len(parents) - len(need)
         if self.blocks >= self.trial and self.hits < self.min_share * self.lookups:
             self.enabled = False
+            if self.model is not None:
+                _NOT_RECURRING.add(self.model)
         return out

@@ -230,7 +230,7 @@ class RnnHandoff(Vectorized, Simulator):
         exact = np.empty(batch, dtype=bool)
         alice_to_bob = np.empty(batch, dtype=np.int32)
         prefix_runs = resumed = 0
-        memo = ReadoutMemo()       # the last position's readouts by state and token, across the blocks
+        memo = ReadoutMemo.for_model(model)   # the last position's readouts by state and token, across blocks
         hi = 0
         while hi < batch:          # blocks of instances whose shared prefixes are computed together
             lo, hi = hi, min(hi + block_rows(model, memo), batch)
