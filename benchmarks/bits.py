@@ -48,22 +48,34 @@ def best_time(fn, repeats: int) -> float:
     return best
 
 
-def best_times(fns: dict, repeats: int, clock=time.perf_counter) -> dict:
-    """Best-of-``repeats`` for several calls, interleaved so that all of them see the same machine load."""
+#: the least CPU time of one sample of the width sweep (several calls of a millisecond each)
+SAMPLE_SECONDS = 0.025
+
+
+def best_times(fns: dict, repeats: int, clock=time.perf_counter, min_seconds: float = 0.0) -> dict:
+    """Best-of-``repeats`` seconds per call for several calls, interleaved so that all of them see the same
+    machine load.  A sample calls its function again until ``min_seconds`` have passed and counts the time per
+    call: a call of a millisecond, timed alone, mostly measures the clock and the neighbours."""
     best = {name: float("inf") for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            start = clock()
-            fn()
-            best[name] = min(best[name], clock() - start)
+            calls, start = 0, clock()
+            while True:
+                fn()
+                calls += 1
+                spent = clock() - start
+                if spent >= min_seconds:
+                    break
+            best[name] = min(best[name], spent / calls)
     return best
 
 
-def width_sweep(count: int, repeats: int, rng: np.random.Generator, widths=range(1, 65)) -> dict:
+def width_sweep(count: int, repeats: int, rng: np.random.Generator, widths=range(1, 65),
+                min_seconds: float = SAMPLE_SECONDS) -> dict:
     """For every width: ``pack_uints`` + ``unpack_uints`` of ``count`` values (in the container type
     ``unpack_uints`` returns) against numpy pack + unpack of the same ``count * width`` bits, each round trip
-    checked exact.  CPU time of this process (``time.process_time``), best of ``repeats``, interleaved: on a
-    shared machine wall time mostly measures the neighbours."""
+    checked exact.  CPU time of this process (``time.process_time``) per call, best of ``repeats`` samples of at
+    least ``min_seconds`` each, interleaved: on a shared machine wall time mostly measures the neighbours."""
     rows = {}
     for width in widths:
         dtype = np.dtype(f"u{max(1, 1 << max(0, (width - 1).bit_length() - 3))}")
@@ -76,7 +88,7 @@ def width_sweep(count: int, repeats: int, rng: np.random.Generator, widths=range
         raw = rng.integers(0, 2, size=count * width, dtype=np.uint8)
         t = best_times({"commsim": lambda: unpack_uints(pack_uints(values, width), width),
                         "numpy": lambda: np.unpackbits(np.packbits(raw), count=count * width)},
-                       repeats, clock=time.process_time)
+                       repeats, clock=time.process_time, min_seconds=min_seconds)
         rows[width] = {"commsim_seconds": t["commsim"], "numpy_seconds": t["numpy"],
                        "ratio": t["commsim"] / max(t["numpy"], 1e-9)}
     return rows
@@ -148,7 +160,7 @@ def run(quick: bool) -> dict:
     ratio16 = p16["roundtrip_seconds"] / np16["roundtrip_seconds"]
     ratio12 = p12["roundtrip_seconds"] / np12["roundtrip_seconds"]
     overhead = runner_overhead(10 ** 3 if quick else 10 ** 4, repeats)
-    widths = width_sweep(1 << 18 if quick else 1 << 20, repeats, rng)
+    widths = width_sweep(1 << 18 if quick else 1 << 20, repeats, rng, min_seconds=0.0 if quick else SAMPLE_SECONDS)
     worst = max(widths, key=lambda w: widths[w]["ratio"])
     return {
         "benchmark": "bits",

@@ -2,7 +2,8 @@
 against the direct forward, and a GPT-2-sized layer run sampled at a real length.
 
 1. Codec.  :func:`~commsim.core.bits.pack_uints` + ``unpack_uints`` of 2^20 values (2^14 with ``--quick``) at
-   every width 1..64 against ``numpy.packbits`` + ``unpackbits`` of the same bits, CPU time, best of 5
+   every width 1..64 against ``numpy.packbits`` + ``unpackbits`` of the same bits, CPU time per call, best of 5
+   samples of at least 25 ms (a call takes about a millisecond)
    (``benchmarks/bits.py``'s width sweep, every round trip checked exact): the ratio per width and the worst
    (goal: at most 2 at every width).
 2. Exchange.  The attention exchange through the runner against the direct forward at N = 2^18 (2^12 with
@@ -49,7 +50,9 @@ def _sibling(name: str):
 
 
 def codec(quick: bool) -> dict:
-    rows = _sibling("bits").width_sweep(1 << 14 if quick else 1 << 20, 1 if quick else 5, np.random.default_rng(0))
+    bits = _sibling("bits")
+    rows = bits.width_sweep(1 << 14 if quick else 1 << 20, 1 if quick else 5, np.random.default_rng(0),
+                            min_seconds=0.0 if quick else bits.SAMPLE_SECONDS)
     worst = max(rows, key=lambda w: rows[w]["ratio"])
     return {"ratio_by_width": {w: rows[w]["ratio"] for w in rows}, "worst_width": worst,
             "worst_ratio": rows[worst]["ratio"], "goal": CODEC_GOAL, "ok": rows[worst]["ratio"] <= CODEC_GOAL,

@@ -71,8 +71,8 @@ def test_the_readout_memo_carries_states_across_blocks_and_keeps_every_bit(monke
     memos = []
 
     class Recorded(state_merge.ReadoutMemo):
-        def __init__(self):
-            super().__init__()
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
             memos.append(self)
 
     monkeypatch.setattr(rnn_handoff, "ReadoutMemo", Recorded)
@@ -97,6 +97,22 @@ def test_the_readout_memo_stops_when_states_do_not_recur():
         out = memo.readouts(base, parents, x, 0, 2, 1, lambda idx: (base[parents[idx]] + x[idx, None]))
         assert np.array_equal(out, base[parents] + x[:, None])
     assert not memo.enabled and memo.hits == 0
+
+
+def test_a_models_states_found_not_to_recur_start_its_next_memo_off():
+    """The verdict is the model object's for the rest of the process (the next shard of a run starts with its
+    memo off); another model, even an equal one, and a model that cannot be weakly referenced are judged afresh."""
+    model, other = random_model("lstm", 2, "8", seed=1), random_model("lstm", 2, "8", seed=1)
+    memo = state_merge.ReadoutMemo.for_model(model)
+    assert memo.enabled and memo.trial == 2
+    for block in range(2):
+        base = np.arange(4.0)[:, None] + 10 * block           # new states every block
+        parents, x = np.repeat(np.arange(4), 2), np.tile([0, 1], 4)
+        memo.readouts(base, parents, x, 0, 2, 1, lambda idx: base[parents[idx]] + x[idx, None])
+    assert not memo.enabled
+    assert not state_merge.ReadoutMemo.for_model(model).enabled
+    assert state_merge.ReadoutMemo.for_model(other).enabled
+    assert state_merge.ReadoutMemo.for_model([]).enabled                 # a list: no weak reference
 
 
 def test_the_readout_memo_never_takes_a_colliding_state_for_another(monkeypatch):
