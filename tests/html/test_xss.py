@@ -175,6 +175,21 @@ def test_each_live_payload_runs_in_chromium_when_the_page_is_not_sanitized(guard
     assert guard.ran or guard.fetched
 
 
+def test_a_page_cannot_unbind_the_probe_or_leave_a_window_for_the_next_page(guard, tmp_path):
+    """The pages share the guard's tab, each a load of its own: a page that rebinds ``pwn()`` and ``alert()`` and
+    opens a window does not stop the next page's ``pwn()`` from being recorded, and its window is gone."""
+    first, second = tmp_path / "unbinds.html", tmp_path / "calls.html"
+    first.write_text(_document('<svg onload="window.pwn = () => {}; window.alert = () => {}; '
+                               'window.open(\'about:blank\')"></svg>'))
+    second.write_text(_document("<svg onload=pwn()></svg>"))
+    with guard.ctx.expect_page() as window:
+        guard.open(first)
+    assert window.value in guard.ctx.pages
+    guard.open(second)
+    assert [m for m in guard.ran if m.startswith("commsim-pwned")], guard.ran
+    assert guard.ctx.pages == [guard.tab]
+
+
 # ---- each payload alone, sanitized -------------------------------------------------------------------------
 @pytest.mark.parametrize("name", sorted(MARKUP))
 def test_each_payload_is_inert_on_a_sanitized_page(guard, tmp_path, name):
