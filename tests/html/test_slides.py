@@ -1,7 +1,7 @@
-"""Slide decks in a real browser (headless Chromium through Playwright: the session's shared tab, and a touch context
-for the swipe): a deck opens offline with no console error (so no Content-Security-Policy violation: its one script runs, nothing else is
-asked for), shows one slide at a time, turns the page forward and back by keyboard and by a swipe, shows the
-speaker notes on ``n``, and prints every slide on a page of its own."""
+"""Slide decks in a real browser (headless Chromium through Playwright: the session's shared tab, and a context
+with touch for the swipe): a deck opens offline with no console error (so no Content-Security-Policy violation:
+its one script runs, nothing else is asked for), shows one slide at a time, turns the page forward and back by
+keyboard and by a swipe, shows the speaker notes on ``n``, and prints every slide on a page of its own."""
 from __future__ import annotations
 
 
