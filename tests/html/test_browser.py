@@ -8,7 +8,9 @@ no element past the edge outside a box that scrolls and says so (``data-scroll``
 (6.5 px on a phone, where figures scale down to the width), no math cut off, and on paper no element or text node
 outside the printable width.
 Screenshots go to ``test-artifacts/html/`` (git-ignored; ``COMMSIM_ARTIFACTS`` moves them): one of each page as
-it first opens (JPEG), and of each layout that fails (PNG) (with the printed PDF when print fails).  Without Playwright or Chromium the module skips and says how to install them.
+it first opens (JPEG), and of each layout that fails (PNG, with the printed PDF when print fails).  Each page opens
+in the session's shared tab (:class:`browser_pages.Tab`), a load of its own at its viewport.  Without Playwright or
+Chromium the module skips and says how to install them.
 """
 from __future__ import annotations
 
