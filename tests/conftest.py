@@ -62,3 +62,12 @@ def browser():
             pytest.skip(f"Chromium at {CHROMIUM} does not start under Playwright: {exc}")
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def tab(browser):
+    """One tab of that browser, reused from page to page (tests/browser_pages.py: :class:`browser_pages.Tab`)."""
+    from browser_pages import Tab
+    t = Tab(browser)
+    yield t
+    t.close()

@@ -58,23 +58,14 @@ CODE_JS = r"""() => [...document.querySelectorAll('.md-typeset pre > code')].map
   fits: c.scrollWidth <= c.clientWidth + 1, px: parseFloat(getComputedStyle(c).fontSize)}))"""
 
 
-def _open(browser, site: Path, page_path: str, width: int):
-    ctx = browser.new_context(viewport={"width": width, "height": 900})
-    page = ctx.new_page()
-    refused = []
-
-    def route(r):
-        url = r.request.url
-        if url.startswith("file://") and url.split("#")[0].split("?")[0].startswith(site.as_uri()):
-            r.continue_()
-        else:
-            refused.append(url)
-            r.abort()
-    page.route("**/*", route)
-    page.goto((site / page_path).as_uri())
-    page.wait_for_load_state("load")
+def _open(tab, site: Path, page_path: str, width: int):
+    """``page_path`` of the built ``site`` in the shared tab (:meth:`browser_pages.Tab.open`) at ``width`` px,
+    loaded and laid out by layout.js; every request outside the site refused.  Returns (page, refused requests)."""
+    def inside(url: str) -> bool:
+        return url.startswith("file://") and url.split("#")[0].split("?")[0].startswith(site.as_uri())
+    page, _, refused = tab.open(site / page_path, viewport={"width": width, "height": 900}, allowed=inside)
     page.wait_for_selector("html[data-commsim-layout=done]", state="attached")     # layout.js has run
-    return ctx, page, refused
+    return page, refused
 
 
 def _evidence(page, name: str) -> None:
@@ -84,12 +75,11 @@ def _evidence(page, name: str) -> None:
 
 @pytest.mark.parametrize("width", [PHONE, DESKTOP])
 @pytest.mark.parametrize("page_path", PAGES)
-def test_nothing_is_wider_than_the_screen_outside_a_scroll_box_that_says_so(browser, fast_site, page_path, width):
-    ctx, page, refused = _open(browser, fast_site, page_path, width)
+def test_nothing_is_wider_than_the_screen_outside_a_scroll_box_that_says_so(tab, fast_site, page_path, width):
+    page, refused = _open(tab, fast_site, page_path, width)
     found = page.evaluate(OVERFLOW_JS)
     if found["page"] > 1 or found["loose"] or found["unmarked"]:
         _evidence(page, f"{page_path.replace('/', '-')}-{width}")
-    ctx.close()
     assert refused == [], f"the page asked the network for: {refused}"
     assert found["page"] <= 1, f"{page_path} at {width} px: the page is {found['page']} px wider than the screen"
     assert found["loose"] == [], f"{page_path} at {width} px: wider than the screen, in no scroll box: {found}"
@@ -98,59 +88,54 @@ def test_nothing_is_wider_than_the_screen_outside_a_scroll_box_that_says_so(brow
 
 @pytest.mark.slow
 @pytest.mark.parametrize("width", [PHONE, DESKTOP])
-def test_the_executed_tutorials_outputs_fit_or_scroll_in_a_box_that_says_so(browser, executed_site, width):
+def test_the_executed_tutorials_outputs_fit_or_scroll_in_a_box_that_says_so(tab, executed_site, width):
     for name in sorted(p.stem for p in (ROOT / "docs" / "tutorials").glob("*.ipynb")):
-        ctx, page, refused = _open(browser, executed_site, f"tutorials/{name}/index.html", width)
+        page, refused = _open(tab, executed_site, f"tutorials/{name}/index.html", width)
         found = page.evaluate(OVERFLOW_JS)
         images = page.evaluate("() => [...document.querySelectorAll('.jp-OutputArea-output img')].map("
                                "i => i.getBoundingClientRect().right <= window.innerWidth + 1)")
         if found["page"] > 1 or found["loose"] or found["unmarked"]:
             _evidence(page, f"tutorial-{name}-{width}")
-        ctx.close()
         assert refused == [] and found["page"] <= 1, (name, refused, found)
         assert found["loose"] == [] and found["unmarked"] == [], (name, width, found)
         assert all(images), (name, width, images)
 
 
-def test_the_experiments_wide_tables_fit_a_desktop_page(browser, fast_site):
-    ctx, page, _ = _open(browser, fast_site, "EXPERIMENTS/index.html", DESKTOP)
+def test_the_experiments_wide_tables_fit_a_desktop_page(tab, fast_site):
+    page, _ = _open(tab, fast_site, "EXPERIMENTS/index.html", DESKTOP)
     tables = page.evaluate("""() => [...document.querySelectorAll('.md-typeset__scrollwrap')].map(w => ({
         columns: w.querySelector('tr').cells.length, fits: w.scrollWidth <= w.clientWidth + 1,
         px: parseFloat(getComputedStyle(w.querySelector('td')).fontSize)}))""")
-    ctx.close()
     wide = [t for t in tables if t["columns"] >= 13]
     assert len(wide) >= 4, tables
     assert all(t["fits"] and t["px"] >= 11 for t in wide), wide
-    ctx, page, _ = _open(browser, fast_site, "EXPERIMENTS/index.html", PHONE)      # on a phone: a marked scroll box
+    page, _ = _open(tab, fast_site, "EXPERIMENTS/index.html", PHONE)      # on a phone: a marked scroll box
     marked = page.evaluate("""() => [...document.querySelectorAll('.md-typeset__scrollwrap')].filter(
         w => w.querySelector('tr').cells.length >= 13).map(w => w.classList.contains('commsim-scrolls'))""")
-    ctx.close()
     assert marked and all(marked), marked
 
 
-def test_the_tours_100_column_outputs_fit_a_desktop_page(browser, fast_site):
-    ctx, page, _ = _open(browser, fast_site, "guide/tour/index.html", DESKTOP)
+def test_the_tours_100_column_outputs_fit_a_desktop_page(tab, fast_site):
+    page, _ = _open(tab, fast_site, "guide/tour/index.html", DESKTOP)
     blocks = page.evaluate(CODE_JS)
-    ctx.close()
     hundred = [b for b in blocks if 90 <= b["columns"] <= 100]
     assert len(hundred) >= 3, blocks
     assert all(b["fits"] and b["px"] >= 10.5 for b in hundred), hundred
     assert all(b["px"] >= 10.5 for b in blocks), blocks                 # wider ones scroll, never shrink further
 
 
-def test_the_tutorials_math_is_laid_out_as_mathml(browser, fast_site):
-    ctx, page, _ = _open(browser, fast_site, "tutorials/lecture/index.html", DESKTOP)
+def test_the_tutorials_math_is_laid_out_as_mathml(tab, fast_site):
+    page, _ = _open(tab, fast_site, "tutorials/lecture/index.html", DESKTOP)
     boxes = page.evaluate("""() => [...document.querySelectorAll('.md-content math')].map(m => {
         const r = m.getBoundingClientRect(); return [r.width, r.height]; })""")
     text = " ".join(page.locator(".jp-MarkdownCell").all_inner_texts())
-    ctx.close()
     assert len(boxes) >= 10 and all(w > 0 and h > 0 for w, h in boxes), boxes
     assert "Alice holds" in text and "\\cdot" not in text and "$" not in text
 
 
 @pytest.mark.parametrize("page_path", ["guide/tour/index.html", "EXPERIMENTS/index.html"])
-def test_printed_the_code_wraps_and_the_wide_tables_fit_the_paper(browser, fast_site, page_path):
-    ctx, page, _ = _open(browser, fast_site, page_path, PRINT_WIDTH)
+def test_printed_the_code_wraps_and_the_wide_tables_fit_the_paper(tab, fast_site, page_path):
+    page, _ = _open(tab, fast_site, page_path, PRINT_WIDTH)
     page.emulate_media(media="print")
     found = page.evaluate("""() => ({page: document.documentElement.scrollWidth - window.innerWidth,
         code: [...document.querySelectorAll('.md-typeset pre > code')].filter(
@@ -159,5 +144,4 @@ def test_printed_the_code_wraps_and_the_wide_tables_fit_the_paper(browser, fast_
             w => w.scrollWidth > w.clientWidth + 1).map(w => w.querySelector('tr').cells.length)})""")
     if found["page"] > 1 or found["code"] or found["tables"]:
         _evidence(page, f"print-{page_path.replace('/', '-')}")
-    ctx.close()
     assert found["page"] <= 1 and found["code"] == [] and found["tables"] == [], found

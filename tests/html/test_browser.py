@@ -8,7 +8,9 @@ no element past the edge outside a box that scrolls and says so (``data-scroll``
 (6.5 px on a phone, where figures scale down to the width), no math cut off, and on paper no element or text node
 outside the printable width.
 Screenshots go to ``test-artifacts/html/`` (git-ignored; ``COMMSIM_ARTIFACTS`` moves them): one of each page as
-it first opens, and of each layout that fails (with the printed PDF when print fails).  Without Playwright or Chromium the module skips and says how to install them.
+it first opens (JPEG), and of each layout that fails (PNG, with the printed PDF when print fails).  Each page opens
+in the session's shared tab (:class:`browser_pages.Tab`), a load of its own at its viewport.  Without Playwright or
+Chromium the module skips and says how to install them.
 """
 from __future__ import annotations
 
@@ -17,7 +19,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from browser_pages import open_page as offline_page
 from cli_helpers import invoke
 
 sync_api = pytest.importorskip("playwright.sync_api",
@@ -43,18 +44,24 @@ def pages_dir(tmp_path_factory):
     return tmp_path_factory.mktemp("pages")
 
 
-def open_page(browser, path: Path, shot: str | None, **context):
-    """Open ``path`` offline (:func:`browser_pages.open_page`); returns (context, page, console errors, refused
-    requests).  Saves a full-page screenshot named ``shot`` (None: none)."""
-    ctx, page, errors, refused = offline_page(browser, path, **context)
+def open_page(tab, path: Path, shot: str | None, **options):
+    """Open ``path`` offline in the shared tab (:meth:`browser_pages.Tab.open`, ``options``: its viewport and
+    color scheme); returns (page, console errors, refused requests).  Saves a full-page screenshot named ``shot``
+    (None: none)."""
+    page, errors, refused = tab.open(path, **options)
     if shot is not None:
-        _screenshot(page, shot)
-    return ctx, page, errors, refused
+        _screenshot(page, shot, "jpeg")
+    return page, errors, refused
 
 
-def _screenshot(page, shot: str) -> None:
+def _screenshot(page, shot: str, kind: str = "png") -> None:
+    """A full-page screenshot named ``shot``: a JPEG of each page as it opens (encoding a tall page as PNG took
+    Chromium 1-5 s, as JPEG a tenth of that), a PNG of a layout that fails (the small text legible)."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(ARTIFACTS / f"{shot}.png"), full_page=True)
+    if kind == "jpeg":
+        page.screenshot(path=str(ARTIFACTS / f"{shot}.jpg"), full_page=True, type="jpeg", quality=85)
+    else:
+        page.screenshot(path=str(ARTIFACTS / f"{shot}.png"), full_page=True)
 
 
 def check_page(page, errors, refused, need=()):
@@ -75,30 +82,27 @@ def check_page(page, errors, refused, need=()):
     return ids
 
 
-def test_attention_protocol_notes_open_offline_with_math_and_the_sequence_diagram(browser, pages_dir):
+def test_attention_protocol_notes_open_offline_with_math_and_the_sequence_diagram(tab, pages_dir):
     path = pages_dir / "a.html"
     invoke("teach", "attention-protocol", "--format", "html", "--out", str(path))
-    ctx, page, errors, refused = open_page(browser, path, "teach-attention-protocol")
+    page, errors, refused = open_page(tab, path, "teach-attention-protocol")
     check_page(page, errors, refused, need=("sequence",))
-    ctx.close()
-    check_layout(browser, path, "layout-teach-attention-protocol")
+    check_layout(tab, path, "layout-teach-attention-protocol")
 
 
-def test_run_report_opens_offline_with_sequence_diagram_and_certificate(browser, pages_dir):
+def test_run_report_opens_offline_with_sequence_diagram_and_certificate(tab, pages_dir):
     path = pages_dir / "r.html"
     invoke("run", "dyck22-fooling", "--html", str(path))
-    ctx, page, errors, refused = open_page(browser, path, "run-dyck22-fooling")
+    page, errors, refused = open_page(tab, path, "run-dyck22-fooling")
     ids = check_page(page, errors, refused, need=("fig-sequence", "fig-certificate"))
     assert ids == ["fig-sequence", "fig-certificate"]
-    ctx.close()
     # a phone: nothing wider than the screen; dark theme; print layout hides the figure list
-    ctx, page, errors, refused = open_page(browser, path, "run-dyck22-fooling-phone-dark",
-                                           viewport={"width": 390, "height": 844}, color_scheme="dark")
+    page, errors, refused = open_page(tab, path, "run-dyck22-fooling-phone-dark",
+                                      viewport={"width": 390, "height": 844}, color_scheme="dark")
     assert errors == [] and page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
     assert page.evaluate("getComputedStyle(document.body).backgroundColor") != "rgb(255, 255, 255)"
     page.emulate_media(media="print")
     assert not page.locator("nav.figures").is_visible()
-    ctx.close()
 
 
 #: what a phone, a desktop and a printed A4 page (190 mm printable at 96 px per inch) give a page
@@ -152,29 +156,27 @@ LAYOUT_JS = r"""([print, floor]) => {
 TEXT_FLOOR = {PHONE: 6.5, DESKTOP: 9, PRINT_WIDTH: 6.5}
 
 
-def check_layout(browser, path: Path, shot: str) -> None:
+def check_layout(tab, path: Path, shot: str) -> None:
     """At 390 px (a phone) and 1280 px: no horizontal page overflow, no element past the screen's edge unless it
     is inside a box that scrolls and says so (``data-scroll``), no figure text under :data:`TEXT_FLOOR`, no math
     cut off (it fits or scrolls in its own box); printed on A4: no element past the printable width and no text
     node outside it or its box.  A layout that fails leaves its evidence: the screenshot (and for print, the PDF)
     named ``shot``."""
     for width in (PHONE, DESKTOP):
-        ctx, page, errors, _ = open_page(browser, path, None, viewport={"width": width, "height": 900})
+        page, errors, _ = open_page(tab, path, None, viewport={"width": width, "height": 900})
         found = page.evaluate(LAYOUT_JS, [False, TEXT_FLOOR[width]])
         if found["overflow"] > 1 or found["small"] or found["math"] or found["wide"]:
             _screenshot(page, f"{shot}-{width}")
-        ctx.close()
         assert found["overflow"] <= 1, f"{width} px: the page is {found['overflow']} px wider than the screen"
         assert found["wide"] == [], f"{width} px: wider than the screen, outside a marked scroll box: {found['wide']}"
         assert found["small"] == [], f"{width} px: figure text below {TEXT_FLOOR[width]} px: {found['small']}"
         assert found["math"] == [], f"{width} px: math cut off: {found['math']}"
-    ctx, page, errors, _ = open_page(browser, path, None, viewport={"width": PRINT_WIDTH, "height": 1000})
+    page, errors, _ = open_page(tab, path, None, viewport={"width": PRINT_WIDTH, "height": 1000})
     page.emulate_media(media="print")
     found = page.evaluate(LAYOUT_JS, [True, 0])
     if found["overflow"] > 1 or found["math"] or found["cut"] or found["wide"]:
         _screenshot(page, f"{shot}-print")
         page.pdf(path=str(ARTIFACTS / f"{shot}.pdf"), format="A4")
-    ctx.close()
     assert found["overflow"] <= 1 and found["math"] == [] and found["wide"] == [], f"print: {found}"
     assert found["cut"] == [], f"print: text cut at the edge: {found['cut']}"
 
@@ -194,13 +196,13 @@ PAGE_KINDS = {
 
 
 @pytest.mark.parametrize("kind", list(PAGE_KINDS))
-def test_every_page_kind_fits_a_phone_a_desktop_and_paper(browser, pages_dir, kind):
+def test_every_page_kind_fits_a_phone_a_desktop_and_paper(tab, pages_dir, kind):
     path = pages_dir / f"layout-{kind}.html"
     invoke(PAGE_KINDS[kind] + ["--html", str(path)])
-    check_layout(browser, path, f"layout-{kind}")
+    check_layout(tab, path, f"layout-{kind}")
 
 
-def test_long_code_and_wide_math_wrap_or_scroll_in_their_own_box(browser, pages_dir):
+def test_long_code_and_wide_math_wrap_or_scroll_in_their_own_box(tab, pages_dir):
     """A page built to be wide: a 300-character spec in a sentence and in a table, a long display formula."""
     from commsim.render.page import code_token, page
     spec = "python:" + "/very/long/directory" * 12 + "/models.py:factory:hidden=512,layers=4"
@@ -209,7 +211,7 @@ def test_long_code_and_wide_math_wrap_or_scroll_in_their_own_box(browser, pages_
           f"\n\n$$\n{formula} \\le mH\n$$\n\n```\n{'0' * 400}\n```\n")
     path = pages_dir / "wide.html"
     path.write_text(page("wide", md, [], "commsim test"))
-    check_layout(browser, path, "layout-wide")
+    check_layout(tab, path, "layout-wide")
 
 
 def _smallest_n(topic: str) -> list[str]:
@@ -219,10 +221,9 @@ def _smallest_n(topic: str) -> list[str]:
 
 
 @pytest.mark.parametrize("topic", [t for t in _topics() if t != "attention-protocol"])   # that one: above
-def test_every_topic_renders_to_a_page(browser, pages_dir, topic):
+def test_every_topic_renders_to_a_page(tab, pages_dir, topic):
     path = pages_dir / f"teach-{topic}.html"
     invoke(["teach", topic, "--format", "html", "--out", str(path)] + _smallest_n(topic))
-    ctx, page, errors, refused = open_page(browser, path, f"teach-{topic}")
+    page, errors, refused = open_page(tab, path, f"teach-{topic}")
     check_page(page, errors, refused)
-    ctx.close()
-    check_layout(browser, path, f"layout-teach-{topic}")
+    check_layout(tab, path, f"layout-teach-{topic}")

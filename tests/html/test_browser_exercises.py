@@ -20,9 +20,9 @@ def page_path(tmp_path_factory):
     return path
 
 
-def test_solutions_are_folded_until_asked_for(browser, page_path):
-    ctx, page, errors, refused = _browser.open_page(browser, page_path, "teach-rnn-index-exercises",
-                                                    viewport={"width": 390, "height": 900})
+def test_solutions_are_folded_until_asked_for(tab, page_path):
+    page, errors, refused = _browser.open_page(tab, page_path, "teach-rnn-index-exercises",
+                                               viewport={"width": 390, "height": 900})
     assert errors == [] and refused == []
     details = page.locator("section#exercises details.solution")
     assert details.count() == 4
@@ -31,13 +31,11 @@ def test_solutions_are_folded_until_asked_for(browser, page_path):
     assert not answer.is_visible()
     first.locator("summary").click()
     assert answer.is_visible() and "first repeat" in answer.inner_text()
-    ctx.close()
 
 
 @pytest.mark.parametrize("width", [390, 1280])
-def test_the_page_fits_with_every_solution_open(browser, page_path, width):
-    ctx, page, _, _ = _browser.open_page(browser, page_path, None, viewport={"width": width, "height": 900})
+def test_the_page_fits_with_every_solution_open(tab, page_path, width):
+    page, _, _ = _browser.open_page(tab, page_path, None, viewport={"width": width, "height": 900})
     page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
     overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
-    ctx.close()
     assert overflow <= 1, f"{width} px: {overflow} px too wide with the solutions open"

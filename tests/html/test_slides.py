@@ -1,7 +1,7 @@
-"""Slide decks in a real browser (headless Chromium through Playwright, the session's one browser): a deck opens
-offline with no console error (so no Content-Security-Policy violation: its one script runs, nothing else is
-asked for), shows one slide at a time, turns the page forward and back by keyboard and by a swipe, shows the
-speaker notes on ``n``, and prints every slide on a page of its own."""
+"""Slide decks in a real browser (headless Chromium through Playwright: the session's shared tab, and a context
+with touch for the swipe): a deck opens offline with no console error (so no Content-Security-Policy violation:
+its one script runs, nothing else is asked for), shows one slide at a time, turns the page forward and back by
+keyboard and by a swipe, shows the speaker notes on ``n``, and prints every slide on a page of its own."""
 from __future__ import annotations
 
 
@@ -26,10 +26,10 @@ def _shown(page) -> list[int]:
 
 
 @pytest.mark.parametrize("topic", ["fooling-sets", "rnn-index", "attention-protocol"])
-def test_a_deck_turns_its_pages_by_keyboard(browser, tmp_path, topic):
+def test_a_deck_turns_its_pages_by_keyboard(tab, tmp_path, topic):
     path = tmp_path / f"{topic}-deck.html"
     invoke(["teach", topic, "--format", "slides", "--out", str(path)] + _smallest_n(topic))
-    ctx, page, errors, refused = open_page(browser, path, viewport={"width": 1280, "height": 800})
+    page, errors, refused = tab.open(path, viewport={"width": 1280, "height": 800})
     total = page.locator("section.slide").count()
     assert total >= 4 and _shown(page) == [1] and page.inner_text("#counter") == f"1 / {total}"
     first = page.locator("section.slide.current h1").inner_text()
@@ -51,7 +51,6 @@ def test_a_deck_turns_its_pages_by_keyboard(browser, tmp_path, topic):
     breaks = page.evaluate("() => [...document.querySelectorAll('section.slide')].map(s => getComputedStyle(s)"
                            ".breakAfter)")
     assert set(breaks) == {"page"}, breaks
-    ctx.close()
     assert errors == [] and refused == [], (errors, refused)
 
 

@@ -79,7 +79,13 @@ AUDIT = r"""() => {
 
 class Guard:
     """One browser context with the probe bound in every frame and every request refused but the page's own;
-    :meth:`open` a page, then read what ran and what was fetched."""
+    :meth:`open` a page, then read what ran and what was fetched.
+
+    Each page is its own load -- a new document, with its own window and a freshly bound probe -- in one tab the
+    guard keeps: a new tab costs Chromium several times what a page load in it does.  Before the records
+    are cleared for the next page, the tab goes to ``about:blank``, which ends the last document (its timers,
+    pending loads and unload handlers), and any window it opened is closed, so nothing one page does is recorded
+    as the next one's; a tab that does not come back (a page that hung or crashed it) is closed and a new one opened."""
 
     def __init__(self, browser):
         self.ctx = browser.new_context()
@@ -87,7 +93,22 @@ class Guard:
         self.ctx.route("**/*", self._route)
         self.ctx.on("console", lambda m: self.ran.append(m.text) if m.text.startswith("commsim-pwned") else None)
         self.ctx.on("dialog", lambda d: (self.ran.append(f"dialog {d.message}"), d.dismiss()))
-        self.uri, self.ran, self.fetched = None, [], []
+        self.uri, self.ran, self.fetched, self.tab = None, [], [], None
+
+    def _blank_tab(self):
+        """The guard's tab on ``about:blank``, the last page it showed ended, and any window that page opened
+        closed."""
+        for old in self.ctx.pages:
+            if old is not self.tab:
+                old.close()
+        if self.tab is not None:
+            try:
+                self.tab.goto("about:blank")
+                return self.tab
+            except Exception:   # noqa: BLE001 -- a tab a page hung or crashed: replaced below
+                self.tab.close()
+        self.tab = self.ctx.new_page()
+        return self.tab
 
     def _route(self, r):
         if r.request.url.split("#")[0] == self.uri and r.request.frame.parent_frame is None:
@@ -98,10 +119,8 @@ class Guard:
 
     def open(self, path: Path):
         """The page at ``path``, opened, every link and button clicked."""
-        for old in self.ctx.pages:
-            old.close()
+        page = self._blank_tab()
         self.uri, self.ran, self.fetched = path.as_uri(), [], []
-        page = self.ctx.new_page()
         page.goto(self.uri)
         page.wait_for_load_state("load")
         try:
@@ -154,6 +173,21 @@ def test_each_live_payload_runs_in_chromium_when_the_page_is_not_sanitized(guard
     if not guard.ran and not guard.fetched:        # a meta refresh, a queued navigation or event: wait for it
         guard.ctx.wait_for_event("requestfailed", timeout=10_000)     # refused, so recorded, by then
     assert guard.ran or guard.fetched
+
+
+def test_a_page_cannot_unbind_the_probe_or_leave_a_window_for_the_next_page(guard, tmp_path):
+    """The pages share the guard's tab, each a load of its own: a page that rebinds ``pwn()`` and ``alert()`` and
+    opens a window does not stop the next page's ``pwn()`` from being recorded, and its window is gone."""
+    first, second = tmp_path / "unbinds.html", tmp_path / "calls.html"
+    first.write_text(_document('<svg onload="window.pwn = () => {}; window.alert = () => {}; '
+                               'window.open(\'about:blank\')"></svg>'))
+    second.write_text(_document("<svg onload=pwn()></svg>"))
+    with guard.ctx.expect_page() as window:
+        guard.open(first)
+    assert window.value in guard.ctx.pages
+    guard.open(second)
+    assert [m for m in guard.ran if m.startswith("commsim-pwned")], guard.ran
+    assert guard.ctx.pages == [guard.tab]
 
 
 # ---- each payload alone, sanitized -------------------------------------------------------------------------
