@@ -16,8 +16,6 @@ torch = pytest.importorskip("torch")
 nn = torch.nn
 torch.set_num_threads(1)
 
-import commsim.runs.stages as stages  # noqa: E402
-from commsim.core.runner import AuditSession  # noqa: E402
 from commsim.runs.run import run_reduction  # noqa: E402
 from commsim.runs.stages import prepare  # noqa: E402
 from protocols.adapters.torch import save_parts  # noqa: E402
@@ -84,41 +82,10 @@ def _needs(spec: str) -> None:
         pytest.importorskip("transformer_lens")
 
 
-class _KeptOpen(AuditSession):
-    """The module's two audit workers, handed to each audited run: the close at a run's end leaves them for the
-    next run, unless the run was left in the middle of a program (then they are done)."""
-    closed = False
-
-    def close(self, force: bool = False) -> None:
-        if force or self._mid_run:
-            super().close(force=True)
-            self.closed = True
-
-    def shut(self) -> None:
-        super().close()
-
-
-@pytest.fixture(scope="module")
-def audit_workers():
-    """What the audited runs of this module get for ``AuditSession()``: one pair of spawned workers (each start
-    imports torch), kept open across the kinds.  Each run still sends its protocol and shares to them pickled,
-    and the first run (and the hardening and runner tests) start and close their own."""
-    sessions: list[_KeptOpen] = []
-
-    def session() -> _KeptOpen:
-        if not sessions or sessions[-1].closed:
-            sessions.append(_KeptOpen())
-        return sessions[-1]
-    yield session
-    for made in sessions:
-        made.shut()
-
-
 @pytest.mark.parametrize("kind", KINDS)
-def test_audit_equals_in_process_run(kind, specs, audit_workers, monkeypatch):
+def test_audit_equals_in_process_run(kind, specs, shared_audit_workers):
     spec = specs[kind]
     _needs(spec)
-    monkeypatch.setattr(stages, "AuditSession", audit_workers)
     model = _adapted(spec)          # one model for both runs: the audit alone differs
     plain = run_reduction("index-idxl", model, N, instances=INSTANCES, seed=1, certify=False)
     audited = run_reduction("index-idxl", model, N, instances=INSTANCES, seed=1, certify=False, audit=True)
