@@ -1,13 +1,13 @@
-"""One pair of audit workers for the audit-equals-in-process tests of the torch adapters.
+"""One pair of audit workers for the tests of the torch adapters that compare an audited run with the in-process
+run.
 
 ``--audit`` runs each party in its own spawned process, and each process's start imports torch (and transformers
-for a Hugging Face model): some seconds a pair.  The tests here that compare an audited run with the in-process
-run ask for ``shared_audit_workers``: their runs get, for ``AuditSession()``, one pair kept open for the whole
-test process.  Each run still sends its protocol and shares to the two workers pickled, and they run it there;
-what is shared is only the start.  A run left in the middle of a program (an error) closes the pair, and the
-next run starts its own.  Starting and closing a session per run stays tested where the audit itself is the
-subject (tests/commsim/core/test_runner.py, the Ctrl-C tests of tests/cli/test_hardening.py, the CLI's
-``--audit``), and by the Hugging Face adapters' own audits.
+for a Hugging Face model): some seconds a pair.  Those tests ask for ``shared_audit_workers``: their runs get, for
+``AuditSession()``, one pair kept open for the whole test process.  Each run still sends its protocol and shares
+to the two workers pickled, and they run it there; what is shared is only the start.  A run left in the middle of
+a program (an error) closes the pair, and the next run starts its own.  Starting and closing a session per run
+stays tested where the audit itself is the subject (tests/commsim/core/test_runner.py, the Ctrl-C tests of
+tests/cli/test_hardening.py, the CLI's ``--audit``); the first audited run in each test process starts the pair.
 """
 from __future__ import annotations
 
