@@ -150,11 +150,14 @@ class Registry:
 
 registry = Registry()
 
-#: the entry points last read, and the state of the path they were read under (None: read them again next time)
-_entry_point_cache: tuple[tuple | None, tuple] = (None, ())
+#: the entry points last read: the state of the path they were read under (a folder changed too recently to be
+#: trusted has None for its time), the package metadata found in each folder then, and the points
+_entry_point_cache: tuple[tuple | None, dict, tuple] = (None, {}, ())
 #: a folder changed this recently when the entry points were read may change again within the same tick of its
 #: modification time, unseen: such a read is not reused
 _RECENT_NS = 2_000_000_000
+#: the names of the entries entry points are read from (``importlib.metadata``'s distributions)
+_METADATA_SUFFIXES = (".dist-info", ".egg-info", ".egg")
 
 
 def _path_state() -> tuple:
@@ -170,18 +173,51 @@ def _path_state() -> tuple:
     return tuple(state)
 
 
+def _packages_in(folder: str) -> tuple | None:
+    """The package metadata in a folder on the path -- each ``*.dist-info``, ``*.egg-info`` or ``*.egg`` entry
+    with its modification time -- or None if it is not a folder that can be listed."""
+    try:
+        with os.scandir(folder) as entries:
+            return tuple(sorted((e.name, e.stat().st_mtime_ns) for e in entries
+                                if e.name.lower().endswith(_METADATA_SUFFIXES)))
+    except (OSError, TypeError, ValueError):
+        return None
+
+
+def _recent(mtime: int | None, read_at: int) -> bool:
+    return mtime is not None and mtime >= read_at - _RECENT_NS
+
+
+def _settled(state: tuple, packages: dict, read_at: int) -> tuple:
+    """``state`` with None for the time of each folder that changed, or holds a package that changed, too
+    recently before ``read_at`` to be trusted (it is looked at again next time)."""
+    return tuple((folder, None if _recent(mtime, read_at) or packages.get(folder) == "changing" else mtime)
+                 for folder, mtime in state)
+
+
 def _plugin_entry_points() -> tuple:
-    """The ``commsim.plugins`` entry points, read again only when the path or a folder on it has changed
-    (reading every installed package's metadata takes some milliseconds, and the registry is consulted at every
-    step of a run)."""
+    """The ``commsim.plugins`` entry points, read again only when the path or the packages in a folder on it
+    have changed (reading every installed package's metadata takes some milliseconds, and the registry is
+    consulted at every step of a run).  A folder whose time changed is listed: a file written into it (a
+    sweep's table in the current directory) is no package, and the points read before stay."""
     global _entry_point_cache
     state = _path_state()
-    if _entry_point_cache[0] != state:
-        read_at = time.time_ns()
-        points = tuple(entry_points(group=ENTRY_POINT_GROUP))
-        settled = all(mtime is None or mtime < read_at - _RECENT_NS for _, mtime in state)
-        _entry_point_cache = (state if settled else None, points)
-    return _entry_point_cache[1]
+    known, packages, points = _entry_point_cache
+    if state == known:
+        return points
+    read_at = time.time_ns()
+    if known is not None and [f for f, _ in known] == [f for f, _ in state]:
+        changed = {folder: _packages_in(folder) for (folder, mtime), (_, was) in zip(state, known)
+                   if mtime != was}
+        if all(listing is not None and listing == packages.get(folder) for folder, listing in changed.items()):
+            _entry_point_cache = (_settled(state, packages, read_at), packages, points)
+            return points
+    # a package changed moments before this read may change again unseen: its folder's listing is not kept
+    packages = {folder: listing if not any(_recent(t, read_at) for _, t in listing or ()) else "changing"
+                for folder, listing in ((folder, _packages_in(folder)) for folder, _ in state)}
+    points = tuple(entry_points(group=ENTRY_POINT_GROUP))
+    _entry_point_cache = (_settled(state, packages, read_at), packages, points)
+    return points
 
 
 def load_plugins(extra_modules: str | tuple[str, ...] | list[str] = ()) -> Registry:

@@ -44,10 +44,10 @@ def _twice(args, cwd):
 
 def test_a_small_dask_sweep_runs_then_a_second_identical_command_does_no_work(tmp_path):
     args = ["sweep", "--reduction", "index-idxl", "--model", "elman:width=1..2,precision=2..4:+2", "--n", "4..8:x2",
-            "--executor", "dask", "--workers", "2", "--out", "r.parquet"]
-    first, second = _twice(args, tmp_path)
+            "--executor", "dask", "--workers", "1", "--out", "r.parquet"]
+    first, second = _twice(args, tmp_path)      # one worker (not the default, one per core): the flag is heeded
     assert (first["cells"], first["run"], first["skipped"]) == (8, 8, 0)
-    assert first["executor"] == "dask (2 workers, embedded LocalCluster)"
+    assert first["executor"] == "dask (1 worker, embedded LocalCluster)"
     assert (second["cells"], second["run"], second["skipped"], second["executor"]) == (8, 0, 8, "none")
     assert second["rows"] == first["rows"]
     assert len(read_table(tmp_path / "r.parquet")) == 8
@@ -101,6 +101,8 @@ def test_ctrl_c_keeps_the_finished_cells_and_the_rerun_does_only_the_rest(tmp_pa
     assert code == 0, err
     report = json.loads(stdout)
     assert (report["run"], report["skipped"]) == (16 - done, done)
+    if executor == "dask":
+        assert report["executor"] == "dask (2 workers, embedded LocalCluster)"
     assert [r["model"] for r in report["rows"]] == [f"python:gate.py:gated:width={w}" for w in range(1, 17)]
     assert len(read_table(out)) == 16
 

@@ -83,7 +83,7 @@ def _needs(spec: str) -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_audit_equals_in_process_run(kind, specs):
+def test_audit_equals_in_process_run(kind, specs, shared_audit_workers):
     spec = specs[kind]
     _needs(spec)
     model = _adapted(spec)          # one model for both runs: the audit alone differs

@@ -122,7 +122,7 @@ def test_random_encoder_layers(heads, width, ff, norm_first, batch_first, seed):
     assert_trusted(report)
 
 
-def test_audit_equals_in_process_run():
+def test_audit_equals_in_process_run(shared_audit_workers):
     model = prepare("index-idxl", f"{FACTORY}:dim=8,ff=16,norm_first=false", N).model
     plain = run_reduction("index-idxl", model, N, instances=3, seed=1, certify=False)
     audited = run_reduction("index-idxl", model, N, instances=3, seed=1, certify=False, audit=True)

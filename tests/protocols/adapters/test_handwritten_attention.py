@@ -157,7 +157,7 @@ def test_two_handwritten_layers_are_refused_with_lemma_5():
         from_torch(Two())
 
 
-def test_audit_equals_in_process_run():
+def test_audit_equals_in_process_run(shared_audit_workers):
     model = prepare("index-idxl", "python:examples.research_blocks:nanogpt:dim=8", N).model
     plain = run_reduction("index-idxl", model, N, instances=3, seed=1, certify=False)
     audited = run_reduction("index-idxl", model, N, instances=3, seed=1, certify=False, audit=True)

@@ -72,7 +72,8 @@ def test_a_half_precision_llama_agrees_within_its_format_s_tolerance(dtype):
     assert run_reduction("eq-ineq", model, 2, instances=8, certify=False).protocol_matches_model
 
 
-def test_hf_llama_from_a_local_directory_runs_exactly_with_the_hand_counted_bits(dirs, capsys):
+def test_hf_llama_from_a_local_directory_runs_exactly_with_the_hand_counted_bits(dirs, capsys,
+                                                                                 shared_audit_workers):
     spec = f"hf-llama:{dirs['gqa']}"
     plain = run_reduction("index-idxl", spec, N, instances=16, seed=0, certify=False)
     assert_trusted(plain)

@@ -164,7 +164,7 @@ def test_a_pooled_readout_and_two_inline_layers_are_refused():
         from_torch(Twice().eval(), vocab_size=VOCAB, seq_len=LENGTH)
 
 
-def test_audit_equals_in_process_run():
+def test_audit_equals_in_process_run(shared_audit_workers):
     module = Flat(kind="sdpa", pos="rope").eval()
     plain = commsim.run("index-idxl", module, n=N, instances=4, seed=1, certify=False)
     audited = commsim.run("index-idxl", module, n=N, instances=4, seed=1, certify=False, audit=True)

@@ -138,7 +138,7 @@ def test_the_cli_runs_the_nanogpt_style_gpt(tmp_path):
     assert report["torch_agreement"]["reference"] == "GPT's own forward"
 
 
-def test_audit_equals_in_process_run():
+def test_audit_equals_in_process_run(shared_audit_workers):
     model = nanogpt(seed=5)
     plain = commsim.run("index-idxl", model, n=N, instances=4, seed=1, certify=False)
     audited = commsim.run("index-idxl", model, n=N, instances=4, seed=1, certify=False, audit=True)

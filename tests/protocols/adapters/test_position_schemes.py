@@ -40,7 +40,7 @@ def test_rope_alibi_nope_blocks_are_read_and_exact(attn, pos, heads):
 
 
 @pytest.mark.parametrize("pos", ["rope", "alibi"])
-def test_audit_equals_in_process_run(pos):
+def test_audit_equals_in_process_run(pos, shared_audit_workers):
     model = prepare("index-idxl", f"python:examples.research_blocks:nanogpt:dim=8,pos={pos}", N).model
     plain = run_reduction("index-idxl", model, N, instances=3, seed=1, certify=False)
     audited = run_reduction("index-idxl", model, N, instances=3, seed=1, certify=False, audit=True)

@@ -158,7 +158,7 @@ def test_random_prenorm_blocks(heads, width, norm, seed):
     assert_trusted(report)
 
 
-def test_audit_equals_in_process_run():
+def test_audit_equals_in_process_run(shared_audit_workers):
     model = prepare("index-idxl", "python:examples.transformer_blocks:prenorm_index:dim=8", N).model
     plain = run_idxl(model, instances=3, seed=1)
     audited = run_idxl(model, instances=3, seed=1, audit=True)

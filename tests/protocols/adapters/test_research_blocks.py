@@ -93,7 +93,7 @@ def test_a_block_no_reading_matches_is_refused_with_every_part_named():
         assert part in message, part
 
 
-def test_audit_equals_in_process_run():
+def test_audit_equals_in_process_run(shared_audit_workers):
     model = prepare("index-idxl", "python:examples.research_blocks:nanogpt:attn=mha,dim=8", N).model
     plain = run_reduction("index-idxl", model, N, instances=3, seed=1, certify=False)
     audited = run_reduction("index-idxl", model, N, instances=3, seed=1, certify=False, audit=True)

@@ -87,7 +87,7 @@ def test_complex_step_module_handoff_at_any_format():
     check()
 
 
-def test_complex_s4d_runs_exactly_and_a_narrow_one_gets_a_certificate():
+def test_complex_s4d_runs_exactly_and_a_narrow_one_gets_a_certificate(shared_audit_workers):
     checked_run("python:examples.real_models:s4d_lin:width=3", 5, 2 * 3 * 32)
     certified("python:examples.real_models:s4d_lin:width=1,precision=2", 5, 2 * 1 * 2)
 
@@ -101,7 +101,7 @@ def test_a_complex_readout_is_refused_with_a_reason():
 
 
 # ---- mambapy (item 5) -------------------------------------------------------------------------------------------
-def test_mambapy_mamba_runs_exactly_and_a_narrow_one_gets_a_certificate():
+def test_mambapy_mamba_runs_exactly_and_a_narrow_one_gets_a_certificate(shared_audit_workers):
     pytest.importorskip("mambapy")
     # 1 layer, d_inner = 2 · 8 = 16, d_state 4, d_conv 3: 16·4 + 16·2 = 96 numbers of float32
     checked_run("python:examples.real_models:mambapy_lm", 5, 96 * 32)
@@ -147,7 +147,7 @@ def test_hf_mamba_hands_off_every_layer_s_ssm_state_and_convolution_window(hf_di
         assert np.allclose(ours[:, off + e * n:off + model.per_layer], window.reshape(3, -1), rtol=1e-5, atol=1e-6)
 
 
-def test_hf_mamba_from_a_local_directory_end_to_end(hf_dirs, capsys):
+def test_hf_mamba_from_a_local_directory_end_to_end(hf_dirs, capsys, shared_audit_workers):
     checked_run(f"hf-mamba:{hf_dirs['mamba']}", 5, 192 * 32)
     code, out, err = cli(["run", "index-idxl", "--model", f"hf-mamba:{hf_dirs['mamba']}", "--n", "5",
                           "--instances", "8", "--json"], capsys)

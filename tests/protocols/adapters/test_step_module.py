@@ -143,7 +143,7 @@ def factory():
 """
 
 
-def test_audit_equals_in_process_run_for_a_module_of_a_factory_file(tmp_path):
+def test_audit_equals_in_process_run_for_a_module_of_a_factory_file(tmp_path, shared_audit_workers):
     """The module's class exists only in this process (its file loaded by path): it travels by value."""
     pytest.importorskip("cloudpickle")
     path = tmp_path / "leaky.py"
