@@ -72,7 +72,7 @@ from commsim.contract import (
 from protocols.models.attention import AttentionConfig, AttentionLayer
 from protocols.simulators.attention.batch import simulate
 from protocols.simulators.attention.parties import AttentionExchangeProtocol
-from protocols.simulators.attention.plan import ExchangePlan, make_plan, theorem_count
+from protocols.simulators.attention.plan import ExchangeLayout, ExchangePlan, make_layout, make_plan, theorem_count
 from protocols.theorems import exchange_bits, exchange_bits_paper_log, exchange_text
 
 __all__ = ["AttentionExchange", "ATTENTION_EXCHANGE", "PlanCache", "batch_run", "batch_keys"]
@@ -175,8 +175,8 @@ class AttentionExchange(Vectorized, Simulator):
                                 f"queries (Appendix C of [BHBK24], Discussion)", "model")
         config = (AttentionConfig.fixed(heads, width, precision, dim=dim) if number_format is None else
                   AttentionConfig(int(heads), int(width), number_format, dim=dim))
-        plan = make_plan(config, int(seq_len), alice_positions if isinstance(alice_positions, range) else
-                         np.asarray(alice_positions, dtype=np.int64), int(output_positions[0]))
+        plan = make_layout(config, int(seq_len), alice_positions if isinstance(alice_positions, range) else
+                           np.asarray(alice_positions, dtype=np.int64), int(output_positions[0]))
         return _message_plan(plan, assumptions={**_assumptions(config), "mode": plan.mode,
                                                 "plan_formula": theorem_count(plan)[0]})
 
@@ -249,7 +249,7 @@ def details_of(plan: ExchangePlan) -> dict:
     return d
 
 
-def _message_name(plan: ExchangePlan) -> str:
+def _message_name(plan: ExchangeLayout) -> str:
     """What the protocol sends, in words."""
     if plan.mode == "local":
         return "no message (one party holds every position)"
@@ -261,7 +261,7 @@ def _message_name(plan: ExchangePlan) -> str:
         (" and the coordinates of x_N psi reads" if plan.residual else "")
 
 
-def _message_plan(plan: ExchangePlan, assumptions: dict | None = None) -> MessagePlan:
+def _message_plan(plan: ExchangeLayout, assumptions: dict | None = None) -> MessagePlan:
     """The engine's view of an exchange plan: bits per direction, rounds, the steps and the papers' count."""
     formula, formula_text = theorem_count(plan)
     steps = ", ".join(f"{k} {v}" for k, v in plan.itemize()["bits_by_step"].items())

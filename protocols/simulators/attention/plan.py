@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from commsim.contract import InputError
 from protocols.models.attention import AttentionConfig, AttentionLayer
+from protocols.simulators.attention.partition import PartitionError, partition_counts, validate_partition
 from protocols.theorems import (
     exchange_bits,
     exchange_text,
@@ -34,12 +34,8 @@ from protocols.theorems import (
     query_bits,
 )
 
-__all__ = ["PartitionError", "MessageSpec", "ExchangePlan", "make_plan", "one_way_choice", "theorem_count"]
-
-
-class PartitionError(InputError):
-    """The positions given to Alice do not form a valid partition of the sequence."""
-
+__all__ = ["PartitionError", "MessageSpec", "ExchangeLayout", "ExchangePlan", "make_layout", "make_plan",
+           "one_way_choice", "theorem_count"]
 
 @dataclass(frozen=True)
 class MessageSpec:
@@ -53,16 +49,15 @@ class MessageSpec:
 
 
 @dataclass(frozen=True)
-class ExchangePlan:
-    """The exchange for one model, sequence length and partition (the same for every instance)."""
+class ExchangeLayout:
+    """The exchange's messages for one model, sequence length and partition, without the positions
+    themselves (:func:`make_layout`; every message and width is :func:`make_plan`'s)."""
 
     seq_len: int
     query: int
     mode: str                           # "two-way", "one-way" or "local"
     query_owner: str
     output_party: str
-    alice_positions: tuple[int, ...]
-    bob_positions: tuple[int, ...]
     heads: int
     width: int
     precision: int
@@ -78,15 +73,6 @@ class ExchangePlan:
     z_width: int = 0
     u_width: int = 0
     messages: tuple[MessageSpec, ...] = field(default_factory=tuple)
-
-    def positions(self, party: str) -> np.ndarray:
-        """The positions ``party`` owns, in increasing order."""
-        return np.array(self.alice_positions if party == "alice" else self.bob_positions, dtype=np.int64)
-
-    def attended(self, party: str) -> np.ndarray:
-        """The positions of ``party`` that enter the query's attention."""
-        pos = self.positions(party)
-        return pos if self.attend_self else pos[pos != self.query]
 
     @property
     def other(self) -> str:
@@ -142,27 +128,22 @@ class ExchangePlan:
                 "one_way_reason": self.one_way_reason or None, "total_bits": self.total_bits}
 
 
-def _validate_partition(seq_len: int, alice_positions) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """(Alice's positions, Bob's positions), sorted; PartitionError when Alice's are not distinct
-    integers in 0..N-1."""
-    a = (np.arange(alice_positions.start, alice_positions.stop, alice_positions.step, dtype=np.int64)
-         if isinstance(alice_positions, range) else np.asarray(alice_positions))   # a range: no Python loop
-    if a.ndim != 1:
-        raise PartitionError(f"Alice's positions must be a flat list of integers, got shape {a.shape}", "partition")
-    if a.size and a.dtype.kind not in "iu":
-        if not np.array_equal(a, np.floor(a)):
-            raise PartitionError("Alice's positions must be integers", "partition")
-        a = a.astype(np.int64)
-    a = a.astype(np.int64)
-    if a.size and (a.min() < 0 or a.max() >= seq_len):
-        bad = int(a.min()) if a.min() < 0 else int(a.max())
-        raise PartitionError(f"position {bad} is outside 0..{seq_len - 1}", "partition")
-    counts = np.bincount(a, minlength=seq_len)
-    if a.size and counts.max() > 1:
-        dup = int(np.argmax(counts > 1))
-        raise PartitionError(f"position {dup} is given to Alice twice (the parts must be disjoint)", "partition")
-    mask = counts > 0
-    return tuple(np.flatnonzero(mask).tolist()), tuple(np.flatnonzero(~mask).tolist())
+@dataclass(frozen=True)
+class ExchangePlan(ExchangeLayout):
+    """The exchange for one model, sequence length and partition (the same for every instance): its layout
+    and both parties' positions."""
+
+    alice_positions: tuple[int, ...] = field(kw_only=True)
+    bob_positions: tuple[int, ...] = field(kw_only=True)
+
+    def positions(self, party: str) -> np.ndarray:
+        """The positions ``party`` owns, in increasing order."""
+        return np.array(self.alice_positions if party == "alice" else self.bob_positions, dtype=np.int64)
+
+    def attended(self, party: str) -> np.ndarray:
+        """The positions of ``party`` that enter the query's attention."""
+        pos = self.positions(party)
+        return pos if self.attend_self else pos[pos != self.query]
 
 
 def one_way_choice(width: int, precision: int, heads: int, *, dim: int | None = None, residual: int = 0,
@@ -198,25 +179,48 @@ def make_plan(shape: AttentionConfig | AttentionLayer, seq_len: int, alice_posit
               query: int | None = None) -> ExchangePlan:
     """Validate the partition (disjoint, covering, the query owned by one party) and lay out the messages.
     Reads the layer's config only (a layer also checks the length against its position table)."""
+    cfg, qpos = _config_and_query(shape, seq_len, query)
+    alice, bob = validate_partition(seq_len, alice_positions)
+    return ExchangePlan(alice_positions=alice, bob_positions=bob,
+                        **_layout(cfg, seq_len, qpos, _holds(alice, qpos), len(alice), len(bob)))
+
+
+def make_layout(shape: AttentionConfig | AttentionLayer, seq_len: int, alice_positions,
+                query: int | None = None) -> ExchangeLayout:
+    """:func:`make_plan`'s messages, with its checks and refusals, without listing the parties' positions
+    (:func:`~protocols.simulators.attention.partition.partition_counts`: a range of Alice's positions is
+    checked from its ends): what ``commsim budget`` plans at lengths up to 2^20."""
+    cfg, qpos = _config_and_query(shape, seq_len, query)
+    return ExchangeLayout(**_layout(cfg, seq_len, qpos, *partition_counts(seq_len, alice_positions, qpos)))
+
+
+def _config_and_query(shape: AttentionConfig | AttentionLayer, seq_len: int, query: int | None):
+    """The layer's config and the query position, checked against the length."""
     shape.check_input(seq_len)
     cfg = shape.config if isinstance(shape, AttentionLayer) else shape
     qpos = cfg.query_position(seq_len) if query is None else int(query)
     if not 0 <= qpos < seq_len:
         raise PartitionError(f"query position {qpos} is outside 0..{seq_len - 1}", "partition")
-    alice, bob = _validate_partition(seq_len, alice_positions)
-    owner = "alice" if _holds(alice, qpos) else "bob"
-    mine = alice if owner == "alice" else bob
+    return cfg, qpos
+
+
+def _layout(cfg: AttentionConfig, seq_len: int, qpos: int, alice_holds_query: bool, n_alice: int,
+            n_bob: int) -> dict:
+    """The messages (and the plan's other fields but the positions) for a partition in which Alice holds
+    ``n_alice`` positions, Bob ``n_bob``, and Alice holds the query or not: nothing else of the partition
+    enters the plan."""
+    owner = "alice" if alice_holds_query else "bob"
+    n_mine, n_theirs = (n_alice, n_bob) if alice_holds_query else (n_bob, n_alice)
     other = "bob" if owner == "alice" else "alice"
-    theirs = bob if owner == "alice" else alice
     H, m, p, ar = cfg.heads, cfg.width, cfg.precision, cfg.arithmetic
     dim, division, residual = cfg.message_dim, cfg.division, cfg.residual_width   # d: x_N's width as a message
-    common = dict(seq_len=seq_len, query=qpos, query_owner=owner, alice_positions=alice, bob_positions=bob,
+    common = dict(seq_len=seq_len, query=qpos, query_owner=owner,
                   heads=H, width=m, precision=p, attend_self=cfg.attend_self, number_format=cfg.format.name,
                   residual=residual, dim=dim, division=division)
     msgs: list[MessageSpec] = []
-    if not theirs:
-        return ExchangePlan(mode="local", output_party=owner, **common)
-    if len(mine) == 1:   # the query owner holds only the query: one-way, the other party outputs
+    if not n_theirs:
+        return dict(mode="local", output_party=owner, **common)
+    if n_mine == 1:   # the query owner holds only the query: one-way, the other party outputs
         kind, _, _, why = one_way_choice(m, p, H, dim=dim, residual=residual,
                                          attend_self=cfg.attend_self)
         if kind == "embedding":
@@ -229,11 +233,11 @@ def make_plan(shape: AttentionConfig | AttentionLayer, seq_len: int, alice_posit
             if cfg.attend_self:
                 for h in range(H):
                     msgs.append(MessageSpec("self", f"self/head {h}", owner, h, (m + 1) * p))
-        return ExchangePlan(mode="one-way", output_party=other, messages=tuple(msgs), one_way_message=kind,
-                            one_way_reason=why, **common)
-    n_other = len(theirs)
+        return dict(mode="one-way", output_party=other, messages=tuple(msgs), one_way_message=kind,
+                    one_way_reason=why, **common)
+    n_other = n_theirs
     z_width = max((n_other * ar.one_units).bit_length(), 1)
-    n_own = len(mine) if cfg.attend_self else len(mine) - 1
+    n_own = n_mine if cfg.attend_self else n_mine - 1
     z_owner_width = max((n_own * ar.one_units).bit_length(), 1) if division == "per-weight" else 0
     lo, hi = ar.sum_range(n_other)
     u_width = max((-lo - 1).bit_length(), hi.bit_length()) + 1
@@ -249,11 +253,11 @@ def make_plan(shape: AttentionConfig | AttentionLayer, seq_len: int, alice_posit
         msgs.append(MessageSpec("Z", f"Z owner/head {h}", owner, h, z_owner_width))
     for h in range(H):
         msgs.append(MessageSpec("U", f"U/head {h}", other, h, m * u_width))
-    return ExchangePlan(mode="two-way", output_party=owner, other_terms=n_other, z_width=z_width, u_width=u_width,
-                        z_owner_width=z_owner_width, messages=tuple(msgs), **common)
+    return dict(mode="two-way", output_party=owner, other_terms=n_other, z_width=z_width, u_width=u_width,
+                z_owner_width=z_owner_width, messages=tuple(msgs), **common)
 
 
-def theorem_count(plan: ExchangePlan) -> tuple[int, str]:
+def theorem_count(plan: ExchangeLayout) -> tuple[int, str]:
     """The papers' count for this plan, and how it is made up: two-way, Theorem 4 of [BHBK24],
     3m(p + ceil(log2 N))H (:func:`protocols.theorems.exchange_bits`); one-way, the [SHT23] message
     (:func:`protocols.theorems.one_way_attention_bits`); local, 0."""
