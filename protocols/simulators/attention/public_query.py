@@ -25,7 +25,7 @@ composition reduction names it (:attr:`~commsim.contract.Reduction.simulator_var
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from typing import Callable
 
 import numpy as np
@@ -53,7 +53,8 @@ from protocols.models.attention import AttentionConfig, AttentionLayer
 from protocols.simulators.attention.exchange import PlanCache, batch_keys, batch_run
 from protocols.theorems import composition_message_bits
 
-__all__ = ["PublicQueryPlan", "PublicQueryExchange", "PUBLIC_QUERY", "candidate_count"]
+__all__ = ["PublicQueryLayout", "PublicQueryPlan", "PublicQueryExchange", "PUBLIC_QUERY", "candidate_count",
+           "public_query_layout", "public_query_plan"]
 
 #: the most candidate maxima a message may list (fixed point with many fraction bits needs thousands)
 MAX_CANDIDATES = 1 << 12
@@ -73,13 +74,12 @@ def candidate_count(model: AttentionLayer) -> int:
 
 
 @dataclass(frozen=True)
-class PublicQueryPlan:
+class PublicQueryLayout:
     """Alice's message for one model, length and partition: per head her max (p bits), K normalisers of
-    ``z_width`` bits and K·m weighted sums of ``u_width`` bits."""
+    ``z_width`` bits and K·m weighted sums of ``u_width`` bits (without the parties' positions:
+    :func:`public_query_layout`)."""
 
     query: int
-    alice_positions: tuple[int, ...]
-    bob_positions: tuple[int, ...]
     heads: int
     width: int
     precision: int
@@ -104,6 +104,14 @@ class PublicQueryPlan:
                               "bits": steps[s] // H} for h in range(H) for s in ("max", "Z", "U")],
                 "message_widths": {"number": self.precision, "Z": self.z_width, "U_value": self.u_width},
                 "bits_by_direction": {"alice_to_bob": self.total_bits, "bob_to_alice": 0}}
+
+
+@dataclass(frozen=True)
+class PublicQueryPlan(PublicQueryLayout):
+    """Alice's message for one model, length and partition, and both parties' positions."""
+
+    alice_positions: tuple[int, ...] = field(kw_only=True)
+    bob_positions: tuple[int, ...] = field(kw_only=True)
 
 
 def _sums(model: AttentionLayer, A, V, M, K: int) -> tuple[np.ndarray, np.ndarray]:
@@ -188,6 +196,26 @@ def public_query_plan(model, seq_len: int, alice_positions, bob_positions, query
                       public_positions) -> PublicQueryPlan:
     """Alice's message for a layer (an :class:`AttentionLayer` or its :class:`AttentionConfig`: only the shape and
     the format are read) at length N on this partition; NotApplicable when the protocol cannot be exact."""
+    alice = tuple(int(p) for p in alice_positions)
+    layout = _layout(model, seq_len, query, query in alice, len(alice), public_positions)
+    return PublicQueryPlan(**{f.name: getattr(layout, f.name) for f in fields(PublicQueryLayout)},
+                           alice_positions=alice, bob_positions=tuple(int(p) for p in bob_positions))
+
+
+def public_query_layout(model, seq_len: int, alice_positions, query: int, public_positions) -> PublicQueryLayout:
+    """:func:`public_query_plan`'s message, with its refusals, for Alice's positions (distinct ones; Bob holds the
+    rest), without listing either party's positions: a range is read from its length (``commsim budget``
+    plans lengths up to 2^20)."""
+    if isinstance(alice_positions, range):
+        return _layout(model, seq_len, query, query in alice_positions, len(alice_positions), public_positions)
+    alice = set(int(i) for i in alice_positions)
+    return _layout(model, seq_len, query, query in alice, len(alice), public_positions)
+
+
+def _layout(model, seq_len: int, query: int, alice_holds_query: bool, n_alice: int,
+            public_positions) -> PublicQueryLayout:
+    """The message when Alice holds ``n_alice`` positions (the query among them or not): nothing else of the
+    partition enters it."""
     if not model.arithmetic.is_fixed:
         raise NotApplicable(f"the exact one-way message is implemented for fixed-point formats (precision=P, "
                             f"frac=F); under {model.format.name} the candidate maxima are every float in a "
@@ -195,18 +223,17 @@ def public_query_plan(model, seq_len: int, alice_positions, bob_positions, query
     if model.division != "once":
         raise NotApplicable("per-weight division rounds each e_i / Z with the global Z, which Alice cannot "
                             "know in a one-way protocol; use division=once", "model")
-    alice = tuple(int(p) for p in alice_positions)
-    if query in alice or query not in public_positions or not alice:
+    if alice_holds_query or query not in public_positions or not n_alice:
         raise NotApplicable("the public-query message needs Bob to own the query position, Alice to know its "
                             "token (a public position) and to own at least one position", "partition")
     if model.query is not None and model.query_position(seq_len) != query:
         raise NotApplicable(f"the model reads position {model.query_position(seq_len)}, the task {query}", "model")
     ar, K = model.arithmetic, candidate_count(model)
-    lo, hi = ar.sum_range(len(alice))
-    return PublicQueryPlan(query, alice, tuple(int(p) for p in bob_positions), model.heads, model.width,
-                           model.precision, getattr(model, "config", model).message_dim, K,   # a layer or its config
-                           max((len(alice) * ar.one_units).bit_length(), 1),
-                           max((-lo - 1).bit_length(), hi.bit_length()) + 1)
+    lo, hi = ar.sum_range(n_alice)
+    return PublicQueryLayout(query, model.heads, model.width,
+                             model.precision, getattr(model, "config", model).message_dim, K,   # a layer or its config
+                             max((n_alice * ar.one_units).bit_length(), 1),
+                             max((-lo - 1).bit_length(), hi.bit_length()) + 1)
 
 
 def model_query(model: AttentionLayer, token: int, position: int) -> np.ndarray:
@@ -276,11 +303,8 @@ class PublicQueryExchange(Vectorized, Simulator):
             raise NotApplicable("the public-query message computes one query position", "model")
         config = (AttentionConfig.fixed(heads, width, precision, dim=dim) if number_format is None else
                   AttentionConfig(int(heads), int(width), number_format, dim=dim))
-        alice = set(int(i) for i in alice_positions)
-        plan = public_query_plan(config, int(seq_len), sorted(alice),
-                                 [i for i in range(int(seq_len)) if i not in alice], int(output_positions[0]),
-                                 public_positions)
-        return self._message_plan(plan)
+        return self._message_plan(public_query_layout(config, int(seq_len), alice_positions, int(output_positions[0]),
+                                                      public_positions))
 
     def paper_count(self, shape: Shape, split: Split) -> tuple[int, str]:
         """[PNP24]'s count of Alice's one-way message, H(d + 1)p (:func:`protocols.theorems.
@@ -295,7 +319,7 @@ class PublicQueryExchange(Vectorized, Simulator):
         return self._message_plan(self.exchange_plan(model, encoded))
 
     @staticmethod
-    def _message_plan(plan: PublicQueryPlan) -> MessagePlan:
+    def _message_plan(plan: PublicQueryLayout) -> MessagePlan:
         """Alice's message as a :class:`MessagePlan`, beside [PNP24]'s count H(d + 1)p."""
         H, d, p, K = plan.heads, plan.dim, plan.precision, plan.candidates
         count = composition_message_bits(H, d, p)

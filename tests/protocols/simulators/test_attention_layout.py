@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from commsim.contract import InputError, Shape
+from commsim.contract import InputError, NotApplicable, Shape
 from commsim.core.precision import FloatFormat
 from commsim.plugins import load_plugins
 from protocols.models.attention_config import AttentionConfig
@@ -17,6 +17,8 @@ from protocols.simulators.attention import ATTENTION_EXCHANGE, PartitionError, m
 from protocols.simulators.attention.exchange import _assumptions, _message_plan
 from protocols.simulators.attention.partition import partition_counts, validate_partition
 from protocols.simulators.attention.plan import ExchangeLayout, make_layout
+from protocols.simulators.attention.public_query import (PUBLIC_QUERY, PublicQueryLayout, public_query_layout,
+                                                          public_query_plan)
 
 RANGES = st.builds(range, st.integers(-4, 70), st.integers(-4, 70), st.integers(-4, 4).filter(bool))
 LISTS = st.one_of(st.lists(st.integers(-3, 70), max_size=40),
@@ -102,3 +104,53 @@ def test_a_range_past_the_length_is_refused_without_listing_it():
     with pytest.raises(PartitionError, match=r"position 1152921504606846975 is outside 0\.\.9"):
         partition_counts(10, range(0, 1 << 60), 3)
     assert partition_counts(1 << 20, range(0, 1 << 20, 2), (1 << 20) - 1) == (False, 1 << 19, 1 << 19)
+
+
+def _refusal(f, *args):
+    """What ``f(*args)`` gives, or its NotApplicable refusal."""
+    try:
+        return f(*args)
+    except NotApplicable as exc:
+        return ("not applicable", str(exc), exc.param)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(heads=st.integers(1, 3), width=st.integers(1, 4), p=st.integers(2, 9), dim=st.integers(1, 5),
+       fmt=st.sampled_from([None] * 4 + ["float16"]), division=st.sampled_from(["once"] * 4 + ["per-weight"]),
+       seq_len=st.integers(1, 16), data=st.data())
+def test_public_query_layout_is_the_built_plan_without_its_positions(heads, width, p, dim, fmt, division, seq_len,
+                                                                     data):
+    """public_query_layout's message is public_query_plan's (as budget built it: Alice's distinct positions,
+    Bob the rest), and so is every refusal."""
+    config = (AttentionConfig.fixed(heads, width, p, dim=dim, division=division) if fmt is None else
+              AttentionConfig(heads, width, FloatFormat(fmt), dim=dim, division=division))
+    query = data.draw(st.integers(0, seq_len - 1), label="query")
+    alice = data.draw(st.one_of(st.builds(range, st.integers(0, seq_len), st.integers(0, seq_len)),
+                                st.lists(st.integers(0, seq_len - 1), max_size=2 * seq_len)), label="alice")
+    public = data.draw(st.sampled_from([(query,), (query,), (), tuple(range(seq_len))]), label="public")
+    held = set(alice)
+    built = _refusal(public_query_plan, config, seq_len, sorted(held),
+                     [i for i in range(seq_len) if i not in held], query, public)
+    laid = _refusal(public_query_layout, config, seq_len, alice, query, public)
+    if isinstance(built, tuple):
+        assert laid == built
+        return
+    assert type(laid) is PublicQueryLayout
+    assert {f.name: getattr(laid, f.name) for f in dataclasses.fields(PublicQueryLayout)} == \
+        {f.name: getattr(built, f.name) for f in dataclasses.fields(PublicQueryLayout)}
+    assert PUBLIC_QUERY._message_plan(laid) == PUBLIC_QUERY._message_plan(built)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(size=st.integers(1, 3000), m=st.integers(1, 4), p=st.integers(2, 12), heads=st.integers(1, 3),
+       dim=st.integers(1, 8))
+def test_budget_public_query_plan_is_the_built_plan(size, m, p, heads, dim):
+    """For composition (the public-query variant budget plans), the simulator's plan is the message of
+    public_query_plan on the task's split, listed position by position."""
+    reduction = load_plugins().get("reduction", "compose-index")
+    split = reduction.split(reduction.length_for_size(max(size, reduction.min_size)))
+    got = _refusal(PUBLIC_QUERY.plan, Shape(m, p, heads, {"dim": dim}), split)
+    held, N = set(split.alice_positions), split.seq_len
+    built = _refusal(public_query_plan, AttentionConfig.fixed(heads, m, p, dim=dim), N, sorted(held),
+                     [i for i in range(N) if i not in held], int(split.output_positions[0]), split.public_positions)
+    assert got == (built if isinstance(built, tuple) else PUBLIC_QUERY._message_plan(built))
