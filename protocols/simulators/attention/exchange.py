@@ -139,7 +139,7 @@ class AttentionExchange(Vectorized, Simulator):
     budget_parameters = ("width", "precision", "heads")
     partition_kind = ANY_PARTITION           # Theorem 4 holds for any partition of the positions
     one_way_splits = (QUERY_ONLY,)           # Alice holding only the query sends, Bob answers ([SHT23])
-    plan_limit = 1 << 20                     # the plan lists every position: budget evaluates it up to 2^20
+    plan_limit = 1 << 20                     # run's plan lists every position: budget plans up to 2^20
 
     def __init__(self):
         self._cache = PlanCache()

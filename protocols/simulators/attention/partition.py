@@ -12,7 +12,7 @@ import numpy as np
 
 from commsim.contract import InputError
 
-__all__ = ["PartitionError", "validate_partition", "partition_counts"]
+__all__ = ["PartitionError", "partition_counts", "validate_partition"]
 
 
 class PartitionError(InputError):

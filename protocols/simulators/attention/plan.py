@@ -5,7 +5,10 @@ attends to itself, the coordinates of x_N the output map reads, the embedding wi
 semantics), the sequence length N and the partition -- never on the tokens -- so one plan serves every
 instance of a run, and its bits are known before anything is run.  :func:`make_plan` reads only the
 layer's :class:`~protocols.models.attention.AttentionConfig`, so a config built from sizes (``commsim
-budget``) gives the same plan as the model.
+budget``) gives the same plan as the model.  The messages depend on the partition only through who holds the
+query and how many positions each party holds: :func:`make_layout` lays them out from those counts
+(:class:`ExchangeLayout`, the plan without its position lists: what ``commsim budget`` judges), with
+:func:`make_plan`'s checks and refusals.
 
 One-way (the query owner holds only the query) the sender sends the cheaper valid message
 (:func:`one_way_choice`): x_N itself (d·p bits; everything about the query position follows from it),

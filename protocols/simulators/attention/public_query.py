@@ -208,7 +208,7 @@ def public_query_layout(model, seq_len: int, alice_positions, query: int, public
     plans lengths up to 2^20)."""
     if isinstance(alice_positions, range):
         return _layout(model, seq_len, query, query in alice_positions, len(alice_positions), public_positions)
-    alice = set(int(i) for i in alice_positions)
+    alice = {int(i) for i in alice_positions}
     return _layout(model, seq_len, query, query in alice, len(alice), public_positions)
 
 
