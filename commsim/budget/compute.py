@@ -284,8 +284,8 @@ def budget(arch: str, width: int, precision: int | None, task: str, *, heads: in
         raise InputError(f"n must be at least 1, got {n}", "n")
     limit = simulator.plan_limit
     if n is not None and limit is not None and n > limit:
-        raise InputError(f"budget lays out the {shape.name} protocol's plan position by position up to N = {limit}; "
-                         f"got N = {n}", "n")
+        raise InputError(f"budget plans the {shape.name} protocol up to N = {limit}, the longest input its runs "
+                         f"lay out; got N = {n}", "n")
     notes = []
     first = reduction.length_for_size(reduction.min_size)
     # whether the bound applies is judged at a generic size (n = 2: at n = 1 some tasks degenerate)

@@ -45,8 +45,8 @@ def solve(arch: str, task: str, parameter: str, N: int, *, width: int = 1, preci
         raise InputError(f"n must be at least 1, got {N}", "n")
     limit = simulator.plan_limit
     if limit is not None and N > limit:
-        raise InputError(f"budget lays out the {shape.name} protocol's plan position by position up to N = {limit}; "
-                         f"got N = {N}", "n")
+        raise InputError(f"budget plans the {shape.name} protocol up to N = {limit}, the longest input its runs "
+                         f"lay out; got N = {N}", "n")
     L = valid_at_most(reduction, N) or reduction.length_for_size(reduction.min_size)
     # the sizes are searched by their index i = 1, 2, ...: the size itself, or the i-th of PRECISIONS
     size = (lambda i: PRECISIONS[i - 1]) if parameter == "precision" else (lambda i: i)
