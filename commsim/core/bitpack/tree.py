@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from commsim.core.bitpack.bytegroups import BYTE_GROUP_WIDTHS, pack_byte_groups, unpack_byte_groups
 from commsim.core.bitpack.lanes import Scratch, lane_bits, thread_scratch, uint_type
 from commsim.core.bitpack.spread import pack_spread, unpack_spread
 from commsim.core.bitpack.windows import fits_windows, read_windows, write_windows
@@ -192,11 +193,14 @@ def pack_tree(arr: np.ndarray, width: int) -> np.ndarray:
 
     Unsigned input must lie in [0, 2**width); signed input may carry sign bits above the width (two's
     complement codes), which are dropped."""
-    plan = tree_plan(width)
-    group = plan.group
     n = arr.size
     nbytes = (n * width + 7) // 8
     out = np.empty(nbytes + SLACK, dtype=np.uint8)
+    if width in BYTE_GROUP_WIDTHS:   # eight values in one 64-bit lane: fewer passes (see its module)
+        pack_byte_groups(arr, width, out)
+        return out[:nbytes]
+    plan = tree_plan(width)
+    group = plan.group
     scratch = thread_scratch()
     lane_type = uint_type(plan.first)
     clean = arr.dtype.kind == "u"
@@ -222,7 +226,10 @@ def pack_tree(arr: np.ndarray, width: int) -> np.ndarray:
 def unpack_tree(packed: np.ndarray, width: int, count: int, first_byte: int, out: np.ndarray) -> None:
     """Inverse of :func:`pack_tree` for ``count`` values from byte ``first_byte`` into ``out`` (of their
     container type); the last level (or the field reader, when there are no levels) writes into ``out``
-    directly."""
+    directly (widths 5 and 7: :mod:`~commsim.core.bitpack.bytegroups`)."""
+    if width in BYTE_GROUP_WIDTHS:
+        unpack_byte_groups(packed, width, count, first_byte, out)
+        return
     plan = tree_plan(width)
     group = plan.group
     scratch = thread_scratch()
