@@ -177,7 +177,7 @@ def _read_fields(packed: np.ndarray, plan: _Plan, count: int, first_byte: int, l
     """Inverse of :func:`_write_fields`: ``count`` fields into ``lanes`` (clean ``plan.lane``-bit lanes) from
     byte ``first_byte`` (bytes past the end read as 0)."""
     if plan.writer == "window":
-        read_windows(packed, plan.bits, plan.lane, count, first_byte, lanes, scratch)
+        read_windows(packed, plan.bits, plan.lane, count, first_byte, lanes[:count])
     elif plan.writer == "spread":
         unpack_spread(packed, plan.bits, count, first_byte, lanes)
     else:  # one byte per field
