@@ -93,7 +93,8 @@ def write_windows(fields: np.ndarray, bits: int, lane: int, out: np.ndarray, fir
 def read_windows(packed: np.ndarray, bits: int, lane: int, count: int, first_byte: int, out: np.ndarray) -> None:
     """Inverse of :func:`write_windows`: ``count`` fields into ``out`` (``count`` ``lane``-bit lanes).  Each
     phase's shifted windows go straight into every ``period``-th lane of ``out``, then one mask clears them
-    all: half the time of shifting and masking contiguous phase rows and interleaving them (measured)."""
+    all (whole-byte fields need none): half the time of shifting and masking contiguous phase rows and
+    interleaving them (measured)."""
     period, stride, phases = window_plan(bits, lane)
     big = uint_type(lane, ">")
     lane_type = out.dtype
@@ -106,4 +107,5 @@ def read_windows(packed: np.ndarray, bits: int, lane: int, count: int, first_byt
         row = out[j::period] if period > 1 else out
         src = np.ndarray((row.size,), dtype=big, buffer=raw, offset=q, strides=(stride,))
         np.right_shift(src, lane_type.type(t), out=row)
-    np.bitwise_and(out, lane_type.type((1 << bits) - 1), out=out)
+    if any(r for _, _, r, _ in phases):   # the predecessors' tails (a window starting on its field is clean)
+        np.bitwise_and(out, lane_type.type((1 << bits) - 1), out=out)
