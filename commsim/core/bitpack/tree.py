@@ -106,7 +106,7 @@ class _Plan(NamedTuple):
     @property
     def chunk(self) -> int:
         """Values per chunk: a multiple of 64, so that every chunk starts on a byte and a field boundary."""
-        return max(64, _CHUNK_BYTES // (self.first // 8))
+        return max(64, _CHUNK_BYTES // (self.first // 8) // 64 * 64)
 
 
 @functools.lru_cache(maxsize=None)

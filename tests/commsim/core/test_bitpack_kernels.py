@@ -1,5 +1,5 @@
-"""Byte groups (commsim.core.bitpack.bytegroups): widths whose eight values are whole bytes, built in one
-64-bit lane, against the bit-by-bit reference."""
+"""Byte groups (commsim.core.bitpack.bytegroups: widths whose eight values are whole bytes, built in one 64-bit
+lane) and field pairs (commsim.core.bitpack.windows.write_pairs), against the bit-by-bit reference."""
 from __future__ import annotations
 
 import numpy as np
@@ -63,3 +63,40 @@ def test_byte_groups_read_strided_input(width, count, seed):
     values = np.random.default_rng(seed).integers(0, 1 << width, size=2 * count, dtype=np.uint8)
     assert pack_uints(values[::2], width) == pack_uints(values[::2].copy(), width)
     assert np.array_equal(unpack_uints(pack_uints(values[::2], width), width), values[::2])
+
+
+def _pair_widths() -> list[int]:
+    """The widths whose plan ends in fields of two bit phases in 64-bit lanes: written a pair at a time."""
+    from commsim.core.bitpack.tree import tree_plan
+    from commsim.core.bitpack.windows import window_plan
+    return [w for w in range(2, 64) if w not in BYTE_GROUP_WIDTHS | {8, 16, 32}
+            and tree_plan(w).writer == "window" and tree_plan(w).lane == 64
+            and window_plan(tree_plan(w).bits, 64)[0] == 2]
+
+
+def test_pair_widths():
+    assert _pair_widths() == [9, 11, 13, 15, 18, 22, 26, 30, 36, 44, 52, 60]
+
+
+@pytest.mark.parametrize("width", _pair_widths())
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fields=st.integers(0, 400), extra=st.integers(0, 3), chunk_bytes=st.sampled_from([64, 136, 512, 1 << 19]),
+       seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_field_pairs_round_trip_exactly(width, fields, extra, chunk_bytes, seed, data):
+    """Fields written a pair at a time (the rest of each pair before its first window): odd field counts (a
+    last pair without its second field), partial groups, chunk boundaries every few pairs, against the
+    bit-by-bit reference; any run of fields that starts on a byte decodes alone."""
+    from commsim.core import bits as bits_module
+    from commsim.core.bitpack import tree
+    group = tree.tree_plan(width).group
+    count = max(0, fields * group - extra)
+    values = np.random.default_rng(seed).integers(0, 1 << width, size=count, dtype=np.uint64)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tree, "_CHUNK_BYTES", chunk_bytes)
+        mp.setattr(bits_module, "SMALL_BITS", 0)
+        packed = pack_uints(values, width)
+        assert np.array_equal(np.unpackbits(packed.packed, count=len(packed)), _reference(values, width))
+        assert np.array_equal(unpack_uints(packed, width).astype(np.uint64), values)
+        start = data.draw(st.integers(0, count), "start") // 2 * 2
+        got = unpack_uints(packed, width, count=count - start, offset=start * width)
+        assert np.array_equal(got.astype(np.uint64), values[start:])
