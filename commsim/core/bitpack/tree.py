@@ -113,7 +113,8 @@ class _Plan(NamedTuple):
 def tree_plan(width: int) -> _Plan:
     """Group neighbouring values until a lane's field is a whole number of bytes (or the lanes are 64 bits):
     width 2 becomes one-byte fields in one level of four, 4 in one level of two, 3 and 6 three-byte fields,
-    12 three-byte fields after one level; 33..64 are not grouped."""
+    12 three-byte fields after one level; 33..64 are not grouped.  (Widths 5 and 7 do not use their plan:
+    :func:`pack_tree` sends them to :mod:`~commsim.core.bitpack.bytegroups`.)"""
     first = lane = lane_bits(width)
     levels, bits = [], width
     while lane < 64 and bits % 8:
