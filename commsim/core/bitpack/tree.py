@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from commsim.core.bitpack.bytegroups import BYTE_GROUP_WIDTHS, pack_byte_groups, unpack_byte_groups
 from commsim.core.bitpack.lanes import Scratch, lane_bits, thread_scratch, uint_type
 from commsim.core.bitpack.spread import pack_spread, unpack_spread
 from commsim.core.bitpack.windows import fits_windows, read_windows, write_windows
@@ -105,14 +106,15 @@ class _Plan(NamedTuple):
     @property
     def chunk(self) -> int:
         """Values per chunk: a multiple of 64, so that every chunk starts on a byte and a field boundary."""
-        return max(64, _CHUNK_BYTES // (self.first // 8))
+        return max(64, _CHUNK_BYTES // (self.first // 8) // 64 * 64)
 
 
 @functools.lru_cache(maxsize=None)
 def tree_plan(width: int) -> _Plan:
     """Group neighbouring values until a lane's field is a whole number of bytes (or the lanes are 64 bits):
     width 2 becomes one-byte fields in one level of four, 4 in one level of two, 3 and 6 three-byte fields,
-    12 three-byte fields after one level; 33..64 are not grouped."""
+    12 three-byte fields after one level; 33..64 are not grouped.  (Widths 5 and 7 do not use their plan:
+    :func:`pack_tree` sends them to :mod:`~commsim.core.bitpack.bytegroups`.)"""
     first = lane = lane_bits(width)
     levels, bits = [], width
     while lane < 64 and bits % 8:
@@ -176,7 +178,7 @@ def _read_fields(packed: np.ndarray, plan: _Plan, count: int, first_byte: int, l
     """Inverse of :func:`_write_fields`: ``count`` fields into ``lanes`` (clean ``plan.lane``-bit lanes) from
     byte ``first_byte`` (bytes past the end read as 0)."""
     if plan.writer == "window":
-        read_windows(packed, plan.bits, plan.lane, count, first_byte, lanes, scratch)
+        read_windows(packed, plan.bits, plan.lane, count, first_byte, lanes[:count])
     elif plan.writer == "spread":
         unpack_spread(packed, plan.bits, count, first_byte, lanes)
     else:  # one byte per field
@@ -192,11 +194,14 @@ def pack_tree(arr: np.ndarray, width: int) -> np.ndarray:
 
     Unsigned input must lie in [0, 2**width); signed input may carry sign bits above the width (two's
     complement codes), which are dropped."""
-    plan = tree_plan(width)
-    group = plan.group
     n = arr.size
     nbytes = (n * width + 7) // 8
     out = np.empty(nbytes + SLACK, dtype=np.uint8)
+    if width in BYTE_GROUP_WIDTHS:   # eight values in one 64-bit lane: fewer passes (see its module)
+        pack_byte_groups(arr, width, out)
+        return out[:nbytes]
+    plan = tree_plan(width)
+    group = plan.group
     scratch = thread_scratch()
     lane_type = uint_type(plan.first)
     clean = arr.dtype.kind == "u"
@@ -222,7 +227,10 @@ def pack_tree(arr: np.ndarray, width: int) -> np.ndarray:
 def unpack_tree(packed: np.ndarray, width: int, count: int, first_byte: int, out: np.ndarray) -> None:
     """Inverse of :func:`pack_tree` for ``count`` values from byte ``first_byte`` into ``out`` (of their
     container type); the last level (or the field reader, when there are no levels) writes into ``out``
-    directly."""
+    directly (widths 5 and 7: :mod:`~commsim.core.bitpack.bytegroups`)."""
+    if width in BYTE_GROUP_WIDTHS:
+        unpack_byte_groups(packed, width, count, first_byte, out)
+        return
     plan = tree_plan(width)
     group = plan.group
     scratch = thread_scratch()
