@@ -40,6 +40,7 @@ from protocols.theorems import (
 __all__ = ["PartitionError", "MessageSpec", "ExchangeLayout", "ExchangePlan", "make_layout", "make_plan",
            "one_way_choice", "theorem_count"]
 
+
 @dataclass(frozen=True)
 class MessageSpec:
     """One message of the plan: its step, label, sender, head (None: not per head) and exact width."""
