@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from bit_reference import bit_matrix, through_the_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -11,12 +12,6 @@ from commsim.core.bits import pack_low_bits, pack_uints, unpack_uints
 from commsim.core.bitpack.bytegroups import BYTE_GROUP_WIDTHS, byte_group_plan
 
 WIDTHS = sorted(BYTE_GROUP_WIDTHS)
-
-
-def _reference(values: np.ndarray, width: int) -> np.ndarray:
-    """Each value as ``width`` bits, most significant first, one uint8 per bit."""
-    shifts = np.arange(width - 1, -1, -1, dtype=np.uint64)
-    return ((values.astype(np.uint64)[:, None] >> shifts) & np.uint64(1)).astype(np.uint8).reshape(-1)
 
 
 def test_the_served_widths_are_byte_groups():
@@ -47,7 +42,7 @@ def test_byte_groups_round_trip_exactly(width, count, chunk, dtype, seed, data):
         mp.setattr(bits_module, "SMALL_BITS", 0)
         packed = pack_low_bits(given_values, width) if dtype == "i8" else pack_uints(given_values, width)
         assert len(packed) == count * width
-        assert np.array_equal(np.unpackbits(packed.packed, count=len(packed)), _reference(values, width))
+        assert np.array_equal(np.unpackbits(packed.packed, count=len(packed)), bit_matrix(values, width))
         assert packed.packed[-1:].size == 0 or not packed.packed[-1] & ((1 << (-len(packed) % 8)) - 1)
         assert np.array_equal(unpack_uints(packed, width).astype(np.uint64), values)
         start = data.draw(st.integers(0, count), "start") // 8 * 8
@@ -86,17 +81,11 @@ def test_field_pairs_round_trip_exactly(width, fields, extra, chunk_bytes, seed,
     """Fields written a pair at a time (the rest of each pair before its first window): odd field counts (a
     last pair without its second field), partial groups, chunk boundaries every few pairs, against the
     bit-by-bit reference; any run of fields that starts on a byte decodes alone."""
-    from commsim.core import bits as bits_module
     from commsim.core.bitpack import tree
     group = tree.tree_plan(width).group
     count = max(0, fields * group - extra)
     values = np.random.default_rng(seed).integers(0, 1 << width, size=count, dtype=np.uint64)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(tree, "_CHUNK_BYTES", chunk_bytes)
-        mp.setattr(bits_module, "SMALL_BITS", 0)
-        packed = pack_uints(values, width)
-        assert np.array_equal(np.unpackbits(packed.packed, count=len(packed)), _reference(values, width))
-        assert np.array_equal(unpack_uints(packed, width).astype(np.uint64), values)
+    with through_the_tree(values, width, chunk_bytes) as packed:
         start = data.draw(st.integers(0, count), "start") // 2 * 2
         got = unpack_uints(packed, width, count=count - start, offset=start * width)
         assert np.array_equal(got.astype(np.uint64), values[start:])

@@ -1,10 +1,9 @@
 """Bits: construction, concatenation, slicing, equality, hashing; pack_uints / unpack_uints."""
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 import pytest
+from bit_reference import bit_matrix, through_the_tree
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -220,12 +219,6 @@ def test_every_width(width):
     assert unpack_uints(b, width).dtype.itemsize * 8 >= width
 
 
-def _bit_matrix(values: np.ndarray, width: int) -> np.ndarray:
-    """The reference encoding, vectorized: each value's ``width`` bits, most significant first."""
-    shifts = np.arange(width - 1, -1, -1, dtype=np.uint64)
-    return ((values.astype(np.uint64)[:, None] >> shifts) & np.uint64(1)).astype(np.uint8).reshape(-1)
-
-
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(width=st.integers(1, 64), count=st.integers(0, (1 << 18) + 70), seed=st.integers(0, 2**32 - 1),
        data=st.data())
@@ -239,7 +232,7 @@ def test_fast_kernels_round_trip_exactly_at_every_width(width, count, seed, data
     if width == 64 and count:
         values[::3] |= np.uint64(1 << 63)
     packed = pack_uints(values, width)
-    assert np.array_equal(np.unpackbits(packed.packed, count=len(packed)), _bit_matrix(values, width))
+    assert np.array_equal(np.unpackbits(packed.packed, count=len(packed)), bit_matrix(values, width))
     assert np.array_equal(unpack_uints(packed, width).astype(np.uint64), values)
     start = data.draw(st.integers(0, count), "start")
     start -= start % (8 // np.gcd(width, 8))        # a field that starts on a byte
@@ -257,22 +250,6 @@ def test_fast_kernels_round_trip_exactly_at_every_width(width, count, seed, data
 
 
 @settings(max_examples=200, deadline=None)
-@contextlib.contextmanager
-def _through_the_tree(values, width, chunk_bytes):
-    """``values`` packed through the grouping tree with chunks of ``chunk_bytes`` (short messages too: not the bit
-    matrix that normally takes them), checked against the bit-by-bit reference and unpacked whole; yields the
-    packed bits with the small chunks still in force."""
-    from commsim.core import bits as bits_module
-    from commsim.core.bitpack import tree as bitpack
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(bitpack, "_CHUNK_BYTES", chunk_bytes)
-        mp.setattr(bits_module, "SMALL_BITS", 0)
-        packed = pack_uints(values, width)
-        assert np.array_equal(np.unpackbits(packed.packed, count=len(packed)), _bit_matrix(values, width))
-        assert np.array_equal(unpack_uints(packed, width).astype(np.uint64), values)
-        yield packed
-
-
 @given(width=st.integers(2, 63).filter(lambda w: w not in (8, 16, 32)), count=st.integers(0, 3000),
        chunk_bytes=st.sampled_from([64, 128, 512]), seed=st.integers(0, 2**32 - 1), data=st.data())
 def test_kernels_across_many_chunks(width, count, chunk_bytes, seed, data):
@@ -282,7 +259,7 @@ def test_kernels_across_many_chunks(width, count, chunk_bytes, seed, data):
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 1 << width, size=count, dtype=np.uint64)
     stop = data.draw(st.integers(0, count), "stop")
-    with _through_the_tree(values, width, chunk_bytes) as packed:
+    with through_the_tree(values, width, chunk_bytes) as packed:
         assert np.array_equal(unpack_uints(packed, width, count=stop).astype(np.uint64), values[:stop])
 
 
@@ -378,7 +355,7 @@ def test_windows_reaching_two_fields_ahead_round_trip(width, count, chunk_bytes,
     two's-complement codes (their low ``width`` bits)."""
     rng = np.random.default_rng(seed)
     values = rng.integers(0, 1 << width, size=count, dtype=np.uint64)
-    with _through_the_tree(values, width, chunk_bytes) as packed:
+    with through_the_tree(values, width, chunk_bytes) as packed:
         start = data.draw(st.integers(0, count), "start")
         start -= start % (8 // np.gcd(width, 8))
         got = unpack_uints(packed, width, count=count - start, offset=start * width)
